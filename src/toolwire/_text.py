@@ -1,0 +1,38 @@
+"""Text hygiene for what reaches a model from a tool definition."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["DESCRIPTION_LIMIT", "clean_description"]
+
+DESCRIPTION_LIMIT = 4096
+"""Bytes of UTF-8 a description may take once cleaned (4 KiB)."""
+
+# Characters a reader cannot see but a model reads: C0/C1 controls other than tab and newline,
+# zero-width characters, bidi embeddings/overrides/isolates, word joiners, the BOM, and the
+# Unicode "tag" block used to smuggle hidden instructions.
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
+_TRUNCATION_MARK = " [truncated]"
+
+
+def clean_description(text: str | None, *, limit: int = DESCRIPTION_LIMIT) -> str:
+    """Remove invisible and bidi-control characters and cap the UTF-8 size at ``limit`` bytes.
+
+    ``None`` gives ``""``. A capped text ends with ``" [truncated]"`` and never splits a
+    character.
+    """
+    if not text:
+        return ""
+    if not (text.isascii() and text.isprintable()):
+        text = _INVISIBLE.sub("", text.replace("\r\n", "\n"))
+    if len(text) <= limit // 4:  # fast path: 4 bytes per character at most
+        return text
+    encoded = text.encode("utf-8")
+    if len(encoded) <= limit:
+        return text
+    cut = encoded[: limit - len(_TRUNCATION_MARK)].decode("utf-8", errors="ignore")
+    return cut + _TRUNCATION_MARK

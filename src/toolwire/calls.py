@@ -1,0 +1,232 @@
+"""What flows between the model and the tools: calls, results and their content parts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from toolwire.tool import Tool
+
+__all__ = [
+    "AudioContent",
+    "Content",
+    "EmbeddedResource",
+    "ErrorKind",
+    "ImageContent",
+    "RejectedCall",
+    "ResourceLink",
+    "TextContent",
+    "ToolCall",
+    "ToolResult",
+    "canonical_json",
+    "stable_call_id",
+]
+
+ErrorKind = Literal[
+    "not_found",
+    "invalid_arguments",
+    "denied",
+    "approval_denied",
+    "timeout",
+    "failed",
+    "unavailable",
+    "interrupted",
+]
+"""Why a call failed, as the model is told."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextContent:
+    """Plain text returned by a tool."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImageContent:
+    """An image returned by a tool, as raw bytes."""
+
+    data: bytes
+    mime_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class AudioContent:
+    """Audio returned by a tool, as raw bytes."""
+
+    data: bytes
+    mime_type: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResourceLink:
+    """A link to a resource; toolwire never fetches it."""
+
+    uri: str
+    name: str | None = None
+    mime_type: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EmbeddedResource:
+    """A resource's contents carried inline: ``text`` or ``blob``, not both."""
+
+    uri: str
+    mime_type: str | None = None
+    text: str | None = None
+    blob: bytes | None = None
+
+
+Content = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
+
+
+def _placeholder(part: Content) -> str:
+    """How a content part reads where the provider takes text only."""
+    match part:
+        case TextContent(text=text):
+            return text
+        case ImageContent(data=data, mime_type=mime):
+            return f"[image: {mime}, {len(data)} bytes]"
+        case AudioContent(data=data, mime_type=mime):
+            return f"[audio: {mime}, {len(data)} bytes]"
+        case ResourceLink(uri=uri, name=name, mime_type=mime):
+            details = ", ".join(x for x in (name, mime) if x)
+            return f"[resource link: {uri}" + (f" ({details})" if details else "") + "]"
+        case EmbeddedResource(uri=uri, text=str() as text):
+            return f"[resource: {uri}]\n{text}"
+        case EmbeddedResource(uri=uri, mime_type=mime, blob=blob):
+            size = len(blob) if blob is not None else 0
+            return f"[resource: {uri}, {mime or 'application/octet-stream'}, {size} bytes]"
+    raise TypeError(f"not a content part: {part!r}")  # pragma: no cover - exhaustive above
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
+    """The outcome of one tool call, before it is shaped for a provider.
+
+    Build one with :meth:`from_value` (a handler's return value) or :meth:`error`.
+    """
+
+    content: tuple[Content, ...] = ()
+    """Content parts in order (text, images, audio, resources)."""
+    structured_content: Mapping[str, Any] | None = None
+    """A JSON object result, when the tool produced one."""
+    is_error: bool = False
+    """True when the call failed; ``content`` then holds the message."""
+    error_kind: ErrorKind | None = None
+    """Why it failed, when ``is_error``."""
+
+    @classmethod
+    def error(cls, kind: ErrorKind, message: str) -> ToolResult:
+        """A failed call with a message the model can act on."""
+        return cls(content=(TextContent(message),), is_error=True, error_kind=kind)
+
+    @classmethod
+    def from_value(cls, value: Any) -> ToolResult:
+        """Shape a handler's return value.
+
+        A ``ToolResult`` is returned as is, a string becomes text, a content part or a sequence
+        of them becomes content, a mapping becomes structured content, and anything else is
+        rendered as JSON text.
+        """
+        if isinstance(value, ToolResult):
+            return value
+        if isinstance(value, str):
+            return cls(content=(TextContent(value),))
+        if isinstance(value, TextContent | ImageContent | AudioContent | ResourceLink
+                      | EmbeddedResource):
+            return cls(content=(value,))
+        if isinstance(value, Mapping):
+            return cls(structured_content=dict(value))
+        if isinstance(value, list | tuple) and value and all(
+            isinstance(v, TextContent | ImageContent | AudioContent | ResourceLink
+                       | EmbeddedResource)
+            for v in value
+        ):
+            return cls(content=tuple(value))
+        if value is None:
+            return cls()
+        return cls(content=(TextContent(canonical_json(_jsonable(value))),))
+
+    @property
+    def text(self) -> str:
+        """The content as text, media replaced by placeholders, parts joined by newlines."""
+        return "\n".join(_placeholder(part) for part in self.content)
+
+
+def _jsonable(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):  # pydantic models returned by handlers
+        return dump(mode="json")
+    return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """One call the model asked for, resolved to a tool."""
+
+    exposed_name: str
+    """The name the model used (after resolving ``default_api.x`` style prefixes)."""
+    tool: Tool
+    """The tool it resolves to."""
+    arguments: dict[str, Any]
+    """The arguments, always a dict."""
+    call_id: str | None = None
+    """The provider's id for the call, or None when the provider sent none."""
+    local_id: str
+    """An id for correlation: the provider's id, or one derived with :func:`stable_call_id`."""
+    index: int = 0
+    """The position of the call among the calls of its response."""
+    extras: Mapping[str, Any] = field(default_factory=dict)
+    """Provider data to replay unchanged (Gemini's ``thoughtSignature``)."""
+
+    @property
+    def name(self) -> str:
+        """The tool's own name (not the exposed one)."""
+        return self.tool.name
+
+    @property
+    def server_id(self) -> str | None:
+        """The id of the server the tool comes from, if any."""
+        return self.tool.server_id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RejectedCall:
+    """A call that could not be resolved or parsed, with the error answer already built."""
+
+    name: str
+    """The name the model sent."""
+    call_id: str | None
+    """The provider's id for the call, when sent."""
+    index: int
+    """The position of the call among the calls of its response."""
+    error_kind: ErrorKind
+    """``not_found`` or ``invalid_arguments``."""
+    message: str
+    """What the model is told."""
+    answer: Any
+    """The provider-shaped error answer to send back."""
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces: equal values give equal strings."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=str)
+
+
+def stable_call_id(name: str, arguments: Mapping[str, Any], occurrence: int) -> str:
+    """A deterministic id for a call the provider sent without one.
+
+    Derived from the name, the canonical arguments and the occurrence (the n-th identical call
+    of the turn), so a retried turn with the same calls, even reordered, gets the same ids.
+    """
+    digest = hashlib.sha256(
+        f"{name}\x00{canonical_json(arguments)}\x00{occurrence}".encode()
+    ).hexdigest()
+    return f"tw_{digest[:24]}"

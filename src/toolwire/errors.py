@@ -1,0 +1,102 @@
+"""The exceptions toolwire raises to its caller.
+
+Outcomes the *model* should see (an unknown tool, invalid arguments, a tool that raised) are not
+exceptions: they become error answers. What is raised here is for the program using toolwire.
+
+```
+ToolwireError
+├── ConfigurationError          (also a ValueError) the caller's setup is wrong
+│   └── NameCollisionError      two tools want the same exposed name
+├── SchemaConversionError       a schema cannot be lowered for a provider
+├── InvalidArguments            (also a ValueError) a call's arguments fail the tool's schema
+├── ToolNotFound                (also a LookupError) no visible tool has that name
+└── MissingDependency           (also an ImportError) an optional extra is not installed
+```
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "InvalidArguments",
+    "MissingDependency",
+    "NameCollisionError",
+    "SchemaConversionError",
+    "ToolNotFound",
+    "ToolwireError",
+]
+
+
+class ToolwireError(Exception):
+    """Base class of every exception toolwire raises."""
+
+
+class ConfigurationError(ToolwireError, ValueError):
+    """The caller configured something that cannot work (a bad option, a bad tool)."""
+
+
+class NameCollisionError(ConfigurationError):
+    """Two tools resolve to the same exposed name and the toolset was told not to rename."""
+
+    def __init__(self, exposed_name: str, first: str, second: str) -> None:
+        self.exposed_name = exposed_name
+        self.first = first
+        self.second = second
+        super().__init__(
+            f"tools {first!r} and {second!r} both want the exposed name {exposed_name!r}"
+        )
+
+
+class SchemaConversionError(ToolwireError):
+    """A tool's schema cannot be converted for a provider.
+
+    Attributes:
+        tool: the tool's name, when known.
+        path: a JSON pointer (``#/properties/x/items``) to the offending node.
+        reason: what is wrong, in one sentence.
+    """
+
+    def __init__(self, reason: str, *, path: str = "#", tool: str | None = None) -> None:
+        self.reason = reason
+        self.path = path
+        self.tool = tool
+        where = f"tool {tool!r}, " if tool else ""
+        super().__init__(f"{where}{path}: {reason}")
+
+    def for_tool(self, tool: str) -> SchemaConversionError:
+        """The same error, naming ``tool``."""
+        return SchemaConversionError(self.reason, path=self.path, tool=tool)
+
+
+class InvalidArguments(ToolwireError, ValueError):
+    """A call's arguments do not match the tool's input schema.
+
+    Attributes:
+        tool: the tool's name.
+        errors: one ``(path, message)`` pair per problem, ``path`` a JSON path like ``$.a[0]``.
+    """
+
+    def __init__(self, tool: str, errors: list[tuple[str, str]]) -> None:
+        self.tool = tool
+        self.errors = errors
+        detail = "; ".join(f"{path}: {message}" for path, message in errors)
+        super().__init__(f"invalid arguments for {tool!r}: {detail}")
+
+
+class ToolNotFound(ToolwireError, LookupError):
+    """No visible tool answers to ``name``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"no tool named {name!r}")
+
+
+class MissingDependency(ToolwireError, ImportError):
+    """An optional dependency is missing; the message names the extra to install."""
+
+    def __init__(self, package: str, extra: str) -> None:
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{package} is not installed; install it with: pip install 'toolwire[{extra}]'"
+        )

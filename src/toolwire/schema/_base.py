@@ -1,0 +1,351 @@
+"""What every schema lowering shares: bounded walking, local ``$ref`` resolution, ``allOf``
+merging, type-list splitting, the object root, and notes on what was changed.
+
+Schemas are untrusted input. Nothing here mutates the caller's dicts, every walk is bounded in
+depth and node count, and ``properties`` keys are treated as names, never as keywords.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+from toolwire._text import clean_description
+from toolwire.errors import SchemaConversionError
+
+__all__ = ["ANNOTATIONS", "ANNOUNCED_DROPS", "MAX_DEPTH", "MAX_NODES", "ConversionNote", "Lowering", "escape_pointer"]
+
+MAX_DEPTH = 100
+"""Nesting levels a schema may have (after following references)."""
+MAX_NODES = 100_000
+"""Schema nodes one conversion may visit."""
+
+JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+
+# Keywords that only annotate: dropping them loses nothing a validator or a model needs.
+ANNOTATIONS = frozenset({
+    "$schema", "$id", "$anchor", "$comment", "$vocabulary", "$dynamicAnchor", "title",
+    "examples", "example", "deprecated", "readOnly", "writeOnly", "discriminator",
+    "contentMediaType", "contentEncoding", "contentSchema", "markdownDescription",
+    "enumDescriptions", "markdownEnumDescriptions", "errorMessage", "$defs", "definitions",
+})
+
+# Constraints with no Gemini equivalent at all: dropped with a note, still checked by the
+# validator against the original schema.
+ANNOUNCED_DROPS = frozenset({
+    "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
+    "patternProperties", "propertyNames", "unevaluatedProperties", "unevaluatedItems",
+    "contains", "minContains", "maxContains", "$dynamicRef", "$recursiveRef", "$recursiveAnchor",
+})
+
+# Which keywords belong to which JSON type, for splitting a type list into anyOf branches.
+TYPE_KEYWORDS: Mapping[str, frozenset[str]] = {
+    "string": frozenset({"minLength", "maxLength", "pattern", "format", "enum", "const"}),
+    "number": frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                         "multipleOf", "format", "enum", "const"}),
+    "integer": frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                          "multipleOf", "format", "enum", "const"}),
+    "boolean": frozenset({"enum", "const"}),
+    "null": frozenset(),
+    "array": frozenset({"items", "prefixItems", "additionalItems", "minItems", "maxItems",
+                        "uniqueItems", "contains", "minContains", "maxContains"}),
+    "object": frozenset({"properties", "required", "additionalProperties", "patternProperties",
+                         "propertyNames", "minProperties", "maxProperties", "propertyOrdering",
+                         "dependentRequired", "dependentSchemas", "dependencies"}),
+}
+_TYPED_KEYWORDS = frozenset().union(*TYPE_KEYWORDS.values())
+
+_HINT_LIMIT = 200
+
+
+@dataclass(frozen=True, slots=True)
+class ConversionNote:
+    """Something a conversion dropped or rewrote, and where."""
+
+    path: str
+    """JSON pointer into the original schema (``#/properties/a``)."""
+    message: str
+
+
+def escape_pointer(segment: str) -> str:
+    """Escape one JSON-pointer segment (RFC 6901)."""
+    return segment.replace("~", "~0").replace("/", "~1")
+
+
+def _unescape_pointer(segment: str) -> str:
+    return unquote(segment).replace("~1", "/").replace("~0", "~")
+
+
+def json_type_of(value: Any) -> str | None:
+    """The JSON type of a Python value (bool before int)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return None
+
+
+def short_json(value: Any) -> str:
+    """A value as compact JSON, cut to a readable length."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= _HINT_LIMIT else text[: _HINT_LIMIT - 3] + "..."
+
+
+def is_count(value: Any) -> bool:
+    """A non-negative integer (not a bool): what minItems, maxLength, ... must be."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+class Lowering:
+    """One conversion of one schema. Subclasses implement :meth:`lower`.
+
+    ``notes`` collects what was dropped or rewritten, for reports; routine removals of
+    annotations (``title``, ``$schema``, ...) are not noted.
+    """
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        self.notes: list[ConversionNote] = []
+        self._nodes = 0
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+
+    def note(self, path: str, message: str) -> None:
+        self.notes.append(ConversionNote(path, message))
+
+    def visit(self, path: str, depth: int) -> None:
+        """Count a node and enforce the bounds."""
+        if depth > MAX_DEPTH:
+            raise SchemaConversionError(f"schema is nested deeper than {MAX_DEPTH} levels",
+                                        path=path)
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            raise SchemaConversionError(f"schema has more than {MAX_NODES} nodes", path=path)
+
+    # -- references ------------------------------------------------------------------------------
+
+    def is_external(self, ref: Any, path: str) -> bool:
+        """True (and noted) for a reference to another document, which is never fetched."""
+        if isinstance(ref, str) and not ref.startswith("#"):
+            self.note(path, f"external $ref {ref!r} not followed; any value accepted there")
+            return True
+        return False
+
+    def resolve(self, ref: Any, path: str) -> Any:
+        """The node a local reference (``#`` or ``#/a/b``) points to in the root document.
+
+        Raises:
+            SchemaConversionError: for a non-local, malformed or dangling reference.
+        """
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            raise SchemaConversionError(f"unsupported $ref {ref!r} (only local references)",
+                                        path=path)
+        pointer = ref[1:]
+        node = self.root
+        if pointer and not pointer.startswith("/"):
+            raise SchemaConversionError(f"unsupported $ref {ref!r} (anchors are not supported)",
+                                        path=path)
+        for raw in pointer.split("/")[1:] if pointer else ():
+            segment = _unescape_pointer(raw)
+            if isinstance(node, Mapping) and segment in node:
+                node = node[segment]
+            elif isinstance(node, list) and segment.isdigit() and int(segment) < len(node):
+                node = node[int(segment)]
+            else:
+                raise SchemaConversionError(f"$ref {ref!r} points to nothing", path=path)
+        return node
+
+    def merge_ref_siblings(self, node: Mapping[str, Any], path: str) -> dict[str, Any]:
+        """Inline the target of ``node["$ref"]`` with the node's other keywords laid over it."""
+        target = self.resolve(node["$ref"], path)
+        if isinstance(target, bool):
+            target = {} if target else {"not": {}}
+        if not isinstance(target, Mapping):
+            raise SchemaConversionError(f"$ref {node['$ref']!r} points to a non-schema", path=path)
+        # The target's own $ref (a chain) stays, for the caller to follow.
+        merged = {k: v for k, v in target.items() if k not in ("$defs", "definitions")}
+        merged.update((k, v) for k, v in node.items() if k != "$ref")
+        return merged
+
+    # -- allOf -----------------------------------------------------------------------------------
+
+    def merge_all_of(self, node: Mapping[str, Any], path: str, depth: int) -> dict[str, Any]:
+        """Flatten ``allOf`` into its node: properties merged, required united, other keywords
+        taken from the first member that sets them (the node's own keywords win)."""
+        merged = {k: v for k, v in node.items() if k != "allOf"}
+        members = node["allOf"]
+        if not isinstance(members, list):
+            self.note(path, "allOf is not a list; dropped")
+            return merged
+        for i, member in enumerate(members):
+            member_path = f"{path}/allOf/{i}"
+            self.visit(member_path, depth + 1)
+            hops = 0
+            while isinstance(member, Mapping) and "$ref" in member:
+                member = self.merge_ref_siblings(member, member_path)
+                hops += 1
+                if hops > MAX_DEPTH:
+                    raise SchemaConversionError("$ref chain does not end", path=member_path)
+            if isinstance(member, Mapping) and "allOf" in member:
+                member = self.merge_all_of(member, member_path, depth + 1)
+            if member is True or member == {}:
+                continue
+            if not isinstance(member, Mapping):
+                self.note(member_path, "allOf member is not a schema; dropped")
+                continue
+            for key, value in member.items():
+                if key == "properties" and isinstance(value, Mapping):
+                    props = dict(merged.get("properties") or {})
+                    for name, sub in value.items():
+                        props.setdefault(name, sub)
+                    merged["properties"] = props
+                elif key == "required" and isinstance(value, list):
+                    required = list(merged.get("required") or [])
+                    required += [r for r in value if r not in required]
+                    merged["required"] = required
+                elif key == "description" and "description" in merged:
+                    continue
+                else:
+                    merged.setdefault(key, value)
+        return merged
+
+    # -- type lists ------------------------------------------------------------------------------
+
+    @staticmethod
+    def split_type_list(node: Mapping[str, Any], types: list[str]) -> dict[str, Any]:
+        """``{"type": [a, b], ...}`` as ``{"anyOf": [{"type": a, ...}, {"type": b, ...}]}``,
+        each branch taking the keywords that apply to its type; the rest stay outside."""
+        outer = {k: v for k, v in node.items() if k != "type" and k not in _TYPED_KEYWORDS}
+        branches = []
+        for t in types:
+            branch: dict[str, Any] = {"type": t}
+            branch.update((k, v) for k, v in node.items() if k in TYPE_KEYWORDS[t])
+            branches.append(branch)
+        existing = node.get("anyOf")
+        if isinstance(existing, list) and existing:
+            # Both a type list and an anyOf: the value must satisfy both; keep the anyOf and
+            # let each of its branches be narrowed by the validator (the original schema).
+            outer["anyOf"] = existing
+            return outer
+        outer["anyOf"] = branches
+        return outer
+
+    def normalize_types(self, raw: Any, path: str) -> list[str] | None:
+        """The node's ``type`` as a list of lower-case JSON types, or None when absent."""
+        if raw is None:
+            return None
+        values = raw if isinstance(raw, list) else [raw]
+        types: list[str] = []
+        for value in values:
+            t = value.lower() if isinstance(value, str) else None
+            if t in JSON_TYPES:
+                if t not in types:
+                    types.append(t)
+            else:
+                self.note(path, f"unknown type {value!r} dropped")
+        return types or None
+
+    # -- the root --------------------------------------------------------------------------------
+
+    def object_root(self) -> dict[str, Any]:
+        """The root as a plain object schema: references followed, ``allOf`` merged, a
+        top-level union of objects flattened; anything else declares no parameters."""
+        root = self.root
+        if not isinstance(root, Mapping):
+            if root is True:
+                return {"type": "object", "properties": {}}
+            raise SchemaConversionError(
+                f"the input schema must be a JSON object, not {type(root).__name__}")
+        node: dict[str, Any] = dict(root)
+        for _ in range(MAX_DEPTH):
+            if "$ref" in node:
+                node = self.merge_ref_siblings(node, "#")
+            elif isinstance(node.get("allOf"), list):
+                node = self.merge_all_of(node, "#", 0)
+            else:
+                break
+        else:
+            raise SchemaConversionError("the root's $ref/allOf chain does not end")
+
+        types = self.normalize_types(node.get("type"), "#")
+        union_key = next((k for k in ("anyOf", "oneOf") if isinstance(node.get(k), list)), None)
+        if union_key and "properties" not in node and (types is None or types == ["object"]):
+            return self._flatten_root_union(node, union_key)
+        if types is not None and "object" not in types:
+            self.note("#", f"the root is not an object (type {node.get('type')!r}); "
+                      "declared with no parameters")
+            return {"type": "object", "properties": {}}
+        if types is not None and len(types) > 1:
+            self.note("#", "the root's type list narrowed to object")
+        node["type"] = "object"
+        if not isinstance(node.get("properties"), Mapping):
+            node["properties"] = {}
+        return node
+
+    def _flatten_root_union(self, node: dict[str, Any], key: str) -> dict[str, Any]:
+        """A root ``anyOf``/``oneOf`` of objects as one object: every variant's properties,
+        required only where every variant requires it."""
+        variants = []
+        for i, variant in enumerate(node[key]):
+            path = f"#/{key}/{i}"
+            for _ in range(MAX_DEPTH):
+                if isinstance(variant, Mapping) and "$ref" in variant:
+                    variant = self.merge_ref_siblings(variant, path)
+                elif isinstance(variant, Mapping) and isinstance(variant.get("allOf"), list):
+                    variant = self.merge_all_of(variant, path, 1)
+                else:
+                    break
+            if isinstance(variant, Mapping):
+                variants.append(variant)
+        properties: dict[str, Any] = dict(node.get("properties") or {})
+        required_sets = []
+        for variant in variants:
+            props = variant.get("properties")
+            if isinstance(props, Mapping):
+                for name, sub in props.items():
+                    properties.setdefault(name, sub)
+            req = variant.get("required")
+            required_sets.append(set(req) if isinstance(req, list) else set())
+        common = set.intersection(*required_sets) if required_sets else set()
+        flattened = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf", "type")}
+        flattened.update(type="object", properties=properties)
+        flattened["required"] = [n for n in properties if n in common]
+        self.note("#", f"top-level {key} of {len(variants)} variants flattened into one object")
+        return flattened
+
+    # -- descriptions ----------------------------------------------------------------------------
+
+    @staticmethod
+    def describe(description: Any, hints: list[str]) -> str | None:
+        """The node's description (cleaned) with hints about dropped keywords appended."""
+        text = clean_description(description) if isinstance(description, str) else ""
+        if hints:
+            extra = "; ".join(hints)
+            text = f"{text} ({extra})" if text else f"({extra})"
+            text = clean_description(text)
+        return text or None
+
+    # -- the walk ----------------------------------------------------------------------------------
+
+    def lower(self, node: Any, path: str, depth: int) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError

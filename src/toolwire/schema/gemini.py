@@ -1,0 +1,711 @@
+"""JSON Schema lowered for Gemini function declarations.
+
+Two targets (notes in the project's research on the Gemini API's rules):
+
+- ``parametersJsonSchema`` (:func:`to_gemini_json_schema`): JSON Schema limited to the keywords
+  Gemini documents (``$defs``, ``$ref``, ``type``, ``format``, ``description``, ``enum``,
+  ``items``, ``prefixItems``, ``minItems``, ``maxItems``, ``minimum``, ``maximum``, ``anyOf``,
+  ``properties``, ``additionalProperties``, ``required``, ``propertyOrdering``).
+- ``parameters`` (:func:`to_gemini_openapi_schema`): the OpenAPI 3.0 subset of Gemini's
+  ``Schema`` message, for the Gemini API or Vertex AI (``backend="vertex"``), which also takes
+  ``additionalProperties`` and ``defs``/``ref`` but wants ``anyOf`` alone in its node.
+
+What a target cannot express is dropped and, where it helps the model, described in the node's
+description (``default``, ``pattern``, lengths, non-string enums, formats). Nothing is lost for
+checking: calls are validated against the original schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Any, Literal
+
+from toolwire.errors import SchemaConversionError
+from toolwire.schema._base import (
+    ANNOUNCED_DROPS,
+    ANNOTATIONS,
+    ConversionNote,
+    Lowering,
+    escape_pointer,
+    is_count,
+    is_number,
+    json_type_of,
+    short_json,
+)
+
+__all__ = ["Backend", "to_gemini_json_schema", "to_gemini_openapi_schema"]
+
+Backend = Literal["gemini", "vertex"]
+
+# Constraints neither target keeps: described for the model, checked by our validator.
+_DESCRIBED = {
+    "pattern": "pattern {}",
+    "minLength": "minLength {}",
+    "maxLength": "maxLength {}",
+    "exclusiveMinimum": "exclusiveMinimum {}",
+    "exclusiveMaximum": "exclusiveMaximum {}",
+    "multipleOf": "multipleOf {}",
+    "minProperties": "minProperties {}",
+    "maxProperties": "maxProperties {}",
+    "uniqueItems": "uniqueItems {}",
+}
+
+_STRING_ENUM_FORMATS = frozenset({"enum", "date-time"})
+_OPENAPI_FORMATS: Mapping[str, frozenset[str]] = {
+    "STRING": _STRING_ENUM_FORMATS,
+    "NUMBER": frozenset({"float", "double"}),
+    "INTEGER": frozenset({"int32", "int64"}),
+}
+
+
+def _enum_hint(values: list[Any]) -> str:
+    return "allowed values: " + ", ".join(short_json(v) for v in values[:50]) + (
+        ", ..." if len(values) > 50 else "")
+
+
+class _JsonLowering(Lowering):
+    """JSON Schema → the subset ``parametersJsonSchema`` documents."""
+
+    def __init__(self, root: Any) -> None:
+        super().__init__(root)
+        self.defs: dict[str, Any] = {}
+        self._def_names: dict[str, str] = {}
+        self._pending: list[tuple[str, str]] = []
+
+    def run(self) -> dict[str, Any]:
+        out = self.lower(self.object_root(), "#", 0)
+        while self._pending:  # definitions, lowered once each, outside the recursion
+            pointer, name = self._pending.pop()
+            target = self.resolve(pointer, pointer)
+            self.defs[name] = self.lower(target, pointer, 1) or {}
+        if self.defs:
+            out["$defs"] = {name: self.defs[name] for name in sorted(self.defs)}
+        return out
+
+    def def_ref(self, ref: str, path: str) -> dict[str, Any]:
+        """``{"$ref": "#/$defs/<name>"}`` for any local reference, hoisting its target."""
+        name = self._def_names.get(ref)
+        if name is None:
+            self.resolve(ref, path)  # fail now, at the referring node, when it dangles
+            segments = ref[1:].split("/")
+            base = segments[-1] or "root"
+            if len(segments) == 3 and segments[1] in ("$defs", "definitions"):
+                base = segments[2]
+            name = base.replace("~1", "_").replace("~0", "_") or "def"
+            taken = set(self._def_names.values())
+            n = 2
+            while name in taken:
+                name = f"{base}_{n}"
+                n += 1
+            self._def_names[ref] = name
+            self._pending.append((ref, name))
+        return {"$ref": f"#/$defs/{escape_pointer(name)}"}
+
+    def lower(self, node: Any, path: str, depth: int) -> Any:
+        """The lowered node, or None for a schema nothing satisfies (``false``)."""
+        self.visit(path, depth)
+        if node is True:
+            return {}
+        if node is False:
+            return None
+        if isinstance(node, str) and node.lower() in ("string", "number", "integer", "boolean",
+                                                       "object", "array", "null"):
+            return {"type": node.lower()}  # shorthand some servers publish
+        if not isinstance(node, Mapping):
+            raise SchemaConversionError(
+                f"a schema must be an object or a boolean, not {type(node).__name__}", path=path)
+
+        if "$ref" in node:
+            if self.is_external(node["$ref"], path):
+                node = {k: v for k, v in node.items() if k != "$ref"}
+                return self.lower(node, path, depth + 1)
+            if all(k.startswith("$") or k in ANNOTATIONS for k in node):
+                return self.def_ref(node["$ref"], path)
+            # Gemini allows nothing beside $ref: inline the target under its siblings.
+            return self.lower(self.merge_ref_siblings(node, path), path, depth + 1)
+        if "allOf" in node:
+            return self.lower(self.merge_all_of(node, path, depth), path, depth + 1)
+
+        types = self.normalize_types(node.get("type"), path)
+        if node.get("nullable") is True:  # OpenAPI spelling
+            types = [*(types or []), "null"] if types else None
+        if types and len(types) > 1:
+            return self.lower(self.split_type_list(node, types), path, depth + 1)
+
+        out: dict[str, Any] = {}
+        hints: list[str] = []
+        if types:
+            out["type"] = types[0]
+        for key, value in node.items():
+            if key in _HANDLED:
+                continue
+            handler = _JSON_KEYWORDS.get(key)
+            if handler is not None:
+                handler(self, out, value, path, depth, hints)
+            elif key == "default":
+                hints.append(f"default: {short_json(value)}")
+            elif key in _DESCRIBED:
+                self._describe_constraint(out, key, value, path, hints)
+            elif key in ANNOTATIONS or key.startswith("x-"):
+                continue
+            elif key in ANNOUNCED_DROPS:
+                self.note(path, f"{key} dropped (not supported by Gemini)")
+            else:
+                self.note(path, f"unknown keyword {key!r} dropped")
+        if "oneOf" in node:
+            self._any_of(out, node["oneOf"], path + "/oneOf", depth, hints)
+        nullable = self._enum(out, node, path, hints)
+        if "properties" in out:
+            self._required(out, node.get("required"), path)
+        if nullable:
+            out = {"anyOf": [out, {"type": "null"}]}
+        description = self.describe(node.get("description"), hints)
+        if description:
+            out["description"] = description
+        return out
+
+    def _describe_constraint(self, out: dict[str, Any], key: str, value: Any, path: str,
+                             hints: list[str]) -> None:
+        if key in ("exclusiveMinimum", "exclusiveMaximum") and isinstance(value, bool):
+            if value:
+                hints.append(f"{key} (the bound itself is excluded)")
+            return
+        hints.append(_DESCRIBED[key].format(short_json(value)))
+        self.note(path, f"{key} moved into the description")
+
+    def _required(self, out: dict[str, Any], required: Any, path: str) -> None:
+        if not isinstance(required, list):
+            if required is not None:
+                self.note(path, "required is not a list; dropped")
+            return
+        props = out["properties"]
+        kept = list(dict.fromkeys(r for r in required if isinstance(r, str) and r in props))
+        if len(kept) != len(required):
+            self.note(path, "required pruned to the declared properties")
+        if kept:
+            out["required"] = kept
+
+    def _enum(self, out: dict[str, Any], node: Mapping[str, Any], path: str,
+              hints: list[str]) -> bool:
+        """``enum``/``const`` as Gemini takes them: strings or numbers, typed. Returns True
+        when the enum allowed null, which the caller turns into an ``anyOf`` with null."""
+        if "const" in node:
+            values = [node["const"]]
+        elif "enum" in node:
+            values = node["enum"]
+            if not isinstance(values, list) or not values:
+                self.note(path, "enum is not a non-empty list; dropped")
+                return False
+        else:
+            return False
+        kinds = {json_type_of(v) for v in values}
+        nullable = "null" in kinds and len(kinds) > 1
+        if nullable:
+            values = [v for v in values if v is not None]
+            kinds.discard("null")
+        if kinds == {"string"} or kinds <= {"integer", "number"}:
+            out["enum"] = list(dict.fromkeys(values))
+            if "type" not in out and "anyOf" not in out:
+                out["type"] = "string" if kinds == {"string"} else (
+                    "integer" if kinds == {"integer"} else "number")
+            return nullable
+        if kinds == {"null"}:
+            out["type"] = "null"
+            return False
+        if kinds == {"boolean"}:
+            out.setdefault("type", "boolean")
+        hints.append(_enum_hint(values))
+        self.note(path, "enum of booleans, mixed or non-scalar values moved into the description")
+        return nullable
+
+    def _any_of(self, out: dict[str, Any], value: Any, path: str, depth: int,
+                hints: list[str]) -> None:
+        if not isinstance(value, list):
+            self.note(path, "not a list; dropped")
+            return
+        branches = [self.lower(b, f"{path}/{i}", depth + 1) for i, b in enumerate(value)]
+        branches = [b for b in branches if b is not None]
+        if not branches:
+            return
+        if "anyOf" in out:  # both anyOf and oneOf: keep the first, the validator has both
+            self.note(path, "dropped: the node already has anyOf")
+            return
+        if len(branches) == 1:
+            for key, sub in branches[0].items():
+                out.setdefault(key, sub)
+            return
+        out["anyOf"] = branches
+
+
+def _kw_properties(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int,
+                   hints: list[str]) -> None:
+    if not isinstance(value, Mapping):
+        lw.note(path, "properties is not an object; dropped")
+        return
+    props = {}
+    for name, sub in value.items():
+        lowered = lw.lower(sub, f"{path}/properties/{escape_pointer(str(name))}", depth + 1)
+        if lowered is None:
+            lw.note(path, f"property {name!r} accepts no value; dropped")
+            continue
+        props[str(name)] = lowered
+    out["properties"] = props
+
+
+def _kw_items(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int,
+              hints: list[str]) -> None:
+    if isinstance(value, list):  # draft-4 tuple form
+        out["prefixItems"] = [lw.lower(v, f"{path}/items/{i}", depth + 1) or {}
+                              for i, v in enumerate(value)]
+        return
+    lowered = lw.lower(value, f"{path}/items", depth + 1)
+    if lowered is None:
+        out["maxItems"] = 0
+    else:
+        out["items"] = lowered
+
+
+def _kw_prefix_items(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str,
+                     depth: int, hints: list[str]) -> None:
+    if isinstance(value, list):
+        out["prefixItems"] = [lw.lower(v, f"{path}/prefixItems/{i}", depth + 1) or {}
+                              for i, v in enumerate(value)]
+
+
+def _kw_additional_items(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str,
+                         depth: int, hints: list[str]) -> None:
+    if "prefixItems" in out or isinstance(out.get("items"), list):
+        lowered = lw.lower(value, f"{path}/additionalItems", depth + 1)
+        if lowered is not None:
+            out["items"] = lowered
+
+
+def _kw_additional_properties(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str,
+                              depth: int, hints: list[str]) -> None:
+    if isinstance(value, bool):
+        out["additionalProperties"] = value
+    else:
+        lowered = lw.lower(value, f"{path}/additionalProperties", depth + 1)
+        out["additionalProperties"] = False if lowered is None else lowered
+
+
+def _kw_any_of(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int,
+               hints: list[str]) -> None:
+    lw._any_of(out, value, f"{path}/anyOf", depth, hints)
+
+
+def _kw_count(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int,
+              hints: list[str], *, key: str) -> None:
+    if is_count(value):
+        out[key] = value
+    else:
+        lw.note(path, f"{key} {value!r} is not a non-negative integer; dropped")
+
+
+def _kw_bound(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int,
+              hints: list[str], *, key: str) -> None:
+    if is_number(value):
+        out[key] = value
+    else:
+        lw.note(path, f"{key} {value!r} is not a number; dropped")
+
+
+def _kw_string(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int,
+               hints: list[str], *, key: str) -> None:
+    if isinstance(value, str):
+        out[key] = value
+
+
+def _kw_property_ordering(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str,
+                          depth: int, hints: list[str]) -> None:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        out["propertyOrdering"] = value
+
+
+_JSON_KEYWORDS: dict[str, Any] = {
+    "properties": _kw_properties,
+    "items": _kw_items,
+    "prefixItems": _kw_prefix_items,
+    "additionalItems": _kw_additional_items,
+    "additionalProperties": _kw_additional_properties,
+    "anyOf": _kw_any_of,
+    "minItems": partial(_kw_count, key="minItems"),
+    "maxItems": partial(_kw_count, key="maxItems"),
+    "minimum": partial(_kw_bound, key="minimum"),
+    "maximum": partial(_kw_bound, key="maximum"),
+    "format": partial(_kw_string, key="format"),
+    "propertyOrdering": _kw_property_ordering,
+}
+# Read elsewhere in `lower` (or deliberately after the loop).
+_HANDLED = frozenset({"type", "nullable", "enum", "const", "description", "required", "$ref",
+                      "allOf", "oneOf", "$defs", "definitions"})
+
+
+_OPENAPI_TYPE = {"string": "STRING", "number": "NUMBER", "integer": "INTEGER",
+                 "boolean": "BOOLEAN", "object": "OBJECT", "array": "ARRAY", "null": "NULL"}
+# Which OpenAPI keywords each type may carry; the API rejects the others on that type.
+_OPENAPI_TYPE_KEYWORDS: Mapping[str, frozenset[str]] = {
+    "STRING": frozenset({"enum", "format", "minLength", "maxLength", "pattern"}),
+    "NUMBER": frozenset({"format", "minimum", "maximum"}),
+    "INTEGER": frozenset({"format", "minimum", "maximum"}),
+    "BOOLEAN": frozenset(),
+    "NULL": frozenset(),
+    "ARRAY": frozenset({"items", "minItems", "maxItems"}),
+    "OBJECT": frozenset({"properties", "required", "propertyOrdering", "minProperties",
+                         "maxProperties", "additionalProperties"}),
+}
+_RECURSION_UNROLL = 2
+"""How many times a recursive definition is inlined along one path before it is cut."""
+_INLINE_BUDGET = 5_000
+"""Output nodes after which further references are cut rather than inlined."""
+
+
+class _OpenApiLowering(Lowering):
+    """JSON Schema → the OpenAPI 3.0 subset of Gemini's ``Schema`` (``parameters``)."""
+
+    def __init__(self, root: Any, backend: Backend) -> None:
+        super().__init__(root)
+        self.vertex = backend == "vertex"
+        self.defs: dict[str, Any] = {}
+        self._def_names: dict[str, str] = {}
+        self._out_nodes = 0
+
+    def run(self) -> dict[str, Any]:
+        out = self.lower(self.object_root(), "#", 0, ())
+        out.setdefault("properties", {})
+        if self.defs:
+            out["defs"] = {name: self.defs[name] for name in sorted(self.defs)}
+        return out
+
+    def lower(self, node: Any, path: str, depth: int,  # type: ignore[override]
+              refs: tuple[str, ...] = ()) -> Any:
+        """The lowered node, or None for a schema nothing satisfies. ``refs`` holds the
+        references being inlined along this path, to cut recursion."""
+        self.visit(path, depth)
+        self._out_nodes += 1
+        if node is True or (isinstance(node, Mapping) and not node):
+            return {"type": "STRING", "description": "any value"}
+        if node is False:
+            return None
+        if isinstance(node, str) and node.lower() in _OPENAPI_TYPE:
+            return {"type": _OPENAPI_TYPE[node.lower()]}
+        if not isinstance(node, Mapping):
+            raise SchemaConversionError(
+                f"a schema must be an object or a boolean, not {type(node).__name__}", path=path)
+
+        if "$ref" in node:
+            ref = node["$ref"]
+            if self.is_external(ref, path):
+                rest = {k: v for k, v in node.items() if k != "$ref"}
+                return self.lower(rest, path, depth + 1, refs)
+            if refs.count(ref) >= (1 if self.vertex else _RECURSION_UNROLL) or (
+                    self._out_nodes > _INLINE_BUDGET):
+                return self._cut(node, ref, path, refs)
+            return self.lower(self.merge_ref_siblings(node, path), path, depth + 1, (*refs, ref))
+        if "allOf" in node:
+            return self.lower(self.merge_all_of(node, path, depth), path, depth + 1, refs)
+
+        types = self.normalize_types(node.get("type"), path)
+        nullable = node.get("nullable") is True
+        if types and "null" in types and len(types) > 1:
+            types.remove("null")
+            nullable = True
+        if types and len(types) > 1:
+            split = self.split_type_list(node, types)
+            if nullable:
+                split["nullable"] = True
+            return self.lower(split, path, depth + 1, refs)
+
+        union = [node[k] for k in ("anyOf", "oneOf") if isinstance(node.get(k), list)]
+        if union:
+            return self._union(node, union[0], path, depth, refs, nullable)
+
+        out: dict[str, Any] = {}
+        hints: list[str] = []
+        t = _OPENAPI_TYPE[types[0]] if types else self._infer_type(node)
+        out["type"] = t
+        allowed = _OPENAPI_TYPE_KEYWORDS[t]
+        for key, value in node.items():
+            if key in _OPENAPI_HANDLED:
+                continue
+            if key in ("minItems", "maxItems", "minLength", "maxLength", "minProperties",
+                       "maxProperties"):
+                if key in allowed and is_count(value):
+                    out[key] = value
+                elif key in allowed or key in _DESCRIBED:
+                    hints.append(f"{key} {short_json(value)}")
+            elif key in ("minimum", "maximum"):
+                if key in allowed and is_number(value):
+                    out[key] = value
+            elif key == "pattern":
+                if key in allowed and isinstance(value, str):
+                    out[key] = value
+            elif key == "format":
+                self._format(out, t, value, hints)
+            elif key == "default":
+                if json_type_of(value) is not None:
+                    out["default"] = value
+            elif key in _DESCRIBED:
+                self._describe(key, value, path, hints)
+            elif key in ANNOUNCED_DROPS:
+                self.note(path, f"{key} dropped (not supported by Gemini)")
+            elif key in ANNOTATIONS or key.startswith("x-") or key in _OPENAPI_IGNORED:
+                continue
+            else:
+                self.note(path, f"unknown keyword {key!r} dropped")
+
+        if t == "OBJECT":
+            self._object(out, node, path, depth, refs, hints)
+        elif t == "ARRAY":
+            self._array(out, node, path, depth, refs)
+        nullable = self._enum(out, node, path, hints) or nullable
+        if nullable and t != "NULL":
+            out["nullable"] = True
+        description = self.describe(node.get("description"), hints)
+        if description:
+            out["description"] = description
+        return out
+
+    def _infer_type(self, node: Mapping[str, Any]) -> str:
+        if "properties" in node or "additionalProperties" in node or "required" in node:
+            return "OBJECT"
+        if "items" in node or "prefixItems" in node:
+            return "ARRAY"
+        values = [node["const"]] if "const" in node else node.get("enum")
+        if isinstance(values, list) and values:
+            kinds = {json_type_of(v) for v in values} - {"null"}
+            if len(kinds) == 1:
+                return _OPENAPI_TYPE.get(next(iter(kinds)) or "string", "STRING")
+        if any(k in node for k in ("minimum", "maximum", "multipleOf", "exclusiveMinimum")):
+            return "NUMBER"
+        return "STRING"
+
+    def _format(self, out: dict[str, Any], t: str, value: Any, hints: list[str]) -> None:
+        if not isinstance(value, str):
+            return
+        if value in _OPENAPI_FORMATS.get(t, ()):
+            if value != "enum":  # set by _enum only when the enum is non-empty
+                out["format"] = value
+        else:
+            hints.append(f"format: {value}")
+
+    def _describe(self, key: str, value: Any, path: str, hints: list[str]) -> None:
+        if key in ("exclusiveMinimum", "exclusiveMaximum") and isinstance(value, bool):
+            if value:
+                hints.append(f"{key} (the bound itself is excluded)")
+            return
+        hints.append(_DESCRIBED[key].format(short_json(value)))
+        self.note(path, f"{key} moved into the description")
+
+    def _cut(self, node: Mapping[str, Any], ref: str, path: str,
+             refs: tuple[str, ...]) -> dict[str, Any]:
+        """Where a recursive reference stops being inlined."""
+        if self.vertex:
+            name = self._vertex_def(ref, path, refs)
+            out: dict[str, Any] = {"ref": f"#/defs/{name}"}
+            if isinstance(node.get("description"), str):
+                out["description"] = self.describe(node["description"], [])
+            return out
+        target = self.resolve(ref, path)
+        types = self.normalize_types(target.get("type"), path) if isinstance(
+            target, Mapping) else None
+        t = _OPENAPI_TYPE[types[0]] if types and types[0] != "null" else "OBJECT"
+        reason = "recursive" if ref in refs else "too large to inline"
+        self.note(path, f"$ref {ref!r} cut: {reason}")
+        description = node.get("description") or (
+            target.get("description") if isinstance(target, Mapping) else None)
+        return {"type": t, "description": self.describe(
+            description, [f"{reason} structure; deeper levels are not described"])}
+
+    def _vertex_def(self, ref: str, path: str, refs: tuple[str, ...]) -> str:
+        name = self._def_names.get(ref)
+        if name is None:
+            base = ref.rsplit("/", 1)[-1] or "root"
+            name = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "def"
+            taken = set(self._def_names.values())
+            n = 2
+            while name in taken:
+                name = f"{base}_{n}"
+                n += 1
+            self._def_names[ref] = name
+            target = self.resolve(ref, path)
+            self.defs[name] = self.lower(target, ref, 1, (ref,)) or {"type": "OBJECT"}
+        return name
+
+    def _union(self, node: Mapping[str, Any], branches_in: list[Any], path: str, depth: int,
+               refs: tuple[str, ...], nullable: bool) -> dict[str, Any]:
+        key = "anyOf" if isinstance(node.get("anyOf"), list) else "oneOf"
+        branches = []
+        for i, branch in enumerate(branches_in):
+            lowered = self.lower(branch, f"{path}/{key}/{i}", depth + 1, refs)
+            if lowered is None:
+                continue
+            if lowered.get("type") == "NULL":
+                nullable = True
+                continue
+            if lowered.pop("nullable", False):
+                nullable = True
+            branches.append(lowered)
+        description = node.get("description")
+        # The node's own keywords (minus the union) describe every branch.
+        rest = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}
+        if not branches:
+            out = {"type": "NULL"} if nullable else self.lower(
+                {k: v for k, v in rest.items()} or True, path, depth + 1, refs)
+            return out or {"type": "STRING"}
+        if len(branches) == 1 and not (set(rest) - {"description", "default", "title"}):
+            out = dict(branches[0])
+            if isinstance(description, str):
+                out["description"] = self.describe(description, [])
+        elif all(set(b) <= {"type", "enum", "description", "format"} and b.get("type") == "STRING"
+                 and b.get("enum") for b in branches):
+            values = [v for b in branches for v in b["enum"]]
+            out = {"type": "STRING", "enum": list(dict.fromkeys(values)), "format": "enum"}
+            if isinstance(description, str):
+                out["description"] = self.describe(description, [])
+        else:
+            if nullable:
+                for b in branches:
+                    b["nullable"] = True
+                nullable = False
+            out = {"anyOf": branches}
+            text = self.describe(description, [])
+            if self.vertex:  # Vertex: anyOf must be alone in its node
+                if text:
+                    for b in branches:
+                        b["description"] = self.describe(
+                            f"{text} {b['description']}" if b.get("description") else text, [])
+            elif text:
+                out["description"] = text
+            dropped = set(rest) - {"description", "title", "type", "nullable", "default"}
+            if dropped - ANNOTATIONS:
+                self.note(path, f"{', '.join(sorted(dropped - ANNOTATIONS))} beside {key} dropped")
+        if nullable and "anyOf" not in out:
+            out["nullable"] = True
+        return out
+
+    def _object(self, out: dict[str, Any], node: Mapping[str, Any], path: str, depth: int,
+                refs: tuple[str, ...], hints: list[str]) -> None:
+        props = node.get("properties")
+        if isinstance(props, Mapping) and props:
+            lowered_props = {}
+            for name, sub in props.items():
+                lowered = self.lower(sub, f"{path}/properties/{escape_pointer(str(name))}",
+                                     depth + 1, refs)
+                if lowered is None:
+                    self.note(path, f"property {name!r} accepts no value; dropped")
+                    continue
+                lowered_props[str(name)] = lowered
+            out["properties"] = lowered_props
+            required = node.get("required")
+            if isinstance(required, list):
+                kept = list(dict.fromkeys(
+                    r for r in required if isinstance(r, str) and r in lowered_props))
+                if len(kept) != len(required):
+                    self.note(path, "required pruned to the declared properties")
+                if kept:
+                    out["required"] = kept
+            ordering = node.get("propertyOrdering")
+            if isinstance(ordering, list) and all(o in lowered_props for o in ordering):
+                out["propertyOrdering"] = list(ordering)
+        additional = node.get("additionalProperties")
+        if additional is None or additional is False:
+            return
+        if self.vertex:
+            if additional is True:
+                out["additionalProperties"] = True
+            else:
+                lowered = self.lower(additional, f"{path}/additionalProperties", depth + 1, refs)
+                out["additionalProperties"] = lowered if lowered is not None else False
+        else:
+            hints.append("an object with free-form keys")
+            self.note(path, "additionalProperties dropped (not supported by the Gemini API)")
+
+    def _array(self, out: dict[str, Any], node: Mapping[str, Any], path: str, depth: int,
+               refs: tuple[str, ...]) -> None:
+        items = node.get("items")
+        positional = node.get("prefixItems", items if isinstance(items, list) else None)
+        if isinstance(positional, list) and positional:
+            lowered = [self.lower(p, f"{path}/prefixItems/{i}", depth + 1, refs)
+                       for i, p in enumerate(positional)]
+            unique = [p for i, p in enumerate(lowered) if p is not None and p not in lowered[:i]]
+            out["items"] = unique[0] if len(unique) == 1 else {"anyOf": unique}
+            self.note(path, "positional items merged into one item schema")
+            return
+        item = self.lower(items if items is not None else True, f"{path}/items", depth + 1, refs)
+        if item is None:
+            out["maxItems"] = 0
+            item = {"type": "STRING"}
+        out["items"] = item
+
+    def _enum(self, out: dict[str, Any], node: Mapping[str, Any], path: str,
+              hints: list[str]) -> bool:
+        """String enums stay; any other enum is described, never stringified (the validator
+        would then reject what the model sends). Returns True when null was allowed."""
+        if "const" in node:
+            values = [node["const"]]
+        elif isinstance(node.get("enum"), list) and node["enum"]:
+            values = node["enum"]
+        else:
+            if "enum" in node:
+                self.note(path, "enum is not a non-empty list; dropped")
+            return False
+        nullable = None in values
+        values = [v for v in values if v is not None]
+        if not values:
+            return nullable
+        if out["type"] == "STRING" and all(isinstance(v, str) for v in values):
+            out["enum"] = list(dict.fromkeys(values))
+            out["format"] = "enum"
+            return nullable
+        hints.append(_enum_hint(values))
+        self.note(path, "non-string enum moved into the description")
+        return nullable
+
+
+# Read elsewhere in `lower`.
+_OPENAPI_HANDLED = frozenset({"type", "nullable", "enum", "const", "description", "required",
+                              "properties", "additionalProperties", "items", "prefixItems",
+                              "propertyOrdering", "anyOf", "oneOf", "allOf", "$ref"})
+_OPENAPI_IGNORED = frozenset({"additionalItems"})
+
+
+def to_gemini_json_schema(schema: Any) -> tuple[dict[str, Any], list[ConversionNote]]:
+    """Lower ``schema`` for ``FunctionDeclaration.parametersJsonSchema``.
+
+    Returns:
+        The new schema (the input is never modified) and notes on what was dropped or
+        rewritten.
+
+    Raises:
+        SchemaConversionError: for a schema that is not an object, a reference that is not
+            local or points to nothing, or nesting beyond the bounds.
+    """
+    lowering = _JsonLowering(schema)
+    return lowering.run(), lowering.notes
+
+
+def to_gemini_openapi_schema(
+    schema: Any, *, backend: Backend = "gemini"
+) -> tuple[dict[str, Any], list[ConversionNote]]:
+    """Lower ``schema`` for ``FunctionDeclaration.parameters`` (the OpenAPI 3.0 subset).
+
+    References are inlined; a recursive one is inlined twice along a path and then cut, with a
+    note in the description (on Vertex it becomes a ``ref`` into the root ``defs``). Type
+    lists and nullable unions become ``nullable``, ``oneOf`` becomes ``anyOf``, ``allOf`` is
+    merged, non-string enums are described rather than stringified, every array has ``items``
+    and ``required`` names only declared properties.
+
+    Returns:
+        The new schema (the input is never modified) and notes on what was dropped or
+        rewritten.
+
+    Raises:
+        SchemaConversionError: for a schema that is not an object, a local reference that
+            points to nothing, or nesting beyond the bounds.
+    """
+    if backend not in ("gemini", "vertex"):
+        raise ValueError(f"backend must be 'gemini' or 'vertex', not {backend!r}")
+    lowering = _OpenApiLowering(schema, backend)
+    return lowering.run(), lowering.notes

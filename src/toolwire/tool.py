@@ -1,0 +1,312 @@
+"""Tools, the ordered sets of them a model sees, and the ``@tool`` decorator."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import re
+import threading
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar, overload
+
+from toolwire._function_schema import FunctionSchema, function_schema
+from toolwire.errors import ConfigurationError, InvalidArguments, NameCollisionError, ToolNotFound
+
+__all__ = ["Tool", "ToolSet", "exposed_name_for", "tool"]
+
+EMPTY_OBJECT_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
+
+_NAME_LIMIT = 64
+_PORTABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+_NOT_PORTABLE = re.compile(r"[^A-Za-z0-9_-]")
+_MAX_ARGUMENT_ERRORS = 20
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Tool:
+    """One tool: its name, what it does, the JSON Schema of its arguments, and its handler.
+
+    The ``input_schema`` is the source of truth: providers get lowered copies of it, and
+    arguments are always validated against it, so a keyword a provider cannot take never
+    weakens checking. Tools are immutable; don't mutate the schemas you hand them.
+    """
+
+    name: str
+    """The tool's own name (an MCP tool's name on its server)."""
+    description: str | None = None
+    """What the tool does, for the model."""
+    input_schema: Mapping[str, Any] = field(default_factory=lambda: dict(EMPTY_OBJECT_SCHEMA))
+    """JSON Schema of the arguments; an object schema."""
+    handler: Callable[..., Any] | None = None
+    """Called with the validated arguments as keyword arguments; sync or async."""
+    output_schema: Mapping[str, Any] | None = None
+    """JSON Schema of the structured result, when known."""
+    annotations: Mapping[str, Any] | None = None
+    """MCP tool annotations (``readOnlyHint``, ``destructiveHint``, ...)."""
+    parallel_safe: bool = True
+    """False makes the executor run this tool alone, never beside another call."""
+    server_id: str | None = None
+    """The server the tool comes from; such tools are exposed as ``server__name``."""
+    providers: frozenset[str] | None = None
+    """The providers this tool is declared to; None means all."""
+    function: FunctionSchema | None = field(default=None, repr=False)
+    """Set by :func:`tool` for tools made from a function: pydantic validates their arguments."""
+    _validator: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigurationError(f"a tool needs a non-empty string name, got {self.name!r}")
+
+    @property
+    def qualified_name(self) -> str:
+        """``server/name`` for a server's tool, else ``name``: what policies match."""
+        return f"{self.server_id}/{self.name}" if self.server_id else self.name
+
+    def validate_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Check ``arguments`` against the input schema; returns the handler's keyword arguments.
+
+        Function tools are validated (and converted, e.g. into pydantic models) by pydantic;
+        other tools by a JSON Schema validator for the schema's own dialect.
+
+        Raises:
+            InvalidArguments: listing each failing field with its JSON path.
+        """
+        if self.function is not None:
+            return self.function.validate(self.name, dict(arguments))
+        validator = self._validator
+        if validator is None:
+            validator = _json_schema_validator(self.input_schema)
+            object.__setattr__(self, "_validator", validator)
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        if errors:
+            raise InvalidArguments(self.name, [
+                (error.json_path, error.message) for error in errors[:_MAX_ARGUMENT_ERRORS]
+            ])
+        return dict(arguments)
+
+
+def _json_schema_validator(schema: Mapping[str, Any]) -> Any:
+    from jsonschema.validators import Draft202012Validator, validator_for
+
+    cls = validator_for(schema, default=Draft202012Validator)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+@overload
+def tool(func: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parallel_safe: bool = True,
+    annotations: Mapping[str, Any] | None = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parallel_safe: bool = True,
+    annotations: Mapping[str, Any] | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a :class:`Tool` from a function, sync or async.
+
+    The argument schema comes from the type hints (through pydantic), parameter descriptions
+    from the docstring (Google, NumPy or reST style), the tool's description from the rest of
+    the docstring. Parameters with defaults are optional and keep their defaults.
+
+    Use bare (``@tool``) or with options (``@tool(name="search", parallel_safe=False)``).
+    """
+
+    def build(f: Callable[..., Any]) -> Tool:
+        schema = function_schema(f, name=name, description=description)
+        return Tool(
+            name=schema.name,
+            description=schema.description,
+            input_schema=schema.input_schema,
+            output_schema=schema.output_schema,
+            handler=f,
+            annotations=annotations,
+            parallel_safe=parallel_safe,
+            function=schema,
+        )
+
+    return build(func) if func is not None else build
+
+
+def _as_tool(item: Tool | Callable[..., Any]) -> Tool:
+    if isinstance(item, Tool):
+        return item
+    if callable(item):
+        return tool(item)
+    raise ConfigurationError(f"not a tool or a function: {item!r}")
+
+
+def exposed_name_for(name: str, server_id: str | None = None) -> str:
+    """The portable name for a tool before collisions are resolved.
+
+    ``server__name`` when the tool has a server; characters outside ``[A-Za-z0-9_-]`` become
+    ``_``; a leading digit or dash gets a ``_`` prefix; names over 64 characters are cut and
+    end with a hash of the full name, so two long names stay distinct.
+    """
+    raw = f"{server_id}__{name}" if server_id else name
+    if _PORTABLE_NAME.fullmatch(raw):
+        return raw
+    candidate = _NOT_PORTABLE.sub("_", raw)
+    if not candidate or not (candidate[0].isalpha() or candidate[0] == "_"):
+        candidate = "_" + candidate
+    if len(candidate) > _NAME_LIMIT:
+        digest = hashlib.sha256(raw.encode()).hexdigest()[:8]
+        candidate = f"{candidate[: _NAME_LIMIT - 9]}_{digest}"
+    return candidate
+
+
+OnCollision = Literal["suffix", "error", "skip"]
+
+
+class ToolSet:
+    """An ordered set of tools and the names the model sees for them.
+
+    Exposed names are portable (``^[A-Za-z_][A-Za-z0-9_-]{0,63}$``, what every provider
+    accepts); tools with a ``server_id`` are namespaced ``server__name``. A name that two tools
+    want is never silently overwritten: by ``on_collision`` the later tool gets a numbered
+    suffix (``"suffix"``, the default), the toolset refuses to build (``"error"``), or the later
+    tool is left out (``"skip"``). Names are assigned before filtering, so ``include`` and
+    ``exclude`` never rename a tool.
+
+    Args:
+        tools: tools, or functions to turn into tools with :func:`tool`.
+        include: glob patterns; when given, only tools matching one are visible.
+        exclude: glob patterns; tools matching one are hidden.
+        on_collision: what to do when two tools want the same exposed name.
+
+    Patterns match the exposed name or the qualified name (``server/name``). A hidden tool is
+    never declared and calls to it are treated like calls to an unknown name.
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[Tool | Callable[..., Any]] = (),
+        *,
+        include: Iterable[str] | None = None,
+        exclude: Iterable[str] | None = None,
+        on_collision: OnCollision = "suffix",
+    ) -> None:
+        if on_collision not in ("suffix", "error", "skip"):
+            raise ConfigurationError(f"on_collision must be suffix, error or skip: {on_collision!r}")
+        self._include = tuple(include) if include is not None else None
+        self._exclude = tuple(exclude or ())
+        self._on_collision: OnCollision = on_collision
+        self._all = tuple(_as_tool(t) for t in tools)
+        self._by_exposed: dict[str, Tool] = {}
+        self._exposed_by_tool: dict[int, str] = {}
+        self.skipped: tuple[Tool, ...] = ()
+        """Tools left out because their name collided (``on_collision="skip"``)."""
+        self._assign_names()
+        self._visible = tuple(
+            t for t in self._all if id(t) in self._exposed_by_tool and self._is_visible(t))
+        self._visible_ids = frozenset(id(t) for t in self._visible)
+        self._cache: dict[Hashable, Any] = {}
+        self._cache_lock = threading.Lock()
+
+    def _assign_names(self) -> None:
+        skipped: list[Tool] = []
+        for t in self._all:
+            if id(t) in self._exposed_by_tool:
+                raise ConfigurationError(f"tool {t.qualified_name!r} is in the toolset twice")
+            base = exposed_name_for(t.name, t.server_id)
+            name = base
+            if name in self._by_exposed:
+                other = self._by_exposed[name].qualified_name
+                if self._on_collision == "error":
+                    raise NameCollisionError(name, other, t.qualified_name)
+                if self._on_collision == "skip":
+                    skipped.append(t)
+                    continue
+                n = 2
+                while name in self._by_exposed:
+                    suffix = f"_{n}"
+                    name = base[: _NAME_LIMIT - len(suffix)] + suffix
+                    n += 1
+            self._by_exposed[name] = t
+            self._exposed_by_tool[id(t)] = name
+        self.skipped = tuple(skipped)
+
+    def _is_visible(self, t: Tool) -> bool:
+        names = (self._exposed_by_tool[id(t)], t.qualified_name)
+        if self._include is not None and not any(
+            fnmatch.fnmatchcase(n, p) for p in self._include for n in names
+        ):
+            return False
+        return not any(fnmatch.fnmatchcase(n, p) for p in self._exclude for n in names)
+
+    @classmethod
+    def of(cls, source: ToolSet | Iterable[Tool | Callable[..., Any]]) -> ToolSet:
+        """``source`` itself when it is a ToolSet, else a new ToolSet of it."""
+        return source if isinstance(source, ToolSet) else cls(source)
+
+    def __iter__(self) -> Iterator[Tool]:
+        """The visible tools, in order."""
+        return iter(self._visible)
+
+    def __len__(self) -> int:
+        return len(self._visible)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def __repr__(self) -> str:
+        return f"ToolSet({[self.exposed_name(t) for t in self._visible]!r})"
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """The visible tools, in order."""
+        return self._visible
+
+    @property
+    def exposed_names(self) -> tuple[str, ...]:
+        """The exposed names of the visible tools, in order."""
+        return tuple(self._exposed_by_tool[id(t)] for t in self._visible)
+
+    def exposed_name(self, tool: Tool) -> str:
+        """The name the model sees for ``tool``.
+
+        Raises:
+            ToolNotFound: when the tool is not visible in this toolset.
+        """
+        if id(tool) not in self._visible_ids:
+            raise ToolNotFound(tool.qualified_name)
+        return self._exposed_by_tool[id(tool)]
+
+    def get(self, exposed_name: str) -> Tool | None:
+        """The visible tool exposed as ``exposed_name``, or None."""
+        t = self._by_exposed.get(exposed_name)
+        return t if t is not None and id(t) in self._visible_ids else None
+
+    def __getitem__(self, exposed_name: str) -> Tool:
+        t = self.get(exposed_name)
+        if t is None:
+            raise ToolNotFound(exposed_name)
+        return t
+
+    def cached(self, key: Hashable, build: Callable[[], T]) -> T:
+        """``build()``'s result, computed once per key for this toolset.
+
+        Providers cache their declarations here: a toolset is immutable, so the same request
+        fragment is served on every turn. The cached value is shared; treat it as read-only.
+        """
+        try:
+            return self._cache[key]  # type: ignore[no-any-return]
+        except KeyError:
+            pass
+        value = build()
+        with self._cache_lock:
+            return self._cache.setdefault(key, value)  # type: ignore[no-any-return]
+
