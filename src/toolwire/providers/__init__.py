@@ -1,0 +1,71 @@
+"""Provider adapters, one module each, found by name in a registry.
+
+Every adapter module offers the same three steps under its provider's own vocabulary; the
+registry maps a provider name to a :class:`ProviderAdapter` so the core never branches on a
+provider's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from toolwire.calls import RejectedCall, ToolCall, ToolResult
+from toolwire.errors import ConfigurationError
+from toolwire.tool import ToolSet
+
+__all__ = ["ProviderAdapter", "get_provider", "provider_names", "register_provider"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderAdapter:
+    """The three steps a provider needs, as plain functions."""
+
+    name: str
+    declare: Callable[..., Any]
+    """``declare(toolset, **options)`` → the request fragment declaring the tools."""
+    parse: Callable[[Any, ToolSet], list[ToolCall | RejectedCall]]
+    """``parse(response, toolset)`` → the calls in the model's order, resolved or rejected."""
+    answer: Callable[[ToolCall, ToolResult], Any]
+    """``answer(call, result)`` → the provider's answer to one call."""
+
+
+_REGISTRY: dict[str, ProviderAdapter] = {}
+
+
+def register_provider(adapter: ProviderAdapter) -> None:
+    """Make ``adapter`` available under ``adapter.name``."""
+    _REGISTRY[adapter.name] = adapter
+
+
+def get_provider(name: str) -> ProviderAdapter:
+    """The adapter registered as ``name``.
+
+    Raises:
+        ConfigurationError: naming the known providers.
+    """
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY))
+        raise ConfigurationError(f"unknown provider {name!r}; known: {known}") from None
+
+
+def provider_names() -> list[str]:
+    """The registered provider names, sorted."""
+    return sorted(_REGISTRY)
+
+
+def _register_builtin() -> None:
+    from toolwire.providers import gemini
+
+    register_provider(ProviderAdapter(
+        name=gemini.NAME,
+        declare=gemini.declare,
+        parse=gemini.parse_calls,
+        answer=gemini.answer,
+    ))
+
+
+_register_builtin()

@@ -144,7 +144,8 @@ class _JsonLowering(Lowering):
             if handler is not None:
                 handler(self, out, value, path, depth, hints)
             elif key == "default":
-                hints.append(f"default: {short_json(value)}")
+                if value is not None:  # "default: null" tells the model nothing
+                    hints.append(f"default: {short_json(value)}")
             elif key in _DESCRIBED:
                 self._describe_constraint(out, key, value, path, hints)
             elif key in ANNOTATIONS or key.startswith("x-"):

@@ -1,0 +1,434 @@
+"""Gemini (``generateContent``) function calling, as pure functions over dicts.
+
+Declare::
+
+    declarations = gemini.function_declarations(toolset)
+    request["tools"] = gemini.build_tools(declarations, ["google_search"])
+
+Parse the model's calls and answer them::
+
+    calls, rejected = gemini.function_calls(response, toolset)
+    parts = [gemini.function_response(c.exposed_name, result, id=c.call_id) for c, result in ...]
+    contents.append({"role": "user", "parts": rejected + parts})
+
+Responses may be dicts (REST JSON, camelCase or snake_case) or google-genai objects; nothing
+here imports google-genai.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from toolwire._text import clean_description
+from toolwire.calls import (
+    AudioContent,
+    ImageContent,
+    RejectedCall,
+    ToolCall,
+    ToolResult,
+    canonical_json,
+    stable_call_id,
+)
+from toolwire.errors import ConfigurationError, SchemaConversionError
+from toolwire.schema._base import ConversionNote
+from toolwire.schema.gemini import Backend, to_gemini_json_schema, to_gemini_openapi_schema
+from toolwire.tool import Tool, ToolSet
+
+__all__ = [
+    "NAME",
+    "SchemaMode",
+    "StructuredMode",
+    "build_tools",
+    "conversion_notes",
+    "function_calls",
+    "function_declarations",
+    "function_response",
+    "parse_calls",
+]
+
+NAME = "gemini"
+
+SchemaMode = Literal["json", "openapi"]
+StructuredMode = Literal["prefer", "auto", "append", "ignore"]
+MediaMode = Literal["placeholder", "parts"]
+
+# Media Gemini 3 takes inside functionResponse.parts; anything else stays a placeholder.
+_NATIVE_RESPONSE_MIME_TYPES = frozenset(
+    {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"})
+_UNKNOWN_NAMES_LISTED = 50
+
+
+# -- declare ---------------------------------------------------------------------------------------
+
+
+def _declare_all(
+    toolset: ToolSet, schema: SchemaMode, backend: Backend
+) -> tuple[list[dict[str, Any]], dict[str, list[ConversionNote]]]:
+    declarations = []
+    notes: dict[str, list[ConversionNote]] = {}
+    for tool in toolset:
+        if tool.providers is not None and NAME not in tool.providers:
+            continue
+        name = toolset.exposed_name(tool)
+        try:
+            if schema == "json":
+                lowered, tool_notes = to_gemini_json_schema(tool.input_schema)
+            else:
+                lowered, tool_notes = to_gemini_openapi_schema(tool.input_schema, backend=backend)
+        except SchemaConversionError as exc:
+            raise exc.for_tool(tool.qualified_name) from None
+        declarations.append({
+            "name": name,
+            "description": clean_description(tool.description),
+            "parametersJsonSchema" if schema == "json" else "parameters": lowered,
+        })
+        notes[name] = tool_notes
+    return declarations, notes
+
+
+def _declared(toolset: ToolSet, schema: SchemaMode, backend: Backend
+              ) -> tuple[list[dict[str, Any]], dict[str, list[ConversionNote]]]:
+    if schema not in ("json", "openapi"):
+        raise ConfigurationError(f"schema must be 'json' or 'openapi', not {schema!r}")
+    if backend not in ("gemini", "vertex"):
+        raise ConfigurationError(f"backend must be 'gemini' or 'vertex', not {backend!r}")
+    return toolset.cached((NAME, schema, backend),
+                          lambda: _declare_all(toolset, schema, backend))
+
+
+def function_declarations(
+    toolset: ToolSet | Iterable[Tool], *, schema: SchemaMode = "json", backend: Backend = "gemini"
+) -> list[dict[str, Any]]:
+    """The ``functionDeclarations`` for the visible tools, in toolset order.
+
+    Args:
+        toolset: the tools (a plain list is wrapped in a :class:`ToolSet`).
+        schema: ``"json"`` sends ``parametersJsonSchema`` (JSON Schema, the default);
+            ``"openapi"`` sends ``parameters`` (the OpenAPI 3.0 subset, for the Live API and
+            older models).
+        backend: ``"vertex"`` keeps what Vertex AI takes beyond the Gemini API in ``"openapi"``
+            mode (``additionalProperties``, recursive ``ref``/``defs``).
+
+    Each declaration has the exposed name, a cleaned description (``""`` when missing) and an
+    object schema, even for a tool without parameters. The result is cached on the toolset;
+    treat it as read-only.
+
+    Raises:
+        SchemaConversionError: naming the tool and the JSON path of a schema that cannot be
+            converted.
+    """
+    return list(_declared(ToolSet.of(toolset), schema, backend)[0])
+
+
+def conversion_notes(
+    toolset: ToolSet | Iterable[Tool], *, schema: SchemaMode = "json", backend: Backend = "gemini"
+) -> dict[str, list[ConversionNote]]:
+    """What each tool's conversion dropped or rewrote, by exposed name."""
+    return dict(_declared(ToolSet.of(toolset), schema, backend)[1])
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def build_tools(
+    declarations: Sequence[Mapping[str, Any]],
+    native_tools: Iterable[str | tuple[str, Mapping[str, Any]] | Mapping[str, Any]] | None = None,
+) -> list[dict[str, Any]] | None:
+    """The request's ``tools``: ONE entry holding every declaration, then one per native tool.
+
+    Native tools are names (``"google_search"``, ``"url_context"``, ``"code_execution"``, any
+    snake_case or camelCase tool name), ``(name, config)`` pairs, or raw maps passed through.
+    Returns None when there is nothing to send (Gemini rejects an empty declaration list).
+    """
+    tools: list[dict[str, Any]] = []
+    if declarations:
+        tools.append({"functionDeclarations": list(declarations)})
+    for native in native_tools or ():
+        if isinstance(native, str):
+            tools.append({_camel(native): {}})
+        elif isinstance(native, tuple) and len(native) == 2 and isinstance(native[0], str):
+            tools.append({_camel(native[0]): dict(native[1])})
+        elif isinstance(native, Mapping):
+            tools.append(dict(native))
+        else:
+            raise ConfigurationError(f"not a native tool: {native!r}")
+    return tools or None
+
+
+# -- parse -----------------------------------------------------------------------------------------
+
+
+def _as_data(value: Any) -> Any:
+    """A google-genai object as its JSON dict; dicts and lists as they are."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, Mapping):
+        return dump(mode="json", by_alias=True, exclude_none=True)
+    return value
+
+
+def _get(data: Mapping[str, Any], camel: str, snake: str) -> Any:
+    value = data.get(camel)
+    return data.get(snake) if value is None else value
+
+
+def _parts_of(response: Any) -> list[Any]:
+    data = _as_data(response)
+    if isinstance(data, Mapping):
+        if "candidates" in data:
+            candidates = data.get("candidates") or []
+            if not candidates:
+                return []
+            content = _as_data(candidates[0]).get("content") or {}
+            data = _as_data(content)
+        parts = data.get("parts") if isinstance(data, Mapping) else None
+        if parts is None and ("functionCall" in data or "function_call" in data):
+            return [data]  # a single part
+        return list(parts or [])
+    if isinstance(data, list | tuple):
+        return list(data)
+    raise TypeError(
+        "expected a generateContent response, a Content or a list of parts, "
+        f"not {type(response).__name__}")
+
+
+def _resolve(toolset: ToolSet, name: str) -> tuple[str, Tool] | None:
+    tool = toolset.get(name)
+    if tool is not None:
+        return name, tool
+    # Models sometimes prefix a namespace ("default_api.search", "default_api:search").
+    for separator in (".", ":"):
+        if separator in name:
+            short = name.rsplit(separator, 1)[1]
+            tool = toolset.get(short)
+            if tool is not None:
+                return short, tool
+    return None
+
+
+def _error_part(name: str, call_id: str | None, message: str) -> dict[str, Any]:
+    body: dict[str, Any] = {"name": name}
+    if call_id is not None:
+        body["id"] = call_id
+    body["response"] = {"error": message}
+    return {"functionResponse": body}
+
+
+def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall]:
+    """Every ``functionCall`` of ``response`` in order, resolved or rejected.
+
+    Accepts a generateContent response (its first candidate), a Content, or a list of parts,
+    as dicts or google-genai objects. Other parts are ignored.
+    """
+    items: list[ToolCall | RejectedCall] = []
+    occurrences: Counter[tuple[str, str]] = Counter()
+    for raw_part in _parts_of(response):
+        part = _as_data(raw_part)
+        if not isinstance(part, Mapping):
+            continue
+        call = _as_data(_get(part, "functionCall", "function_call"))
+        if not isinstance(call, Mapping):
+            continue
+        index = len(items)
+        name = call.get("name")
+        name = name if isinstance(name, str) else ""
+        call_id = call.get("id") or None
+        call_id = call_id if isinstance(call_id, str) else None
+        resolved = _resolve(toolset, name)
+        if resolved is None:
+            listed = ", ".join(toolset.exposed_names[:_UNKNOWN_NAMES_LISTED])
+            message = f"Unknown tool {name!r}. Available tools: {listed or '(none)'}."
+            items.append(RejectedCall(name=name, call_id=call_id, index=index,
+                                      error_kind="not_found", message=message,
+                                      answer=_error_part(name, call_id, message)))
+            continue
+        args = call.get("args")
+        if args is None:
+            args = {}
+        if not isinstance(args, Mapping):
+            message = (f"Invalid arguments for {name!r}: expected a JSON object, got "
+                       f"{type(args).__name__}.")
+            items.append(RejectedCall(name=name, call_id=call_id, index=index,
+                                      error_kind="invalid_arguments", message=message,
+                                      answer=_error_part(name, call_id, message)))
+            continue
+        exposed, tool = resolved
+        arguments = _coerce_whole_floats(dict(args), tool.input_schema, tool.input_schema, 0)
+        if call_id is None:
+            key = (exposed, canonical_json(arguments))
+            occurrences[key] += 1
+            local_id = stable_call_id(exposed, arguments, occurrences[key])
+        else:
+            local_id = call_id
+        extras = {}
+        signature = _get(part, "thoughtSignature", "thought_signature")
+        if signature is not None:
+            extras["thoughtSignature"] = signature
+        items.append(ToolCall(exposed_name=exposed, tool=tool, arguments=arguments,
+                              call_id=call_id, local_id=local_id, index=index, extras=extras))
+    return items
+
+
+def function_calls(
+    response: Any, toolset: ToolSet | Iterable[Tool]
+) -> tuple[list[ToolCall], list[dict[str, Any]]]:
+    """The calls in ``response`` and the error answers for the ones that cannot run.
+
+    A call to an unknown or hidden name, or with ``args`` that are not an object, produces no
+    :class:`ToolCall` but a ``functionResponse`` error part in the second list. Missing
+    ``args`` are ``{}``; an empty ``id`` counts as none; a part's ``thoughtSignature`` is kept
+    in ``call.extras``; ``default_api.x`` resolves to ``x`` when ``x`` is declared; whole-number
+    floats are turned into ints where the schema wants an integer.
+    """
+    items = parse_calls(response, ToolSet.of(toolset))
+    calls = [item for item in items if isinstance(item, ToolCall)]
+    rejected = [item.answer for item in items if isinstance(item, RejectedCall)]
+    return calls, rejected
+
+
+_COERCE_DEPTH = 32
+
+
+def _wants_integer(schema: Any, root: Any) -> bool:
+    for _ in range(8):  # follow a short $ref chain
+        if not (isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str)):
+            break
+        schema = _local(root, schema["$ref"])
+    if not isinstance(schema, Mapping):
+        return False
+    types = schema.get("type")
+    types = [types] if isinstance(types, str) else (types or [])
+    types = [t.lower() for t in types if isinstance(t, str)]
+    if "integer" in types and "number" not in types:
+        return True
+    branches = [b for k in ("anyOf", "oneOf") for b in (schema.get(k) or [])]
+    return bool(branches) and any(_wants_integer(b, root) for b in branches) and not any(
+        isinstance(b, Mapping) and b.get("type") == "number" for b in branches)
+
+
+def _local(root: Any, ref: str) -> Any:
+    if not ref.startswith("#"):
+        return None
+    node = root
+    for segment in ref[1:].split("/")[1:] if len(ref) > 1 else ():
+        segment = segment.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, Mapping) or segment not in node:
+            return None
+        node = node[segment]
+    return node
+
+
+def _subschema(schema: Any, root: Any, key: str) -> Any:
+    for _ in range(8):
+        if not (isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str)):
+            break
+        schema = _local(root, schema["$ref"])
+    return schema.get(key) if isinstance(schema, Mapping) else None
+
+
+def _coerce_whole_floats(value: Any, schema: Any, root: Any, depth: int) -> Any:
+    """Gemini sends every number as a float (protobuf Struct): ``3.0`` becomes ``3`` where the
+    schema wants an integer. Nothing else changes; containers are copied, never mutated."""
+    if depth > _COERCE_DEPTH or schema is None:
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and _wants_integer(schema, root) else value
+    if isinstance(value, dict):
+        props = _subschema(schema, root, "properties")
+        props = props if isinstance(props, Mapping) else {}
+        extra = _subschema(schema, root, "additionalProperties")
+        return {key: _coerce_whole_floats(item, props.get(key, extra), root, depth + 1)
+                if isinstance(item, float | dict | list) else item
+                for key, item in value.items()}
+    if isinstance(value, list):
+        items = _subschema(schema, root, "items")
+        if isinstance(items, Mapping):
+            return [_coerce_whole_floats(v, items, root, depth + 1) for v in value]
+    return value
+
+
+# -- answer ----------------------------------------------------------------------------------------
+
+
+def function_response(
+    name: str,
+    outcome: ToolResult | Any,
+    *,
+    id: str | None = None,  # noqa: A002 - the wire field's name
+    structured: StructuredMode = "prefer",
+    media: MediaMode = "placeholder",
+) -> dict[str, Any]:
+    """The ``functionResponse`` part answering a call to ``name`` (the name the model used).
+
+    Args:
+        name: the exposed name the model called.
+        outcome: a :class:`ToolResult`, or a plain value (shaped by ``ToolResult.from_value``).
+        id: the call's id, only when the model sent one (never a locally made id).
+        structured: with structured content present, ``"prefer"`` sends it as the output;
+            ``"auto"`` sends the text content when there is any, else the structured content;
+            ``"append"`` sends the text followed by the structured content as JSON;
+            ``"ignore"`` sends the text content only.
+        media: ``"placeholder"`` writes media as ``[image: image/png, 1024 bytes]``;
+            ``"parts"`` sends images and PDFs as ``functionResponse.parts`` (Gemini 3+).
+
+    ``response`` is always an object: the output under ``"output"``, a failure under
+    ``"error"``.
+    """
+    result = ToolResult.from_value(outcome)
+    body: dict[str, Any] = {"name": name}
+    if id:
+        body["id"] = id
+    native: list[dict[str, Any]] = []
+    content = result.content
+    if media == "parts":
+        content = tuple(
+            part for part in result.content
+            if not _add_native_part(part, native))
+    text = "\n".join(ToolResult(content=(part,)).text for part in content)
+    if result.is_error:
+        body["response"] = {"error": text or "the tool failed"}
+    else:
+        body["response"] = {"output": _output(text, bool(content), result, structured)}
+    if native:
+        body["parts"] = native
+    return {"functionResponse": body}
+
+
+def _add_native_part(part: Any, native: list[dict[str, Any]]) -> bool:
+    if isinstance(part, ImageContent | AudioContent) and (
+            part.mime_type in _NATIVE_RESPONSE_MIME_TYPES):
+        native.append({"inlineData": {"mimeType": part.mime_type,
+                                      "data": base64.b64encode(part.data).decode("ascii")}})
+        return True
+    return False
+
+
+def _output(text: str, has_content: bool, result: ToolResult, structured: StructuredMode) -> Any:
+    data = result.structured_content
+    if data is None or structured == "ignore":
+        return text
+    if structured == "prefer" or (structured == "auto" and not has_content):
+        return dict(data)
+    if structured == "append":
+        return f"{text}\n{canonical_json(dict(data))}" if has_content else canonical_json(
+            dict(data))
+    return text
+
+
+# -- the registry's view ---------------------------------------------------------------------------
+
+
+def declare(toolset: ToolSet, *, schema: SchemaMode = "json", backend: Backend = "gemini",
+            native_tools: Iterable[Any] | None = None) -> list[dict[str, Any]] | None:
+    """The request's ``tools`` for ``toolset`` (see :func:`build_tools`)."""
+    return build_tools(function_declarations(toolset, schema=schema, backend=backend),
+                       native_tools)
+
+
+def answer(call: ToolCall, result: ToolResult, **options: Any) -> dict[str, Any]:
+    """The ``functionResponse`` part for ``call``, echoing its id only when Gemini sent one."""
+    return function_response(call.exposed_name, result, id=call.call_id, **options)
