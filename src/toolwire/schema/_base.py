@@ -176,16 +176,21 @@ class Lowering:
         return node
 
     def merge_ref_siblings(self, node: Mapping[str, Any], path: str) -> dict[str, Any]:
-        """Inline the target of ``node["$ref"]`` with the node's other keywords laid over it."""
-        target = self.resolve(node["$ref"], path)
+        """Inline the target of ``node["$ref"]``, combined with the node's other keywords as
+        ``allOf`` would combine them (properties united; the node's own keywords win)."""
+        ref = node["$ref"]
+        rest = {k: v for k, v in node.items() if k != "$ref"}
+        if rest:
+            extra = rest.get("allOf")
+            rest["allOf"] = [{"$ref": ref}, *(extra if isinstance(extra, list) else [])]
+            return self.merge_all_of(rest, path, 0)
+        target = self.resolve(ref, path)
         if isinstance(target, bool):
-            target = {} if target else {"not": {}}
+            return {} if target else {"not": {}}
         if not isinstance(target, Mapping):
-            raise SchemaConversionError(f"$ref {node['$ref']!r} points to a non-schema", path=path)
+            raise SchemaConversionError(f"$ref {ref!r} points to a non-schema", path=path)
         # The target's own $ref (a chain) stays, for the caller to follow.
-        merged = {k: v for k, v in target.items() if k not in ("$defs", "definitions")}
-        merged.update((k, v) for k, v in node.items() if k != "$ref")
-        return merged
+        return {k: v for k, v in target.items() if k not in ("$defs", "definitions")}
 
     # -- allOf -----------------------------------------------------------------------------------
 
@@ -217,12 +222,18 @@ class Lowering:
                 if key == "properties" and isinstance(value, Mapping):
                     props = dict(merged.get("properties") or {})
                     for name, sub in value.items():
-                        props.setdefault(name, sub)
+                        # Both definitions of a property apply: keep both, merged later.
+                        props[name] = sub if name not in props or props[name] == sub else {
+                            "allOf": [props[name], sub]}
                     merged["properties"] = props
                 elif key == "required" and isinstance(value, list):
                     required = list(merged.get("required") or [])
                     required += [r for r in value if r not in required]
                     merged["required"] = required
+                elif key in ("items", "additionalProperties") and isinstance(
+                        merged.get(key), Mapping) and isinstance(value, Mapping) and (
+                        merged[key] != value):
+                    merged[key] = {"allOf": [merged[key], value]}
                 elif key == "description" and "description" in merged:
                     continue
                 else:
@@ -241,11 +252,9 @@ class Lowering:
             branch: dict[str, Any] = {"type": t}
             branch.update((k, v) for k, v in node.items() if k in TYPE_KEYWORDS[t])
             branches.append(branch)
-        existing = node.get("anyOf")
-        if isinstance(existing, list) and existing:
-            # Both a type list and an anyOf: the value must satisfy both; keep the anyOf and
-            # let each of its branches be narrowed by the validator (the original schema).
-            outer["anyOf"] = existing
+        if any(isinstance(node.get(k), list) and node[k] for k in ("anyOf", "oneOf")):
+            # A type list beside a union: the union's branches are the more precise shapes;
+            # keep them (the validator still checks the type list against the original).
             return outer
         outer["anyOf"] = branches
         return outer
@@ -305,33 +314,51 @@ class Lowering:
     def _flatten_root_union(self, node: dict[str, Any], key: str) -> dict[str, Any]:
         """A root ``anyOf``/``oneOf`` of objects as one object: every variant's properties,
         required only where every variant requires it."""
-        variants = []
-        for i, variant in enumerate(node[key]):
-            path = f"#/{key}/{i}"
-            for _ in range(MAX_DEPTH):
-                if isinstance(variant, Mapping) and "$ref" in variant:
-                    variant = self.merge_ref_siblings(variant, path)
-                elif isinstance(variant, Mapping) and isinstance(variant.get("allOf"), list):
-                    variant = self.merge_all_of(variant, path, 1)
-                else:
-                    break
-            if isinstance(variant, Mapping):
-                variants.append(variant)
-        properties: dict[str, Any] = dict(node.get("properties") or {})
+        variants = self._union_variants(node[key], f"#/{key}", 0)
+        choices: dict[str, list[Any]] = {
+            name: [sub] for name, sub in (node.get("properties") or {}).items()}
         required_sets = []
         for variant in variants:
             props = variant.get("properties")
             if isinstance(props, Mapping):
                 for name, sub in props.items():
-                    properties.setdefault(name, sub)
+                    seen = choices.setdefault(name, [])
+                    if sub not in seen:
+                        seen.append(sub)
             req = variant.get("required")
             required_sets.append(set(req) if isinstance(req, list) else set())
+        # A property the variants define differently may take any of their shapes.
+        properties = {name: subs[0] if len(subs) == 1 else {"anyOf": subs}
+                      for name, subs in choices.items()}
         common = set.intersection(*required_sets) if required_sets else set()
         flattened = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf", "type")}
         flattened.update(type="object", properties=properties)
         flattened["required"] = [n for n in properties if n in common]
         self.note("#", f"top-level {key} of {len(variants)} variants flattened into one object")
         return flattened
+
+    def _union_variants(self, branches: list[Any], path: str, level: int) -> list[Mapping[str, Any]]:
+        """The object variants of a union, nested unions and references resolved."""
+        variants: list[Mapping[str, Any]] = []
+        for i, variant in enumerate(branches):
+            branch_path = f"{path}/{i}"
+            self.visit(branch_path, level + 1)
+            for _ in range(MAX_DEPTH):
+                if isinstance(variant, Mapping) and "$ref" in variant:
+                    variant = self.merge_ref_siblings(variant, branch_path)
+                elif isinstance(variant, Mapping) and isinstance(variant.get("allOf"), list):
+                    variant = self.merge_all_of(variant, branch_path, level + 1)
+                else:
+                    break
+            if not isinstance(variant, Mapping):
+                continue
+            nested = next((variant[k] for k in ("anyOf", "oneOf")
+                           if isinstance(variant.get(k), list)), None)
+            if nested is not None and "properties" not in variant:
+                variants += self._union_variants(nested, branch_path, level + 1)
+            else:
+                variants.append(variant)
+        return variants
 
     # -- descriptions ----------------------------------------------------------------------------
 

@@ -232,7 +232,7 @@ class _JsonLowering(Lowering):
         if "anyOf" in out:  # both anyOf and oneOf: keep the first, the validator has both
             self.note(path, "dropped: the node already has anyOf")
             return
-        if len(branches) == 1:
+        if len(branches) == 1 and "$ref" not in branches[0]:
             for key, sub in branches[0].items():
                 out.setdefault(key, sub)
             return
@@ -419,6 +419,13 @@ class _OpenApiLowering(Lowering):
             return self.lower(split, path, depth + 1, refs)
 
         union = [node[k] for k in ("anyOf", "oneOf") if isinstance(node.get(k), list)]
+        if union and ("properties" in node or not any(
+                isinstance(b, Mapping) and (set(b) & _SHAPE_KEYWORDS) for b in union[0])):
+            # A union that only adds constraints to this node's own shape (e.g. "one of these
+            # properties is required"): the shape is declared, the validator checks the rest.
+            self.note(path, "anyOf/oneOf of constraints beside the node's own shape dropped")
+            node = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}
+            union = []
         if union:
             return self._union(node, union[0], path, depth, refs, nullable)
 
@@ -516,8 +523,11 @@ class _OpenApiLowering(Lowering):
         self.note(path, f"$ref {ref!r} cut: {reason}")
         description = node.get("description") or (
             target.get("description") if isinstance(target, Mapping) else None)
-        return {"type": t, "description": self.describe(
+        out = {"type": t, "description": self.describe(
             description, [f"{reason} structure; deeper levels are not described"])}
+        if t == "ARRAY":
+            out["items"] = {"type": "STRING", "description": "any value"}
+        return out
 
     def _vertex_def(self, ref: str, path: str, refs: tuple[str, ...]) -> str:
         name = self._def_names.get(ref)
@@ -670,6 +680,9 @@ _OPENAPI_HANDLED = frozenset({"type", "nullable", "enum", "const", "description"
                               "properties", "additionalProperties", "items", "prefixItems",
                               "propertyOrdering", "anyOf", "oneOf", "allOf", "$ref"})
 _OPENAPI_IGNORED = frozenset({"additionalItems"})
+# Keywords that give a union branch a shape of its own, rather than just constraining.
+_SHAPE_KEYWORDS = frozenset({"type", "$ref", "properties", "items", "enum", "const", "anyOf",
+                             "oneOf", "allOf", "prefixItems"})
 
 
 def to_gemini_json_schema(schema: Any) -> tuple[dict[str, Any], list[ConversionNote]]:
