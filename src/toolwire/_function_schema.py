@@ -41,9 +41,9 @@ class FunctionSchema:
         try:
             model = self.arguments_model.model_validate(arguments)
         except pydantic.ValidationError as exc:
-            raise InvalidArguments(tool_name, [
-                (_json_path(error["loc"]), error["msg"]) for error in exc.errors()
-            ]) from None
+            raise InvalidArguments(
+                tool_name, [(_json_path(error["loc"]), error["msg"]) for error in exc.errors()]
+            ) from None
         # Only what was sent or defaulted; field i carries parameter i under an alias.
         return {name: getattr(model, f"p{i}") for i, name in enumerate(self.parameter_names)}
 
@@ -55,8 +55,9 @@ def _json_path(loc: tuple[int | str, ...]) -> str:
     return path
 
 
-def function_schema(func: Callable[..., Any], *, name: str | None = None,
-                    description: str | None = None) -> FunctionSchema:
+def function_schema(
+    func: Callable[..., Any], *, name: str | None = None, description: str | None = None
+) -> FunctionSchema:
     """Build the schema and validator of ``func`` from its type hints and docstring.
 
     Raises:
@@ -83,8 +84,10 @@ def function_schema(func: Callable[..., Any], *, name: str | None = None,
         default = ... if param.default is param.empty else param.default
         # Fields are named p0, p1, ... with the parameter as alias, so parameter names such as
         # `schema` or `model_config` cannot clash with BaseModel's attributes.
-        fields[f"p{i}"] = (annotation, pydantic.Field(
-            default, alias=param.name, description=param_docs.get(param.name)))
+        fields[f"p{i}"] = (
+            annotation,
+            pydantic.Field(default, alias=param.name, description=param_docs.get(param.name)),
+        )
         names.append(param.name)
 
     try:
@@ -101,7 +104,8 @@ def function_schema(func: Callable[..., Any], *, name: str | None = None,
 
     if description is None:
         description = "\n\n".join(
-            part for part in (doc.short_description, doc.long_description) if part)
+            part for part in (doc.short_description, doc.long_description) if part
+        )
     return FunctionSchema(
         name=func_name,
         description=description,

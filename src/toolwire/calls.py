@@ -138,15 +138,21 @@ class ToolResult:
             return value
         if isinstance(value, str):
             return cls(content=(TextContent(value),))
-        if isinstance(value, TextContent | ImageContent | AudioContent | ResourceLink
-                      | EmbeddedResource):
+        if isinstance(
+            value, TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
+        ):
             return cls(content=(value,))
         if isinstance(value, Mapping):
             return cls(structured_content=dict(value))
-        if isinstance(value, list | tuple) and value and all(
-            isinstance(v, TextContent | ImageContent | AudioContent | ResourceLink
-                       | EmbeddedResource)
-            for v in value
+        if (
+            isinstance(value, list | tuple)
+            and value
+            and all(
+                isinstance(
+                    v, TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
+                )
+                for v in value
+            )
         ):
             return cls(content=tuple(value))
         if value is None:
@@ -216,8 +222,7 @@ class RejectedCall:
 
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no spaces: equal values give equal strings."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=str)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def stable_call_id(name: str, arguments: Mapping[str, Any], occurrence: int) -> str:

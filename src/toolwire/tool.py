@@ -82,9 +82,10 @@ class Tool:
             object.__setattr__(self, "_validator", validator)
         errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
         if errors:
-            raise InvalidArguments(self.name, [
-                (error.json_path, error.message) for error in errors[:_MAX_ARGUMENT_ERRORS]
-            ])
+            raise InvalidArguments(
+                self.name,
+                [(error.json_path, error.message) for error in errors[:_MAX_ARGUMENT_ERRORS]],
+            )
         return dict(arguments)
 
 
@@ -200,7 +201,9 @@ class ToolSet:
         on_collision: OnCollision = "suffix",
     ) -> None:
         if on_collision not in ("suffix", "error", "skip"):
-            raise ConfigurationError(f"on_collision must be suffix, error or skip: {on_collision!r}")
+            raise ConfigurationError(
+                f"on_collision must be suffix, error or skip: {on_collision!r}"
+            )
         self._include = tuple(include) if include is not None else None
         self._exclude = tuple(exclude or ())
         self._on_collision: OnCollision = on_collision
@@ -211,7 +214,8 @@ class ToolSet:
         """Tools left out because their name collided (``on_collision="skip"``)."""
         self._assign_names()
         self._visible = tuple(
-            t for t in self._all if id(t) in self._exposed_by_tool and self._is_visible(t))
+            t for t in self._all if id(t) in self._exposed_by_tool and self._is_visible(t)
+        )
         self._visible_ids = frozenset(id(t) for t in self._visible)
         self._cache: dict[Hashable, Any] = {}
         self._cache_lock = threading.Lock()
@@ -309,4 +313,3 @@ class ToolSet:
         value = build()
         with self._cache_lock:
             return self._cache.setdefault(key, value)  # type: ignore[no-any-return]
-

@@ -60,12 +60,14 @@ def provider_names() -> list[str]:
 def _register_builtin() -> None:
     from toolwire.providers import gemini
 
-    register_provider(ProviderAdapter(
-        name=gemini.NAME,
-        declare=gemini.declare,
-        parse=gemini.parse_calls,
-        answer=gemini.answer,
-    ))
+    register_provider(
+        ProviderAdapter(
+            name=gemini.NAME,
+            declare=gemini.declare,
+            parse=gemini.parse_calls,
+            answer=gemini.answer,
+        )
+    )
 
 
 _register_builtin()

@@ -57,7 +57,8 @@ MediaMode = Literal["placeholder", "parts"]
 
 # Media Gemini 3 takes inside functionResponse.parts; anything else stays a placeholder.
 _NATIVE_RESPONSE_MIME_TYPES = frozenset(
-    {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"})
+    {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}
+)
 _UNKNOWN_NAMES_LISTED = 50
 
 
@@ -80,23 +81,25 @@ def _declare_all(
                 lowered, tool_notes = to_gemini_openapi_schema(tool.input_schema, backend=backend)
         except SchemaConversionError as exc:
             raise exc.for_tool(tool.qualified_name) from None
-        declarations.append({
-            "name": name,
-            "description": clean_description(tool.description),
-            "parametersJsonSchema" if schema == "json" else "parameters": lowered,
-        })
+        declarations.append(
+            {
+                "name": name,
+                "description": clean_description(tool.description),
+                "parametersJsonSchema" if schema == "json" else "parameters": lowered,
+            }
+        )
         notes[name] = tool_notes
     return declarations, notes
 
 
-def _declared(toolset: ToolSet, schema: SchemaMode, backend: Backend
-              ) -> tuple[list[dict[str, Any]], dict[str, list[ConversionNote]]]:
+def _declared(
+    toolset: ToolSet, schema: SchemaMode, backend: Backend
+) -> tuple[list[dict[str, Any]], dict[str, list[ConversionNote]]]:
     if schema not in ("json", "openapi"):
         raise ConfigurationError(f"schema must be 'json' or 'openapi', not {schema!r}")
     if backend not in ("gemini", "vertex"):
         raise ConfigurationError(f"backend must be 'gemini' or 'vertex', not {backend!r}")
-    return toolset.cached((NAME, schema, backend),
-                          lambda: _declare_all(toolset, schema, backend))
+    return toolset.cached((NAME, schema, backend), lambda: _declare_all(toolset, schema, backend))
 
 
 def function_declarations(
@@ -193,7 +196,8 @@ def _parts_of(response: Any) -> list[Any]:
         return list(data)
     raise TypeError(
         "expected a generateContent response, a Content or a list of parts, "
-        f"not {type(response).__name__}")
+        f"not {type(response).__name__}"
+    )
 
 
 def _resolve(toolset: ToolSet, name: str) -> tuple[str, Tool] | None:
@@ -242,19 +246,35 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
         if resolved is None:
             listed = ", ".join(toolset.exposed_names[:_UNKNOWN_NAMES_LISTED])
             message = f"Unknown tool {name!r}. Available tools: {listed or '(none)'}."
-            items.append(RejectedCall(name=name, call_id=call_id, index=index,
-                                      error_kind="not_found", message=message,
-                                      answer=_error_part(name, call_id, message)))
+            items.append(
+                RejectedCall(
+                    name=name,
+                    call_id=call_id,
+                    index=index,
+                    error_kind="not_found",
+                    message=message,
+                    answer=_error_part(name, call_id, message),
+                )
+            )
             continue
         args = call.get("args")
         if args is None:
             args = {}
         if not isinstance(args, Mapping):
-            message = (f"Invalid arguments for {name!r}: expected a JSON object, got "
-                       f"{type(args).__name__}.")
-            items.append(RejectedCall(name=name, call_id=call_id, index=index,
-                                      error_kind="invalid_arguments", message=message,
-                                      answer=_error_part(name, call_id, message)))
+            message = (
+                f"Invalid arguments for {name!r}: expected a JSON object, got "
+                f"{type(args).__name__}."
+            )
+            items.append(
+                RejectedCall(
+                    name=name,
+                    call_id=call_id,
+                    index=index,
+                    error_kind="invalid_arguments",
+                    message=message,
+                    answer=_error_part(name, call_id, message),
+                )
+            )
             continue
         exposed, tool = resolved
         arguments = _coerce_whole_floats(dict(args), tool.input_schema, tool.input_schema, 0)
@@ -268,8 +288,17 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
         signature = _get(part, "thoughtSignature", "thought_signature")
         if signature is not None:
             extras["thoughtSignature"] = signature
-        items.append(ToolCall(exposed_name=exposed, tool=tool, arguments=arguments,
-                              call_id=call_id, local_id=local_id, index=index, extras=extras))
+        items.append(
+            ToolCall(
+                exposed_name=exposed,
+                tool=tool,
+                arguments=arguments,
+                call_id=call_id,
+                local_id=local_id,
+                index=index,
+                extras=extras,
+            )
+        )
     return items
 
 
@@ -306,8 +335,11 @@ def _wants_integer(schema: Any, root: Any) -> bool:
     if "integer" in types and "number" not in types:
         return True
     branches = [b for k in ("anyOf", "oneOf") for b in (schema.get(k) or [])]
-    return bool(branches) and any(_wants_integer(b, root) for b in branches) and not any(
-        isinstance(b, Mapping) and b.get("type") == "number" for b in branches)
+    return (
+        bool(branches)
+        and any(_wants_integer(b, root) for b in branches)
+        and not any(isinstance(b, Mapping) and b.get("type") == "number" for b in branches)
+    )
 
 
 def _local(root: Any, ref: str) -> Any:
@@ -341,9 +373,12 @@ def _coerce_whole_floats(value: Any, schema: Any, root: Any, depth: int) -> Any:
         props = _subschema(schema, root, "properties")
         props = props if isinstance(props, Mapping) else {}
         extra = _subschema(schema, root, "additionalProperties")
-        return {key: _coerce_whole_floats(item, props.get(key, extra), root, depth + 1)
-                if isinstance(item, float | dict | list) else item
-                for key, item in value.items()}
+        return {
+            key: _coerce_whole_floats(item, props.get(key, extra), root, depth + 1)
+            if isinstance(item, float | dict | list)
+            else item
+            for key, item in value.items()
+        }
     if isinstance(value, list):
         items = _subschema(schema, root, "items")
         if isinstance(items, Mapping):
@@ -358,7 +393,7 @@ def function_response(
     name: str,
     outcome: ToolResult | Any,
     *,
-    id: str | None = None,  # noqa: A002 - the wire field's name
+    id: str | None = None,
     structured: StructuredMode = "prefer",
     media: MediaMode = "placeholder",
 ) -> dict[str, Any]:
@@ -385,9 +420,7 @@ def function_response(
     native: list[dict[str, Any]] = []
     content = result.content
     if media == "parts":
-        content = tuple(
-            part for part in result.content
-            if not _add_native_part(part, native))
+        content = tuple(part for part in result.content if not _add_native_part(part, native))
     text = "\n".join(ToolResult(content=(part,)).text for part in content)
     if result.is_error:
         body["response"] = {"error": text or "the tool failed"}
@@ -400,9 +433,16 @@ def function_response(
 
 def _add_native_part(part: Any, native: list[dict[str, Any]]) -> bool:
     if isinstance(part, ImageContent | AudioContent) and (
-            part.mime_type in _NATIVE_RESPONSE_MIME_TYPES):
-        native.append({"inlineData": {"mimeType": part.mime_type,
-                                      "data": base64.b64encode(part.data).decode("ascii")}})
+        part.mime_type in _NATIVE_RESPONSE_MIME_TYPES
+    ):
+        native.append(
+            {
+                "inlineData": {
+                    "mimeType": part.mime_type,
+                    "data": base64.b64encode(part.data).decode("ascii"),
+                }
+            }
+        )
         return True
     return False
 
@@ -414,19 +454,24 @@ def _output(text: str, has_content: bool, result: ToolResult, structured: Struct
     if structured == "prefer" or (structured == "auto" and not has_content):
         return dict(data)
     if structured == "append":
-        return f"{text}\n{canonical_json(dict(data))}" if has_content else canonical_json(
-            dict(data))
+        return (
+            f"{text}\n{canonical_json(dict(data))}" if has_content else canonical_json(dict(data))
+        )
     return text
 
 
 # -- the registry's view ---------------------------------------------------------------------------
 
 
-def declare(toolset: ToolSet, *, schema: SchemaMode = "json", backend: Backend = "gemini",
-            native_tools: Iterable[Any] | None = None) -> list[dict[str, Any]] | None:
+def declare(
+    toolset: ToolSet,
+    *,
+    schema: SchemaMode = "json",
+    backend: Backend = "gemini",
+    native_tools: Iterable[Any] | None = None,
+) -> list[dict[str, Any]] | None:
     """The request's ``tools`` for ``toolset`` (see :func:`build_tools`)."""
-    return build_tools(function_declarations(toolset, schema=schema, backend=backend),
-                       native_tools)
+    return build_tools(function_declarations(toolset, schema=schema, backend=backend), native_tools)
 
 
 def answer(call: ToolCall, result: ToolResult, **options: Any) -> dict[str, Any]:

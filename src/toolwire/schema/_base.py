@@ -16,7 +16,15 @@ from urllib.parse import unquote
 from toolwire._text import clean_description
 from toolwire.errors import SchemaConversionError
 
-__all__ = ["ANNOTATIONS", "ANNOUNCED_DROPS", "MAX_DEPTH", "MAX_NODES", "ConversionNote", "Lowering", "escape_pointer"]
+__all__ = [
+    "ANNOTATIONS",
+    "ANNOUNCED_DROPS",
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "ConversionNote",
+    "Lowering",
+    "escape_pointer",
+]
 
 MAX_DEPTH = 100
 """Nesting levels a schema may have (after following references)."""
@@ -26,35 +34,114 @@ MAX_NODES = 100_000
 JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 
 # Keywords that only annotate: dropping them loses nothing a validator or a model needs.
-ANNOTATIONS = frozenset({
-    "$schema", "$id", "$anchor", "$comment", "$vocabulary", "$dynamicAnchor", "title",
-    "examples", "example", "deprecated", "readOnly", "writeOnly", "discriminator",
-    "contentMediaType", "contentEncoding", "contentSchema", "markdownDescription",
-    "enumDescriptions", "markdownEnumDescriptions", "errorMessage", "$defs", "definitions",
-})
+ANNOTATIONS = frozenset(
+    {
+        "$schema",
+        "$id",
+        "$anchor",
+        "$comment",
+        "$vocabulary",
+        "$dynamicAnchor",
+        "title",
+        "examples",
+        "example",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "discriminator",
+        "contentMediaType",
+        "contentEncoding",
+        "contentSchema",
+        "markdownDescription",
+        "enumDescriptions",
+        "markdownEnumDescriptions",
+        "errorMessage",
+        "$defs",
+        "definitions",
+    }
+)
 
 # Constraints with no Gemini equivalent at all: dropped with a note, still checked by the
 # validator against the original schema.
-ANNOUNCED_DROPS = frozenset({
-    "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
-    "patternProperties", "propertyNames", "unevaluatedProperties", "unevaluatedItems",
-    "contains", "minContains", "maxContains", "$dynamicRef", "$recursiveRef", "$recursiveAnchor",
-})
+ANNOUNCED_DROPS = frozenset(
+    {
+        "not",
+        "if",
+        "then",
+        "else",
+        "dependentRequired",
+        "dependentSchemas",
+        "dependencies",
+        "patternProperties",
+        "propertyNames",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "contains",
+        "minContains",
+        "maxContains",
+        "$dynamicRef",
+        "$recursiveRef",
+        "$recursiveAnchor",
+    }
+)
 
 # Which keywords belong to which JSON type, for splitting a type list into anyOf branches.
 TYPE_KEYWORDS: Mapping[str, frozenset[str]] = {
     "string": frozenset({"minLength", "maxLength", "pattern", "format", "enum", "const"}),
-    "number": frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                         "multipleOf", "format", "enum", "const"}),
-    "integer": frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                          "multipleOf", "format", "enum", "const"}),
+    "number": frozenset(
+        {
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "multipleOf",
+            "format",
+            "enum",
+            "const",
+        }
+    ),
+    "integer": frozenset(
+        {
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "multipleOf",
+            "format",
+            "enum",
+            "const",
+        }
+    ),
     "boolean": frozenset({"enum", "const"}),
     "null": frozenset(),
-    "array": frozenset({"items", "prefixItems", "additionalItems", "minItems", "maxItems",
-                        "uniqueItems", "contains", "minContains", "maxContains"}),
-    "object": frozenset({"properties", "required", "additionalProperties", "patternProperties",
-                         "propertyNames", "minProperties", "maxProperties", "propertyOrdering",
-                         "dependentRequired", "dependentSchemas", "dependencies"}),
+    "array": frozenset(
+        {
+            "items",
+            "prefixItems",
+            "additionalItems",
+            "minItems",
+            "maxItems",
+            "uniqueItems",
+            "contains",
+            "minContains",
+            "maxContains",
+        }
+    ),
+    "object": frozenset(
+        {
+            "properties",
+            "required",
+            "additionalProperties",
+            "patternProperties",
+            "propertyNames",
+            "minProperties",
+            "maxProperties",
+            "propertyOrdering",
+            "dependentRequired",
+            "dependentSchemas",
+            "dependencies",
+        }
+    ),
 }
 _TYPED_KEYWORDS = frozenset().union(*TYPE_KEYWORDS.values())
 
@@ -136,8 +223,9 @@ class Lowering:
     def visit(self, path: str, depth: int) -> None:
         """Count a node and enforce the bounds."""
         if depth > MAX_DEPTH:
-            raise SchemaConversionError(f"schema is nested deeper than {MAX_DEPTH} levels",
-                                        path=path)
+            raise SchemaConversionError(
+                f"schema is nested deeper than {MAX_DEPTH} levels", path=path
+            )
         self._nodes += 1
         if self._nodes > MAX_NODES:
             raise SchemaConversionError(f"schema has more than {MAX_NODES} nodes", path=path)
@@ -158,13 +246,15 @@ class Lowering:
             SchemaConversionError: for a non-local, malformed or dangling reference.
         """
         if not isinstance(ref, str) or not ref.startswith("#"):
-            raise SchemaConversionError(f"unsupported $ref {ref!r} (only local references)",
-                                        path=path)
+            raise SchemaConversionError(
+                f"unsupported $ref {ref!r} (only local references)", path=path
+            )
         pointer = ref[1:]
         node = self.root
         if pointer and not pointer.startswith("/"):
-            raise SchemaConversionError(f"unsupported $ref {ref!r} (anchors are not supported)",
-                                        path=path)
+            raise SchemaConversionError(
+                f"unsupported $ref {ref!r} (anchors are not supported)", path=path
+            )
         for raw in pointer.split("/")[1:] if pointer else ():
             segment = _unescape_pointer(raw)
             if isinstance(node, Mapping) and segment in node:
@@ -223,16 +313,22 @@ class Lowering:
                     props = dict(merged.get("properties") or {})
                     for name, sub in value.items():
                         # Both definitions of a property apply: keep both, merged later.
-                        props[name] = sub if name not in props or props[name] == sub else {
-                            "allOf": [props[name], sub]}
+                        props[name] = (
+                            sub
+                            if name not in props or props[name] == sub
+                            else {"allOf": [props[name], sub]}
+                        )
                     merged["properties"] = props
                 elif key == "required" and isinstance(value, list):
                     required = list(merged.get("required") or [])
                     required += [r for r in value if r not in required]
                     merged["required"] = required
-                elif key in ("items", "additionalProperties") and isinstance(
-                        merged.get(key), Mapping) and isinstance(value, Mapping) and (
-                        merged[key] != value):
+                elif (
+                    key in ("items", "additionalProperties")
+                    and isinstance(merged.get(key), Mapping)
+                    and isinstance(value, Mapping)
+                    and (merged[key] != value)
+                ):
                     merged[key] = {"allOf": [merged[key], value]}
                 elif key == "description" and "description" in merged:
                     continue
@@ -284,7 +380,8 @@ class Lowering:
             if root is True:
                 return {"type": "object", "properties": {}}
             raise SchemaConversionError(
-                f"the input schema must be a JSON object, not {type(root).__name__}")
+                f"the input schema must be a JSON object, not {type(root).__name__}"
+            )
         node: dict[str, Any] = dict(root)
         for _ in range(MAX_DEPTH):
             if "$ref" in node:
@@ -301,8 +398,11 @@ class Lowering:
         if union_key and "properties" not in node and (types is None or types == ["object"]):
             return self._flatten_root_union(node, union_key)
         if types is not None and "object" not in types:
-            self.note("#", f"the root is not an object (type {node.get('type')!r}); "
-                      "declared with no parameters")
+            self.note(
+                "#",
+                f"the root is not an object (type {node.get('type')!r}); "
+                "declared with no parameters",
+            )
             return {"type": "object", "properties": {}}
         if types is not None and len(types) > 1:
             self.note("#", "the root's type list narrowed to object")
@@ -316,7 +416,8 @@ class Lowering:
         required only where every variant requires it."""
         variants = self._union_variants(node[key], f"#/{key}", 0)
         choices: dict[str, list[Any]] = {
-            name: [sub] for name, sub in (node.get("properties") or {}).items()}
+            name: [sub] for name, sub in (node.get("properties") or {}).items()
+        }
         required_sets = []
         for variant in variants:
             props = variant.get("properties")
@@ -328,8 +429,9 @@ class Lowering:
             req = variant.get("required")
             required_sets.append(set(req) if isinstance(req, list) else set())
         # A property the variants define differently may take any of their shapes.
-        properties = {name: subs[0] if len(subs) == 1 else {"anyOf": subs}
-                      for name, subs in choices.items()}
+        properties = {
+            name: subs[0] if len(subs) == 1 else {"anyOf": subs} for name, subs in choices.items()
+        }
         common = set.intersection(*required_sets) if required_sets else set()
         flattened = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf", "type")}
         flattened.update(type="object", properties=properties)
@@ -337,7 +439,9 @@ class Lowering:
         self.note("#", f"top-level {key} of {len(variants)} variants flattened into one object")
         return flattened
 
-    def _union_variants(self, branches: list[Any], path: str, level: int) -> list[Mapping[str, Any]]:
+    def _union_variants(
+        self, branches: list[Any], path: str, level: int
+    ) -> list[Mapping[str, Any]]:
         """The object variants of a union, nested unions and references resolved."""
         variants: list[Mapping[str, Any]] = []
         for i, variant in enumerate(branches):
@@ -352,8 +456,9 @@ class Lowering:
                     break
             if not isinstance(variant, Mapping):
                 continue
-            nested = next((variant[k] for k in ("anyOf", "oneOf")
-                           if isinstance(variant.get(k), list)), None)
+            nested = next(
+                (variant[k] for k in ("anyOf", "oneOf") if isinstance(variant.get(k), list)), None
+            )
             if nested is not None and "properties" not in variant:
                 variants += self._union_variants(nested, branch_path, level + 1)
             else:

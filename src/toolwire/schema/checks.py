@@ -14,26 +14,71 @@ from toolwire.schema._base import MAX_DEPTH, ConversionNote, escape_pointer, is_
 
 __all__ = ["gemini_violations", "property_paths"]
 
-_JSON_KEYWORDS = frozenset({
-    "$ref", "type", "format", "description", "enum", "items", "prefixItems", "minItems",
-    "maxItems", "minimum", "maximum", "anyOf", "oneOf", "properties", "additionalProperties",
-    "required", "propertyOrdering",
-})
+_JSON_KEYWORDS = frozenset(
+    {
+        "$ref",
+        "type",
+        "format",
+        "description",
+        "enum",
+        "items",
+        "prefixItems",
+        "minItems",
+        "maxItems",
+        "minimum",
+        "maximum",
+        "anyOf",
+        "oneOf",
+        "properties",
+        "additionalProperties",
+        "required",
+        "propertyOrdering",
+    }
+)
 _JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 
-_OPENAPI_KEYWORDS = frozenset({
-    "type", "format", "title", "description", "nullable", "enum", "items", "minItems",
-    "maxItems", "properties", "required", "minProperties", "maxProperties", "minLength",
-    "maxLength", "pattern", "minimum", "maximum", "anyOf", "propertyOrdering", "default",
-    "example",
-})
+_OPENAPI_KEYWORDS = frozenset(
+    {
+        "type",
+        "format",
+        "title",
+        "description",
+        "nullable",
+        "enum",
+        "items",
+        "minItems",
+        "maxItems",
+        "properties",
+        "required",
+        "minProperties",
+        "maxProperties",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minimum",
+        "maximum",
+        "anyOf",
+        "propertyOrdering",
+        "default",
+        "example",
+    }
+)
 _VERTEX_EXTRA = frozenset({"additionalProperties", "ref"})
 _OPENAPI_TYPES = frozenset({"STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"})
 _ONLY_FOR = {
-    "items": "ARRAY", "minItems": "ARRAY", "maxItems": "ARRAY",
-    "properties": "OBJECT", "required": "OBJECT", "minProperties": "OBJECT",
-    "maxProperties": "OBJECT", "propertyOrdering": "OBJECT", "additionalProperties": "OBJECT",
-    "minLength": "STRING", "maxLength": "STRING", "pattern": "STRING", "enum": "STRING",
+    "items": "ARRAY",
+    "minItems": "ARRAY",
+    "maxItems": "ARRAY",
+    "properties": "OBJECT",
+    "required": "OBJECT",
+    "minProperties": "OBJECT",
+    "maxProperties": "OBJECT",
+    "propertyOrdering": "OBJECT",
+    "additionalProperties": "OBJECT",
+    "minLength": "STRING",
+    "maxLength": "STRING",
+    "pattern": "STRING",
+    "enum": "STRING",
 }
 _FORMATS = {
     "STRING": frozenset({"enum", "date-time"}),
@@ -117,8 +162,14 @@ class _Checker:
                 self.node(sub, f"{path}/{key}", depth + 1)
 
     def common(self, node: Mapping[str, Any], path: str) -> None:
-        for key in ("minItems", "maxItems", "minLength", "maxLength", "minProperties",
-                    "maxProperties"):
+        for key in (
+            "minItems",
+            "maxItems",
+            "minLength",
+            "maxLength",
+            "minProperties",
+            "maxProperties",
+        ):
             if key in node and not is_count(node[key]):
                 self.bad(path, f"{key} must be a non-negative integer")
         for key in ("minimum", "maximum"):
@@ -149,17 +200,26 @@ class _Checker:
             if others:
                 self.bad(path, f"$ref has sibling keywords {others}")
             defs = self.root_schema.get("$defs") if isinstance(self.root_schema, Mapping) else None
-            target = ref[len("#/$defs/"):] if isinstance(ref, str) and ref.startswith(
-                "#/$defs/") else None
-            if target is None or not isinstance(defs, Mapping) or (
-                    target.replace("~1", "/").replace("~0", "~") not in defs):
+            target = (
+                ref[len("#/$defs/") :]
+                if isinstance(ref, str) and ref.startswith("#/$defs/")
+                else None
+            )
+            if (
+                target is None
+                or not isinstance(defs, Mapping)
+                or (target.replace("~1", "/").replace("~0", "~") not in defs)
+            ):
                 self.bad(path, f"$ref {ref!r} does not point into the root $defs")
         t = node.get("type")
         if t is not None and t not in _JSON_TYPES:
             self.bad(path, f"type must be one JSON type name, not {t!r}")
         enum = node.get("enum")
-        if enum is not None and (not isinstance(enum, list) or not enum or not all(
-                isinstance(v, str) or is_number(v) for v in enum)):
+        if enum is not None and (
+            not isinstance(enum, list)
+            or not enum
+            or not all(isinstance(v, str) or is_number(v) for v in enum)
+        ):
             self.bad(path, "enum must be a non-empty list of strings or numbers")
         additional = node.get("additionalProperties")
         if additional is not None and not isinstance(additional, bool | Mapping):
@@ -193,8 +253,9 @@ class _Checker:
         if t_upper == "ARRAY" and not isinstance(node.get("items"), Mapping):
             self.bad(path, "an ARRAY needs items")
         enum = node.get("enum")
-        if enum is not None and (not isinstance(enum, list) or not enum or not all(
-                isinstance(v, str) for v in enum)):
+        if enum is not None and (
+            not isinstance(enum, list) or not enum or not all(isinstance(v, str) for v in enum)
+        ):
             self.bad(path, "enum must be a non-empty list of strings")
         fmt = node.get("format")
         if fmt is not None and fmt not in _FORMATS.get(t_upper or "", ()):

@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 from toolwire.errors import SchemaConversionError
 from toolwire.schema._base import (
-    ANNOUNCED_DROPS,
     ANNOTATIONS,
+    ANNOUNCED_DROPS,
     ConversionNote,
     Lowering,
     escape_pointer,
@@ -60,8 +60,11 @@ _OPENAPI_FORMATS: Mapping[str, frozenset[str]] = {
 
 
 def _enum_hint(values: list[Any]) -> str:
-    return "allowed values: " + ", ".join(short_json(v) for v in values[:50]) + (
-        ", ..." if len(values) > 50 else "")
+    return (
+        "allowed values: "
+        + ", ".join(short_json(v) for v in values[:50])
+        + (", ..." if len(values) > 50 else "")
+    )
 
 
 class _JsonLowering(Lowering):
@@ -74,7 +77,7 @@ class _JsonLowering(Lowering):
         self._pending: list[tuple[str, str]] = []
 
     def run(self) -> dict[str, Any]:
-        out = self.lower(self.object_root(), "#", 0)
+        out: dict[str, Any] = self.lower(self.object_root(), "#", 0)
         while self._pending:  # definitions, lowered once each, outside the recursion
             pointer, name = self._pending.pop()
             target = self.resolve(pointer, pointer)
@@ -109,12 +112,20 @@ class _JsonLowering(Lowering):
             return {}
         if node is False:
             return None
-        if isinstance(node, str) and node.lower() in ("string", "number", "integer", "boolean",
-                                                       "object", "array", "null"):
+        if isinstance(node, str) and node.lower() in (
+            "string",
+            "number",
+            "integer",
+            "boolean",
+            "object",
+            "array",
+            "null",
+        ):
             return {"type": node.lower()}  # shorthand some servers publish
         if not isinstance(node, Mapping):
             raise SchemaConversionError(
-                f"a schema must be an object or a boolean, not {type(node).__name__}", path=path)
+                f"a schema must be an object or a boolean, not {type(node).__name__}", path=path
+            )
 
         if "$ref" in node:
             if self.is_external(node["$ref"], path):
@@ -166,8 +177,9 @@ class _JsonLowering(Lowering):
             out["description"] = description
         return out
 
-    def _describe_constraint(self, out: dict[str, Any], key: str, value: Any, path: str,
-                             hints: list[str]) -> None:
+    def _describe_constraint(
+        self, out: dict[str, Any], key: str, value: Any, path: str, hints: list[str]
+    ) -> None:
         if key in ("exclusiveMinimum", "exclusiveMaximum") and isinstance(value, bool):
             if value:
                 hints.append(f"{key} (the bound itself is excluded)")
@@ -187,8 +199,9 @@ class _JsonLowering(Lowering):
         if kept:
             out["required"] = kept
 
-    def _enum(self, out: dict[str, Any], node: Mapping[str, Any], path: str,
-              hints: list[str]) -> bool:
+    def _enum(
+        self, out: dict[str, Any], node: Mapping[str, Any], path: str, hints: list[str]
+    ) -> bool:
         """``enum``/``const`` as Gemini takes them: strings or numbers, typed. Returns True
         when the enum allowed null, which the caller turns into an ``anyOf`` with null."""
         if "const" in node:
@@ -208,8 +221,11 @@ class _JsonLowering(Lowering):
         if kinds == {"string"} or kinds <= {"integer", "number"}:
             out["enum"] = list(dict.fromkeys(values))
             if "type" not in out and "anyOf" not in out:
-                out["type"] = "string" if kinds == {"string"} else (
-                    "integer" if kinds == {"integer"} else "number")
+                out["type"] = (
+                    "string"
+                    if kinds == {"string"}
+                    else ("integer" if kinds == {"integer"} else "number")
+                )
             return nullable
         if kinds == {"null"}:
             out["type"] = "null"
@@ -220,8 +236,9 @@ class _JsonLowering(Lowering):
         self.note(path, "enum of booleans, mixed or non-scalar values moved into the description")
         return nullable
 
-    def _any_of(self, out: dict[str, Any], value: Any, path: str, depth: int,
-                hints: list[str]) -> None:
+    def _any_of(
+        self, out: dict[str, Any], value: Any, path: str, depth: int, hints: list[str]
+    ) -> None:
         if not isinstance(value, list):
             self.note(path, "not a list; dropped")
             return
@@ -239,8 +256,9 @@ class _JsonLowering(Lowering):
         out["anyOf"] = branches
 
 
-def _kw_properties(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int,
-                   hints: list[str]) -> None:
+def _kw_properties(
+    lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int, hints: list[str]
+) -> None:
     if not isinstance(value, Mapping):
         lw.note(path, "properties is not an object; dropped")
         return
@@ -254,11 +272,13 @@ def _kw_properties(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str
     out["properties"] = props
 
 
-def _kw_items(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int,
-              hints: list[str]) -> None:
+def _kw_items(
+    lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int, hints: list[str]
+) -> None:
     if isinstance(value, list):  # draft-4 tuple form
-        out["prefixItems"] = [lw.lower(v, f"{path}/items/{i}", depth + 1) or {}
-                              for i, v in enumerate(value)]
+        out["prefixItems"] = [
+            lw.lower(v, f"{path}/items/{i}", depth + 1) or {} for i, v in enumerate(value)
+        ]
         return
     lowered = lw.lower(value, f"{path}/items", depth + 1)
     if lowered is None:
@@ -267,23 +287,27 @@ def _kw_items(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, dep
         out["items"] = lowered
 
 
-def _kw_prefix_items(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str,
-                     depth: int, hints: list[str]) -> None:
+def _kw_prefix_items(
+    lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int, hints: list[str]
+) -> None:
     if isinstance(value, list):
-        out["prefixItems"] = [lw.lower(v, f"{path}/prefixItems/{i}", depth + 1) or {}
-                              for i, v in enumerate(value)]
+        out["prefixItems"] = [
+            lw.lower(v, f"{path}/prefixItems/{i}", depth + 1) or {} for i, v in enumerate(value)
+        ]
 
 
-def _kw_additional_items(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str,
-                         depth: int, hints: list[str]) -> None:
+def _kw_additional_items(
+    lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int, hints: list[str]
+) -> None:
     if "prefixItems" in out or isinstance(out.get("items"), list):
         lowered = lw.lower(value, f"{path}/additionalItems", depth + 1)
         if lowered is not None:
             out["items"] = lowered
 
 
-def _kw_additional_properties(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str,
-                              depth: int, hints: list[str]) -> None:
+def _kw_additional_properties(
+    lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int, hints: list[str]
+) -> None:
     if isinstance(value, bool):
         out["additionalProperties"] = value
     else:
@@ -291,35 +315,61 @@ def _kw_additional_properties(lw: _JsonLowering, out: dict[str, Any], value: Any
         out["additionalProperties"] = False if lowered is None else lowered
 
 
-def _kw_any_of(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int,
-               hints: list[str]) -> None:
+def _kw_any_of(
+    lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int, hints: list[str]
+) -> None:
     lw._any_of(out, value, f"{path}/anyOf", depth, hints)
 
 
-def _kw_count(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int,
-              hints: list[str], *, key: str) -> None:
+def _kw_count(
+    lw: _JsonLowering,
+    out: dict[str, Any],
+    value: Any,
+    path: str,
+    depth: int,
+    hints: list[str],
+    *,
+    key: str,
+) -> None:
     if is_count(value):
         out[key] = value
     else:
         lw.note(path, f"{key} {value!r} is not a non-negative integer; dropped")
 
 
-def _kw_bound(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int,
-              hints: list[str], *, key: str) -> None:
+def _kw_bound(
+    lw: _JsonLowering,
+    out: dict[str, Any],
+    value: Any,
+    path: str,
+    depth: int,
+    hints: list[str],
+    *,
+    key: str,
+) -> None:
     if is_number(value):
         out[key] = value
     else:
         lw.note(path, f"{key} {value!r} is not a number; dropped")
 
 
-def _kw_string(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int,
-               hints: list[str], *, key: str) -> None:
+def _kw_string(
+    lw: _JsonLowering,
+    out: dict[str, Any],
+    value: Any,
+    path: str,
+    depth: int,
+    hints: list[str],
+    *,
+    key: str,
+) -> None:
     if isinstance(value, str):
         out[key] = value
 
 
-def _kw_property_ordering(lw: _JsonLowering, out: dict[str, Any], value: Any, path: str,
-                          depth: int, hints: list[str]) -> None:
+def _kw_property_ordering(
+    lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int, hints: list[str]
+) -> None:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         out["propertyOrdering"] = value
 
@@ -339,12 +389,32 @@ _JSON_KEYWORDS: dict[str, Any] = {
     "propertyOrdering": _kw_property_ordering,
 }
 # Read elsewhere in `lower` (or deliberately after the loop).
-_HANDLED = frozenset({"type", "nullable", "enum", "const", "description", "required", "$ref",
-                      "allOf", "oneOf", "$defs", "definitions"})
+_HANDLED = frozenset(
+    {
+        "type",
+        "nullable",
+        "enum",
+        "const",
+        "description",
+        "required",
+        "$ref",
+        "allOf",
+        "oneOf",
+        "$defs",
+        "definitions",
+    }
+)
 
 
-_OPENAPI_TYPE = {"string": "STRING", "number": "NUMBER", "integer": "INTEGER",
-                 "boolean": "BOOLEAN", "object": "OBJECT", "array": "ARRAY", "null": "NULL"}
+_OPENAPI_TYPE = {
+    "string": "STRING",
+    "number": "NUMBER",
+    "integer": "INTEGER",
+    "boolean": "BOOLEAN",
+    "object": "OBJECT",
+    "array": "ARRAY",
+    "null": "NULL",
+}
 # Which OpenAPI keywords each type may carry; the API rejects the others on that type.
 _OPENAPI_TYPE_KEYWORDS: Mapping[str, frozenset[str]] = {
     "STRING": frozenset({"enum", "format", "minLength", "maxLength", "pattern"}),
@@ -353,8 +423,16 @@ _OPENAPI_TYPE_KEYWORDS: Mapping[str, frozenset[str]] = {
     "BOOLEAN": frozenset(),
     "NULL": frozenset(),
     "ARRAY": frozenset({"items", "minItems", "maxItems"}),
-    "OBJECT": frozenset({"properties", "required", "propertyOrdering", "minProperties",
-                         "maxProperties", "additionalProperties"}),
+    "OBJECT": frozenset(
+        {
+            "properties",
+            "required",
+            "propertyOrdering",
+            "minProperties",
+            "maxProperties",
+            "additionalProperties",
+        }
+    ),
 }
 _RECURSION_UNROLL = 2
 """How many times a recursive definition is inlined along one path before it is cut."""
@@ -373,14 +451,13 @@ class _OpenApiLowering(Lowering):
         self._out_nodes = 0
 
     def run(self) -> dict[str, Any]:
-        out = self.lower(self.object_root(), "#", 0, ())
+        out: dict[str, Any] = self.lower(self.object_root(), "#", 0, ())
         out.setdefault("properties", {})
         if self.defs:
             out["defs"] = {name: self.defs[name] for name in sorted(self.defs)}
         return out
 
-    def lower(self, node: Any, path: str, depth: int,  # type: ignore[override]
-              refs: tuple[str, ...] = ()) -> Any:
+    def lower(self, node: Any, path: str, depth: int, refs: tuple[str, ...] = ()) -> Any:
         """The lowered node, or None for a schema nothing satisfies. ``refs`` holds the
         references being inlined along this path, to cut recursion."""
         self.visit(path, depth)
@@ -393,7 +470,8 @@ class _OpenApiLowering(Lowering):
             return {"type": _OPENAPI_TYPE[node.lower()]}
         if not isinstance(node, Mapping):
             raise SchemaConversionError(
-                f"a schema must be an object or a boolean, not {type(node).__name__}", path=path)
+                f"a schema must be an object or a boolean, not {type(node).__name__}", path=path
+            )
 
         if "$ref" in node:
             ref = node["$ref"]
@@ -401,7 +479,8 @@ class _OpenApiLowering(Lowering):
                 rest = {k: v for k, v in node.items() if k != "$ref"}
                 return self.lower(rest, path, depth + 1, refs)
             if refs.count(ref) >= (1 if self.vertex else _RECURSION_UNROLL) or (
-                    self._out_nodes > _INLINE_BUDGET):
+                self._out_nodes > _INLINE_BUDGET
+            ):
                 return self._cut(node, ref, path, refs)
             return self.lower(self.merge_ref_siblings(node, path), path, depth + 1, (*refs, ref))
         if "allOf" in node:
@@ -419,8 +498,10 @@ class _OpenApiLowering(Lowering):
             return self.lower(split, path, depth + 1, refs)
 
         union = [node[k] for k in ("anyOf", "oneOf") if isinstance(node.get(k), list)]
-        if union and ("properties" in node or not any(
-                isinstance(b, Mapping) and (set(b) & _SHAPE_KEYWORDS) for b in union[0])):
+        if union and (
+            "properties" in node
+            or not any(isinstance(b, Mapping) and (set(b) & _SHAPE_KEYWORDS) for b in union[0])
+        ):
             # A union that only adds constraints to this node's own shape (e.g. "one of these
             # properties is required"): the shape is declared, the validator checks the rest.
             self.note(path, "anyOf/oneOf of constraints beside the node's own shape dropped")
@@ -437,8 +518,14 @@ class _OpenApiLowering(Lowering):
         for key, value in node.items():
             if key in _OPENAPI_HANDLED:
                 continue
-            if key in ("minItems", "maxItems", "minLength", "maxLength", "minProperties",
-                       "maxProperties"):
+            if key in (
+                "minItems",
+                "maxItems",
+                "minLength",
+                "maxLength",
+                "minProperties",
+                "maxProperties",
+            ):
                 if key in allowed and is_count(value):
                     out[key] = value
                 elif key in allowed or key in _DESCRIBED:
@@ -506,8 +593,9 @@ class _OpenApiLowering(Lowering):
         hints.append(_DESCRIBED[key].format(short_json(value)))
         self.note(path, f"{key} moved into the description")
 
-    def _cut(self, node: Mapping[str, Any], ref: str, path: str,
-             refs: tuple[str, ...]) -> dict[str, Any]:
+    def _cut(
+        self, node: Mapping[str, Any], ref: str, path: str, refs: tuple[str, ...]
+    ) -> dict[str, Any]:
         """Where a recursive reference stops being inlined."""
         if self.vertex:
             name = self._vertex_def(ref, path, refs)
@@ -516,15 +604,21 @@ class _OpenApiLowering(Lowering):
                 out["description"] = self.describe(node["description"], [])
             return out
         target = self.resolve(ref, path)
-        types = self.normalize_types(target.get("type"), path) if isinstance(
-            target, Mapping) else None
+        types = (
+            self.normalize_types(target.get("type"), path) if isinstance(target, Mapping) else None
+        )
         t = _OPENAPI_TYPE[types[0]] if types and types[0] != "null" else "OBJECT"
         reason = "recursive" if ref in refs else "too large to inline"
         self.note(path, f"$ref {ref!r} cut: {reason}")
         description = node.get("description") or (
-            target.get("description") if isinstance(target, Mapping) else None)
-        out = {"type": t, "description": self.describe(
-            description, [f"{reason} structure; deeper levels are not described"])}
+            target.get("description") if isinstance(target, Mapping) else None
+        )
+        out = {
+            "type": t,
+            "description": self.describe(
+                description, [f"{reason} structure; deeper levels are not described"]
+            ),
+        }
         if t == "ARRAY":
             out["items"] = {"type": "STRING", "description": "any value"}
         return out
@@ -544,8 +638,15 @@ class _OpenApiLowering(Lowering):
             self.defs[name] = self.lower(target, ref, 1, (ref,)) or {"type": "OBJECT"}
         return name
 
-    def _union(self, node: Mapping[str, Any], branches_in: list[Any], path: str, depth: int,
-               refs: tuple[str, ...], nullable: bool) -> dict[str, Any]:
+    def _union(
+        self,
+        node: Mapping[str, Any],
+        branches_in: list[Any],
+        path: str,
+        depth: int,
+        refs: tuple[str, ...],
+        nullable: bool,
+    ) -> dict[str, Any]:
         key = "anyOf" if isinstance(node.get("anyOf"), list) else "oneOf"
         branches = []
         for i, branch in enumerate(branches_in):
@@ -562,15 +663,18 @@ class _OpenApiLowering(Lowering):
         # The node's own keywords (minus the union) describe every branch.
         rest = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}
         if not branches:
-            out = {"type": "NULL"} if nullable else self.lower(
-                {k: v for k, v in rest.items()} or True, path, depth + 1, refs)
+            out = {"type": "NULL"} if nullable else self.lower(rest or True, path, depth + 1, refs)
             return out or {"type": "STRING"}
         if len(branches) == 1 and not (set(rest) - {"description", "default", "title"}):
             out = dict(branches[0])
             if isinstance(description, str):
                 out["description"] = self.describe(description, [])
-        elif all(set(b) <= {"type", "enum", "description", "format"} and b.get("type") == "STRING"
-                 and b.get("enum") for b in branches):
+        elif all(
+            set(b) <= {"type", "enum", "description", "format"}
+            and b.get("type") == "STRING"
+            and b.get("enum")
+            for b in branches
+        ):
             values = [v for b in branches for v in b["enum"]]
             out = {"type": "STRING", "enum": list(dict.fromkeys(values)), "format": "enum"}
             if isinstance(description, str):
@@ -586,7 +690,8 @@ class _OpenApiLowering(Lowering):
                 if text:
                     for b in branches:
                         b["description"] = self.describe(
-                            f"{text} {b['description']}" if b.get("description") else text, [])
+                            f"{text} {b['description']}" if b.get("description") else text, []
+                        )
             elif text:
                 out["description"] = text
             dropped = set(rest) - {"description", "title", "type", "nullable", "default"}
@@ -596,14 +701,22 @@ class _OpenApiLowering(Lowering):
             out["nullable"] = True
         return out
 
-    def _object(self, out: dict[str, Any], node: Mapping[str, Any], path: str, depth: int,
-                refs: tuple[str, ...], hints: list[str]) -> None:
+    def _object(
+        self,
+        out: dict[str, Any],
+        node: Mapping[str, Any],
+        path: str,
+        depth: int,
+        refs: tuple[str, ...],
+        hints: list[str],
+    ) -> None:
         props = node.get("properties")
         if isinstance(props, Mapping) and props:
             lowered_props = {}
             for name, sub in props.items():
-                lowered = self.lower(sub, f"{path}/properties/{escape_pointer(str(name))}",
-                                     depth + 1, refs)
+                lowered = self.lower(
+                    sub, f"{path}/properties/{escape_pointer(str(name))}", depth + 1, refs
+                )
                 if lowered is None:
                     self.note(path, f"property {name!r} accepts no value; dropped")
                     continue
@@ -611,8 +724,9 @@ class _OpenApiLowering(Lowering):
             out["properties"] = lowered_props
             required = node.get("required")
             if isinstance(required, list):
-                kept = list(dict.fromkeys(
-                    r for r in required if isinstance(r, str) and r in lowered_props))
+                kept = list(
+                    dict.fromkeys(r for r in required if isinstance(r, str) and r in lowered_props)
+                )
                 if len(kept) != len(required):
                     self.note(path, "required pruned to the declared properties")
                 if kept:
@@ -633,13 +747,21 @@ class _OpenApiLowering(Lowering):
             hints.append("an object with free-form keys")
             self.note(path, "additionalProperties dropped (not supported by the Gemini API)")
 
-    def _array(self, out: dict[str, Any], node: Mapping[str, Any], path: str, depth: int,
-               refs: tuple[str, ...]) -> None:
+    def _array(
+        self,
+        out: dict[str, Any],
+        node: Mapping[str, Any],
+        path: str,
+        depth: int,
+        refs: tuple[str, ...],
+    ) -> None:
         items = node.get("items")
         positional = node.get("prefixItems", items if isinstance(items, list) else None)
         if isinstance(positional, list) and positional:
-            lowered = [self.lower(p, f"{path}/prefixItems/{i}", depth + 1, refs)
-                       for i, p in enumerate(positional)]
+            lowered = [
+                self.lower(p, f"{path}/prefixItems/{i}", depth + 1, refs)
+                for i, p in enumerate(positional)
+            ]
             unique = [p for i, p in enumerate(lowered) if p is not None and p not in lowered[:i]]
             out["items"] = unique[0] if len(unique) == 1 else {"anyOf": unique}
             self.note(path, "positional items merged into one item schema")
@@ -650,8 +772,9 @@ class _OpenApiLowering(Lowering):
             item = {"type": "STRING"}
         out["items"] = item
 
-    def _enum(self, out: dict[str, Any], node: Mapping[str, Any], path: str,
-              hints: list[str]) -> bool:
+    def _enum(
+        self, out: dict[str, Any], node: Mapping[str, Any], path: str, hints: list[str]
+    ) -> bool:
         """String enums stay; any other enum is described, never stringified (the validator
         would then reject what the model sends). Returns True when null was allowed."""
         if "const" in node:
@@ -676,13 +799,41 @@ class _OpenApiLowering(Lowering):
 
 
 # Read elsewhere in `lower`.
-_OPENAPI_HANDLED = frozenset({"type", "nullable", "enum", "const", "description", "required",
-                              "properties", "additionalProperties", "items", "prefixItems",
-                              "propertyOrdering", "anyOf", "oneOf", "allOf", "$ref"})
+_OPENAPI_HANDLED = frozenset(
+    {
+        "type",
+        "nullable",
+        "enum",
+        "const",
+        "description",
+        "required",
+        "properties",
+        "additionalProperties",
+        "items",
+        "prefixItems",
+        "propertyOrdering",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "$ref",
+    }
+)
 _OPENAPI_IGNORED = frozenset({"additionalItems"})
 # Keywords that give a union branch a shape of its own, rather than just constraining.
-_SHAPE_KEYWORDS = frozenset({"type", "$ref", "properties", "items", "enum", "const", "anyOf",
-                             "oneOf", "allOf", "prefixItems"})
+_SHAPE_KEYWORDS = frozenset(
+    {
+        "type",
+        "$ref",
+        "properties",
+        "items",
+        "enum",
+        "const",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "prefixItems",
+    }
+)
 
 
 def to_gemini_json_schema(schema: Any) -> tuple[dict[str, Any], list[ConversionNote]]:
