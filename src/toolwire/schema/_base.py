@@ -407,6 +407,9 @@ class Lowering:
         if types is not None and len(types) > 1:
             self.note("#", "the root's type list narrowed to object")
         node["type"] = "object"
+        for key in ("enum", "const", "nullable"):  # an arguments object is never one value
+            if node.pop(key, None) is not None:
+                self.note("#", f"{key} on the root dropped")
         if not isinstance(node.get("properties"), Mapping):
             node["properties"] = {}
         return node

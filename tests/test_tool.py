@@ -1,0 +1,145 @@
+from __future__ import annotations
+
+import enum
+from typing import Literal
+
+import pydantic
+import pytest
+
+from toolwire import ConfigurationError, InvalidArguments, Tool, tool
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Address(pydantic.BaseModel):
+    street: str
+    zip_code: str | None = None
+
+
+@tool
+def plan_trip(
+    city: str,
+    days: int = 3,
+    mode: Literal["car", "train"] = "train",
+    color: Color = Color.RED,
+    stops: list[str] | None = None,
+    home: Address | None = None,
+) -> str:
+    """Plan a trip.
+
+    Longer explanation of the tool.
+
+    Args:
+        city: Where to go.
+        days: How long to stay.
+        mode: How to travel.
+    """
+    return f"{city} {days} {mode} {color.value} {stops} {home}"
+
+
+def test_function_tool_schema_comes_from_type_hints_and_docstring() -> None:
+    schema = plan_trip.input_schema
+    assert plan_trip.name == "plan_trip"
+    assert plan_trip.description == "Plan a trip.\n\nLonger explanation of the tool."
+    assert schema["type"] == "object"
+    assert schema["required"] == ["city"]
+    props = schema["properties"]
+    assert list(props) == ["city", "days", "mode", "color", "stops", "home"]
+    assert props["city"]["description"] == "Where to go."
+    assert props["days"] == {
+        "default": 3,
+        "description": "How long to stay.",
+        "title": "Days",
+        "type": "integer",
+    }
+    assert props["mode"]["enum"] == ["car", "train"]
+    assert props["color"]["$ref"] == "#/$defs/Color"
+    assert schema["$defs"]["Color"]["enum"] == ["red", "blue"]
+    assert props["stops"]["anyOf"] == [
+        {"items": {"type": "string"}, "type": "array"},
+        {"type": "null"},
+    ]
+    assert "Address" in schema["$defs"]
+    assert plan_trip.output_schema == {"type": "string"}
+
+
+def test_function_tool_validation_converts_and_keeps_defaults() -> None:
+    kwargs = plan_trip.validate_arguments(
+        {"city": "Porto", "color": "blue", "home": {"street": "x"}}
+    )
+    assert kwargs["days"] == 3
+    assert kwargs["color"] is Color.BLUE
+    assert kwargs["home"] == Address(street="x")
+    assert plan_trip.handler is not None
+    assert plan_trip.handler(**kwargs).startswith("Porto 3 train blue")
+
+
+def test_function_tool_validation_errors_name_each_field() -> None:
+    with pytest.raises(InvalidArguments) as info:
+        plan_trip.validate_arguments({"days": "many", "mode": "plane", "extra": 1})
+    paths = {path for path, _ in info.value.errors}
+    assert paths == {"$.city", "$.days", "$.mode", "$.extra"}
+    assert info.value.tool == "plan_trip"
+
+
+def test_async_function_becomes_a_tool() -> None:
+    @tool(name="fetch", parallel_safe=False)
+    async def fetch_url(url: str) -> str:
+        """Fetch a URL."""
+        return url
+
+    assert fetch_url.name == "fetch"
+    assert fetch_url.parallel_safe is False
+    assert fetch_url.input_schema["required"] == ["url"]
+
+
+def test_parameter_names_that_shadow_basemodel_attributes_work() -> None:
+    @tool
+    def odd(schema: str, model_config: int = 1, json: bool = False) -> str:
+        return schema
+
+    assert set(odd.input_schema["properties"]) == {"schema", "model_config", "json"}
+    assert odd.validate_arguments({"schema": "s"}) == {
+        "schema": "s",
+        "model_config": 1,
+        "json": False,
+    }
+
+
+def test_function_without_parameters_has_an_empty_object_schema() -> None:
+    @tool
+    def ping() -> None:
+        """Health check."""
+
+    assert ping.input_schema == {"additionalProperties": False, "properties": {}, "type": "object"}
+    assert ping.validate_arguments({}) == {}
+
+
+def test_variadic_parameters_are_a_configuration_error() -> None:
+    def bad(*args: int) -> None: ...
+
+    with pytest.raises(ConfigurationError, match="keyword parameter"):
+        tool(bad)
+
+
+def test_raw_schema_tool_is_validated_by_json_schema() -> None:
+    search = Tool(
+        name="search",
+        input_schema={
+            "type": "object",
+            "properties": {"q": {"type": "string", "minLength": 2}, "n": {"type": "integer"}},
+            "required": ["q"],
+        },
+    )
+    assert search.validate_arguments({"q": "ab", "n": 2}) == {"q": "ab", "n": 2}
+    with pytest.raises(InvalidArguments) as info:
+        search.validate_arguments({"q": "a", "n": "x"})
+    assert [path for path, _ in info.value.errors] == ["$.n", "$.q"]
+
+
+def test_tool_needs_a_name() -> None:
+    with pytest.raises(ConfigurationError):
+        Tool(name="")
