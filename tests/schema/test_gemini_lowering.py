@@ -454,3 +454,11 @@ def test_arbitrary_input_gives_a_conforming_schema_or_a_conversion_error(schema:
             continue
         assert gemini_violations(out, mode=mode) == [], out
     assert json.dumps(schema, sort_keys=True) == before
+
+
+@settings(max_examples=300, deadline=None)
+@given(schema_like)
+def test_the_rule_checker_judges_any_input_without_raising(schema: Any) -> None:
+    for mode in ("json", "openapi"):
+        for backend in ("gemini", "vertex"):
+            assert isinstance(gemini_violations(schema, mode=mode, backend=backend), list)

@@ -146,6 +146,8 @@ TYPE_KEYWORDS: Mapping[str, frozenset[str]] = {
 _TYPED_KEYWORDS = frozenset().union(*TYPE_KEYWORDS.values())
 
 _HINT_LIMIT = 200
+# Root keywords that make object_root rewrite the root.
+_ROOT_REWRITES = frozenset({"$ref", "allOf", "anyOf", "oneOf", "enum", "const", "nullable"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +161,9 @@ class ConversionNote:
 
 def escape_pointer(segment: str) -> str:
     """Escape one JSON-pointer segment (RFC 6901)."""
-    return segment.replace("~", "~0").replace("/", "~1")
+    if "~" in segment or "/" in segment:
+        return segment.replace("~", "~0").replace("/", "~1")
+    return segment
 
 
 def _unescape_pointer(segment: str) -> str:
@@ -222,11 +226,11 @@ class Lowering:
 
     def visit(self, path: str, depth: int) -> None:
         """Count a node and enforce the bounds."""
+        self._nodes += 1
         if depth > MAX_DEPTH:
             raise SchemaConversionError(
                 f"schema is nested deeper than {MAX_DEPTH} levels", path=path
             )
-        self._nodes += 1
         if self._nodes > MAX_NODES:
             raise SchemaConversionError(f"schema has more than {MAX_NODES} nodes", path=path)
 
@@ -359,6 +363,8 @@ class Lowering:
         """The node's ``type`` as a list of lower-case JSON types, or None when absent."""
         if raw is None:
             return None
+        if raw.__class__ is str and raw in JSON_TYPES:
+            return [raw]
         values = raw if isinstance(raw, list) else [raw]
         types: list[str] = []
         for value in values:
@@ -376,6 +382,13 @@ class Lowering:
         """The root as a plain object schema: references followed, ``allOf`` merged, a
         top-level union of objects flattened; anything else declares no parameters."""
         root = self.root
+        if (
+            type(root) is dict
+            and root.get("type") == "object"
+            and type(root.get("properties")) is dict
+            and not (root.keys() & _ROOT_REWRITES)
+        ):
+            return root  # already a plain object root: nothing to rewrite, nothing to copy
         if not isinstance(root, Mapping):
             if root is True:
                 return {"type": "object", "properties": {}}

@@ -117,7 +117,8 @@ class _Checker:
             self.bad("#", "the parameters schema must be an object")
             return
         want = "object" if self.json else "OBJECT"
-        if root.get("type") != want:
+        t = root.get("type")
+        if not (t == want or (not self.json and isinstance(t, str) and t.upper() == want)):
             self.bad("#", f"the root must have type {want}")
         defs_key = "$defs" if self.json else "defs"
         defs = root.get(defs_key)
@@ -185,7 +186,7 @@ class _Checker:
             else:
                 names = props if isinstance(props, Mapping) else {}
                 for r in required:
-                    if r not in names:
+                    if not isinstance(r, str) or r not in names:
                         self.bad(path, f"required names {r!r}, which is not a property")
         if "description" in node and not isinstance(node["description"], str):
             self.bad(path, "description must be a string")
@@ -212,7 +213,7 @@ class _Checker:
             ):
                 self.bad(path, f"$ref {ref!r} does not point into the root $defs")
         t = node.get("type")
-        if t is not None and t not in _JSON_TYPES:
+        if t is not None and not (isinstance(t, str) and t in _JSON_TYPES):
             self.bad(path, f"type must be one JSON type name, not {t!r}")
         enum = node.get("enum")
         if enum is not None and (
@@ -258,7 +259,9 @@ class _Checker:
         ):
             self.bad(path, "enum must be a non-empty list of strings")
         fmt = node.get("format")
-        if fmt is not None and fmt not in _FORMATS.get(t_upper or "", ()):
+        if fmt is not None and not (
+            isinstance(fmt, str) and fmt in _FORMATS.get(t_upper or "", ())
+        ):
             self.bad(path, f"format {fmt!r} is not supported for {t}")
         if fmt == "enum" and not enum:
             self.bad(path, "format enum needs a non-empty enum")

@@ -18,13 +18,14 @@ checking: calls are validated against the original schema.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 from typing import Any, Literal
 
+from toolwire._text import clean_description
 from toolwire.errors import SchemaConversionError
 from toolwire.schema._base import (
     ANNOTATIONS,
     ANNOUNCED_DROPS,
+    JSON_TYPES,
     ConversionNote,
     Lowering,
     escape_pointer,
@@ -75,6 +76,8 @@ class _JsonLowering(Lowering):
         self.defs: dict[str, Any] = {}
         self._def_names: dict[str, str] = {}
         self._pending: list[tuple[str, str]] = []
+        self._inlined: dict[str, Any] = {}
+        self._inlining: set[str] = set()
 
     def run(self) -> dict[str, Any]:
         out: dict[str, Any] = self.lower(self.object_root(), "#", 0)
@@ -105,81 +108,178 @@ class _JsonLowering(Lowering):
             self._pending.append((ref, name))
         return {"$ref": f"#/$defs/{escape_pointer(name)}"}
 
-    def lower(self, node: Any, path: str, depth: int) -> Any:
-        """The lowered node, or None for a schema nothing satisfies (``false``)."""
-        self.visit(path, depth)
-        if node is True:
-            return {}
-        if node is False:
+    def _inline_with_description(
+        self, node: Mapping[str, Any], path: str, depth: int
+    ) -> dict[str, Any] | None:
+        """``{"$ref": X, "description": d}`` as the lowered target with ``d`` as description.
+
+        The commonest sibling; the target is lowered once and copied shallowly wherever it is
+        used this way. None when the target is itself a bare reference (the caller merges).
+        """
+        ref = node["$ref"]
+        lowered = self._inlined.get(ref)
+        if lowered is None:
+            if ref in self._inlining:  # recursive: refer to it instead
+                return {
+                    "anyOf": [self.def_ref(ref, path)],
+                    "description": self.describe(node["description"], []),
+                }
+            self._inlining.add(ref)
+            try:
+                lowered = self.lower(self.merge_ref_siblings({"$ref": ref}, path), path, depth + 1)
+            finally:
+                self._inlining.discard(ref)
+            self._inlined[ref] = lowered
+        if not isinstance(lowered, dict) or "$ref" in lowered:
             return None
-        if isinstance(node, str) and node.lower() in (
-            "string",
-            "number",
-            "integer",
-            "boolean",
-            "object",
-            "array",
-            "null",
-        ):
-            return {"type": node.lower()}  # shorthand some servers publish
-        if not isinstance(node, Mapping):
-            raise SchemaConversionError(
-                f"a schema must be an object or a boolean, not {type(node).__name__}", path=path
-            )
-
-        if "$ref" in node:
-            if self.is_external(node["$ref"], path):
-                node = {k: v for k, v in node.items() if k != "$ref"}
-                return self.lower(node, path, depth + 1)
-            if all(k.startswith("$") or k in ANNOTATIONS for k in node):
-                return self.def_ref(node["$ref"], path)
-            # Gemini allows nothing beside $ref: inline the target under its siblings.
-            return self.lower(self.merge_ref_siblings(node, path), path, depth + 1)
-        if "allOf" in node:
-            return self.lower(self.merge_all_of(node, path, depth), path, depth + 1)
-
-        types = self.normalize_types(node.get("type"), path)
-        if node.get("nullable") is True:  # OpenAPI spelling
-            types = [*(types or []), "null"] if types else None
-        if types and len(types) > 1:
-            return self.lower(self.split_type_list(node, types), path, depth + 1)
-
-        out: dict[str, Any] = {}
-        hints: list[str] = []
-        if types:
-            out["type"] = types[0]
-        for key, value in node.items():
-            if key in _HANDLED:
-                continue
-            handler = _JSON_KEYWORDS.get(key)
-            if handler is not None:
-                handler(self, out, value, path, depth, hints)
-            elif key == "default":
-                if value is not None:  # "default: null" tells the model nothing
-                    hints.append(f"default: {short_json(value)}")
-            elif key in _DESCRIBED:
-                self._describe_constraint(out, key, value, path, hints)
-            elif key in ANNOTATIONS or key.startswith("x-"):
-                continue
-            elif key in ANNOUNCED_DROPS:
-                self.note(path, f"{key} dropped (not supported by Gemini)")
-            else:
-                self.note(path, f"unknown keyword {key!r} dropped")
-        if "oneOf" in node:
-            self._any_of(out, node["oneOf"], path + "/oneOf", depth, hints)
-        nullable = self._enum(out, node, path, hints)
-        if "properties" in out:
-            self._required(out, node.get("required"), path)
-        if nullable:
-            out = {"anyOf": [out, {"type": "null"}]}
-        description = self.describe(node.get("description"), hints)
+        out = dict(lowered)
+        description = self.describe(node["description"], [])
         if description:
             out["description"] = description
         return out
 
-    def _describe_constraint(
-        self, out: dict[str, Any], key: str, value: Any, path: str, hints: list[str]
-    ) -> None:
+    def lower(self, node: Any, path: str, depth: int) -> Any:
+        """The lowered node, or None for a schema nothing satisfies (``false``)."""
+        # The hot path of every conversion: plain dicts with a single type, no references.
+        self.visit(path, depth)
+        if type(node) is not dict:
+            if node is True:
+                return {}
+            if node is False:
+                return None
+            if isinstance(node, str) and node.lower() in JSON_TYPES:
+                return {"type": node.lower()}  # shorthand some servers publish
+            if not isinstance(node, Mapping):
+                raise SchemaConversionError(
+                    f"a schema must be an object or a boolean, not {type(node).__name__}",
+                    path=path,
+                )
+            node = dict(node)
+
+        if "$ref" in node:
+            return self._lower_ref(node, path, depth)
+        if "allOf" in node:
+            return self.lower(self.merge_all_of(node, path, depth), path, depth + 1)
+
+        out: dict[str, Any] = {}
+        t = node.get("type")
+        if not (t.__class__ is str and t in JSON_TYPES) or "nullable" in node:
+            types = self.normalize_types(t, path)
+            if node.get("nullable") is True and types:  # OpenAPI spelling
+                types.append("null")
+            if types and len(types) > 1:
+                return self.lower(self.split_type_list(node, types), path, depth + 1)
+            t = types[0] if types else None
+        if t is not None:
+            out["type"] = t
+
+        hints: list[str] = []
+        for key, value in node.items():
+            action = _JSON_ACTIONS.get(key)
+            if action is None:
+                if not key.startswith("x-"):
+                    self.note(path, f"unknown keyword {key!r} dropped")
+            elif action == _SKIP:
+                continue
+            elif action == _PROPERTIES:
+                self._properties(out, value, path, depth)
+            elif action == _ITEMS:
+                if isinstance(value, list):  # draft-4 tuple form
+                    out["prefixItems"] = self._each(value, f"{path}/items", depth)
+                else:
+                    lowered = self.lower(value, f"{path}/items", depth + 1)
+                    if lowered is None:
+                        out["maxItems"] = 0
+                    else:
+                        out["items"] = lowered
+            elif action == _PREFIX_ITEMS:
+                if isinstance(value, list):
+                    out["prefixItems"] = self._each(value, f"{path}/prefixItems", depth)
+            elif action == _ADDITIONAL_ITEMS:
+                if isinstance(node.get("items"), list) or "prefixItems" in node:
+                    lowered = self.lower(value, f"{path}/additionalItems", depth + 1)
+                    if lowered is not None:
+                        out["items"] = lowered
+            elif action == _ADDITIONAL_PROPERTIES:
+                if isinstance(value, bool):
+                    out["additionalProperties"] = value
+                else:
+                    lowered = self.lower(value, f"{path}/additionalProperties", depth + 1)
+                    out["additionalProperties"] = False if lowered is None else lowered
+            elif action == _ANY_OF:
+                self._any_of(out, value, f"{path}/{key}", depth)
+            elif action == _COUNT:
+                if is_count(value):
+                    out[key] = value
+                else:
+                    self.note(path, f"{key} {value!r} is not a non-negative integer; dropped")
+            elif action == _BOUND:
+                if is_number(value):
+                    out[key] = value
+                else:
+                    self.note(path, f"{key} {value!r} is not a number; dropped")
+            elif action == _FORMAT:
+                if isinstance(value, str):
+                    out["format"] = value
+            elif action == _ORDERING:
+                if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                    out["propertyOrdering"] = value
+            elif action == _DEFAULT:
+                if value is not None:  # "default: null" tells the model nothing
+                    hints.append(f"default: {short_json(value)}")
+            elif action == _DESCRIBE:
+                self._describe_constraint(key, value, path, hints)
+            else:  # _DROP
+                self.note(path, f"{key} dropped (not supported by Gemini)")
+
+        nullable = ("enum" in node or "const" in node) and self._enum(out, node, path, hints)
+        if "properties" in out:
+            self._required(out, node.get("required"), path)
+        if nullable:
+            out = {"anyOf": [out, {"type": "null"}]}
+        description = node.get("description")
+        if hints:
+            description = self.describe(description, hints)
+        elif description.__class__ is str:
+            description = clean_description(description)
+        else:
+            description = None
+        if description:
+            out["description"] = description
+        return out
+
+    def _lower_ref(self, node: dict[str, Any], path: str, depth: int) -> Any:
+        if self.is_external(node["$ref"], path):
+            node = {k: v for k, v in node.items() if k != "$ref"}
+            return self.lower(node, path, depth + 1)
+        siblings = [k for k in node if not (k.startswith("$") or k in ANNOTATIONS)]
+        if not siblings:
+            return self.def_ref(node["$ref"], path)
+        if siblings == ["description"]:
+            inlined = self._inline_with_description(node, path, depth)
+            if inlined is not None:
+                return inlined
+        # Gemini allows nothing beside $ref: inline the target under its siblings.
+        return self.lower(self.merge_ref_siblings(node, path), path, depth + 1)
+
+    def _properties(self, out: dict[str, Any], value: Any, path: str, depth: int) -> None:
+        if not isinstance(value, Mapping):
+            self.note(path, "properties is not an object; dropped")
+            return
+        props = {}
+        for name, sub in value.items():
+            name = str(name)
+            lowered = self.lower(sub, f"{path}/properties/{escape_pointer(name)}", depth + 1)
+            if lowered is None:
+                self.note(path, f"property {name!r} accepts no value; dropped")
+                continue
+            props[name] = lowered
+        out["properties"] = props
+
+    def _each(self, values: list[Any], path: str, depth: int) -> list[Any]:
+        return [self.lower(v, f"{path}/{i}", depth + 1) or {} for i, v in enumerate(values)]
+
+    def _describe_constraint(self, key: str, value: Any, path: str, hints: list[str]) -> None:
         if key in ("exclusiveMinimum", "exclusiveMaximum") and isinstance(value, bool):
             if value:
                 hints.append(f"{key} (the bound itself is excluded)")
@@ -193,6 +293,13 @@ class _JsonLowering(Lowering):
                 self.note(path, "required is not a list; dropped")
             return
         props = out["properties"]
+        try:
+            if props.keys() >= set(required) and len(set(required)) == len(required):
+                if required:
+                    out["required"] = list(required)
+                return
+        except TypeError:  # an unhashable entry; the slow path drops it
+            pass
         kept = list(dict.fromkeys(r for r in required if isinstance(r, str) and r in props))
         if len(kept) != len(required):
             self.note(path, "required pruned to the declared properties")
@@ -236,9 +343,7 @@ class _JsonLowering(Lowering):
         self.note(path, "enum of booleans, mixed or non-scalar values moved into the description")
         return nullable
 
-    def _any_of(
-        self, out: dict[str, Any], value: Any, path: str, depth: int, hints: list[str]
-    ) -> None:
+    def _any_of(self, out: dict[str, Any], value: Any, path: str, depth: int) -> None:
         if not isinstance(value, list):
             self.note(path, "not a list; dropped")
             return
@@ -256,154 +361,61 @@ class _JsonLowering(Lowering):
         out["anyOf"] = branches
 
 
-def _kw_properties(
-    lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int, hints: list[str]
-) -> None:
-    if not isinstance(value, Mapping):
-        lw.note(path, "properties is not an object; dropped")
-        return
-    props = {}
-    for name, sub in value.items():
-        lowered = lw.lower(sub, f"{path}/properties/{escape_pointer(str(name))}", depth + 1)
-        if lowered is None:
-            lw.note(path, f"property {name!r} accepts no value; dropped")
-            continue
-        props[str(name)] = lowered
-    out["properties"] = props
+# What the JSON lowering does with a keyword. Plain ints: this dispatch runs for every keyword
+# of every node, and module-level ints are the cheapest thing to compare against.
+(
+    _SKIP,
+    _PROPERTIES,
+    _ITEMS,
+    _PREFIX_ITEMS,
+    _ADDITIONAL_ITEMS,
+    _ADDITIONAL_PROPERTIES,
+    _ANY_OF,
+    _COUNT,
+    _BOUND,
+    _FORMAT,
+    _ORDERING,
+    _DEFAULT,
+    _DESCRIBE,
+    _DROP,
+) = range(14)
 
 
-def _kw_items(
-    lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int, hints: list[str]
-) -> None:
-    if isinstance(value, list):  # draft-4 tuple form
-        out["prefixItems"] = [
-            lw.lower(v, f"{path}/items/{i}", depth + 1) or {} for i, v in enumerate(value)
-        ]
-        return
-    lowered = lw.lower(value, f"{path}/items", depth + 1)
-    if lowered is None:
-        out["maxItems"] = 0
-    else:
-        out["items"] = lowered
-
-
-def _kw_prefix_items(
-    lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int, hints: list[str]
-) -> None:
-    if isinstance(value, list):
-        out["prefixItems"] = [
-            lw.lower(v, f"{path}/prefixItems/{i}", depth + 1) or {} for i, v in enumerate(value)
-        ]
-
-
-def _kw_additional_items(
-    lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int, hints: list[str]
-) -> None:
-    if "prefixItems" in out or isinstance(out.get("items"), list):
-        lowered = lw.lower(value, f"{path}/additionalItems", depth + 1)
-        if lowered is not None:
-            out["items"] = lowered
-
-
-def _kw_additional_properties(
-    lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int, hints: list[str]
-) -> None:
-    if isinstance(value, bool):
-        out["additionalProperties"] = value
-    else:
-        lowered = lw.lower(value, f"{path}/additionalProperties", depth + 1)
-        out["additionalProperties"] = False if lowered is None else lowered
-
-
-def _kw_any_of(
-    lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int, hints: list[str]
-) -> None:
-    lw._any_of(out, value, f"{path}/anyOf", depth, hints)
-
-
-def _kw_count(
-    lw: _JsonLowering,
-    out: dict[str, Any],
-    value: Any,
-    path: str,
-    depth: int,
-    hints: list[str],
-    *,
-    key: str,
-) -> None:
-    if is_count(value):
-        out[key] = value
-    else:
-        lw.note(path, f"{key} {value!r} is not a non-negative integer; dropped")
-
-
-def _kw_bound(
-    lw: _JsonLowering,
-    out: dict[str, Any],
-    value: Any,
-    path: str,
-    depth: int,
-    hints: list[str],
-    *,
-    key: str,
-) -> None:
-    if is_number(value):
-        out[key] = value
-    else:
-        lw.note(path, f"{key} {value!r} is not a number; dropped")
-
-
-def _kw_string(
-    lw: _JsonLowering,
-    out: dict[str, Any],
-    value: Any,
-    path: str,
-    depth: int,
-    hints: list[str],
-    *,
-    key: str,
-) -> None:
-    if isinstance(value, str):
-        out[key] = value
-
-
-def _kw_property_ordering(
-    lw: _JsonLowering, out: dict[str, Any], value: Any, path: str, depth: int, hints: list[str]
-) -> None:
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        out["propertyOrdering"] = value
-
-
-_JSON_KEYWORDS: dict[str, Any] = {
-    "properties": _kw_properties,
-    "items": _kw_items,
-    "prefixItems": _kw_prefix_items,
-    "additionalItems": _kw_additional_items,
-    "additionalProperties": _kw_additional_properties,
-    "anyOf": _kw_any_of,
-    "minItems": partial(_kw_count, key="minItems"),
-    "maxItems": partial(_kw_count, key="maxItems"),
-    "minimum": partial(_kw_bound, key="minimum"),
-    "maximum": partial(_kw_bound, key="maximum"),
-    "format": partial(_kw_string, key="format"),
-    "propertyOrdering": _kw_property_ordering,
+# One lookup per keyword; keywords read outside the loop (type, enum, required, ...) skip.
+_JSON_ACTIONS: dict[str, int] = {
+    **dict.fromkeys(ANNOTATIONS, _SKIP),
+    **dict.fromkeys(
+        (
+            "type",
+            "nullable",
+            "enum",
+            "const",
+            "description",
+            "required",
+            "$ref",
+            "allOf",
+            "$defs",
+            "definitions",
+        ),
+        _SKIP,
+    ),
+    **dict.fromkeys(ANNOUNCED_DROPS, _DROP),
+    **dict.fromkeys(_DESCRIBED, _DESCRIBE),
+    "properties": _PROPERTIES,
+    "items": _ITEMS,
+    "prefixItems": _PREFIX_ITEMS,
+    "additionalItems": _ADDITIONAL_ITEMS,
+    "additionalProperties": _ADDITIONAL_PROPERTIES,
+    "anyOf": _ANY_OF,
+    "oneOf": _ANY_OF,
+    "minItems": _COUNT,
+    "maxItems": _COUNT,
+    "minimum": _BOUND,
+    "maximum": _BOUND,
+    "format": _FORMAT,
+    "propertyOrdering": _ORDERING,
+    "default": _DEFAULT,
 }
-# Read elsewhere in `lower` (or deliberately after the loop).
-_HANDLED = frozenset(
-    {
-        "type",
-        "nullable",
-        "enum",
-        "const",
-        "description",
-        "required",
-        "$ref",
-        "allOf",
-        "oneOf",
-        "$defs",
-        "definitions",
-    }
-)
 
 
 _OPENAPI_TYPE = {
