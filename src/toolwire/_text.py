@@ -27,7 +27,11 @@ def clean_description(text: str | None, *, limit: int = DESCRIPTION_LIMIT) -> st
     """
     if not text:
         return ""
-    if not (text.isascii() and text.isprintable()):
+    # Printable ASCII (the common case) has nothing to remove; newlines and tabs are fine.
+    has_invisible = not text.isascii() or (
+        not text.isprintable() and _INVISIBLE.search(text) is not None
+    )
+    if has_invisible:
         text = _INVISIBLE.sub("", text.replace("\r\n", "\n"))
     if len(text) <= limit // 4:  # fast path: 4 bytes per character at most
         return text

@@ -26,6 +26,8 @@ from toolwire.schema._base import (
     ANNOTATIONS,
     ANNOUNCED_DROPS,
     JSON_TYPES,
+    MAX_DEPTH,
+    MAX_NODES,
     ConversionNote,
     Lowering,
     escape_pointer,
@@ -141,7 +143,10 @@ class _JsonLowering(Lowering):
     def lower(self, node: Any, path: str, depth: int) -> Any:
         """The lowered node, or None for a schema nothing satisfies (``false``)."""
         # The hot path of every conversion: plain dicts with a single type, no references.
-        self.visit(path, depth)
+        # (Lowering.visit, inlined.)
+        self._nodes += 1
+        if depth > MAX_DEPTH or self._nodes > MAX_NODES:
+            self.visit(path, depth)  # raises the right error
         if type(node) is not dict:
             if node is True:
                 return {}
@@ -267,9 +272,10 @@ class _JsonLowering(Lowering):
             self.note(path, "properties is not an object; dropped")
             return
         props = {}
+        base = path + "/properties/"
         for name, sub in value.items():
             name = str(name)
-            lowered = self.lower(sub, f"{path}/properties/{escape_pointer(name)}", depth + 1)
+            lowered = self.lower(sub, base + escape_pointer(name), depth + 1)
             if lowered is None:
                 self.note(path, f"property {name!r} accepts no value; dropped")
                 continue
