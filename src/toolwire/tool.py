@@ -10,6 +10,9 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, overload
 
+import jsonschema.exceptions
+import referencing.exceptions
+
 from toolwire._function_schema import FunctionSchema, function_schema
 from toolwire.errors import ConfigurationError, InvalidArguments, NameCollisionError, ToolNotFound
 
@@ -80,7 +83,14 @@ class Tool:
         if validator is None:
             validator = _json_schema_validator(self.input_schema)
             object.__setattr__(self, "_validator", validator)
-        errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        try:
+            errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        except _BROKEN_SCHEMA_ERRORS as exc:
+            reason = str(exc).split("\n", 1)[0]
+            raise ConfigurationError(
+                f"tool {self.qualified_name!r}: its input schema cannot validate arguments: "
+                f"{reason}"
+            ) from None
         if errors:
             raise InvalidArguments(
                 self.name,
@@ -89,10 +99,36 @@ class Tool:
         return dict(arguments)
 
 
-def _json_schema_validator(schema: Mapping[str, Any]) -> Any:
-    from jsonschema.validators import Draft202012Validator, validator_for
+_VALIDATOR_CLASSES: dict[Any, Any] = {}
 
-    cls = validator_for(schema, default=Draft202012Validator)
+# What a broken schema (not bad arguments) makes the validator raise: unknown types, dangling
+# or remote references (never fetched), invalid regular expressions, runaway recursion.
+_BROKEN_SCHEMA_ERRORS = (
+    jsonschema.exceptions.SchemaError,
+    jsonschema.exceptions.UnknownType,
+    jsonschema.exceptions.UndefinedTypeCheck,
+    referencing.exceptions.Unresolvable,
+    re.error,
+    RecursionError,
+    TypeError,
+)
+
+
+def _json_schema_validator(schema: Mapping[str, Any]) -> Any:
+    """A validator for the schema's own dialect (2020-12 when it names none) that also reads
+    the upper-case type names some servers publish in Gemini's style (``"STRING"``)."""
+    from jsonschema.validators import Draft202012Validator, extend, validator_for
+
+    base: Any = validator_for(schema, default=Draft202012Validator)
+    cls = _VALIDATOR_CLASSES.get(base)
+    if cls is None:
+        checker = base.TYPE_CHECKER
+        upper = {
+            name.upper(): (lambda c, i, _name=name: checker.is_type(i, _name))
+            for name in ("string", "number", "integer", "boolean", "object", "array", "null")
+        }
+        cls = extend(base, type_checker=checker.redefine_many(upper))  # type: ignore[no-untyped-call]
+        _VALIDATOR_CLASSES[base] = cls
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 

@@ -245,10 +245,10 @@ class _JsonLowering(Lowering):
         description = node.get("description")
         if hints:
             description = self.describe(description, hints)
-        elif description.__class__ is str:
-            description = clean_description(description)
-        else:
+        elif description.__class__ is not str:
             description = None
+        elif not (len(description) < 1024 and description.isascii() and description.isprintable()):
+            description = clean_description(description)  # else nothing to clean or cap
         if description:
             out["description"] = description
         return out
@@ -275,7 +275,8 @@ class _JsonLowering(Lowering):
         base = path + "/properties/"
         for name, sub in value.items():
             name = str(name)
-            lowered = self.lower(sub, base + escape_pointer(name), depth + 1)
+            segment = escape_pointer(name) if "~" in name or "/" in name else name
+            lowered = self.lower(sub, base + segment, depth + 1)
             if lowered is None:
                 self.note(path, f"property {name!r} accepts no value; dropped")
                 continue
