@@ -143,3 +143,30 @@ def test_raw_schema_tool_is_validated_by_json_schema() -> None:
 def test_tool_needs_a_name() -> None:
     with pytest.raises(ConfigurationError):
         Tool(name="")
+
+
+def test_upper_case_gemini_style_types_are_validated_as_their_json_types() -> None:
+    gemini_style = Tool(
+        name="g", input_schema={"type": "OBJECT", "properties": {"n": {"type": "INTEGER"}}}
+    )
+    assert gemini_style.validate_arguments({"n": 2}) == {"n": 2}
+    with pytest.raises(InvalidArguments) as info:
+        gemini_style.validate_arguments({"n": "two"})
+    assert info.value.errors[0][0] == "$.n"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {"$ref": "#/nowhere"}}},
+        {"type": "object", "properties": {"a": {"$ref": "https://example.com/never-fetched"}}},
+        {"type": "object", "properties": {"a": {"type": "string", "pattern": "("}}},
+        {"type": "object", "properties": {"a": {"type": "nonsense"}}},
+    ],
+)
+def test_a_schema_that_cannot_validate_is_a_configuration_error_naming_the_tool(
+    schema: dict[str, object],
+) -> None:
+    broken = Tool(name="broken", server_id="srv", input_schema=schema)
+    with pytest.raises(ConfigurationError, match="'srv/broken'"):
+        broken.validate_arguments({"a": "x"})

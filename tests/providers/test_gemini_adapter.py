@@ -328,3 +328,10 @@ def test_registry_answer_echoes_only_the_models_id() -> None:
     assert answers[1]["functionResponse"]["id"] == "p2"
     content = types.Content.model_validate({"role": "user", "parts": answers})
     assert len(content.parts or []) == 2
+
+
+def test_a_200_kb_tool_description_is_capped_at_4_kib() -> None:
+    huge = Tool(name="huge", description="instructions " * 16_000)
+    [declaration] = gemini.function_declarations([huge])
+    assert len(declaration["description"].encode()) <= 4096
+    assert declaration["description"].endswith("[truncated]")
