@@ -25,6 +25,7 @@ from typing import Any, Literal
 from toolwire._text import clean_description
 from toolwire.calls import (
     AudioContent,
+    ErrorKind,
     ImageContent,
     RejectedCall,
     ToolCall,
@@ -222,6 +223,19 @@ def _error_part(name: str, call_id: str | None, message: str) -> dict[str, Any]:
     return {"functionResponse": body}
 
 
+def _rejected(
+    name: str, call_id: str | None, index: int, kind: ErrorKind, message: str
+) -> RejectedCall:
+    return RejectedCall(
+        name=name,
+        call_id=call_id,
+        index=index,
+        error_kind=kind,
+        message=message,
+        answer=_error_part(name, call_id, message),
+    )
+
+
 def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall]:
     """Every ``functionCall`` of ``response`` in order, resolved or rejected.
 
@@ -246,16 +260,7 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
         if resolved is None:
             listed = ", ".join(toolset.exposed_names[:_UNKNOWN_NAMES_LISTED])
             message = f"Unknown tool {name!r}. Available tools: {listed or '(none)'}."
-            items.append(
-                RejectedCall(
-                    name=name,
-                    call_id=call_id,
-                    index=index,
-                    error_kind="not_found",
-                    message=message,
-                    answer=_error_part(name, call_id, message),
-                )
-            )
+            items.append(_rejected(name, call_id, index, "not_found", message))
             continue
         args = call.get("args")
         if args is None:
@@ -265,16 +270,7 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
                 f"Invalid arguments for {name!r}: expected a JSON object, got "
                 f"{type(args).__name__}."
             )
-            items.append(
-                RejectedCall(
-                    name=name,
-                    call_id=call_id,
-                    index=index,
-                    error_kind="invalid_arguments",
-                    message=message,
-                    answer=_error_part(name, call_id, message),
-                )
-            )
+            items.append(_rejected(name, call_id, index, "invalid_arguments", message))
             continue
         exposed, tool = resolved
         arguments = _coerce_whole_floats(dict(args), tool.input_schema, tool.input_schema, 0)

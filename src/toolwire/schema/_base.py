@@ -218,6 +218,7 @@ class Lowering:
         self.root = root
         self.notes: list[ConversionNote] = []
         self._nodes = 0
+        self._def_names: dict[str, str] = {}
 
     # -- bookkeeping ---------------------------------------------------------------------------
 
@@ -285,6 +286,26 @@ class Lowering:
             raise SchemaConversionError(f"$ref {ref!r} points to a non-schema", path=path)
         # The target's own $ref (a chain) stays, for the caller to follow.
         return {k: v for k, v in target.items() if k not in ("$defs", "definitions")}
+
+    def def_name(self, ref: str) -> tuple[str, bool]:
+        """The definition name for a local reference in the output, and whether it is new.
+
+        Taken from the pointer's last segment (``#/definitions/Tag`` → ``Tag``, ``#`` →
+        ``root``), reduced to ``[A-Za-z0-9_]`` so it needs no escaping, made unique.
+        """
+        name = self._def_names.get(ref)
+        if name is not None:
+            return name, False
+        last = _unescape_pointer(ref.rsplit("/", 1)[-1]) if "/" in ref else "root"
+        base = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in last)
+        name = base or "def"
+        taken = set(self._def_names.values())
+        n = 2
+        while name in taken:
+            name = f"{base or 'def'}_{n}"
+            n += 1
+        self._def_names[ref] = name
+        return name, True
 
     # -- allOf -----------------------------------------------------------------------------------
 
@@ -480,6 +501,35 @@ class Lowering:
             else:
                 variants.append(variant)
         return variants
+
+    # -- keywords both targets rewrite alike --------------------------------------------------
+
+    def required_within(
+        self, required: Any, properties: Mapping[str, Any], path: str
+    ) -> list[str] | None:
+        """``required`` pruned to the declared properties, without duplicates."""
+        if not isinstance(required, list):
+            if required is not None:
+                self.note(path, "required is not a list; dropped")
+            return None
+        try:
+            unique = set(required)
+            if len(unique) == len(required) and properties.keys() >= unique:
+                return list(required)  # the common case: nothing to prune
+        except TypeError:  # an unhashable entry; pruned below
+            pass
+        kept = list(dict.fromkeys(r for r in required if isinstance(r, str) and r in properties))
+        self.note(path, "required pruned to the declared properties")
+        return kept
+
+    def describe_constraint(self, key: str, value: Any, path: str, hints: list[str]) -> None:
+        """Describe a constraint the target cannot carry (the validator still enforces it)."""
+        if key in ("exclusiveMinimum", "exclusiveMaximum") and isinstance(value, bool):
+            if value:  # draft-4 form: it qualifies minimum/maximum
+                hints.append(f"{key} (the bound itself is excluded)")
+            return
+        hints.append(f"{key} {short_json(value)}")
+        self.note(path, f"{key} moved into the description")
 
     # -- descriptions ----------------------------------------------------------------------------
 

@@ -41,18 +41,21 @@ __all__ = ["Backend", "to_gemini_json_schema", "to_gemini_openapi_schema"]
 
 Backend = Literal["gemini", "vertex"]
 
-# Constraints neither target keeps: described for the model, checked by our validator.
-_DESCRIBED = {
-    "pattern": "pattern {}",
-    "minLength": "minLength {}",
-    "maxLength": "maxLength {}",
-    "exclusiveMinimum": "exclusiveMinimum {}",
-    "exclusiveMaximum": "exclusiveMaximum {}",
-    "multipleOf": "multipleOf {}",
-    "minProperties": "minProperties {}",
-    "maxProperties": "maxProperties {}",
-    "uniqueItems": "uniqueItems {}",
-}
+# Constraints the JSON target does not keep (the OpenAPI target keeps some per type):
+# described for the model, still checked by the validator against the original schema.
+_DESCRIBED = frozenset(
+    {
+        "pattern",
+        "minLength",
+        "maxLength",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minProperties",
+        "maxProperties",
+        "uniqueItems",
+    }
+)
 
 _STRING_ENUM_FORMATS = frozenset({"enum", "date-time"})
 _OPENAPI_FORMATS: Mapping[str, frozenset[str]] = {
@@ -76,7 +79,6 @@ class _JsonLowering(Lowering):
     def __init__(self, root: Any) -> None:
         super().__init__(root)
         self.defs: dict[str, Any] = {}
-        self._def_names: dict[str, str] = {}
         self._pending: list[tuple[str, str]] = []
         self._inlined: dict[str, Any] = {}
         self._inlining: set[str] = set()
@@ -93,22 +95,11 @@ class _JsonLowering(Lowering):
 
     def def_ref(self, ref: str, path: str) -> dict[str, Any]:
         """``{"$ref": "#/$defs/<name>"}`` for any local reference, hoisting its target."""
-        name = self._def_names.get(ref)
-        if name is None:
+        name, new = self.def_name(ref)
+        if new:
             self.resolve(ref, path)  # fail now, at the referring node, when it dangles
-            segments = ref[1:].split("/")
-            base = segments[-1] or "root"
-            if len(segments) == 3 and segments[1] in ("$defs", "definitions"):
-                base = segments[2]
-            name = base.replace("~1", "_").replace("~0", "_") or "def"
-            taken = set(self._def_names.values())
-            n = 2
-            while name in taken:
-                name = f"{base}_{n}"
-                n += 1
-            self._def_names[ref] = name
             self._pending.append((ref, name))
-        return {"$ref": f"#/$defs/{escape_pointer(name)}"}
+        return {"$ref": f"#/$defs/{name}"}
 
     def _inline_with_description(
         self, node: Mapping[str, Any], path: str, depth: int
@@ -233,13 +224,15 @@ class _JsonLowering(Lowering):
                 if value is not None:  # "default: null" tells the model nothing
                     hints.append(f"default: {short_json(value)}")
             elif action == _DESCRIBE:
-                self._describe_constraint(key, value, path, hints)
+                self.describe_constraint(key, value, path, hints)
             else:  # _DROP
                 self.note(path, f"{key} dropped (not supported by Gemini)")
 
         nullable = ("enum" in node or "const" in node) and self._enum(out, node, path, hints)
         if "properties" in out:
-            self._required(out, node.get("required"), path)
+            required = self.required_within(node.get("required"), out["properties"], path)
+            if required:
+                out["required"] = required
         if nullable:
             out = {"anyOf": [out, {"type": "null"}]}
         description = node.get("description")
@@ -285,33 +278,6 @@ class _JsonLowering(Lowering):
 
     def _each(self, values: list[Any], path: str, depth: int) -> list[Any]:
         return [self.lower(v, f"{path}/{i}", depth + 1) or {} for i, v in enumerate(values)]
-
-    def _describe_constraint(self, key: str, value: Any, path: str, hints: list[str]) -> None:
-        if key in ("exclusiveMinimum", "exclusiveMaximum") and isinstance(value, bool):
-            if value:
-                hints.append(f"{key} (the bound itself is excluded)")
-            return
-        hints.append(_DESCRIBED[key].format(short_json(value)))
-        self.note(path, f"{key} moved into the description")
-
-    def _required(self, out: dict[str, Any], required: Any, path: str) -> None:
-        if not isinstance(required, list):
-            if required is not None:
-                self.note(path, "required is not a list; dropped")
-            return
-        props = out["properties"]
-        try:
-            if props.keys() >= set(required) and len(set(required)) == len(required):
-                if required:
-                    out["required"] = list(required)
-                return
-        except TypeError:  # an unhashable entry; the slow path drops it
-            pass
-        kept = list(dict.fromkeys(r for r in required if isinstance(r, str) and r in props))
-        if len(kept) != len(required):
-            self.note(path, "required pruned to the declared properties")
-        if kept:
-            out["required"] = kept
 
     def _enum(
         self, out: dict[str, Any], node: Mapping[str, Any], path: str, hints: list[str]
@@ -466,7 +432,6 @@ class _OpenApiLowering(Lowering):
         super().__init__(root)
         self.vertex = backend == "vertex"
         self.defs: dict[str, Any] = {}
-        self._def_names: dict[str, str] = {}
         self._out_nodes = 0
 
     def run(self) -> dict[str, Any]:
@@ -561,7 +526,7 @@ class _OpenApiLowering(Lowering):
                 if json_type_of(value) is not None:
                     out["default"] = value
             elif key in _DESCRIBED:
-                self._describe(key, value, path, hints)
+                self.describe_constraint(key, value, path, hints)
             elif key in ANNOUNCED_DROPS:
                 self.note(path, f"{key} dropped (not supported by Gemini)")
             elif key in ANNOTATIONS or key.startswith("x-") or key in _OPENAPI_IGNORED:
@@ -604,14 +569,6 @@ class _OpenApiLowering(Lowering):
         else:
             hints.append(f"format: {value}")
 
-    def _describe(self, key: str, value: Any, path: str, hints: list[str]) -> None:
-        if key in ("exclusiveMinimum", "exclusiveMaximum") and isinstance(value, bool):
-            if value:
-                hints.append(f"{key} (the bound itself is excluded)")
-            return
-        hints.append(_DESCRIBED[key].format(short_json(value)))
-        self.note(path, f"{key} moved into the description")
-
     def _cut(
         self, node: Mapping[str, Any], ref: str, path: str, refs: tuple[str, ...]
     ) -> dict[str, Any]:
@@ -643,16 +600,8 @@ class _OpenApiLowering(Lowering):
         return out
 
     def _vertex_def(self, ref: str, path: str, refs: tuple[str, ...]) -> str:
-        name = self._def_names.get(ref)
-        if name is None:
-            base = ref.rsplit("/", 1)[-1] or "root"
-            name = "".join(c if c.isalnum() or c == "_" else "_" for c in base) or "def"
-            taken = set(self._def_names.values())
-            n = 2
-            while name in taken:
-                name = f"{base}_{n}"
-                n += 1
-            self._def_names[ref] = name
+        name, new = self.def_name(ref)
+        if new:
             target = self.resolve(ref, path)
             self.defs[name] = self.lower(target, ref, 1, (ref,)) or {"type": "OBJECT"}
         return name
@@ -741,15 +690,9 @@ class _OpenApiLowering(Lowering):
                     continue
                 lowered_props[str(name)] = lowered
             out["properties"] = lowered_props
-            required = node.get("required")
-            if isinstance(required, list):
-                kept = list(
-                    dict.fromkeys(r for r in required if isinstance(r, str) and r in lowered_props)
-                )
-                if len(kept) != len(required):
-                    self.note(path, "required pruned to the declared properties")
-                if kept:
-                    out["required"] = kept
+            required = self.required_within(node.get("required"), lowered_props, path)
+            if required:
+                out["required"] = required
             ordering = node.get("propertyOrdering")
             if isinstance(ordering, list) and all(o in lowered_props for o in ordering):
                 out["propertyOrdering"] = list(ordering)
