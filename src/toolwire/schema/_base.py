@@ -31,6 +31,10 @@ MAX_DEPTH = 100
 MAX_NODES = 100_000
 """Schema nodes one conversion may visit."""
 
+# Keywords whose value must be a non-negative integer.
+COUNT_KEYWORDS = frozenset(
+    {"minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties"}
+)
 JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 
 # Keywords that only annotate: dropping them loses nothing a validator or a model needs.

@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from toolwire.schema._base import MAX_DEPTH, ConversionNote, escape_pointer, is_count, is_number
+from toolwire.schema._base import (
+    COUNT_KEYWORDS,
+    MAX_DEPTH,
+    ConversionNote,
+    escape_pointer,
+    is_count,
+    is_number,
+)
 
 __all__ = ["gemini_violations", "property_paths"]
 
@@ -163,14 +170,7 @@ class _Checker:
                 self.node(sub, f"{path}/{key}", depth + 1)
 
     def common(self, node: Mapping[str, Any], path: str) -> None:
-        for key in (
-            "minItems",
-            "maxItems",
-            "minLength",
-            "maxLength",
-            "minProperties",
-            "maxProperties",
-        ):
+        for key in sorted(COUNT_KEYWORDS):
             if key in node and not is_count(node[key]):
                 self.bad(path, f"{key} must be a non-negative integer")
         for key in ("minimum", "maximum"):

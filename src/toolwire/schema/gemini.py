@@ -25,6 +25,7 @@ from toolwire.errors import SchemaConversionError
 from toolwire.schema._base import (
     ANNOTATIONS,
     ANNOUNCED_DROPS,
+    COUNT_KEYWORDS,
     JSON_TYPES,
     MAX_DEPTH,
     MAX_NODES,
@@ -502,14 +503,7 @@ class _OpenApiLowering(Lowering):
         for key, value in node.items():
             if key in _OPENAPI_HANDLED:
                 continue
-            if key in (
-                "minItems",
-                "maxItems",
-                "minLength",
-                "maxLength",
-                "minProperties",
-                "maxProperties",
-            ):
+            if key in COUNT_KEYWORDS:
                 if key in allowed and is_count(value):
                     out[key] = value
                 elif key in allowed or key in _DESCRIBED:
