@@ -434,7 +434,7 @@ class Lowering:
         types = self.normalize_types(node.get("type"), "#")
         union_key = next((k for k in ("anyOf", "oneOf") if isinstance(node.get(k), list)), None)
         if union_key and "properties" not in node and (types is None or types == ["object"]):
-            return self._flatten_root_union(node, union_key)
+            return self.flatten_union(node, union_key, "#", 0)
         if types is not None and "object" not in types:
             self.note(
                 "#",
@@ -452,10 +452,12 @@ class Lowering:
             node["properties"] = {}
         return node
 
-    def _flatten_root_union(self, node: dict[str, Any], key: str) -> dict[str, Any]:
-        """A root ``anyOf``/``oneOf`` of objects as one object: every variant's properties,
-        required only where every variant requires it."""
-        variants = self._union_variants(node[key], f"#/{key}", 0)
+    def flatten_union(
+        self, node: Mapping[str, Any], key: str, path: str, depth: int
+    ) -> dict[str, Any]:
+        """An ``anyOf``/``oneOf`` of objects as one object: the node's and every variant's
+        properties; required where the node or every variant requires it."""
+        variants = self._union_variants(node[key], f"{path}/{key}", depth)
         choices: dict[str, list[Any]] = {
             name: [sub] for name, sub in (node.get("properties") or {}).items()
         }
@@ -474,10 +476,13 @@ class Lowering:
             name: subs[0] if len(subs) == 1 else {"anyOf": subs} for name, subs in choices.items()
         }
         common = set.intersection(*required_sets) if required_sets else set()
+        own = node.get("required")
+        if isinstance(own, list):
+            common |= {r for r in own if isinstance(r, str)}
         flattened = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf", "type")}
         flattened.update(type="object", properties=properties)
         flattened["required"] = [n for n in properties if n in common]
-        self.note("#", f"top-level {key} of {len(variants)} variants flattened into one object")
+        self.note(path, f"{key} of {len(variants)} objects flattened into one object")
         return flattened
 
     def _union_variants(

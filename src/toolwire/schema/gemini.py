@@ -482,7 +482,16 @@ class _OpenApiLowering(Lowering):
                 split["nullable"] = True
             return self.lower(split, path, depth + 1, refs)
 
-        union = [node[k] for k in ("anyOf", "oneOf") if isinstance(node.get(k), list)]
+        union_key = next((k for k in ("anyOf", "oneOf") if isinstance(node.get(k), list)), None)
+        union = [node[union_key]] if union_key else []
+        if (
+            union_key
+            and "properties" in node
+            and any(isinstance(b, Mapping) and ("properties" in b or "$ref" in b) for b in union[0])
+        ):
+            # Variants that add properties to this object: one object with all of them.
+            flattened = self.flatten_union(node, union_key, path, depth)
+            return self.lower(flattened, path, depth + 1, refs)
         if union and (
             "properties" in node
             or not any(isinstance(b, Mapping) and (set(b) & _SHAPE_KEYWORDS) for b in union[0])
