@@ -335,3 +335,20 @@ def test_a_200_kb_tool_description_is_capped_at_4_kib() -> None:
     [declaration] = gemini.function_declarations([huge])
     assert len(declaration["description"].encode()) <= 4096
     assert declaration["description"].endswith("[truncated]")
+
+
+def test_conversion_notes_say_what_was_dropped_per_tool() -> None:
+    strict = Tool(
+        name="strict",
+        input_schema={
+            "type": "object",
+            "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$"}},
+        },
+    )
+    notes = gemini.conversion_notes([strict, ping], schema="openapi")
+    assert notes["ping"] == []
+    assert [(n.path, n.message) for n in notes["strict"]] == []  # pattern is kept on STRING
+    json_notes = gemini.conversion_notes([strict, ping])
+    assert [(n.path, n.message) for n in json_notes["strict"]] == [
+        ("#/properties/code", "pattern moved into the description")
+    ]

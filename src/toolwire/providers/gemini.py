@@ -40,6 +40,7 @@ from toolwire.tool import Tool, ToolSet
 
 __all__ = [
     "NAME",
+    "MediaMode",
     "SchemaMode",
     "StructuredMode",
     "build_tools",

@@ -294,6 +294,11 @@ class _JsonLowering(Lowering):
                 return False
         else:
             return False
+        if all(v.__class__ is str for v in values):  # the common case
+            out["enum"] = list(dict.fromkeys(values))
+            if "type" not in out and "anyOf" not in out:
+                out["type"] = "string"
+            return False
         kinds = {json_type_of(v) for v in values}
         nullable = "null" in kinds and len(kinds) > 1
         if nullable:
