@@ -4,6 +4,25 @@ Define tools once (functions, JSON-Schema tools), declare them to a provider in 
 shape it accepts, parse the model's calls back and answer each one.
 """
 
+from toolwire._api import (
+    Listing,
+    Outcome,
+    decide,
+    execute_tool_calls,
+    execute_tool_calls_sync,
+    tools,
+)
+from toolwire.approval import (
+    ApprovalPending,
+    ApprovalRequest,
+    AutoApprove,
+    CallbackApproval,
+    Decision,
+    DeferredApproval,
+    allow,
+    deny,
+    halt,
+)
 from toolwire.calls import (
     AudioContent,
     Content,
@@ -25,22 +44,40 @@ from toolwire.errors import (
     ToolNotFound,
     ToolwireError,
 )
+from toolwire.executor import CallContext, CallOutcome, Executor, Veto, make_call
+from toolwire.policy import Policy, Rule, tainted_by
+from toolwire.store import MemoryStore, RunStore
 from toolwire.tool import Tool, ToolSet, tool
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ApprovalPending",
+    "ApprovalRequest",
     "AudioContent",
+    "AutoApprove",
+    "CallContext",
+    "CallOutcome",
+    "CallbackApproval",
     "ConfigurationError",
     "Content",
+    "Decision",
+    "DeferredApproval",
     "EmbeddedResource",
     "ErrorKind",
+    "Executor",
     "ImageContent",
     "InvalidArguments",
+    "Listing",
+    "MemoryStore",
     "MissingDependency",
     "NameCollisionError",
+    "Outcome",
+    "Policy",
     "RejectedCall",
     "ResourceLink",
+    "Rule",
+    "RunStore",
     "SchemaConversionError",
     "TextContent",
     "Tool",
@@ -49,6 +86,16 @@ __all__ = [
     "ToolResult",
     "ToolSet",
     "ToolwireError",
+    "Veto",
     "__version__",
+    "allow",
+    "decide",
+    "deny",
+    "execute_tool_calls",
+    "execute_tool_calls_sync",
+    "halt",
+    "make_call",
+    "tainted_by",
     "tool",
+    "tools",
 ]

@@ -35,6 +35,7 @@ ErrorKind = Literal[
     "failed",
     "unavailable",
     "interrupted",
+    "cancelled",
 ]
 """Why a call failed, as the model is told."""
 

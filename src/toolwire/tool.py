@@ -51,6 +51,8 @@ class Tool:
     """MCP tool annotations (``readOnlyHint``, ``destructiveHint``, ...)."""
     parallel_safe: bool = True
     """False makes the executor run this tool alone, never beside another call."""
+    timeout: float | None = None
+    """Seconds a call may run; overrides the executor's timeout."""
     server_id: str | None = None
     """The server the tool comes from; such tools are exposed as ``server__name``."""
     providers: frozenset[str] | None = None
@@ -141,6 +143,7 @@ def tool(
     description: str | None = None,
     parallel_safe: bool = True,
     annotations: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -152,6 +155,7 @@ def tool(
     description: str | None = None,
     parallel_safe: bool = True,
     annotations: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a :class:`Tool` from a function, sync or async.
 
@@ -172,6 +176,7 @@ def tool(
             handler=f,
             annotations=annotations,
             parallel_safe=parallel_safe,
+            timeout=timeout,
             function=schema,
         )
 

@@ -1,0 +1,171 @@
+"""The two calls most programs need: :func:`tools` and :func:`execute_tool_calls`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Literal
+
+import anyio
+
+from toolwire.approval import ApprovalRequest, Approver, Decision
+from toolwire.calls import RejectedCall, ToolCall
+from toolwire.errors import ConfigurationError
+from toolwire.executor import AfterHook, BeforeHook, CallOutcome, Executor
+from toolwire.policy import Policy
+from toolwire.providers import get_provider
+from toolwire.store import RunStore, default_store
+from toolwire.tool import Tool, ToolSet
+
+__all__ = ["Listing", "Outcome", "decide", "execute_tool_calls", "execute_tool_calls_sync", "tools"]
+
+Source = ToolSet | Iterable[Tool | Callable[..., Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """Tools declared for one provider."""
+
+    tools: Any
+    """The request fragment: the value of the request's ``tools`` (None when empty)."""
+    toolset: ToolSet
+    """The toolset the names were assigned in; pass it back to :func:`execute_tool_calls`."""
+    null_paths: Mapping[str, Sequence[tuple[str, ...]]] = field(default_factory=dict)
+    """Per exposed name, the argument paths a strict schema made nullable (empty for Gemini)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The answers to one turn's calls."""
+
+    results: list[Any]
+    """The provider-shaped answers, one per call, in the model's order."""
+    halted: bool
+    """True when an approver answered deny-and-halt: answer the model, then stop the loop."""
+    calls: list[CallOutcome]
+    """How each call ended, in the same order as ``results``."""
+    run_id: str | None = None
+
+
+def _as_toolset(source: Any) -> ToolSet:
+    as_toolset = getattr(source, "as_toolset", None)
+    if callable(as_toolset):  # e.g. an MCP hub
+        toolset = as_toolset()
+        if not isinstance(toolset, ToolSet):
+            raise ConfigurationError(f"{source!r}.as_toolset() did not return a ToolSet")
+        return toolset
+    return ToolSet.of(source)
+
+
+def tools(source: Source | Any, provider: str, **options: Any) -> Listing:
+    """Declare ``source``'s tools to ``provider`` (``"gemini"``, ...).
+
+    ``options`` go to the provider's declare step (for Gemini: ``schema``, ``backend``,
+    ``native_tools``).
+    """
+    toolset = _as_toolset(source)
+    return Listing(tools=get_provider(provider).declare(toolset, **options), toolset=toolset)
+
+
+async def execute_tool_calls(
+    source: Source | Any,
+    provider: str,
+    response: Any,
+    *,
+    toolset: ToolSet | None = None,
+    principal: Any = None,
+    taint: Iterable[str] = (),
+    run_id: str | None = None,
+    approver: Approver | Callable[[ApprovalRequest], Any] | None = None,
+    policy: Policy | None = None,
+    timeout: float | None = None,
+    store: RunStore | None = None,
+    executor: Executor | None = None,
+    on_unknown: Literal["answer", "raise"] = "answer",
+    before_call: Sequence[BeforeHook] = (),
+    after_call: Sequence[AfterHook] = (),
+    **answer_options: Any,
+) -> Outcome:
+    """Parse ``response``'s tool calls, run them through the governed pipeline, answer each.
+
+    Args:
+        source: the tools (a ToolSet, a list of tools or functions, or an MCP hub).
+        provider: the provider name the response comes from.
+        response: the provider's response, as a dict or its SDK's object.
+        toolset: the toolset of the :class:`Listing` the model saw (so names resolve the
+            same); built from ``source`` when None.
+        principal: who the turn runs for.
+        taint: sources whose output is already in the model's context.
+        run_id: names the turn so a retry answers completed calls from the store.
+        approver, policy, timeout, on_unknown, before_call, after_call: see :class:`Executor`.
+        store: the run store; the process-wide in-memory store when None.
+        executor: a configured executor to use instead of the options above.
+        answer_options: passed to the provider's answer step (Gemini: ``structured``,
+            ``media``).
+
+    Returns:
+        One answer per call in ``outcome.results``, in the model's order, rejected calls
+        included.
+
+    Raises:
+        ApprovalPending: some calls wait for a decision (see :func:`decide`).
+    """
+    adapter = get_provider(provider)
+    if executor is None:
+        executor = Executor(
+            toolset if toolset is not None else _as_toolset(source),
+            policy=policy,
+            approver=approver,
+            store=store if store is not None else default_store(),
+            timeout=timeout,
+            on_unknown=on_unknown,
+            before_call=before_call,
+            after_call=after_call,
+        )
+    items = adapter.parse(response, toolset if toolset is not None else executor.toolset)
+    outcomes = await executor.run(items, run_id=run_id, principal=principal, taint=taint)
+    results = [_answer(adapter.answer, outcome, answer_options) for outcome in outcomes]
+    halted = any(outcome.halted for outcome in outcomes)
+    return Outcome(results=results, halted=halted, calls=outcomes, run_id=run_id)
+
+
+def _answer(answer: Callable[..., Any], outcome: CallOutcome, options: Mapping[str, Any]) -> Any:
+    item = outcome.item
+    if isinstance(item, RejectedCall):
+        return item.answer
+    assert isinstance(item, ToolCall)
+    return answer(item, outcome.result, **options)
+
+
+def execute_tool_calls_sync(
+    source: Source | Any, provider: str, response: Any, **options: Any
+) -> Outcome:
+    """:func:`execute_tool_calls` for programs without an event loop.
+
+    Raises:
+        ConfigurationError: when called from inside a running event loop (await
+            :func:`execute_tool_calls` there instead).
+    """
+    try:
+        return anyio.run(partial(execute_tool_calls, source, provider, response, **options))
+    except RuntimeError as exc:
+        if "already running" in str(exc) or "running event loop" in str(exc):
+            raise ConfigurationError(
+                "execute_tool_calls_sync was called inside an event loop; "
+                "await execute_tool_calls instead"
+            ) from None
+        raise
+
+
+async def decide(
+    run_id: str, call_id: str, decision: Decision, *, store: RunStore | None = None
+) -> None:
+    """Record a decision for a call that :class:`~toolwire.approval.ApprovalPending` listed.
+
+    Uses the process-wide store unless ``store`` is given (it must be the store the turn ran
+    with).
+    """
+    await Executor((), store=store if store is not None else default_store()).decide(
+        run_id, call_id, decision
+    )

@@ -1,0 +1,574 @@
+"""The governed pipeline: every call validated, governed, run and answered exactly once.
+
+Per call, in this order: resolve (done by the provider's parser) → validate the arguments
+against the tool's original schema → before-call hooks → policy → approval → run under a
+timeout → shape the result → after-call hooks. Every call of a turn gets exactly one
+:class:`CallOutcome`, in the model's order, whatever happens.
+
+A turn runs in two phases: first every call is decided (validation, hooks, policy, approval),
+cheaply and in order; then the approved calls run concurrently, except that a tool with
+``parallel_safe=False`` runs alone (the calls before it finish first, the calls after it start
+once it is done).
+"""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Literal
+
+import anyio
+import anyio.abc
+
+from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
+from toolwire.calls import (
+    ErrorKind,
+    RejectedCall,
+    TextContent,
+    ToolCall,
+    ToolResult,
+    canonical_json,
+    stable_call_id,
+)
+from toolwire.errors import ConfigurationError, InvalidArguments, ToolNotFound, ToolwireError
+from toolwire.policy import ALLOW_ALL, Policy, PolicyContext
+from toolwire.store import CallRecord, MemoryStore, RunStore
+from toolwire.tool import Tool, ToolSet
+
+__all__ = [
+    "AfterHook",
+    "BeforeHook",
+    "CallContext",
+    "CallOutcome",
+    "Executor",
+    "Veto",
+    "make_call",
+]
+
+_MESSAGE_LIMIT = 2_000
+"""Characters of an exception message passed on to the model."""
+DEFAULT_OUTPUT_LIMIT = 100_000
+"""Characters of tool output passed on to the model before it is truncated (with a notice)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallContext:
+    """What hooks see about a call."""
+
+    call: ToolCall
+    arguments: Mapping[str, Any]
+    """The validated arguments as the model sent them (JSON values)."""
+    principal: Any
+    run_id: str | None
+    taint: frozenset[str]
+
+    @property
+    def tool(self) -> Tool:
+        return self.call.tool
+
+
+@dataclass(frozen=True, slots=True)
+class Veto:
+    """Returned by a before-call hook: don't run the call; the model is told ``reason``."""
+
+    reason: str
+
+
+BeforeHook = Callable[[CallContext], "Mapping[str, Any] | Veto | Awaitable[Any] | None"]
+"""May return new arguments (validated again), a :class:`Veto`, or None to change nothing."""
+AfterHook = Callable[[CallContext, ToolResult], "ToolResult | Awaitable[Any] | None"]
+"""May return a replacement result (e.g. redacted), or None to keep it."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallOutcome:
+    """How one call of a turn ended."""
+
+    item: ToolCall | RejectedCall
+    """The call as parsed (a rejected one never resolved to a tool)."""
+    result: ToolResult
+    """What the model is told; ``result.error_kind`` says why a call failed."""
+    from_store: bool = False
+    """True when the answer came from the run's store (the call had already been answered)."""
+    halted: bool = False
+    """True for the call an approver answered with deny-and-halt."""
+
+    @property
+    def call_id(self) -> str | None:
+        """The provider's id for the call, if it sent one."""
+        return self.item.call_id
+
+
+@dataclass(slots=True)
+class _Planned:
+    index: int
+    call: ToolCall
+    kwargs: dict[str, Any]
+    context: CallContext
+    fingerprint: str
+
+
+@dataclass(slots=True, eq=False)
+class _Turn:
+    items: Sequence[ToolCall | RejectedCall]
+    run_id: str | None
+    principal: Any
+    taint: frozenset[str]
+    outcomes: list[CallOutcome | None] = field(default_factory=list)
+    planned: list[_Planned] = field(default_factory=list)
+    pending: list[tuple[ApprovalRequest, str]] = field(default_factory=list)
+    halted: bool = False
+    scope: anyio.CancelScope | None = None
+
+
+def _fingerprint(call: ToolCall) -> str:
+    return stable_call_id(call.exposed_name, call.arguments, 0)
+
+
+def make_call(
+    toolset: ToolSet, name: str, arguments: Mapping[str, Any], *, call_id: str | None = None
+) -> ToolCall:
+    """A :class:`ToolCall` for the visible tool exposed as ``name``, to run directly.
+
+    Raises:
+        ToolNotFound: when no visible tool has that name.
+    """
+    tool = toolset[name]
+    arguments = dict(arguments)
+    return ToolCall(
+        exposed_name=name,
+        tool=tool,
+        arguments=arguments,
+        call_id=call_id,
+        local_id=call_id or stable_call_id(name, arguments, 1),
+    )
+
+
+class Executor:
+    """Runs a turn's calls through validation, policy, approval, timeouts and concurrency.
+
+    Args:
+        toolset: the tools calls resolve to.
+        policy: which calls may run; every call may when None.
+        approver: decides calls the policy marks ``ask`` (:class:`~toolwire.approval.AutoApprove`,
+            :class:`~toolwire.approval.CallbackApproval`,
+            :class:`~toolwire.approval.DeferredApproval`, or any callable of an
+            :class:`~toolwire.approval.ApprovalRequest` returning a ``Decision`` or None).
+        store: where runs remember decisions and outcomes; a bounded in-memory store by default.
+        timeout: seconds a call may run (a tool's own ``timeout`` wins); None for no limit.
+        max_concurrency: calls running at once, across the turn.
+        max_concurrency_per_server: calls running at once per server id (tools without one
+            share no limit beyond ``max_concurrency``).
+        on_unknown: ``"answer"`` tells the model a tool doesn't exist; ``"raise"`` raises
+            :class:`~toolwire.errors.ToolNotFound` before anything runs.
+        before_call: hooks run after validation, before policy (see :data:`BeforeHook`).
+        after_call: hooks run on each result before it is shaped (see :data:`AfterHook`).
+        max_output_chars: output longer than this is truncated with an explicit notice.
+    """
+
+    def __init__(
+        self,
+        toolset: ToolSet | Iterable[Tool | Callable[..., Any]],
+        *,
+        policy: Policy | None = None,
+        approver: Approver | Callable[[ApprovalRequest], Any] | None = None,
+        store: RunStore | None = None,
+        timeout: float | None = None,
+        max_concurrency: int = 16,
+        max_concurrency_per_server: int | None = None,
+        on_unknown: Literal["answer", "raise"] = "answer",
+        before_call: Sequence[BeforeHook] = (),
+        after_call: Sequence[AfterHook] = (),
+        max_output_chars: int = DEFAULT_OUTPUT_LIMIT,
+    ) -> None:
+        if on_unknown not in ("answer", "raise"):
+            raise ConfigurationError(f"on_unknown is 'answer' or 'raise', not {on_unknown!r}")
+        if max_concurrency < 1:
+            raise ConfigurationError("max_concurrency must be at least 1")
+        if timeout is not None and not timeout > 0:
+            raise ConfigurationError("timeout must be a positive number of seconds")
+        self.toolset = ToolSet.of(toolset)
+        self.policy = policy or ALLOW_ALL
+        self.approver = approver
+        self.store: RunStore = store if store is not None else MemoryStore()
+        self.timeout = timeout
+        self.on_unknown = on_unknown
+        self.before_call = tuple(before_call)
+        self.after_call = tuple(after_call)
+        self.max_output_chars = max_output_chars
+        self._limiter = anyio.CapacityLimiter(max_concurrency)
+        self._per_server = max_concurrency_per_server
+        self._server_limiters: dict[str, anyio.CapacityLimiter] = {}
+        self._turns: set[_Turn] = set()
+
+    # -- public ------------------------------------------------------------------------------
+
+    async def run(
+        self,
+        items: Sequence[ToolCall | RejectedCall],
+        *,
+        run_id: str | None = None,
+        principal: Any = None,
+        taint: Iterable[str] = (),
+    ) -> list[CallOutcome]:
+        """Run one turn's calls; one outcome per item, in order.
+
+        Args:
+            items: the calls as a provider's parser returned them (rejected ones included).
+            run_id: names the turn so a retry (after :class:`ApprovalPending`) answers the
+                calls that already ran from the store instead of running them again.
+            principal: who the turn runs for; policies, approvers and hooks see it.
+            taint: sources whose output is already in the model's context.
+
+        Raises:
+            ApprovalPending: some calls wait for a decision; the others have run and are
+                stored under ``exc.run_id``.
+            ToolNotFound: only with ``on_unknown="raise"``.
+            ConfigurationError: e.g. a policy asked for approval and there is no approver.
+        """
+        turn = _Turn(items=list(items), run_id=run_id, principal=principal, taint=frozenset(taint))
+        turn.outcomes = [None] * len(turn.items)
+        if self.on_unknown == "raise":
+            for item in turn.items:
+                if isinstance(item, RejectedCall) and item.error_kind == "not_found":
+                    raise ToolNotFound(item.name)
+        for index, item in enumerate(turn.items):
+            if isinstance(item, RejectedCall):
+                turn.outcomes[index] = CallOutcome(
+                    item=item, result=ToolResult.error(item.error_kind, item.message)
+                )
+            else:
+                await self._plan(turn, index, item)
+        if turn.halted:
+            for planned in turn.planned:
+                self._finish(
+                    turn,
+                    planned.index,
+                    ToolResult.error("approval_denied", "Not run: an approver halted this turn."),
+                )
+        else:
+            await self._run_planned(turn)
+        if turn.run_id is not None:
+            await self._remember(turn)
+        if turn.pending:
+            assert turn.run_id is not None
+            raise ApprovalPending(turn.run_id, [request for request, _ in turn.pending])
+        return [outcome for outcome in turn.outcomes if outcome is not None]
+
+    async def decide(self, run_id: str, call_id: str, decision: Decision) -> None:
+        """Record a decision for a pending call of ``run_id`` (see :class:`ApprovalPending`).
+
+        Raises:
+            ToolwireError: when the run has no such pending call.
+        """
+        record = await self.store.get(run_id, call_id)
+        if record is None or record.state not in ("pending", "approved", "denied"):
+            raise ToolwireError(f"run {run_id!r} has no call {call_id!r} waiting for approval")
+        state = "approved" if decision.allowed else "denied"
+        await self.store.put(run_id, record.with_(state=state, decision=decision))
+
+    def cancel(self, run_id: str | None = None) -> None:
+        """Cancel the turns in progress (only the one named ``run_id``, when given).
+
+        Their running calls are cancelled and answered with a ``cancelled`` error; the turn
+        still returns one outcome per call.
+        """
+        for turn in list(self._turns):
+            if turn.scope is not None and (run_id is None or turn.run_id == run_id):
+                turn.scope.cancel()
+
+    # -- phase 1: decide -----------------------------------------------------------------------
+
+    async def _plan(self, turn: _Turn, index: int, call: ToolCall) -> None:
+        fingerprint = _fingerprint(call)
+        record = None
+        if turn.run_id is not None:
+            record = await self.store.get(turn.run_id, call.local_id)
+            if record is not None and record.fingerprint != fingerprint:
+                raise ConfigurationError(
+                    f"run {turn.run_id!r} already has a call {call.local_id!r} with other "
+                    "arguments; use a new run id for a new turn"
+                )
+            if record is not None and record.result is not None:
+                turn.outcomes[index] = CallOutcome(item=call, result=record.result, from_store=True)
+                return
+            if record is not None and record.state == "running":
+                turn.outcomes[index] = CallOutcome(
+                    item=call,
+                    result=ToolResult.error(
+                        "interrupted",
+                        "The call started earlier but never finished; it is not run again.",
+                    ),
+                )
+                return
+
+        tool = call.tool
+        try:
+            kwargs = tool.validate_arguments(call.arguments)
+        except InvalidArguments as exc:
+            self._finish(turn, index, ToolResult.error("invalid_arguments", _describe(exc)))
+            return
+        except ConfigurationError as exc:  # the tool's own schema is broken
+            self._finish(turn, index, ToolResult.error("failed", str(exc)))
+            return
+
+        arguments: Mapping[str, Any] = call.arguments
+        context = CallContext(
+            call=call,
+            arguments=arguments,
+            principal=turn.principal,
+            run_id=turn.run_id,
+            taint=turn.taint,
+        )
+        for hook in self.before_call:
+            answer = await _maybe_await(hook(context))
+            if isinstance(answer, Veto):
+                self._finish(turn, index, ToolResult.error("denied", answer.reason))
+                return
+            if answer is not None:
+                arguments = dict(answer)
+                try:
+                    kwargs = tool.validate_arguments(arguments)
+                except InvalidArguments as exc:
+                    self._finish(
+                        turn,
+                        index,
+                        ToolResult.error(
+                            "invalid_arguments", "A hook rewrote the arguments: " + _describe(exc)
+                        ),
+                    )
+                    return
+                context = CallContext(
+                    call=call,
+                    arguments=arguments,
+                    principal=turn.principal,
+                    run_id=turn.run_id,
+                    taint=turn.taint,
+                )
+
+        verdict = self.policy.evaluate(
+            PolicyContext(
+                tool=tool, arguments=arguments, principal=turn.principal, taint=turn.taint
+            )
+        )
+        if verdict.effect == "deny":
+            self._finish(
+                turn,
+                index,
+                ToolResult.error(
+                    "denied", f"Denied: {verdict.reason or 'the policy does not allow this call'}."
+                ),
+            )
+            return
+        if verdict.effect == "ask":
+            decision = record.decision if record is not None else None
+            if decision is None:
+                decision = await self._ask(turn, call, arguments, verdict.reason)
+            if decision is None:
+                return  # pending: recorded on the turn
+            if not decision.allowed:
+                reason = decision.reason or "the call was not approved"
+                turn.halted = turn.halted or decision.kind == "halt"
+                turn.outcomes[index] = CallOutcome(
+                    item=call,
+                    result=ToolResult.error("approval_denied", f"Denied: {reason}."),
+                    halted=decision.kind == "halt",
+                )
+                return
+        turn.planned.append(_Planned(index, call, kwargs, context, fingerprint))
+
+    async def _ask(
+        self, turn: _Turn, call: ToolCall, arguments: Mapping[str, Any], reason: str | None
+    ) -> Decision | None:
+        if self.approver is None:
+            raise ConfigurationError(
+                f"the policy asks for approval of {call.tool.qualified_name!r} but the "
+                "executor has no approver"
+            )
+        if turn.run_id is None:
+            turn.run_id = f"run_{uuid.uuid4().hex}"
+        request = ApprovalRequest(
+            run_id=turn.run_id,
+            call_id=call.local_id,
+            tool=call.tool,
+            exposed_name=call.exposed_name,
+            arguments=arguments,
+            principal=turn.principal,
+            reason=reason,
+        )
+        decision = await _maybe_await(self.approver(request))
+        if decision is None:
+            turn.pending.append((request, _fingerprint(call)))
+            return None
+        if not isinstance(decision, Decision):
+            raise ConfigurationError(f"an approver returned {decision!r}, not a Decision")
+        return decision
+
+    # -- phase 2: run ----------------------------------------------------------------------------
+
+    async def _run_planned(self, turn: _Turn) -> None:
+        if not turn.planned:
+            return
+        self._turns.add(turn)
+        try:
+            with anyio.CancelScope() as scope:
+                turn.scope = scope
+                for group in _groups(turn.planned):
+                    async with anyio.create_task_group() as tasks:
+                        for planned in group:
+                            tasks.start_soon(self._execute, turn, planned)
+        finally:
+            turn.scope = None
+            self._turns.discard(turn)
+            for planned in turn.planned:  # cancelled before finishing
+                if turn.outcomes[planned.index] is None:
+                    self._finish(
+                        turn,
+                        planned.index,
+                        ToolResult.error("cancelled", "The call was cancelled before it finished."),
+                    )
+
+    async def _execute(self, turn: _Turn, planned: _Planned) -> None:
+        call = planned.call
+        tool = call.tool
+        if turn.run_id is not None:
+            await self.store.put(
+                turn.run_id,
+                CallRecord(call_id=call.local_id, fingerprint=planned.fingerprint, state="running"),
+            )
+        timeout = tool.timeout if tool.timeout is not None else self.timeout
+        try:
+            with anyio.fail_after(timeout) if timeout is not None else nullcontext():
+                async with self._limiter, self._server_limiter(tool):
+                    value = await self._invoke(tool, planned.kwargs)
+            result = ToolResult.from_value(value)
+        except TimeoutError:
+            result = ToolResult.error(
+                "timeout", f"Tool {call.exposed_name!r} timed out after {timeout:g} seconds."
+            )
+        except Exception as exc:  # the tool raised: the model is told, the turn goes on
+            result = ToolResult.error("failed", _failure_message(call.exposed_name, exc))
+        result = _cap_output(result, self.max_output_chars)
+        for hook in self.after_call:
+            replaced = await _maybe_await(hook(planned.context, result))
+            if replaced is not None:
+                result = ToolResult.from_value(replaced)
+        self._finish(turn, planned.index, result)
+
+    async def _invoke(self, tool: Tool, kwargs: dict[str, Any]) -> Any:
+        handler = tool.handler
+        if handler is None:
+            raise RuntimeError(f"tool {tool.qualified_name!r} has no handler to run")
+        if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+            getattr(handler, "__call__", None)  # noqa: B004 - objects with an async __call__
+        ):
+            return await handler(**kwargs)
+        # Sync tools run in a worker thread; on timeout or cancellation the turn moves on
+        # and the thread is abandoned (Python cannot stop it).
+        value = await anyio.to_thread.run_sync(partial(handler, **kwargs), abandon_on_cancel=True)
+        return await value if inspect.isawaitable(value) else value
+
+    def _server_limiter(self, tool: Tool) -> anyio.CapacityLimiter | nullcontext[None]:
+        if self._per_server is None or tool.server_id is None:
+            return nullcontext()
+        limiter = self._server_limiters.get(tool.server_id)
+        if limiter is None:
+            limiter = self._server_limiters[tool.server_id] = anyio.CapacityLimiter(
+                self._per_server
+            )
+        return limiter
+
+    # -- bookkeeping -----------------------------------------------------------------------------
+
+    def _finish(self, turn: _Turn, index: int, result: ToolResult) -> None:
+        turn.outcomes[index] = CallOutcome(item=turn.items[index], result=result)
+
+    async def _remember(self, turn: _Turn) -> None:
+        """Store every answered call of the turn, and the pending ones as pending."""
+        assert turn.run_id is not None
+        for outcome in turn.outcomes:
+            if outcome is None or outcome.from_store or not isinstance(outcome.item, ToolCall):
+                continue
+            call = outcome.item
+            await self.store.put(
+                turn.run_id,
+                CallRecord(
+                    call_id=call.local_id,
+                    fingerprint=_fingerprint(call),
+                    state="completed",
+                    result=outcome.result,
+                ),
+            )
+        for request, fingerprint in turn.pending:
+            await self.store.put(
+                turn.run_id,
+                CallRecord(call_id=request.call_id, fingerprint=fingerprint, state="pending"),
+            )
+
+
+def _groups(planned: list[_Planned]) -> list[list[_Planned]]:
+    """Consecutive parallel-safe calls run together; any other call runs alone."""
+    groups: list[list[_Planned]] = []
+    for item in planned:
+        if item.call.tool.parallel_safe and groups and groups[-1][-1].call.tool.parallel_safe:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    return groups
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+def _describe(exc: InvalidArguments) -> str:
+    details = "; ".join(f"{path}: {message}" for path, message in exc.errors)
+    return _truncate(f"Invalid arguments for {exc.tool!r}: {details}", _MESSAGE_LIMIT)
+
+
+def _failure_message(name: str, exc: BaseException) -> str:
+    text = str(exc)
+    detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return _truncate(f"Tool {name!r} failed: {detail}", _MESSAGE_LIMIT)
+
+
+def _truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 15] + " [truncated]"
+
+
+def _cap_output(result: ToolResult, limit: int) -> ToolResult:
+    """Cut text content beyond ``limit`` characters, saying so; structured content that would
+    not fit becomes (truncated) JSON text."""
+    structured = result.structured_content
+    parts = list(result.content)
+    if structured is not None:
+        encoded = canonical_json(dict(structured))
+        if len(encoded) > limit:
+            parts.append(TextContent(encoded))
+            structured = None
+    total = sum(len(p.text) for p in parts if isinstance(p, TextContent))
+    if total <= limit and structured is result.structured_content:
+        return result
+    kept: list[Any] = []
+    budget = limit
+    for part in parts:
+        if isinstance(part, TextContent):
+            if budget <= 0:
+                continue
+            if len(part.text) > budget:
+                part = TextContent(part.text[:budget])
+            budget -= len(part.text)
+        kept.append(part)
+    if total > limit:
+        kept.append(TextContent(f"[truncated: {limit} of {total} characters shown]"))
+    kind: ErrorKind | None = result.error_kind
+    return ToolResult(
+        content=tuple(kept),
+        structured_content=structured,
+        is_error=result.is_error,
+        error_kind=kind,
+    )
