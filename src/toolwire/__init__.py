@@ -38,6 +38,7 @@ from toolwire.calls import (
 from toolwire.errors import (
     ConfigurationError,
     InvalidArguments,
+    MalformedResponse,
     MissingDependency,
     NameCollisionError,
     SchemaConversionError,
@@ -69,6 +70,7 @@ __all__ = [
     "ImageContent",
     "InvalidArguments",
     "Listing",
+    "MalformedResponse",
     "MemoryStore",
     "MissingDependency",
     "NameCollisionError",

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from toolwire.tool import Tool
 
 __all__ = [
+    "MAX_ARGUMENT_DEPTH",
     "AudioContent",
     "Content",
     "EmbeddedResource",
@@ -24,6 +25,7 @@ __all__ = [
     "ToolResult",
     "canonical_json",
     "stable_call_id",
+    "within_depth",
 ]
 
 ErrorKind = Literal[
@@ -219,6 +221,29 @@ class RejectedCall:
     """What the model is told."""
     answer: Any
     """The provider-shaped error answer to send back."""
+
+
+MAX_ARGUMENT_DEPTH = 64
+"""Nesting levels a call's arguments may have; deeper ones are rejected, not processed."""
+
+
+def within_depth(value: Any, limit: int) -> bool:
+    """True when ``value`` (JSON-like) nests no deeper than ``limit`` containers."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children: Any = node.values()
+        elif isinstance(node, list | tuple):
+            children = node
+        else:
+            continue
+        if depth >= limit:
+            return False
+        stack.extend(
+            (child, depth + 1) for child in children if isinstance(child, Mapping | list | tuple)
+        )
+    return True
 
 
 def canonical_json(value: Any) -> str:

@@ -9,6 +9,7 @@ ToolwireError
 │   └── NameCollisionError      two tools want the same exposed name
 ├── SchemaConversionError       a schema cannot be lowered for a provider
 ├── InvalidArguments            (also a ValueError) a call's arguments fail the tool's schema
+├── MalformedResponse           (also a ValueError) a provider response is not shaped as documented
 ├── ToolNotFound                (also a LookupError) no visible tool has that name
 └── MissingDependency           (also an ImportError) an optional extra is not installed
 ```
@@ -19,6 +20,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigurationError",
     "InvalidArguments",
+    "MalformedResponse",
     "MissingDependency",
     "NameCollisionError",
     "SchemaConversionError",
@@ -81,6 +83,13 @@ class InvalidArguments(ToolwireError, ValueError):
         self.errors = errors
         detail = "; ".join(f"{path}: {message}" for path, message in errors)
         super().__init__(f"invalid arguments for {tool!r}: {detail}")
+
+
+class MalformedResponse(ToolwireError, ValueError):
+    """A provider response does not have the documented structure around its tool calls.
+
+    Individual bad calls inside a well-formed response are not raised: they are answered.
+    """
 
 
 class ToolNotFound(ToolwireError, LookupError):

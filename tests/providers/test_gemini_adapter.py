@@ -7,6 +7,7 @@ import pytest
 
 from toolwire import (
     ImageContent,
+    MalformedResponse,
     SchemaConversionError,
     TextContent,
     Tool,
@@ -258,7 +259,7 @@ def test_a_response_without_candidates_has_no_calls() -> None:
 
 
 def test_garbage_is_a_type_error_not_a_deep_traceback() -> None:
-    with pytest.raises(TypeError, match="expected a generateContent response"):
+    with pytest.raises(MalformedResponse, match="expected a generateContent response"):
         gemini.function_calls(42, TOOLSET)
 
 

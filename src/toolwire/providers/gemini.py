@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from toolwire._text import clean_description
 from toolwire.calls import (
+    MAX_ARGUMENT_DEPTH,
     AudioContent,
     ErrorKind,
     ImageContent,
@@ -32,8 +33,9 @@ from toolwire.calls import (
     ToolResult,
     canonical_json,
     stable_call_id,
+    within_depth,
 )
-from toolwire.errors import ConfigurationError, SchemaConversionError
+from toolwire.errors import ConfigurationError, MalformedResponse, SchemaConversionError
 from toolwire.schema._base import ConversionNote
 from toolwire.schema.gemini import Backend, to_gemini_json_schema, to_gemini_openapi_schema
 from toolwire.tool import Tool, ToolSet
@@ -182,24 +184,39 @@ def _get(data: Mapping[str, Any], camel: str, snake: str) -> Any:
 
 
 def _parts_of(response: Any) -> list[Any]:
+    """The parts of a response (first candidate), a Content, a single part or a part list.
+
+    Raises:
+        MalformedResponse: when the structure around the parts is not what Gemini sends.
+    """
     data = _as_data(response)
-    if isinstance(data, Mapping):
-        if "candidates" in data:
-            candidates = data.get("candidates") or []
-            if not candidates:
-                return []
-            content = _as_data(candidates[0]).get("content") or {}
-            data = _as_data(content)
-        parts = data.get("parts") if isinstance(data, Mapping) else None
-        if parts is None and ("functionCall" in data or "function_call" in data):
-            return [data]  # a single part
-        return list(parts or [])
     if isinstance(data, list | tuple):
         return list(data)
-    raise TypeError(
-        "expected a generateContent response, a Content or a list of parts, "
-        f"not {type(response).__name__}"
-    )
+    if not isinstance(data, Mapping):
+        raise MalformedResponse(
+            "expected a generateContent response, a Content or a list of parts, "
+            f"not {type(response).__name__}"
+        )
+    if "candidates" in data:
+        candidates = data.get("candidates") or []
+        if not isinstance(candidates, list | tuple):
+            raise MalformedResponse("candidates is not a list")
+        if not candidates:
+            return []
+        candidate = _as_data(candidates[0])
+        if not isinstance(candidate, Mapping):
+            raise MalformedResponse("candidates[0] is not an object")
+        data = _as_data(candidate.get("content") or {})
+        if not isinstance(data, Mapping):
+            raise MalformedResponse("candidates[0].content is not an object")
+    parts = data.get("parts")
+    if parts is None:
+        if "functionCall" in data or "function_call" in data:
+            return [data]  # a single part
+        return []
+    if not isinstance(parts, list | tuple):
+        raise MalformedResponse("parts is not a list")
+    return list(parts)
 
 
 def _resolve(toolset: ToolSet, name: str) -> tuple[str, Tool] | None:
@@ -250,9 +267,13 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
         if not isinstance(part, Mapping):
             continue
         call = _as_data(_get(part, "functionCall", "function_call"))
-        if not isinstance(call, Mapping):
+        if call is None:
             continue
         index = len(items)
+        if not isinstance(call, Mapping):
+            message = f"Malformed function call: expected an object, got {type(call).__name__}."
+            items.append(_rejected("", None, index, "invalid_arguments", message))
+            continue
         name = call.get("name")
         name = name if isinstance(name, str) else ""
         call_id = call.get("id") or None
@@ -270,6 +291,12 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
             message = (
                 f"Invalid arguments for {name!r}: expected a JSON object, got "
                 f"{type(args).__name__}."
+            )
+            items.append(_rejected(name, call_id, index, "invalid_arguments", message))
+            continue
+        if not within_depth(args, MAX_ARGUMENT_DEPTH):
+            message = (
+                f"Invalid arguments for {name!r}: nested deeper than {MAX_ARGUMENT_DEPTH} levels."
             )
             items.append(_rejected(name, call_id, index, "invalid_arguments", message))
             continue
