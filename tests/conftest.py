@@ -20,3 +20,11 @@ ALL_SCHEMAS = TOOLS + STRESS
 
 def corpus_id(record: dict[str, Any]) -> str:
     return f"{record['source'].split(':')[0]}:{record['name']}"
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

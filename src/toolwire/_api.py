@@ -148,14 +148,12 @@ def execute_tool_calls_sync(
             :func:`execute_tool_calls` there instead).
     """
     try:
+        anyio.get_current_task()
+    except RuntimeError:  # no event loop here: the sync wrapper may run one
         return anyio.run(partial(execute_tool_calls, source, provider, response, **options))
-    except RuntimeError as exc:
-        if "already running" in str(exc) or "running event loop" in str(exc):
-            raise ConfigurationError(
-                "execute_tool_calls_sync was called inside an event loop; "
-                "await execute_tool_calls instead"
-            ) from None
-        raise
+    raise ConfigurationError(
+        "execute_tool_calls_sync was called inside an event loop; await execute_tool_calls instead"
+    )
 
 
 async def decide(
