@@ -524,3 +524,46 @@ async def test_the_sync_wrapper_inside_a_loop_is_a_clear_error() -> None:
 
     with pytest.raises(ConfigurationError, match="inside an event loop"):
         execute_tool_calls_sync(TOOLSET, "gemini", [])
+
+
+async def test_the_per_server_limit_holds_per_server() -> None:
+    from toolwire import Tool
+
+    running: Counter[str] = Counter()
+    peak: Counter[str] = Counter()
+
+    def make(server: str) -> Tool:
+        async def handler(i: int) -> int:
+            running[server] += 1
+            peak[server] = max(peak[server], running[server])
+            await anyio.sleep(0.01)
+            running[server] -= 1
+            return i
+
+        return Tool(
+            name="work",
+            server_id=server,
+            handler=handler,
+            input_schema={"type": "object", "properties": {"i": {"type": "integer"}}},
+        )
+
+    toolset = ToolSet([make("a"), make("b")])
+    parts = [
+        {"functionCall": {"name": f"{s}__work", "args": {"i": i}}}
+        for i in range(6)
+        for s in ("a", "b")
+    ]
+    executor = Executor(toolset, max_concurrency=10, max_concurrency_per_server=2)
+    outcomes = await executor.run(gemini.parse_calls(parts, toolset))
+    assert [o.result.text for o in outcomes] == [str(i) for i in range(6) for _ in "ab"]
+    assert peak == {"a": 2, "b": 2}
+
+
+async def test_make_call_runs_one_tool_directly() -> None:
+    from toolwire import make_call
+
+    call = make_call(TOOLSET, "add", {"a": 4, "b": 5})
+    [outcome] = await Executor(TOOLSET).run([call])
+    assert outcome.result.text == "9"
+    with pytest.raises(ToolNotFound):
+        make_call(TOOLSET, "ghost", {})

@@ -44,8 +44,9 @@ class FunctionSchema:
             raise InvalidArguments(
                 tool_name, [(_json_path(error["loc"]), error["msg"]) for error in exc.errors()]
             ) from None
-        # Only what was sent or defaulted; field i carries parameter i under an alias.
-        return {name: getattr(model, f"p{i}") for i, name in enumerate(self.parameter_names)}
+        # Field i carries parameter i under an alias.
+        values = model.__dict__
+        return {name: values[f"p{i}"] for i, name in enumerate(self.parameter_names)}
 
 
 def _json_path(loc: tuple[int | str, ...]) -> str:

@@ -24,6 +24,7 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "canonical_json",
+    "content_text",
     "stable_call_id",
     "within_depth",
 ]
@@ -86,6 +87,7 @@ class EmbeddedResource:
 
 
 Content = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
+_CONTENT_TYPES = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
 
 
 def _placeholder(part: Content) -> str:
@@ -137,35 +139,46 @@ class ToolResult:
         of them becomes content, a mapping becomes structured content, and anything else is
         rendered as JSON text.
         """
+        kind = value.__class__
+        if kind is ToolResult:
+            return value  # type: ignore[no-any-return]
+        if kind is str:
+            return cls(content=(TextContent(value),))
+        if kind is int:
+            return cls(content=(TextContent(str(value)),))
+        if kind is float or kind is bool:
+            return cls(content=(TextContent(json.dumps(value)),))
+        if kind is dict:
+            return cls(structured_content=value)
+        if value is None:
+            return cls()
         if isinstance(value, ToolResult):
             return value
         if isinstance(value, str):
             return cls(content=(TextContent(value),))
-        if isinstance(
-            value, TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
-        ):
+        if isinstance(value, _CONTENT_TYPES):
             return cls(content=(value,))
         if isinstance(value, Mapping):
             return cls(structured_content=dict(value))
         if (
             isinstance(value, list | tuple)
             and value
-            and all(
-                isinstance(
-                    v, TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
-                )
-                for v in value
-            )
+            and all(isinstance(v, _CONTENT_TYPES) for v in value)
         ):
             return cls(content=tuple(value))
-        if value is None:
-            return cls()
         return cls(content=(TextContent(canonical_json(_jsonable(value))),))
 
     @property
     def text(self) -> str:
         """The content as text, media replaced by placeholders, parts joined by newlines."""
-        return "\n".join(_placeholder(part) for part in self.content)
+        return content_text(self.content)
+
+
+def content_text(parts: tuple[Content, ...]) -> str:
+    """Content parts as text, media replaced by placeholders, joined by newlines."""
+    if len(parts) == 1 and isinstance(parts[0], TextContent):
+        return parts[0].text
+    return "\n".join(_placeholder(part) for part in parts)
 
 
 def _jsonable(value: Any) -> Any:
@@ -234,14 +247,14 @@ def within_depth(value: Any, limit: int) -> bool:
         node, depth = stack.pop()
         if isinstance(node, Mapping):
             children: Any = node.values()
-        elif isinstance(node, list | tuple):
+        elif isinstance(node, (list, tuple)):
             children = node
         else:
             continue
         if depth >= limit:
             return False
         stack.extend(
-            (child, depth + 1) for child in children if isinstance(child, Mapping | list | tuple)
+            (child, depth + 1) for child in children if isinstance(child, (Mapping, list, tuple))
         )
     return True
 

@@ -108,8 +108,8 @@ class _Planned:
     index: int
     call: ToolCall
     kwargs: dict[str, Any]
-    context: CallContext
-    fingerprint: str
+    context: CallContext | None
+    """Set when hooks need it."""
 
 
 @dataclass(slots=True, eq=False)
@@ -200,6 +200,7 @@ class Executor:
         self.before_call = tuple(before_call)
         self.after_call = tuple(after_call)
         self.max_output_chars = max_output_chars
+        self._max_concurrency = max_concurrency
         self._limiter = anyio.CapacityLimiter(max_concurrency)
         self._per_server = max_concurrency_per_server
         self._server_limiters: dict[str, anyio.CapacityLimiter] = {}
@@ -284,9 +285,9 @@ class Executor:
     # -- phase 1: decide -----------------------------------------------------------------------
 
     async def _plan(self, turn: _Turn, index: int, call: ToolCall) -> None:
-        fingerprint = _fingerprint(call)
         record = None
         if turn.run_id is not None:
+            fingerprint = _fingerprint(call)
             record = await self.store.get(turn.run_id, call.local_id)
             if record is not None and record.fingerprint != fingerprint:
                 raise ConfigurationError(
@@ -317,14 +318,17 @@ class Executor:
             return
 
         arguments: Mapping[str, Any] = call.arguments
-        context = CallContext(
-            call=call,
-            arguments=arguments,
-            principal=turn.principal,
-            run_id=turn.run_id,
-            taint=turn.taint,
-        )
+        context = None
+        if self.before_call or self.after_call:
+            context = CallContext(
+                call=call,
+                arguments=arguments,
+                principal=turn.principal,
+                run_id=turn.run_id,
+                taint=turn.taint,
+            )
         for hook in self.before_call:
+            assert context is not None  # made whenever there are hooks
             answer = await _maybe_await(hook(context))
             if isinstance(answer, Veto):
                 self._finish(turn, index, ToolResult.error("denied", answer.reason))
@@ -350,6 +354,9 @@ class Executor:
                     taint=turn.taint,
                 )
 
+        if self.policy.allows_everything:
+            turn.planned.append(_Planned(index, call, kwargs, context))
+            return
         verdict = self.policy.evaluate(
             PolicyContext(
                 tool=tool, arguments=arguments, principal=turn.principal, taint=turn.taint
@@ -379,7 +386,7 @@ class Executor:
                     halted=decision.kind == "halt",
                 )
                 return
-        turn.planned.append(_Planned(index, call, kwargs, context, fingerprint))
+        turn.planned.append(_Planned(index, call, kwargs, context))
 
     async def _ask(
         self, turn: _Turn, call: ToolCall, arguments: Mapping[str, Any], reason: str | None
@@ -418,9 +425,7 @@ class Executor:
             with anyio.CancelScope() as scope:
                 turn.scope = scope
                 for group in _groups(turn.planned):
-                    async with anyio.create_task_group() as tasks:
-                        for planned in group:
-                            tasks.start_soon(self._execute, turn, planned)
+                    await self._run_group(turn, group)
         finally:
             turn.scope = None
             self._turns.discard(turn)
@@ -432,19 +437,43 @@ class Executor:
                         ToolResult.error("cancelled", "The call was cancelled before it finished."),
                     )
 
+    async def _run_group(self, turn: _Turn, group: list[_Planned]) -> None:
+        """Run a group's calls concurrently: as many workers as the limit allows, each taking
+        the next call (cheaper than a task per call for large turns)."""
+        if len(group) == 1:
+            await self._execute(turn, group[0])
+            return
+        queue = iter(group)
+
+        async def worker() -> None:
+            for planned in queue:  # shared: each call is taken by one worker
+                await self._execute(turn, planned)
+
+        async with anyio.create_task_group() as tasks:
+            for _ in range(min(len(group), self._max_concurrency)):
+                tasks.start_soon(worker)
+
     async def _execute(self, turn: _Turn, planned: _Planned) -> None:
         call = planned.call
         tool = call.tool
         if turn.run_id is not None:
             await self.store.put(
                 turn.run_id,
-                CallRecord(call_id=call.local_id, fingerprint=planned.fingerprint, state="running"),
+                CallRecord(call_id=call.local_id, fingerprint=_fingerprint(call), state="running"),
             )
         timeout = tool.timeout if tool.timeout is not None else self.timeout
         try:
             with anyio.fail_after(timeout) if timeout is not None else nullcontext():
-                async with self._limiter, self._server_limiter(tool):
-                    value = await self._invoke(tool, planned.kwargs)
+                await self._acquire(self._limiter)
+                try:
+                    server_limiter = self._server_limiter(tool)
+                    if server_limiter is None:
+                        value = await self._invoke(tool, planned.kwargs)
+                    else:
+                        async with server_limiter:
+                            value = await self._invoke(tool, planned.kwargs)
+                finally:
+                    self._limiter.release()
             result = ToolResult.from_value(value)
         except TimeoutError:
             result = ToolResult.error(
@@ -454,6 +483,7 @@ class Executor:
             result = ToolResult.error("failed", _failure_message(call.exposed_name, exc))
         result = _cap_output(result, self.max_output_chars)
         for hook in self.after_call:
+            assert planned.context is not None  # made whenever there are hooks
             replaced = await _maybe_await(hook(planned.context, result))
             if replaced is not None:
                 result = ToolResult.from_value(replaced)
@@ -463,18 +493,24 @@ class Executor:
         handler = tool.handler
         if handler is None:
             raise RuntimeError(f"tool {tool.qualified_name!r} has no handler to run")
-        if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
-            getattr(handler, "__call__", None)  # noqa: B004 - objects with an async __call__
-        ):
+        if tool.is_async:
             return await handler(**kwargs)
         # Sync tools run in a worker thread; on timeout or cancellation the turn moves on
         # and the thread is abandoned (Python cannot stop it).
         value = await anyio.to_thread.run_sync(partial(handler, **kwargs), abandon_on_cancel=True)
         return await value if inspect.isawaitable(value) else value
 
-    def _server_limiter(self, tool: Tool) -> anyio.CapacityLimiter | nullcontext[None]:
+    @staticmethod
+    async def _acquire(limiter: anyio.CapacityLimiter) -> None:
+        # The uncontended case needs no trip through the event loop.
+        try:
+            limiter.acquire_nowait()
+        except anyio.WouldBlock:
+            await limiter.acquire()
+
+    def _server_limiter(self, tool: Tool) -> anyio.CapacityLimiter | None:
         if self._per_server is None or tool.server_id is None:
-            return nullcontext()
+            return None
         limiter = self._server_limiters.get(tool.server_id)
         if limiter is None:
             limiter = self._server_limiters[tool.server_id] = anyio.CapacityLimiter(
@@ -544,6 +580,10 @@ def _cap_output(result: ToolResult, limit: int) -> ToolResult:
     """Cut text content beyond ``limit`` characters, saying so; structured content that would
     not fit becomes (truncated) JSON text."""
     structured = result.structured_content
+    if structured is None and len(result.content) == 1:
+        only = result.content[0]
+        if not isinstance(only, TextContent) or len(only.text) <= limit:
+            return result  # the common case: one short text
     parts = list(result.content)
     if structured is not None:
         encoded = canonical_json(dict(structured))

@@ -112,6 +112,8 @@ class Policy:
         self.rules = tuple(rules)
         self.default: Effect = default
         self.destructive = destructive
+        self.allows_everything = not self.rules and default == "allow" and destructive == "ignore"
+        """True when no call can be asked or denied (the executor then skips evaluation)."""
 
     @classmethod
     def of(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import inspect
 import re
 import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
@@ -60,10 +61,18 @@ class Tool:
     function: FunctionSchema | None = field(default=None, repr=False)
     """Set by :func:`tool` for tools made from a function: pydantic validates their arguments."""
     _validator: Any = field(default=None, init=False, repr=False)
+    is_async: bool = field(default=False, init=False, repr=False)
+    """True when the handler is a coroutine function (run on the event loop, not a thread)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigurationError(f"a tool needs a non-empty string name, got {self.name!r}")
+        handler = self.handler
+        if handler is not None:
+            is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+                getattr(handler, "__call__", None)  # noqa: B004 - objects with an async __call__
+            )
+            object.__setattr__(self, "is_async", is_async)
 
     @property
     def qualified_name(self) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Literal
 
 from toolwire._text import clean_description
@@ -32,6 +33,7 @@ from toolwire.calls import (
     ToolCall,
     ToolResult,
     canonical_json,
+    content_text,
     stable_call_id,
     within_depth,
 )
@@ -64,6 +66,7 @@ _NATIVE_RESPONSE_MIME_TYPES = frozenset(
     {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}
 )
 _UNKNOWN_NAMES_LISTED = 50
+_NO_EXTRAS: Mapping[str, Any] = MappingProxyType({})
 
 
 # -- declare ---------------------------------------------------------------------------------------
@@ -263,12 +266,16 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
     items: list[ToolCall | RejectedCall] = []
     occurrences: Counter[tuple[str, str]] = Counter()
     for raw_part in _parts_of(response):
-        part = _as_data(raw_part)
+        part = raw_part if raw_part.__class__ is dict else _as_data(raw_part)
         if not isinstance(part, Mapping):
             continue
-        call = _as_data(_get(part, "functionCall", "function_call"))
+        call = part.get("functionCall")
         if call is None:
-            continue
+            call = part.get("function_call")
+            if call is None:
+                continue
+        if call.__class__ is not dict:
+            call = _as_data(call)
         index = len(items)
         if not isinstance(call, Mapping):
             message = f"Malformed function call: expected an object, got {type(call).__name__}."
@@ -287,31 +294,34 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
         args = call.get("args")
         if args is None:
             args = {}
-        if not isinstance(args, Mapping):
+        if args.__class__ is not dict and not isinstance(args, Mapping):
             message = (
                 f"Invalid arguments for {name!r}: expected a JSON object, got "
                 f"{type(args).__name__}."
             )
             items.append(_rejected(name, call_id, index, "invalid_arguments", message))
             continue
-        if not within_depth(args, MAX_ARGUMENT_DEPTH):
+        flat = not any(isinstance(v, (dict, list, float)) for v in args.values())
+        if not flat and not within_depth(args, MAX_ARGUMENT_DEPTH):
             message = (
                 f"Invalid arguments for {name!r}: nested deeper than {MAX_ARGUMENT_DEPTH} levels."
             )
             items.append(_rejected(name, call_id, index, "invalid_arguments", message))
             continue
         exposed, tool = resolved
-        arguments = _coerce_whole_floats(dict(args), tool.input_schema, tool.input_schema, 0)
+        arguments = (
+            dict(args)
+            if flat
+            else _coerce_whole_floats(dict(args), tool.input_schema, tool.input_schema, 0)
+        )
         if call_id is None:
             key = (exposed, canonical_json(arguments))
             occurrences[key] += 1
             local_id = stable_call_id(exposed, arguments, occurrences[key])
         else:
             local_id = call_id
-        extras = {}
         signature = _get(part, "thoughtSignature", "thought_signature")
-        if signature is not None:
-            extras["thoughtSignature"] = signature
+        extras = {"thoughtSignature": signature} if signature is not None else _NO_EXTRAS
         items.append(
             ToolCall(
                 exposed_name=exposed,
@@ -399,7 +409,7 @@ def _coerce_whole_floats(value: Any, schema: Any, root: Any, depth: int) -> Any:
         extra = _subschema(schema, root, "additionalProperties")
         return {
             key: _coerce_whole_floats(item, props.get(key, extra), root, depth + 1)
-            if isinstance(item, float | dict | list)
+            if isinstance(item, (float, dict, list))
             else item
             for key, item in value.items()
         }
@@ -445,7 +455,7 @@ def function_response(
     content = result.content
     if media == "parts":
         content = tuple(part for part in result.content if not _add_native_part(part, native))
-    text = "\n".join(ToolResult(content=(part,)).text for part in content)
+    text = content_text(content)
     if result.is_error:
         body["response"] = {"error": text or "the tool failed"}
     else:

@@ -208,7 +208,7 @@ def is_count(value: Any) -> bool:
 
 
 def is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class Lowering:
