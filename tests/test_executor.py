@@ -216,13 +216,18 @@ async def test_async_callback_with_reasons() -> None:
 
 
 async def test_halt_denies_and_stops_the_rest_of_the_turn() -> None:
-    executor = Executor(
-        TOOLSET,
-        policy=ASK_EMAIL,
-        approver=CallbackApproval(lambda r: halt("user stopped the agent")),
+    asked: list[str] = []
+
+    def decide(request: ApprovalRequest) -> Any:
+        asked.append(request.arguments["to"])
+        return halt("user stopped the agent")
+
+    executor = Executor(TOOLSET, policy=ASK_EMAIL, approver=CallbackApproval(decide))
+    outcomes = await executor.run(
+        calls(("add", {"a": 1, "b": 1}), ("send_email", {"to": "x"}), ("send_email", {"to": "y"}))
     )
-    outcomes = await executor.run(calls(("add", {"a": 1, "b": 1}), ("send_email", {"to": "x"})))
-    assert kinds(outcomes) == ["approval_denied", "approval_denied"]
+    assert kinds(outcomes) == ["approval_denied"] * 3
+    assert asked == ["x"]  # nobody is asked again after a halt
     assert outcomes[1].halted
     assert not outcomes[0].halted
     assert RUNS == {}

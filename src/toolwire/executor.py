@@ -237,20 +237,19 @@ class Executor:
             for item in turn.items:
                 if isinstance(item, RejectedCall) and item.error_kind == "not_found":
                     raise ToolNotFound(item.name)
+        not_run = ToolResult.error("approval_denied", "Not run: an approver halted this turn.")
         for index, item in enumerate(turn.items):
             if isinstance(item, RejectedCall):
                 turn.outcomes[index] = CallOutcome(
                     item=item, result=ToolResult.error(item.error_kind, item.message)
                 )
+            elif turn.halted:  # nobody is asked anything more once a turn is halted
+                self._finish(turn, index, not_run)
             else:
                 await self._plan(turn, index, item)
         if turn.halted:
             for planned in turn.planned:
-                self._finish(
-                    turn,
-                    planned.index,
-                    ToolResult.error("approval_denied", "Not run: an approver halted this turn."),
-                )
+                self._finish(turn, planned.index, not_run)
         else:
             await self._run_planned(turn)
         if turn.run_id is not None:
