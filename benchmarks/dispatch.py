@@ -41,8 +41,9 @@ def add_sync(a: int, b: int) -> int:
 
 
 def gemini_response(name: str, n: int) -> dict[str, Any]:
-    parts = [{"functionCall": {"name": name, "args": {"a": i, "b": 1}, "id": f"c{i}"}}
-             for i in range(n)]
+    parts = [
+        {"functionCall": {"name": name, "args": {"a": i, "b": 1}, "id": f"c{i}"}} for i in range(n)
+    ]
     return {"candidates": [{"content": {"role": "model", "parts": parts}}]}
 
 
@@ -70,8 +71,11 @@ def pydantic_ai_runner(n: int) -> Callable[[], Awaitable[Any]] | None:
 
     def model(messages: list[Any], info: AgentInfo) -> ModelResponse:
         if len(messages) == 1:
-            return ModelResponse(parts=[
-                ToolCallPart("add", {"a": i, "b": 1}, tool_call_id=f"c{i}") for i in range(n)])
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("add", {"a": i, "b": 1}, tool_call_id=f"c{i}") for i in range(n)
+                ]
+            )
         return ModelResponse(parts=[TextPart("done")])
 
     def model_only(messages: list[Any], info: AgentInfo) -> ModelResponse:
@@ -100,25 +104,40 @@ async def main_async(calls: int, repeat: int) -> None:
     executor = Executor(toolset, store=MemoryStore())
 
     floor = await best_of(repeat, lambda: direct(calls)) / calls
-    ours = await best_of(repeat, lambda: execute_tool_calls(
-        toolset, "gemini", response, executor=executor)) / calls
-    ours_sync = await best_of(repeat, lambda: execute_tool_calls(
-        toolset, "gemini", response_sync, executor=executor)) / calls
+    ours = (
+        await best_of(
+            repeat, lambda: execute_tool_calls(toolset, "gemini", response, executor=executor)
+        )
+        / calls
+    )
+    ours_sync = (
+        await best_of(
+            repeat, lambda: execute_tool_calls(toolset, "gemini", response_sync, executor=executor)
+        )
+        / calls
+    )
     print(f"{calls} calls of a trivial tool, best of {repeat}\n")
     print(f"{'direct call':42} {floor * 1e6:9.2f} us/call")
-    print(f"{'toolwire execute_tool_calls (async tool)':42} {ours * 1e6:9.2f} us/call   "
-          f"overhead {(ours - floor) * 1e6:7.2f} us")
-    print(f"{'toolwire execute_tool_calls (sync tool)':42} {ours_sync * 1e6:9.2f} us/call   "
-          f"overhead {(ours_sync - floor) * 1e6:7.2f} us")
+    print(
+        f"{'toolwire execute_tool_calls (async tool)':42} {ours * 1e6:9.2f} us/call   "
+        f"overhead {(ours - floor) * 1e6:7.2f} us"
+    )
+    print(
+        f"{'toolwire execute_tool_calls (sync tool)':42} {ours_sync * 1e6:9.2f} us/call   "
+        f"overhead {(ours_sync - floor) * 1e6:7.2f} us"
+    )
     runner = pydantic_ai_runner(calls)
     if runner is not None:
         best = float("inf")
         for _ in range(repeat):
             best = min(best, await runner())
         theirs = best / calls
-        print(f"{'pydantic-ai Agent + FunctionModel':42} {theirs * 1e6:9.2f} us/call   "
-              f"overhead {(theirs - floor) * 1e6:7.2f} us")
-        print(f"\ntoolwire overhead / pydantic-ai overhead: {(ours - floor) / (theirs - floor):.2f}")
+        print(
+            f"{'pydantic-ai Agent + FunctionModel':42} {theirs * 1e6:9.2f} us/call   "
+            f"overhead {(theirs - floor) * 1e6:7.2f} us"
+        )
+        ratio = (ours - floor) / (theirs - floor)
+        print(f"\ntoolwire overhead / pydantic-ai overhead: {ratio:.2f}")
     else:
         print("pydantic-ai not installed; skipped")
 
@@ -135,8 +154,18 @@ async def main_async(calls: int, repeat: int) -> None:
     naps = ToolSet([nap, nap_alone])
     nap_executor = Executor(naps, max_concurrency=100, store=MemoryStore())
     for name in ("nap", "nap_alone"):
-        body = {"candidates": [{"content": {"parts": [
-            {"functionCall": {"name": name}} for _ in range(100 if name == "nap" else 10)]}}]}
+        body = {
+            "candidates": [
+                {
+                    "content": {
+                        "parts": [
+                            {"functionCall": {"name": name}}
+                            for _ in range(100 if name == "nap" else 10)
+                        ]
+                    }
+                }
+            ]
+        }
         start = time.perf_counter()
         outcome = await execute_tool_calls(naps, "gemini", body, executor=nap_executor)
         elapsed = time.perf_counter() - start
