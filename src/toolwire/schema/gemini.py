@@ -38,7 +38,7 @@ from toolwire.schema._base import (
     short_json,
 )
 
-__all__ = ["Backend", "to_gemini_json_schema", "to_gemini_openapi_schema"]
+__all__ = ["Backend", "inline_gemini_defs", "to_gemini_json_schema", "to_gemini_openapi_schema"]
 
 Backend = Literal["gemini", "vertex"]
 
@@ -844,3 +844,39 @@ def to_gemini_openapi_schema(
         raise ValueError(f"backend must be 'gemini' or 'vertex', not {backend!r}")
     lowering = _OpenApiLowering(schema, backend)
     return lowering.run(), lowering.notes
+
+
+def inline_gemini_defs(schema: Mapping[str, Any], *, unroll: int = 2) -> dict[str, Any]:
+    """A ``parametersJsonSchema`` (from :func:`to_gemini_json_schema`) with its ``$defs``
+    references inlined, for consumers that take no references (genai's AFC signatures).
+
+    A recursive definition is inlined ``unroll`` times along a path, then replaced by an
+    object with a note.
+    """
+    defs = schema.get("$defs") or {}
+
+    def walk(node: Any, stack: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(item, stack) for item in node]
+        if not isinstance(node, Mapping):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref[len("#/$defs/") :]
+            if stack.count(name) >= unroll or name not in defs:
+                return {
+                    "type": "object",
+                    "description": "(recursive structure; not described further)",
+                }
+            return walk(defs[name], (*stack, name))
+        return {
+            key: (
+                {k: walk(v, stack) for k, v in value.items()}
+                if key == "properties" and isinstance(value, Mapping)
+                else walk(value, stack)
+            )
+            for key, value in node.items()
+            if key != "$defs"
+        }
+
+    return walk(schema, ())  # type: ignore[no-any-return]

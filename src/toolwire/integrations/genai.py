@@ -1,0 +1,217 @@
+"""google-genai glue: toolwire tools as ``types.Tool``, governed dispatch of the SDK's function
+calls, and real async callables for the SDK's automatic function calling (AFC).
+
+Needs the ``genai`` extra (``pip install 'toolwire[genai]'``); without it every function here
+raises :class:`~toolwire.errors.MissingDependency`.
+
+Manual dispatch, the durable path (AFC is leaving ``Models.generate_content``)::
+
+    config = types.GenerateContentConfig(
+        tools=[genai_tool(toolset)],
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+    response = await client.aio.models.generate_content(model=..., contents=..., config=config)
+    parts = await run_function_calls(response.function_calls or [], toolset=toolset)
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any
+
+import pydantic
+
+from toolwire.approval import ApprovalPending, DeferredApproval
+from toolwire.calls import ToolCall
+from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
+from toolwire.executor import Executor, make_call
+from toolwire.providers import gemini
+from toolwire.schema.gemini import inline_gemini_defs
+from toolwire.tool import Tool, ToolSet
+
+if TYPE_CHECKING:
+    from google.genai import types as genai_types
+
+__all__ = ["ToolCallFailed", "afc_callable", "afc_callables", "genai_tool", "run_function_calls"]
+
+
+def _types() -> Any:
+    try:
+        from google.genai import types
+    except ImportError:
+        raise MissingDependency("google-genai", "genai") from None
+    return types
+
+
+class ToolCallFailed(ToolwireError):
+    """Raised inside an AFC callable when the governed call failed; genai reports the message
+    to the model as the call's error."""
+
+
+def genai_tool(
+    toolset: ToolSet | Iterable[Tool], *, schema: gemini.SchemaMode = "json"
+) -> genai_types.Tool:
+    """One ``types.Tool`` holding a declaration for every tool exported to Gemini."""
+    types = _types()
+    declarations = gemini.function_declarations(toolset, schema=schema)
+    return types.Tool(
+        function_declarations=[types.FunctionDeclaration.model_validate(d) for d in declarations]
+    )
+
+
+def _as_part(call: Any) -> Any:
+    """A function call in any of the accepted shapes, as a part dict or SDK part."""
+    types = _types()
+    if isinstance(call, types.FunctionCall):
+        return {"functionCall": call.model_dump(mode="json", by_alias=True, exclude_none=True)}
+    if isinstance(call, types.Part):
+        return call
+    if isinstance(call, Mapping):
+        if "functionCall" in call or "function_call" in call:
+            return call
+        return {"functionCall": dict(call)}  # {"name", "args", "id"}
+    raise TypeError(f"not a function call: {call!r}")
+
+
+async def run_function_calls(
+    calls: Sequence[Any],
+    *,
+    executor: Executor | None = None,
+    toolset: ToolSet | Iterable[Tool] | None = None,
+    run_id: str | None = None,
+    principal: Any = None,
+    taint: Iterable[str] = (),
+    structured: gemini.StructuredMode = "prefer",
+) -> list[genai_types.Part]:
+    """Run the model's calls through the governed pipeline; one function-response Part each.
+
+    Args:
+        calls: ``types.FunctionCall`` objects (``response.function_calls``), parts holding a
+            ``function_call``, or ``{"name", "args", "id"}`` dicts.
+        executor: the executor to run them (its policy, approver, store); a plain one over
+            ``toolset`` when None.
+        toolset: the tools, when no executor is given.
+        run_id, principal, taint: as for :meth:`Executor.run`.
+
+    Returns:
+        One ``types.Part`` per call, in order, unknown tools and bad arguments included; an
+        ``id`` only when the model sent one.
+
+    Raises:
+        ApprovalPending: with a deferred approver, as :meth:`Executor.run`.
+    """
+    types = _types()
+    if executor is None:
+        if toolset is None:
+            raise ConfigurationError("run_function_calls needs an executor or a toolset")
+        executor = Executor(toolset)
+    items = gemini.parse_calls([_as_part(c) for c in calls], executor.toolset)
+    outcomes = await executor.run(items, run_id=run_id, principal=principal, taint=taint)
+    parts = []
+    for outcome in outcomes:
+        item = outcome.item
+        answer = (
+            gemini.answer(item, outcome.result, structured=structured)
+            if isinstance(item, ToolCall)
+            else item.answer
+        )
+        parts.append(types.Part.model_validate(answer))
+    return parts
+
+
+# -- automatic function calling ------------------------------------------------------------------
+
+
+def _python_name(name: str, taken: set[str]) -> str:
+    """A Python identifier for a schema property name (``X-Trace`` → ``X_Trace``,
+    ``class`` → ``p_class``), unique among ``taken``."""
+    candidate = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "p"
+    if candidate[0].isdigit() or keyword.iskeyword(candidate) or candidate.startswith("__"):
+        candidate = f"p_{candidate}"
+    base, n = candidate, 2
+    while candidate in taken:
+        candidate = f"{base}_{n}"
+        n += 1
+    taken.add(candidate)
+    return candidate
+
+
+def afc_callable(
+    tool: Tool, *, executor: Executor | None = None, exposed_name: str | None = None
+) -> Callable[..., Any]:
+    """A real async function genai's AFC can declare and call, running ``tool`` governed.
+
+    Its signature has one keyword parameter per schema property, annotated so that genai
+    declares exactly the property's lowered Gemini schema; optional parameters default to None
+    so genai doesn't mark them required (and None values it sends for them are dropped). The
+    arguments are validated by toolwire against the original schema, not by genai.
+
+    Raises:
+        ConfigurationError: when the executor's approver is deferred: AFC cannot pause.
+    """
+    if executor is None:
+        executor = Executor([tool])
+    if isinstance(executor.approver, DeferredApproval):
+        raise ConfigurationError(
+            "automatic function calling cannot pause for approval; use an immediate approver "
+            "(AutoApprove, CallbackApproval) or run_function_calls"
+        )
+    name = exposed_name or executor.toolset.exposed_name(tool)
+    declaration = gemini.function_declarations(ToolSet([tool]))[0]
+    # genai builds each parameter's schema alone: references must be inlined.
+    schema = inline_gemini_defs(declaration["parametersJsonSchema"])
+    required = set(schema.get("required", ()))
+    taken: set[str] = set()
+    parameters = []
+    original: dict[str, str] = {}
+    for prop, prop_schema in schema.get("properties", {}).items():
+        py_name = _python_name(prop, taken)
+        original[py_name] = prop
+        annotation = Annotated[Any, pydantic.WithJsonSchema(prop_schema)]
+        parameters.append(
+            inspect.Parameter(
+                py_name,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=annotation,
+                default=inspect.Parameter.empty if prop in required else None,
+            )
+        )
+
+    async def call(**kwargs: Any) -> Any:
+        arguments = {
+            original[k]: v
+            for k, v in kwargs.items()
+            if k in original and not (v is None and original[k] not in required)
+        }
+        try:
+            [outcome] = await executor.run([make_call(executor.toolset, name, arguments)])
+        except ApprovalPending:
+            raise ToolCallFailed("this call needs approval, which cannot be given here") from None
+        result = outcome.result
+        if result.is_error:
+            raise ToolCallFailed(result.text)
+        if result.structured_content is not None:
+            return dict(result.structured_content)
+        return result.text
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = declaration["description"]
+    call.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    call.__annotations__ = {p.name: p.annotation for p in parameters}
+    return call
+
+
+def afc_callables(
+    toolset: ToolSet | Iterable[Tool], *, executor: Executor | None = None
+) -> list[Callable[..., Any]]:
+    """:func:`afc_callable` for every visible tool exported to Gemini, in toolset order."""
+    toolset = ToolSet.of(toolset)
+    if executor is None:
+        executor = Executor(toolset)
+    return [
+        afc_callable(tool, executor=executor, exposed_name=toolset.exposed_name(tool))
+        for tool in toolset
+        if tool.providers is None or gemini.NAME in tool.providers
+    ]
