@@ -56,9 +56,10 @@ def genai_tool(
     """One ``types.Tool`` holding a declaration for every tool exported to Gemini."""
     types = _types()
     declarations = gemini.function_declarations(toolset, schema=schema)
-    return types.Tool(
+    tool: genai_types.Tool = types.Tool(
         function_declarations=[types.FunctionDeclaration.model_validate(d) for d in declarations]
     )
+    return tool
 
 
 def _as_part(call: Any) -> Any:
