@@ -173,7 +173,7 @@ def build_tools(
 # -- parse -----------------------------------------------------------------------------------------
 
 
-def _as_data(value: Any) -> Any:
+def as_data(value: Any) -> Any:
     """A google-genai object as its JSON dict; dicts and lists as they are."""
     dump = getattr(value, "model_dump", None)
     if callable(dump) and not isinstance(value, Mapping):
@@ -181,7 +181,8 @@ def _as_data(value: Any) -> Any:
     return value
 
 
-def _get(data: Mapping[str, Any], camel: str, snake: str) -> Any:
+def get_field(data: Mapping[str, Any], camel: str, snake: str) -> Any:
+    """``data[camel]``, or ``data[snake]`` (REST JSON or a snake_case dump), or None."""
     value = data.get(camel)
     return data.get(snake) if value is None else value
 
@@ -192,7 +193,7 @@ def _parts_of(response: Any) -> list[Any]:
     Raises:
         MalformedResponse: when the structure around the parts is not what Gemini sends.
     """
-    data = _as_data(response)
+    data = as_data(response)
     if isinstance(data, list | tuple):
         return list(data)
     if not isinstance(data, Mapping):
@@ -206,10 +207,10 @@ def _parts_of(response: Any) -> list[Any]:
             raise MalformedResponse("candidates is not a list")
         if not candidates:
             return []
-        candidate = _as_data(candidates[0])
+        candidate = as_data(candidates[0])
         if not isinstance(candidate, Mapping):
             raise MalformedResponse("candidates[0] is not an object")
-        data = _as_data(candidate.get("content") or {})
+        data = as_data(candidate.get("content") or {})
         if not isinstance(data, Mapping):
             raise MalformedResponse("candidates[0].content is not an object")
     parts = data.get("parts")
@@ -266,7 +267,7 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
     items: list[ToolCall | RejectedCall] = []
     occurrences: Counter[tuple[str, str]] = Counter()
     for raw_part in _parts_of(response):
-        part = raw_part if raw_part.__class__ is dict else _as_data(raw_part)
+        part = raw_part if raw_part.__class__ is dict else as_data(raw_part)
         if not isinstance(part, Mapping):
             continue
         call = part.get("functionCall")
@@ -275,7 +276,7 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
             if call is None:
                 continue
         if call.__class__ is not dict:
-            call = _as_data(call)
+            call = as_data(call)
         index = len(items)
         if not isinstance(call, Mapping):
             message = f"Malformed function call: expected an object, got {type(call).__name__}."
@@ -320,7 +321,7 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
             local_id = stable_call_id(exposed, arguments, occurrences[key])
         else:
             local_id = call_id
-        signature = _get(part, "thoughtSignature", "thought_signature")
+        signature = get_field(part, "thoughtSignature", "thought_signature")
         extras = {"thoughtSignature": signature} if signature is not None else _NO_EXTRAS
         items.append(
             ToolCall(
