@@ -18,6 +18,7 @@ here imports google-genai.
 from __future__ import annotations
 
 import base64
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -46,12 +47,15 @@ __all__ = [
     "NAME",
     "MediaMode",
     "SchemaMode",
+    "StreamAccumulator",
     "StructuredMode",
     "build_tools",
     "conversion_notes",
     "function_calls",
     "function_declarations",
     "function_response",
+    "live_function_calls",
+    "live_tool_response",
     "parse_calls",
 ]
 
@@ -512,3 +516,197 @@ def declare(
 def answer(call: ToolCall, result: ToolResult, **options: Any) -> dict[str, Any]:
     """The ``functionResponse`` part for ``call``, echoing its id only when Gemini sent one."""
     return function_response(call.exposed_name, result, id=call.call_id, **options)
+
+
+# -- streaming ---------------------------------------------------------------------------------
+
+
+class StreamAccumulator:
+    """Turns ``streamGenerateContent`` chunks into the response they add up to.
+
+    Every part is kept in order with its ``thoughtSignature``; function calls whose arguments
+    are streamed (Vertex ``partialArgs`` with ``willContinue``) are assembled into one
+    ``functionCall`` part with complete ``args``. ``usageMetadata`` and the finish reason come
+    from the last chunk that has them.
+
+    ```python
+    stream = StreamAccumulator()
+    async for chunk in await client.aio.models.generate_content_stream(...):
+        stream.add(chunk)
+    calls, rejected = function_calls(stream.response(), toolset)
+    ```
+    """
+
+    def __init__(self) -> None:
+        self._parts: list[dict[str, Any]] = []
+        self._open: dict[str, Any] | None = None  # a function call still streaming its args
+        self._open_part: dict[str, Any] = {}
+        self._candidate: dict[str, Any] = {}
+        self._extra: dict[str, Any] = {}
+        self._role = "model"
+
+    def add(self, chunk: Any) -> None:
+        """Add one chunk (a dict or the SDK's ``GenerateContentResponse``)."""
+        data = as_data(chunk)
+        if not isinstance(data, Mapping):
+            raise MalformedResponse(f"a stream chunk must be an object, not {type(chunk).__name__}")
+        for key, value in data.items():
+            if key not in ("candidates",):
+                self._extra[key] = value  # usageMetadata, modelVersion, responseId...
+        candidates = data.get("candidates") or []
+        if not isinstance(candidates, list):
+            raise MalformedResponse("candidates is not a list")
+        if not candidates:
+            return
+        candidate = as_data(candidates[0])
+        if not isinstance(candidate, Mapping):
+            raise MalformedResponse("candidates[0] is not an object")
+        for key, value in candidate.items():
+            if key != "content":
+                self._candidate[key] = value  # finishReason, safetyRatings...
+        content = as_data(candidate.get("content") or {})
+        if not isinstance(content, Mapping):
+            raise MalformedResponse("candidates[0].content is not an object")
+        self._role = content.get("role") or self._role
+        for part in content.get("parts") or []:
+            part = as_data(part)
+            if isinstance(part, Mapping):
+                self._add_part(part)
+
+    def _add_part(self, part: Mapping[str, Any]) -> None:
+        call = get_field(part, "functionCall", "function_call")
+        if not isinstance(call, Mapping):
+            self._parts.append(dict(part))
+            return
+        partial = get_field(call, "partialArgs", "partial_args")
+        continues = get_field(call, "willContinue", "will_continue") is True
+        if self._open is None and not partial and not continues:
+            self._parts.append(dict(part))  # a whole call in one chunk
+            return
+        if self._open is None or (
+            call.get("name")
+            and self._open.get("name")
+            and call.get("name") != self._open.get("name")
+        ):
+            self._close()
+            self._open = {"args": {}}
+            self._open_part = {}
+        for key in ("name", "id"):
+            if call.get(key):
+                self._open[key] = call[key]
+        for key, value in part.items():
+            if key not in ("functionCall", "function_call"):
+                self._open_part[key] = value  # e.g. thoughtSignature
+        if isinstance(call.get("args"), Mapping):
+            self._open["args"].update(call["args"])
+        for piece in partial or []:
+            piece = as_data(piece)
+            if isinstance(piece, Mapping):
+                _apply_partial_arg(self._open["args"], piece)
+        if not continues:
+            self._close()
+
+    def _close(self) -> None:
+        if self._open is not None:
+            self._parts.append({**self._open_part, "functionCall": self._open})
+            self._open = None
+            self._open_part = {}
+
+    def response(self) -> dict[str, Any]:
+        """The generateContent-shaped response so far (a call still streaming is included
+        with the arguments received)."""
+        parts = list(self._parts)
+        if self._open is not None:
+            parts.append({**self._open_part, "functionCall": dict(self._open)})
+        candidate = {**self._candidate, "content": {"role": self._role, "parts": parts}}
+        return {**self._extra, "candidates": [candidate]}
+
+
+_PATH_TOKEN = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]|\['([^']*)'\]")
+
+
+def _apply_partial_arg(args: dict[str, Any], piece: Mapping[str, Any]) -> None:
+    """Set one streamed argument (``jsonPath`` like ``$.a.b[0]``); a string that continues
+    is appended to what came before at that path."""
+    path = get_field(piece, "jsonPath", "json_path")
+    if not isinstance(path, str) or not path.startswith("$"):
+        return
+    tokens: list[str | int] = [
+        name or (int(index) if index else quoted)
+        for name, index, quoted in _PATH_TOKEN.findall(path[1:])
+    ]
+    if not tokens:
+        return
+    if "stringValue" in piece or "string_value" in piece:
+        value: Any = get_field(piece, "stringValue", "string_value")
+    elif "numberValue" in piece or "number_value" in piece:
+        value = get_field(piece, "numberValue", "number_value")
+    elif "boolValue" in piece or "bool_value" in piece:
+        value = get_field(piece, "boolValue", "bool_value")
+    else:
+        value = None
+    node: Any = args
+    for token, following in zip(tokens, [*tokens[1:], None], strict=True):
+        if following is None:
+            break
+        child_default: Any = [] if isinstance(following, int) else {}
+        if isinstance(node, dict):
+            node = node.setdefault(token, child_default)
+        elif isinstance(node, list) and isinstance(token, int):
+            while len(node) <= token:
+                node.append(None)
+            if node[token] is None:
+                node[token] = child_default
+            node = node[token]
+        else:
+            return
+    last = tokens[-1]
+    if isinstance(node, dict):
+        previous = node.get(last)
+        node[last] = (
+            previous + value if isinstance(previous, str) and isinstance(value, str) else value
+        )
+    elif isinstance(node, list) and isinstance(last, int):
+        while len(node) <= last:
+            node.append(None)
+        previous = node[last]
+        node[last] = (
+            previous + value if isinstance(previous, str) and isinstance(value, str) else value
+        )
+
+
+# -- Live API ----------------------------------------------------------------------------------
+
+
+def live_function_calls(
+    message: Any, toolset: ToolSet | Iterable[Tool]
+) -> tuple[list[ToolCall], list[dict[str, Any]]]:
+    """The calls of a Live API ``toolCall`` server message, as :func:`function_calls`.
+
+    Declare Live tools with ``function_declarations(toolset, schema="openapi")``: Live takes
+    ``parameters`` and ignores ``parametersJsonSchema``.
+    """
+    data = as_data(message)
+    if not isinstance(data, Mapping):
+        raise MalformedResponse(f"a Live message must be an object, not {type(message).__name__}")
+    tool_call = get_field(data, "toolCall", "tool_call")
+    if tool_call is None:
+        return [], []
+    tool_call = as_data(tool_call)
+    calls = (
+        get_field(tool_call, "functionCalls", "function_calls")
+        if isinstance(tool_call, Mapping)
+        else None
+    )
+    if not isinstance(calls, list):
+        raise MalformedResponse("toolCall.functionCalls is not a list")
+    return function_calls([{"functionCall": c} for c in calls], toolset)
+
+
+def live_tool_response(answers: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The client's ``toolResponse`` message for ``functionResponse`` parts (answers)."""
+    return {
+        "toolResponse": {
+            "functionResponses": [dict(answer["functionResponse"]) for answer in answers]
+        }
+    }
