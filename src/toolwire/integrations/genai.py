@@ -19,9 +19,9 @@ from __future__ import annotations
 import inspect
 import keyword
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import pydantic
+from pydantic_core import core_schema
 
 from toolwire.approval import ApprovalPending, DeferredApproval
 from toolwire.calls import ToolCall
@@ -139,6 +139,28 @@ def _python_name(name: str, taken: set[str]) -> str:
     return candidate
 
 
+class _AcceptsAnything(type):
+    """genai checks ``isinstance(value, annotation)`` before calling; validation is ours."""
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return True
+
+
+def _declared_as(schema: Mapping[str, Any]) -> type:
+    """An annotation genai declares as exactly ``schema`` and lets any value through."""
+
+    class Parameter(metaclass=_AcceptsAnything):
+        @classmethod
+        def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+            return core_schema.any_schema()
+
+        @classmethod
+        def __get_pydantic_json_schema__(cls, core: Any, handler: Any) -> dict[str, Any]:
+            return dict(schema)
+
+    return Parameter
+
+
 def afc_callable(
     tool: Tool, *, executor: Executor | None = None, exposed_name: str | None = None
 ) -> Callable[..., Any]:
@@ -170,7 +192,7 @@ def afc_callable(
     for prop, prop_schema in schema.get("properties", {}).items():
         py_name = _python_name(prop, taken)
         original[py_name] = prop
-        annotation = Annotated[Any, pydantic.WithJsonSchema(prop_schema)]
+        annotation = _declared_as(prop_schema)
         parameters.append(
             inspect.Parameter(
                 py_name,
