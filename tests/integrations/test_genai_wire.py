@@ -190,8 +190,8 @@ async def test_manual_loop_sends_declarations_and_one_answer_per_call(
                 "name": "add",
                 "response": {
                     "error": (
-                        "Invalid arguments for 'add': $.a: Input should be a valid integer, unable to "
-                        "parse string as an integer; $.b: Field required"
+                        "Invalid arguments for 'add': $.a: Input should be a valid integer, "
+                        "unable to parse string as an integer; $.b: Field required"
                     )
                 },
             }
@@ -239,7 +239,8 @@ async def test_message_helpers_drive_the_same_loop(server: ScriptedGemini) -> No
             )
         )
     assert messages[-1].content == "Done."
-    assert messages[-1].usage is not None and messages[-1].usage.total_tokens == 15
+    assert messages[-1].usage is not None
+    assert messages[-1].usage.total_tokens == 15
 
     (_, first), (_, second) = server.requests
     assert first["systemInstruction"]["parts"] == [{"text": "Be brief."}]
