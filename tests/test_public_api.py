@@ -44,3 +44,31 @@ def test_import_works_without_any_extra() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+MISSING_GENAI = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "google":
+            raise ImportError(f"blocked {name}")
+        return None
+sys.meta_path.insert(0, Block())
+from toolwire.integrations.genai import genai_tool
+from toolwire import MissingDependency
+try:
+    genai_tool([])
+except MissingDependency as exc:
+    assert isinstance(exc, ImportError)
+    print(exc)
+"""
+
+
+def test_the_genai_integration_without_the_extra_names_it() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", MISSING_GENAI], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (
+        "google-genai is not installed; install it with: pip install 'toolwire[genai]'"
+    )
