@@ -26,6 +26,7 @@ __all__ = [
     "canonical_json",
     "content_text",
     "stable_call_id",
+    "strip_nulls",
     "within_depth",
 ]
 
@@ -206,6 +207,9 @@ class ToolCall:
     """The position of the call among the calls of its response."""
     extras: Mapping[str, Any] = field(default_factory=dict)
     """Provider data to replay unchanged (Gemini's ``thoughtSignature``)."""
+    null_paths: tuple[tuple[str, ...], ...] = ()
+    """Where a strict schema made an optional argument nullable: a null there means "left
+    out" and is stripped before validation (``"*"`` stands for every array item)."""
 
     @property
     def name(self) -> str:
@@ -257,6 +261,30 @@ def within_depth(value: Any, limit: int) -> bool:
             (child, depth + 1) for child in children if isinstance(child, (Mapping, list, tuple))
         )
     return True
+
+
+def strip_nulls(arguments: dict[str, Any], paths: tuple[tuple[str, ...], ...]) -> dict[str, Any]:
+    """``arguments`` without the ``None`` values found at ``paths``; containers on the way are
+    copied, never mutated. Only nulls are stripped: never ``""``, ``0`` or ``False``."""
+
+    def strip(node: Any, path: tuple[str, ...]) -> Any:
+        head, rest = path[0], path[1:]
+        if head == "*":
+            if not isinstance(node, list):
+                return node
+            return [strip(item, rest) if rest else item for item in node]
+        if not isinstance(node, dict) or head not in node:
+            return node
+        if not rest:
+            if node[head] is None:
+                return {k: v for k, v in node.items() if k != head}
+            return node
+        return {**node, head: strip(node[head], rest)}
+
+    for path in paths:
+        if path:
+            arguments = strip(arguments, path)
+    return arguments
 
 
 def canonical_json(value: Any) -> str:

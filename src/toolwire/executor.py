@@ -17,7 +17,7 @@ import inspect
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Literal
 
@@ -33,6 +33,7 @@ from toolwire.calls import (
     ToolResult,
     canonical_json,
     stable_call_id,
+    strip_nulls,
 )
 from toolwire.errors import ConfigurationError, InvalidArguments, ToolNotFound, ToolwireError
 from toolwire.policy import ALLOW_ALL, Policy, PolicyContext
@@ -126,7 +127,9 @@ class _Turn:
 
 
 def _fingerprint(call: ToolCall) -> str:
-    return stable_call_id(call.exposed_name, call.arguments, 0)
+    """The call's tool and arguments, hashed (stripped nulls don't count)."""
+    arguments = strip_nulls(call.arguments, call.null_paths) if call.null_paths else call.arguments
+    return stable_call_id(call.exposed_name, arguments, 0)
 
 
 def make_call(
@@ -307,6 +310,8 @@ class Executor:
                 return
 
         tool = call.tool
+        if call.null_paths:  # nulls a strict schema made the model send mean "left out"
+            call = replace(call, arguments=strip_nulls(call.arguments, call.null_paths))
         try:
             kwargs = tool.validate_arguments(call.arguments)
         except InvalidArguments as exc:

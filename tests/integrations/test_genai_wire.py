@@ -3,6 +3,7 @@ actually sends when toolwire declares, dispatches and answers."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import threading
 from collections.abc import Iterator
@@ -67,17 +68,16 @@ def server() -> Iterator[ScriptedGemini]:
 
 
 def client_for(server: ScriptedGemini) -> Any:
-    import httpx
+    options: dict[str, Any] = {}
+    if importlib.util.find_spec("aiohttp") and importlib.util.find_spec("httpx"):
+        # Some SDK releases pick aiohttp when it happens to be installed, with a session that
+        # outlives each test's event loop; their httpx transport has no such problem.
+        import httpx
 
-    # httpx explicitly: the SDK would otherwise pick aiohttp when it happens to be installed.
+        options = {"httpx_client": httpx.Client(), "httpx_async_client": httpx.AsyncClient()}
     return genai.Client(
         api_key="test-key",
-        http_options=types.HttpOptions(
-            base_url=server.base_url,
-            api_version="v1beta",
-            httpx_client=httpx.Client(),
-            httpx_async_client=httpx.AsyncClient(),
-        ),
+        http_options=types.HttpOptions(base_url=server.base_url, api_version="v1beta", **options),
     )
 
 

@@ -1,0 +1,196 @@
+"""What OpenAI Chat Completions and Responses share: strict declarations, arguments that
+arrive as JSON strings, and text answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolwire.calls import (
+    MAX_ARGUMENT_DEPTH,
+    RejectedCall,
+    ToolCall,
+    ToolResult,
+    canonical_json,
+    content_text,
+    within_depth,
+)
+from toolwire.errors import SchemaConversionError
+from toolwire.schema._base import Lowering
+from toolwire.schema.openai import NullPath, StrictSchemaError, strict_schema
+from toolwire.tool import Tool, ToolSet
+
+__all__ = ["Declared", "declared", "output_text", "parse_arguments"]
+
+_RAW_ECHO = 300
+"""Characters of malformed arguments echoed back to the model."""
+
+
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """One tool as OpenAI sees it."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    strict: bool
+    null_paths: tuple[NullPath, ...]
+    not_strict_because: str | None
+    """Why ``strict`` is false, when it is."""
+
+
+def _plain_object(schema: Any, tool: Tool) -> dict[str, Any]:
+    try:
+        root = Lowering(schema).object_root()
+    except SchemaConversionError as exc:
+        raise exc.for_tool(tool.qualified_name) from None
+    return {k: v for k, v in root.items() if k != "$schema"}
+
+
+def declared(toolset: ToolSet, provider: str, strict: bool) -> list[Declared]:
+    """The toolset's tools for an OpenAI API, strict where they can be; cached per toolset."""
+    from toolwire._text import clean_description
+
+    def build() -> list[Declared]:
+        out = []
+        for tool in toolset:
+            if tool.providers is not None and provider not in tool.providers:
+                continue
+            reason = None
+            if strict:
+                try:
+                    parameters, paths = strict_schema(tool.input_schema)
+                except StrictSchemaError as exc:
+                    reason = f"{exc.path}: {exc.reason}"
+            else:
+                reason = "strict mode was turned off"
+            if reason is not None:
+                parameters, paths = _plain_object(tool.input_schema, tool), []
+            out.append(
+                Declared(
+                    name=toolset.exposed_name(tool),
+                    description=clean_description(tool.description),
+                    parameters=parameters,
+                    strict=reason is None,
+                    null_paths=tuple(paths),
+                    not_strict_because=reason,
+                )
+            )
+        return out
+
+    return toolset.cached(("openai", provider, strict), build)
+
+
+def null_paths_by_name(
+    toolset: ToolSet, provider: str, strict: bool
+) -> dict[str, tuple[NullPath, ...]]:
+    return toolset.cached(
+        ("openai-null-paths", provider, strict),
+        lambda: {d.name: d.null_paths for d in declared(toolset, provider, strict) if d.null_paths},
+    )
+
+
+def _required(tool: Tool) -> bool:
+    required = tool.input_schema.get("required") if isinstance(tool.input_schema, Mapping) else None
+    return bool(required)
+
+
+def parse_arguments(raw: Any, name: str, tool: Tool) -> dict[str, Any] | str:
+    """The arguments of a call as a dict, or the error message for the model."""
+    if isinstance(raw, Mapping):  # some compatible servers send an object
+        arguments: Any = raw
+    elif raw is None or (isinstance(raw, str) and not raw.strip()):
+        if _required(tool):
+            return f"Invalid arguments for {name!r}: no arguments were sent."
+        return {}
+    elif not isinstance(raw, str):
+        return f"Invalid arguments for {name!r}: expected a JSON string, got {type(raw).__name__}."
+    else:
+        try:
+            arguments = json.loads(raw)
+        except RecursionError:
+            return f"Invalid arguments for {name!r}: nested too deeply."
+        except json.JSONDecodeError as exc:
+            echo = raw if len(raw) <= _RAW_ECHO else raw[:_RAW_ECHO] + "..."
+            if exc.msg == "Extra data" and raw.lstrip().startswith("{"):
+                why = "several JSON objects were concatenated"
+            elif exc.pos >= len(raw.rstrip()):
+                why = "the JSON ends early (truncated?)"
+            else:
+                why = f"malformed JSON ({exc.msg} at character {exc.pos})"
+            return f"Invalid arguments for {name!r}: {why}: {echo}"
+    if not isinstance(arguments, Mapping):
+        return (
+            f"Invalid arguments for {name!r}: expected a JSON object, got "
+            f"{type(arguments).__name__}."
+        )
+    if not within_depth(arguments, MAX_ARGUMENT_DEPTH):
+        return f"Invalid arguments for {name!r}: nested deeper than {MAX_ARGUMENT_DEPTH} levels."
+    return dict(arguments)
+
+
+def output_text(result: ToolResult, error_prefix: str) -> str:
+    """A result as one string: structured content as JSON when there is no text; errors
+    prefixed (OpenAI has no error flag)."""
+    text = content_text(result.content)
+    if result.structured_content is not None and not text:
+        text = canonical_json(dict(result.structured_content))
+    if result.is_error:
+        return f"{error_prefix}{text}"
+    return text
+
+
+def unknown_tool(toolset: ToolSet, name: str) -> str:
+    listed = ", ".join(toolset.exposed_names[:50])
+    return f"Unknown tool {name!r}. Available tools: {listed or '(none)'}."
+
+
+def resolve_or_reject(
+    toolset: ToolSet,
+    provider: str,
+    strict: bool,
+    *,
+    name: Any,
+    call_id: str | None,
+    raw_arguments: Any,
+    index: int,
+    local_id: str,
+    error_answer: Any,
+    extras: Mapping[str, Any] | None = None,
+) -> ToolCall | RejectedCall:
+    """One OpenAI call resolved to a ToolCall, or rejected with its error answer built by
+    ``error_answer(message)``."""
+    name = name if isinstance(name, str) else ""
+    tool = toolset.get(name)
+    if tool is None:
+        message = unknown_tool(toolset, name)
+        return RejectedCall(
+            name=name,
+            call_id=call_id,
+            index=index,
+            error_kind="not_found",
+            message=message,
+            answer=error_answer(message),
+        )
+    arguments = parse_arguments(raw_arguments, name, tool)
+    if isinstance(arguments, str):
+        return RejectedCall(
+            name=name,
+            call_id=call_id,
+            index=index,
+            error_kind="invalid_arguments",
+            message=arguments,
+            answer=error_answer(arguments),
+        )
+    return ToolCall(
+        exposed_name=name,
+        tool=tool,
+        arguments=arguments,
+        call_id=call_id,
+        local_id=local_id,
+        index=index,
+        extras=dict(extras or {}),
+        null_paths=null_paths_by_name(toolset, provider, strict).get(name, ()),
+    )
