@@ -61,11 +61,16 @@ def _as_toolset(source: Any) -> ToolSet:
 def tools(source: Source | Any, provider: str, **options: Any) -> Listing:
     """Declare ``source``'s tools to ``provider`` (``"gemini"``, ...).
 
-    ``options`` go to the provider's declare step (for Gemini: ``schema``, ``backend``,
-    ``native_tools``).
+    ``options`` go to the provider's declare step (Gemini: ``schema``, ``backend``,
+    ``native_tools``; OpenAI: ``strict``; Anthropic: ``cache_control``).
     """
     toolset = _as_toolset(source)
-    return Listing(tools=get_provider(provider).declare(toolset, **options), toolset=toolset)
+    adapter = get_provider(provider)
+    return Listing(
+        tools=adapter.declare(toolset, **options),
+        toolset=toolset,
+        null_paths=adapter.null_paths(toolset, **options),
+    )
 
 
 async def execute_tool_calls(

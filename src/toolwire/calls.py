@@ -25,6 +25,7 @@ __all__ = [
     "ToolResult",
     "canonical_json",
     "content_text",
+    "placeholder",
     "stable_call_id",
     "strip_nulls",
     "within_depth",
@@ -91,7 +92,7 @@ Content = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedRes
 _CONTENT_TYPES = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
 
 
-def _placeholder(part: Content) -> str:
+def placeholder(part: Content) -> str:
     """How a content part reads where the provider takes text only."""
     match part:
         case TextContent(text=text):
@@ -179,7 +180,7 @@ def content_text(parts: tuple[Content, ...]) -> str:
     """Content parts as text, media replaced by placeholders, joined by newlines."""
     if len(parts) == 1 and isinstance(parts[0], TextContent):
         return parts[0].text
-    return "\n".join(_placeholder(part) for part in parts)
+    return "\n".join(placeholder(part) for part in parts)
 
 
 def _jsonable(value: Any) -> Any:

@@ -7,11 +7,11 @@ provider's name.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolwire.calls import RejectedCall, ToolCall, ToolResult
+from toolwire.calls import RejectedCall, ToolCall
 from toolwire.errors import ConfigurationError
 from toolwire.tool import ToolSet
 
@@ -27,8 +27,11 @@ class ProviderAdapter:
     """``declare(toolset, **options)`` → the request fragment declaring the tools."""
     parse: Callable[[Any, ToolSet], list[ToolCall | RejectedCall]]
     """``parse(response, toolset)`` → the calls in the model's order, resolved or rejected."""
-    answer: Callable[[ToolCall, ToolResult], Any]
-    """``answer(call, result)`` → the provider's answer to one call."""
+    answer: Callable[..., Any]
+    """``answer(call, result, **options)`` → the provider's answer to one call."""
+    null_paths: Callable[..., Mapping[str, Any]] = lambda toolset, **options: {}
+    """``null_paths(toolset, **options)`` → per exposed name, the paths strict mode made
+    nullable (empty for providers without such a mode)."""
 
 
 _REGISTRY: dict[str, ProviderAdapter] = {}
@@ -58,16 +61,31 @@ def provider_names() -> list[str]:
 
 
 def _register_builtin() -> None:
-    from toolwire.providers import gemini
+    from toolwire.providers import anthropic, gemini, openai_chat, openai_responses
 
     register_provider(
         ProviderAdapter(
-            name=gemini.NAME,
-            declare=gemini.declare,
-            parse=gemini.parse_calls,
-            answer=gemini.answer,
+            name=gemini.NAME, declare=gemini.declare, parse=gemini.parse_calls, answer=gemini.answer
         )
     )
+    register_provider(
+        ProviderAdapter(
+            name=anthropic.NAME,
+            declare=anthropic.declare,
+            parse=anthropic.parse_calls,
+            answer=anthropic.answer,
+        )
+    )
+    for module in (openai_chat, openai_responses):
+        register_provider(
+            ProviderAdapter(
+                name=module.NAME,
+                declare=module.declare,
+                parse=module.parse_calls,
+                answer=module.answer,
+                null_paths=module.null_paths,
+            )
+        )
 
 
 _register_builtin()
