@@ -18,67 +18,18 @@ import argparse
 import copy
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from toolwire.schema.checks import openai_strict_violations
 from toolwire.schema.openai import strict_schema
 
 DATA = Path(__file__).parent.parent / "tests" / "data"
-_ALLOWED = {
-    "type",
-    "properties",
-    "required",
-    "additionalProperties",
-    "items",
-    "enum",
-    "const",
-    "anyOf",
-    "description",
-    "title",
-    "pattern",
-    "format",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "minItems",
-    "maxItems",
-    "$defs",
-    "definitions",
-    "$ref",
-}
-
-
-def _nodes(schema: Any) -> Iterator[dict[str, Any]]:
-    stack, seen = [schema], 0
-    while stack and seen < 100_000:
-        node = stack.pop()
-        seen += 1
-        if isinstance(node, dict):
-            yield node
-            for key in ("items", "additionalProperties"):
-                if isinstance(node.get(key), dict):
-                    stack.append(node[key])
-            for key in ("properties", "$defs", "definitions"):
-                if isinstance(node.get(key), dict):
-                    stack.extend(node[key].values())
-            stack.extend(node.get("anyOf") or [])
 
 
 def is_strict(schema: Any) -> bool:
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        return False
-    for node in _nodes(schema):
-        if set(node) - _ALLOWED:
-            return False
-        if "properties" in node or node.get("type") == "object":
-            if node.get("additionalProperties") is not False:
-                return False
-            if set(node.get("required") or []) != set(node.get("properties") or {}):
-                return False
-    return True
+    return not openai_strict_violations(schema)
 
 
 def _resolve(root: Any, node: Any, depth: int = 0) -> Any:

@@ -19,7 +19,7 @@ from toolwire.schema._base import (
     is_number,
 )
 
-__all__ = ["gemini_violations", "property_paths"]
+__all__ = ["gemini_violations", "openai_strict_violations", "property_paths"]
 
 _JSON_KEYWORDS = frozenset(
     {
@@ -323,3 +323,69 @@ def _pointer(root: Any, ref: str) -> Any:
         else:
             return None
     return node
+
+
+_OPENAI_STRICT_KEYWORDS = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "enum",
+        "const",
+        "anyOf",
+        "description",
+        "title",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minItems",
+        "maxItems",
+        "$defs",
+        "definitions",
+        "$ref",
+    }
+)
+
+
+def openai_strict_violations(schema: Any) -> list[ConversionNote]:
+    """Where ``schema`` breaks OpenAI's strict-mode rules: an object root; every object closed
+    (``additionalProperties: false``) with every property required; supported keywords only;
+    every value typed. Empty when it fits. (Limits are checked by the conversion itself.)"""
+    found: list[ConversionNote] = []
+    if not isinstance(schema, Mapping) or schema.get("type") != "object":
+        return [ConversionNote("#", "the root must be an object")]
+    stack: list[tuple[Any, str]] = [(schema, "#")]
+    budget = 200_000
+    while stack and budget:
+        budget -= 1
+        node, path = stack.pop()
+        if not isinstance(node, Mapping):
+            found.append(ConversionNote(path, "a schema must be an object"))
+            continue
+        if extra := sorted(set(node) - _OPENAI_STRICT_KEYWORDS):
+            found.append(ConversionNote(path, f"unsupported keywords {extra}"))
+        if "properties" in node or node.get("type") == "object":
+            if node.get("additionalProperties") is not False:
+                found.append(ConversionNote(path, "an object must set additionalProperties: false"))
+            if set(node.get("required") or []) != set(node.get("properties") or {}):
+                found.append(ConversionNote(path, "every property must be required"))
+        if not {"type", "anyOf", "enum", "const", "$ref"} & set(node):
+            found.append(ConversionNote(path, "the value has no type"))
+        for key in ("items", "additionalProperties"):
+            if isinstance(node.get(key), Mapping):
+                stack.append((node[key], f"{path}/{key}"))
+        for key in ("properties", "$defs", "definitions"):
+            if isinstance(node.get(key), Mapping):
+                stack.extend(
+                    (sub, f"{path}/{key}/{escape_pointer(str(name))}")
+                    for name, sub in node[key].items()
+                )
+        if isinstance(node.get("anyOf"), list):
+            stack.extend((sub, f"{path}/anyOf/{i}") for i, sub in enumerate(node["anyOf"]))
+    return found
