@@ -27,7 +27,7 @@ from toolwire.calls import (
 )
 from toolwire.errors import MalformedResponse, SchemaConversionError
 from toolwire.providers._openai import unknown_tool
-from toolwire.providers.gemini import as_data
+from toolwire.providers._wire import as_data, listed, split_calls
 from toolwire.schema._base import Lowering
 from toolwire.tool import Tool, ToolSet
 
@@ -97,21 +97,10 @@ def tool_result(
     return block
 
 
-def _blocks(response: Any) -> list[Any]:
-    data = as_data(response)
-    if isinstance(data, Mapping):
-        data = data.get("content") or []
-    if not isinstance(data, list | tuple):
-        raise MalformedResponse(
-            f"expected a message or a list of content blocks, not {type(response).__name__}"
-        )
-    return list(data)
-
-
 def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall]:
     """Every ``tool_use`` block of a message (or of a list of blocks), in order."""
     items: list[ToolCall | RejectedCall] = []
-    for raw in _blocks(response):
+    for raw in listed(response, "content", "a message or a list of content blocks"):
         block = as_data(raw)
         if not isinstance(block, Mapping) or block.get("type") != "tool_use":
             continue
@@ -165,11 +154,7 @@ def tool_uses(
     response: Any, toolset: ToolSet | Iterable[Tool]
 ) -> tuple[list[ToolCall], list[dict[str, Any]]]:
     """The resolved calls, and the error answers for calls that cannot run."""
-    items = parse_calls(response, ToolSet.of(toolset))
-    return (
-        [i for i in items if isinstance(i, ToolCall)],
-        [i.answer for i in items if isinstance(i, RejectedCall)],
-    )
+    return split_calls(parse_calls(response, ToolSet.of(toolset)))
 
 
 def answer(call: ToolCall, result: ToolResult) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from toolwire.calls import (
     within_depth,
 )
 from toolwire.errors import ConfigurationError, MalformedResponse, SchemaConversionError
+from toolwire.providers._wire import as_data, get_field, split_calls
 from toolwire.schema._base import ConversionNote
 from toolwire.schema.gemini import Backend, to_gemini_json_schema, to_gemini_openapi_schema
 from toolwire.tool import Tool, ToolSet
@@ -175,20 +176,6 @@ def build_tools(
 
 
 # -- parse -----------------------------------------------------------------------------------------
-
-
-def as_data(value: Any) -> Any:
-    """A google-genai object as its JSON dict; dicts and lists as they are."""
-    dump = getattr(value, "model_dump", None)
-    if callable(dump) and not isinstance(value, Mapping):
-        return dump(mode="json", by_alias=True, exclude_none=True)
-    return value
-
-
-def get_field(data: Mapping[str, Any], camel: str, snake: str) -> Any:
-    """``data[camel]``, or ``data[snake]`` (REST JSON or a snake_case dump), or None."""
-    value = data.get(camel)
-    return data.get(snake) if value is None else value
 
 
 def _parts_of(response: Any) -> list[Any]:
@@ -352,10 +339,7 @@ def function_calls(
     in ``call.extras``; ``default_api.x`` resolves to ``x`` when ``x`` is declared; whole-number
     floats are turned into ints where the schema wants an integer.
     """
-    items = parse_calls(response, ToolSet.of(toolset))
-    calls = [item for item in items if isinstance(item, ToolCall)]
-    rejected = [item.answer for item in items if isinstance(item, RejectedCall)]
-    return calls, rejected
+    return split_calls(parse_calls(response, ToolSet.of(toolset)))
 
 
 _COERCE_DEPTH = 32

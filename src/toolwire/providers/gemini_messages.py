@@ -22,6 +22,7 @@ from toolwire.calls import ToolResult
 from toolwire.errors import ConfigurationError
 from toolwire.messages import MediaPart, Message, Role, ToolCallPart, ToolResultPart, Usage
 from toolwire.providers import gemini
+from toolwire.providers._wire import as_data, get_field
 
 __all__ = [
     "SKIP_THOUGHT_SIGNATURE",
@@ -142,7 +143,7 @@ def _result_of(response: Any) -> ToolResult:
 
 
 def _message_of(content: Any) -> Message:
-    data = gemini.as_data(content)  # dicts or google-genai objects
+    data = as_data(content)  # dicts or google-genai objects
     if not isinstance(data, Mapping):
         raise ConfigurationError(f"not a Gemini content: {content!r}")
     role: Role = "assistant" if data.get("role") == "model" else "user"
@@ -152,15 +153,15 @@ def _message_of(content: Any) -> Message:
     results: list[ToolResultPart] = []
     media: list[MediaPart] = []
     for part in data.get("parts") or []:
-        part = gemini.as_data(part)
+        part = as_data(part)
         if not isinstance(part, Mapping):
             continue
-        call = gemini.get_field(part, "functionCall", "function_call")
-        answer = gemini.get_field(part, "functionResponse", "function_response")
-        inline = gemini.get_field(part, "inlineData", "inline_data")
-        file = gemini.get_field(part, "fileData", "file_data")
+        call = get_field(part, "functionCall", "function_call")
+        answer = get_field(part, "functionResponse", "function_response")
+        inline = get_field(part, "inlineData", "inline_data")
+        file = get_field(part, "fileData", "file_data")
         if isinstance(call, Mapping):
-            signature = gemini.get_field(part, "thoughtSignature", "thought_signature")
+            signature = get_field(part, "thoughtSignature", "thought_signature")
             calls.append(
                 ToolCallPart(
                     name=str(call.get("name", "")),
@@ -180,15 +181,15 @@ def _message_of(content: Any) -> Message:
         elif isinstance(inline, Mapping):
             media.append(
                 MediaPart(
-                    mime_type=str(gemini.get_field(inline, "mimeType", "mime_type")),
+                    mime_type=str(get_field(inline, "mimeType", "mime_type")),
                     data=_decode(inline.get("data")),
                 )
             )
         elif isinstance(file, Mapping):
             media.append(
                 MediaPart(
-                    mime_type=str(gemini.get_field(file, "mimeType", "mime_type")),
-                    uri=gemini.get_field(file, "fileUri", "file_uri"),
+                    mime_type=str(get_field(file, "mimeType", "mime_type")),
+                    uri=get_field(file, "fileUri", "file_uri"),
                 )
             )
         elif isinstance(part.get("text"), str):
@@ -215,17 +216,15 @@ def from_response(response: Any) -> Message:
 
     A response without candidates (e.g. a blocked prompt) is an empty assistant message.
     """
-    data = gemini.as_data(response)
+    data = as_data(response)
     usage = parse_usage(
-        gemini.get_field(data, "usageMetadata", "usage_metadata")
-        if isinstance(data, Mapping)
-        else None
+        get_field(data, "usageMetadata", "usage_metadata") if isinstance(data, Mapping) else None
     )
     candidates = data.get("candidates") if isinstance(data, Mapping) else None
     if not candidates:
         return Message(role="assistant", usage=usage)
-    content = gemini.as_data(candidates[0]).get("content") or {"role": "model", "parts": []}
-    content = dict(gemini.as_data(content))
+    content = as_data(candidates[0]).get("content") or {"role": "model", "parts": []}
+    content = dict(as_data(content))
     content.setdefault("role", "model")
     message = _message_of(content)
     return Message(
@@ -241,12 +240,12 @@ def from_response(response: Any) -> Message:
 
 def parse_usage(usage: Any) -> Usage:
     """``usageMetadata`` (camelCase, snake_case or the SDK object) as :class:`Usage`."""
-    data = gemini.as_data(usage)
+    data = as_data(usage)
     if not isinstance(data, Mapping):
         return Usage()
 
     def count(camel: str, snake: str) -> int:
-        value = gemini.get_field(data, camel, snake)
+        value = get_field(data, camel, snake)
         return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
     prompt = count("promptTokenCount", "prompt_token_count")

@@ -15,7 +15,7 @@ from typing import Any
 from toolwire.calls import RejectedCall, ToolCall, ToolResult, stable_call_id
 from toolwire.errors import MalformedResponse
 from toolwire.providers import _openai
-from toolwire.providers.gemini import as_data
+from toolwire.providers._wire import as_data, split_calls
 from toolwire.tool import Tool, ToolSet
 
 __all__ = [
@@ -135,11 +135,7 @@ def tool_calls(
     response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = True
 ) -> tuple[list[ToolCall], list[dict[str, Any]]]:
     """The resolved calls, and the error answers for calls that cannot run."""
-    items = parse_calls(response, ToolSet.of(toolset), strict=strict)
-    return (
-        [i for i in items if isinstance(i, ToolCall)],
-        [i.answer for i in items if isinstance(i, RejectedCall)],
-    )
+    return split_calls(parse_calls(response, ToolSet.of(toolset), strict=strict))
 
 
 def answer(

@@ -23,7 +23,7 @@ from toolwire.calls import (
 )
 from toolwire.errors import MalformedResponse
 from toolwire.providers import _openai
-from toolwire.providers.gemini import as_data
+from toolwire.providers._wire import as_data, listed, split_calls
 from toolwire.tool import Tool, ToolSet
 
 __all__ = [
@@ -72,23 +72,12 @@ def function_call_output(call_id: str, output: str | list[dict[str, Any]]) -> di
     return {"type": "function_call_output", "call_id": call_id, "output": output}
 
 
-def _items(response: Any) -> list[Any]:
-    data = as_data(response)
-    if isinstance(data, Mapping):
-        data = data.get("output") or []
-    if not isinstance(data, list | tuple):
-        raise MalformedResponse(
-            f"expected a response or a list of output items, not {type(response).__name__}"
-        )
-    return list(data)
-
-
 def parse_calls(
     response: Any, toolset: ToolSet, *, strict: bool = True
 ) -> list[ToolCall | RejectedCall]:
     """Every ``function_call`` item of a response (or of a list of items), in order."""
     items: list[ToolCall | RejectedCall] = []
-    for raw in _items(response):
+    for raw in listed(response, "output", "a response or a list of output items"):
         item = as_data(raw)
         if not isinstance(item, Mapping) or item.get("type") != "function_call":
             continue
@@ -118,11 +107,7 @@ def function_calls(
     response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = True
 ) -> tuple[list[ToolCall], list[dict[str, Any]]]:
     """The resolved calls, and the error answers for calls that cannot run."""
-    items = parse_calls(response, ToolSet.of(toolset), strict=strict)
-    return (
-        [i for i in items if isinstance(i, ToolCall)],
-        [i.answer for i in items if isinstance(i, RejectedCall)],
-    )
+    return split_calls(parse_calls(response, ToolSet.of(toolset), strict=strict))
 
 
 def answer(
