@@ -142,19 +142,26 @@ def measure(converter: Converter, schemas: list[Any]) -> dict[str, Any]:
     }
 
 
-def time_per_schema(converter: Converter, schemas: list[Any], repeat: int) -> float:
-    """Microseconds per schema: the best of ``repeat`` cold passes over ``schemas``."""
-    best = float("inf")
+def one_pass(converter: Converter, schemas: list[Any]) -> float:
+    """Seconds for one cold pass of ``converter`` over ``schemas``."""
+    inputs = [copy.deepcopy(s) for s in schemas] if converter.copies_input else schemas
+    start = time.perf_counter()
+    for source in inputs:
+        try:
+            converter.convert(source)
+        except Exception:
+            continue
+    return time.perf_counter() - start
+
+
+def times_per_schema(found: list[Converter], schemas: list[Any], repeat: int) -> dict[str, float]:
+    """Microseconds per schema for each converter: the best of ``repeat`` passes, the
+    converters taking turns within each round so they share the machine's noise."""
+    best = {c.name: float("inf") for c in found}
     for _ in range(repeat):
-        inputs = [copy.deepcopy(s) for s in schemas] if converter.copies_input else schemas
-        start = time.perf_counter()
-        for source in inputs:
-            try:
-                converter.convert(source)
-            except Exception:
-                continue
-        best = min(best, time.perf_counter() - start)
-    return best / len(schemas) * 1e6
+        for converter in found:
+            best[converter.name] = min(best[converter.name], one_pass(converter, schemas))
+    return {name: seconds / len(schemas) * 1e6 for name, seconds in best.items()}
 
 
 def cached_declarations(records: list[dict[str, Any]], repeat: int) -> float:
@@ -175,7 +182,7 @@ def cached_declarations(records: list[dict[str, Any]], repeat: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=5, help="timed passes; the best is kept")
+    parser.add_argument("--repeat", type=int, default=9, help="timed passes; the best is kept")
     args = parser.parse_args()
     records = load()
     schemas = [r["inputSchema"] for r in records]
@@ -189,11 +196,14 @@ def main() -> None:
     )
     print(header)
     print("-" * len(header))
+    found = converters()
+    tool_times = times_per_schema(found, tools, args.repeat)
+    stress_times = times_per_schema(found, stress, args.repeat)
     results = {}
-    for converter in converters():
+    for converter in found:
         r = measure(converter, schemas)
-        r["us"] = time_per_schema(converter, tools, args.repeat)
-        r["us_stress"] = time_per_schema(converter, stress, args.repeat)
+        r["us"] = tool_times[converter.name]
+        r["us_stress"] = stress_times[converter.name]
         results[converter.name] = r
         print(
             f"{converter.name:24} {converter.mode:8} {r['converted'] / n:>10.1%} "

@@ -153,6 +153,18 @@ class _JsonLowering(Lowering):
                 )
             node = dict(node)
 
+        if node.keys() <= _LEAF_KEYS:  # the commonest node: a typed, described leaf
+            t = node.get("type")
+            if t.__class__ is str and t in JSON_TYPES:
+                leaf: dict[str, Any] = {"type": t}
+                text = node.get("description")
+                if text.__class__ is str and text:
+                    if not (len(text) < 1024 and text.isascii() and text.isprintable()):
+                        text = clean_description(text)
+                    if text:
+                        leaf["description"] = text
+                return leaf
+
         if "$ref" in node:
             return self._lower_ref(node, path, depth)
         if "allOf" in node:
@@ -359,6 +371,9 @@ class _JsonLowering(Lowering):
     _DROP,
 ) = range(14)
 
+
+# Annotations only: a node with these keys and a single type lowers to type + description.
+_LEAF_KEYS = frozenset({"type", "description", "title", "examples", "$comment", "deprecated"})
 
 # One lookup per keyword; keywords read outside the loop (type, enum, required, ...) skip.
 _JSON_ACTIONS: dict[str, int] = {
