@@ -92,6 +92,15 @@ def null_paths_by_name(
     )
 
 
+def strict_reasons(toolset: ToolSet, provider: str, strict: bool) -> dict[str, str]:
+    """Per exposed name, why the tool is declared with ``strict: false``."""
+    return {
+        d.name: d.not_strict_because
+        for d in declared(toolset, provider, strict)
+        if d.not_strict_because is not None
+    }
+
+
 def _required(tool: Tool) -> bool:
     required = tool.input_schema.get("required") if isinstance(tool.input_schema, Mapping) else None
     return bool(required)

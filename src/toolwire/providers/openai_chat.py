@@ -25,6 +25,7 @@ __all__ = [
     "declare",
     "null_paths",
     "parse_calls",
+    "strict_reasons",
     "tool_calls",
     "tool_message",
     "tools",
@@ -53,6 +54,11 @@ def tools(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> list[dic
 def declare(toolset: ToolSet, *, strict: bool = True) -> list[dict[str, Any]]:
     """The registry's declare step: :func:`tools`."""
     return tools(toolset, strict=strict)
+
+
+def strict_reasons(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> dict[str, str]:
+    """Per exposed name, why a tool is declared with ``strict: false`` (for reports)."""
+    return _openai.strict_reasons(ToolSet.of(toolset), NAME, strict)
 
 
 def null_paths(toolset: ToolSet, *, strict: bool = True, **_: Any) -> dict[str, Any]:
