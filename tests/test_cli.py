@@ -62,3 +62,18 @@ def test_a_bad_source_is_a_one_line_error(source: str) -> None:
     assert result.stderr.startswith("toolwire: error:")
     assert len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("provider", "name_of"),
+    [
+        ("anthropic", lambda t: t["name"]),
+        ("openai-chat", lambda t: t["function"]["name"]),
+        ("openai-responses", lambda t: t["name"]),
+    ],
+)
+def test_declare_for_every_provider(provider: str, name_of: object) -> None:
+    result = run("declare", str(EXAMPLE), "--provider", provider)
+    assert result.returncode == 0, result.stderr
+    tools = json.loads(result.stdout)
+    assert [name_of(t) for t in tools] == ["get_weather", "set_alert", "list_stations"]  # type: ignore[operator]
