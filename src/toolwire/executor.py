@@ -322,15 +322,7 @@ class Executor:
             return
 
         arguments: Mapping[str, Any] = call.arguments
-        context = None
-        if self.before_call or self.after_call:
-            context = CallContext(
-                call=call,
-                arguments=arguments,
-                principal=turn.principal,
-                run_id=turn.run_id,
-                taint=turn.taint,
-            )
+        context = _context(turn, call, arguments) if self.before_call or self.after_call else None
         for hook in self.before_call:
             assert context is not None  # made whenever there are hooks
             answer = await _maybe_await(hook(context))
@@ -350,13 +342,7 @@ class Executor:
                         ),
                     )
                     return
-                context = CallContext(
-                    call=call,
-                    arguments=arguments,
-                    principal=turn.principal,
-                    run_id=turn.run_id,
-                    taint=turn.taint,
-                )
+                context = _context(turn, call, arguments)
 
         if self.policy.allows_everything:
             turn.planned.append(_Planned(index, call, kwargs, context))
@@ -383,11 +369,10 @@ class Executor:
                 return  # pending: recorded on the turn
             if not decision.allowed:
                 reason = decision.reason or "the call was not approved"
-                turn.halted = turn.halted or decision.kind == "halt"
-                turn.outcomes[index] = CallOutcome(
-                    item=call,
-                    result=ToolResult.error("approval_denied", f"Denied: {reason}."),
-                    halted=decision.kind == "halt",
+                halted = decision.kind == "halt"
+                turn.halted = turn.halted or halted
+                self._finish(
+                    turn, index, ToolResult.error("approval_denied", f"Denied: {reason}."), halted
                 )
                 return
         turn.planned.append(_Planned(index, call, kwargs, context))
@@ -524,8 +509,8 @@ class Executor:
 
     # -- bookkeeping -----------------------------------------------------------------------------
 
-    def _finish(self, turn: _Turn, index: int, result: ToolResult) -> None:
-        turn.outcomes[index] = CallOutcome(item=turn.items[index], result=result)
+    def _finish(self, turn: _Turn, index: int, result: ToolResult, halted: bool = False) -> None:
+        turn.outcomes[index] = CallOutcome(item=turn.items[index], result=result, halted=halted)
 
     async def _remember(self, turn: _Turn) -> None:
         """Store every answered call of the turn, and the pending ones as pending."""
@@ -548,6 +533,16 @@ class Executor:
                 turn.run_id,
                 CallRecord(call_id=request.call_id, fingerprint=fingerprint, state="pending"),
             )
+
+
+def _context(turn: _Turn, call: ToolCall, arguments: Mapping[str, Any]) -> CallContext:
+    return CallContext(
+        call=call,
+        arguments=arguments,
+        principal=turn.principal,
+        run_id=turn.run_id,
+        taint=turn.taint,
+    )
 
 
 def _groups(planned: list[_Planned]) -> list[list[_Planned]]:
