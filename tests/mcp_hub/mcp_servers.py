@@ -1,0 +1,85 @@
+"""MCP servers for the hub tests, written with the SDK's own MCPServer.
+
+Run as a script (``python servers.py NAME``) it serves NAME over stdio.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import anyio
+from mcp.server.mcpserver import Audio, Context, Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import EmbeddedResource, ResourceLink, TextContent, TextResourceContents
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
+
+
+def catalogue() -> MCPServer:
+    server = MCPServer("catalogue")
+
+    @server.tool(description="Add two integers.")
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @server.tool(description="A picture.")
+    def picture() -> Image:
+        return Image(data=PNG, format="png")
+
+    @server.tool(description="A sound.")
+    def sound() -> Audio:
+        return Audio(data=b"RIFF0000WAVE", format="wav")
+
+    @server.tool(description="Links and embedded documents.")
+    def documents() -> list[object]:
+        return [
+            TextContent(type="text", text="two documents"),
+            ResourceLink(
+                type="resource_link", uri="file:///a.txt", name="a.txt", mime_type="text/plain"
+            ),
+            EmbeddedResource(
+                type="resource",
+                resource=TextResourceContents(
+                    uri="file:///b.txt", mime_type="text/plain", text="hello b"
+                ),
+            ),
+        ]
+
+    @server.tool(description="Always refuses.")
+    def refuse(reason: str) -> str:
+        raise ToolError(f"refused: {reason}")
+
+    @server.tool(description="Sleeps.")
+    async def nap(seconds: float) -> str:
+        await anyio.sleep(seconds)
+        return "rested"
+
+    @server.tool(description="Adds a tool and says so.")
+    async def grow(ctx: Context) -> str:
+        @server.tool(description="A tool that appeared later.")
+        def fresh() -> str:
+            return "fresh"
+
+        await ctx.session.send_tool_list_changed()
+        return "grown"
+
+    return server
+
+
+def crasher() -> MCPServer:
+    server = MCPServer("crasher")
+
+    @server.tool(description="Echo.")
+    def echo(text: str) -> str:
+        return text
+
+    @server.tool(description="Kills this server's process.")
+    def die() -> str:
+        os._exit(3)
+
+    return server
+
+
+if __name__ == "__main__":
+    {"catalogue": catalogue, "crasher": crasher}[sys.argv[1]]().run(transport="stdio")

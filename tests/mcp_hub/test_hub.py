@@ -1,0 +1,169 @@
+"""The hub against real MCP servers (the SDK's MCPServer), in process and over stdio."""
+
+from __future__ import annotations
+
+import base64
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+import toolwire
+from toolwire import ImageContent
+
+pytest.importorskip("mcp")
+from mcp_servers import PNG, catalogue
+
+from toolwire.mcp import Hub, InProcessServer, StdioServer
+
+pytestmark = pytest.mark.anyio
+SERVERS = Path(__file__).parent / "mcp_servers.py"
+
+
+def stdio(name: str, **options: Any) -> StdioServer:
+    return StdioServer(command=sys.executable, args=[str(SERVERS), name], **options)
+
+
+def gemini_calls(*calls: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {"functionCall": {"name": n, "args": a, "id": f"c{i}"}} for i, (n, a) in enumerate(calls)
+    ]
+
+
+async def test_tools_are_namespaced_per_server() -> None:
+    async with Hub(
+        {
+            "shop": InProcessServer(server=catalogue()),
+            "other": InProcessServer(server=catalogue(), include=["add"]),
+        }
+    ) as hub:
+        names = toolwire.tools(hub, "gemini").toolset.exposed_names
+    assert "shop__add" in names
+    assert "shop__picture" in names
+    assert [n for n in names if n.startswith("other__")] == ["other__add"]
+
+
+async def test_every_content_type_and_error_is_mapped() -> None:
+    async with Hub({"shop": InProcessServer(server=catalogue(), timeout=0.5)}) as hub:
+        outcome = await toolwire.execute_tool_calls(
+            hub,
+            "gemini",
+            gemini_calls(
+                ("shop__add", {"a": 2, "b": 3}),
+                ("shop__picture", {}),
+                ("shop__sound", {}),
+                ("shop__documents", {}),
+                ("shop__refuse", {"reason": "no"}),
+                ("shop__nap", {"seconds": 30}),
+            ),
+        )
+    results = [c.result for c in outcome.calls]
+    assert results[0].structured_content == {"result": 5}
+    assert outcome.results[0]["functionResponse"]["response"] == {"output": {"result": 5}}
+    assert results[1].content == (ImageContent(PNG, "image/png"),)
+    assert results[2].content[0].mime_type == "audio/wav"  # type: ignore[union-attr]
+    assert (
+        results[3].text == "two documents\n[resource link: file:///a.txt (a.txt, text/plain)]"
+        "\n[resource: file:///b.txt]\nhello b"
+    )
+    assert results[4].error_kind == "failed"
+    assert results[4].text == "Error executing tool refuse: refused: no"
+    assert results[5].error_kind == "timeout"
+
+
+async def test_list_changed_refreshes_the_tools() -> None:
+    async with Hub({"shop": InProcessServer(server=catalogue())}) as hub:
+        assert "shop__fresh" not in hub.as_toolset()
+        await toolwire.execute_tool_calls(hub, "gemini", gemini_calls(("shop__grow", {})))
+        with anyio.fail_after(5):
+            while "shop__fresh" not in hub.as_toolset():
+                await anyio.sleep(0.01)
+        outcome = await toolwire.execute_tool_calls(
+            hub, "gemini", gemini_calls(("shop__fresh", {}))
+        )
+    assert outcome.results[0]["functionResponse"]["response"] == {"output": {"result": "fresh"}}
+
+
+async def test_a_server_that_fails_to_start_is_down_and_the_others_work() -> None:
+    broken = StdioServer(command=sys.executable, args=["-c", "raise SystemExit(1)"])
+    async with Hub({"broken": broken, "shop": InProcessServer(server=catalogue())}) as hub:
+        assert hub.status["broken"] is not None
+        assert hub.status["shop"] is None
+        names = hub.as_toolset().exposed_names
+        assert not any(n.startswith("broken__") for n in names)
+        outcome = await toolwire.execute_tool_calls(
+            hub, "gemini", gemini_calls(("shop__add", {"a": 1, "b": 1}), ("broken__anything", {}))
+        )
+    assert outcome.calls[0].result.text == "2"
+    assert outcome.calls[1].result.error_kind == "not_found"
+
+
+async def test_over_stdio_a_server_killed_mid_call_is_answered_and_reconnected() -> None:
+    async with Hub({"crash": stdio("crasher"), "shop": stdio("catalogue")}) as hub:
+        assert hub.status == {"crash": None, "shop": None}
+        with anyio.fail_after(30):
+            outcome = await toolwire.execute_tool_calls(
+                hub,
+                "anthropic",
+                {
+                    "content": [
+                        {"type": "tool_use", "id": "t1", "name": "crash__die", "input": {}},
+                        {
+                            "type": "tool_use",
+                            "id": "t2",
+                            "name": "shop__add",
+                            "input": {"a": 4, "b": 5},
+                        },
+                    ]
+                },
+            )
+        assert outcome.results[0]["is_error"] is True
+        assert outcome.calls[0].result.error_kind == "unavailable"
+        assert outcome.results[1] == {"type": "tool_result", "tool_use_id": "t2", "content": "9"}
+        with anyio.fail_after(30):  # the hub reconnects the crashed server by itself
+            while hub.status["crash"] is not None or "crash__echo" not in hub.as_toolset():
+                await anyio.sleep(0.05)
+            again = await toolwire.execute_tool_calls(
+                hub, "gemini", gemini_calls(("crash__echo", {"text": "back"}))
+            )
+    assert again.results[0]["functionResponse"]["response"] == {"output": {"result": "back"}}
+
+
+async def test_gemini_and_anthropic_answers_from_two_servers() -> None:
+    async with Hub(
+        {"a": InProcessServer(server=catalogue()), "b": InProcessServer(server=catalogue())}
+    ) as hub:
+        gemini = await toolwire.execute_tool_calls(
+            hub,
+            "gemini",
+            gemini_calls(("a__add", {"a": 1, "b": 2}), ("b__picture", {})),
+            media="parts",
+        )
+        anthropic = await toolwire.execute_tool_calls(
+            hub,
+            "anthropic",
+            {"content": [{"type": "tool_use", "id": "x", "name": "b__picture", "input": {}}]},
+        )
+    assert gemini.results[0]["functionResponse"]["response"] == {"output": {"result": 3}}
+    assert gemini.results[1]["functionResponse"]["parts"][0]["inlineData"]["data"] == (
+        base64.b64encode(PNG).decode()
+    )
+    assert anthropic.results[0]["content"][0]["type"] == "image"
+
+
+def test_config_loader() -> None:
+    hub = Hub.from_config(
+        {
+            "mcpServers": {
+                "files": {"command": "mcp-files", "args": ["--root", "/tmp"], "env": {"A": "1"}},
+                "web": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer x"}},
+            }
+        }
+    )
+    assert set(hub.status) == {"files", "web"}
+    with pytest.raises(toolwire.ConfigurationError):
+        Hub.from_config({"mcpServers": {"bad": {"nothing": True}}})
+    with pytest.raises(toolwire.ConfigurationError):
+        Hub.from_config({"servers": {}})
