@@ -82,4 +82,8 @@ def crasher() -> MCPServer:
 
 
 if __name__ == "__main__":
-    {"catalogue": catalogue, "crasher": crasher}[sys.argv[1]]().run(transport="stdio")
+    server = {"catalogue": catalogue, "crasher": crasher}[sys.argv[1]]()
+    if len(sys.argv) > 2:  # NAME PORT: streamable HTTP on 127.0.0.1
+        server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run(transport="stdio")

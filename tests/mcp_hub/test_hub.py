@@ -16,7 +16,7 @@ from toolwire import ImageContent
 pytest.importorskip("mcp")
 from mcp_servers import PNG, catalogue
 
-from toolwire.mcp import Hub, InProcessServer, StdioServer
+from toolwire.mcp import HttpServer, Hub, InProcessServer, StdioServer
 
 pytestmark = pytest.mark.anyio
 SERVERS = Path(__file__).parent / "mcp_servers.py"
@@ -167,3 +167,67 @@ def test_config_loader() -> None:
         Hub.from_config({"mcpServers": {"bad": {"nothing": True}}})
     with pytest.raises(toolwire.ConfigurationError):
         Hub.from_config({"servers": {}})
+
+
+@pytest.fixture
+def http_server() -> Any:
+    import socket
+    import subprocess
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, str(SERVERS), "catalogue", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        with anyio.from_thread.start_blocking_portal() as portal:
+            portal.call(_wait_for_port, port)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+async def _wait_for_port(port: int) -> None:
+    with anyio.fail_after(20):
+        while True:
+            try:
+                stream = await anyio.connect_tcp("127.0.0.1", port)
+            except OSError:
+                await anyio.sleep(0.05)
+                continue
+            await stream.aclose()
+            return
+
+
+async def test_over_streamable_http_on_loopback(http_server: str) -> None:
+    spec = HttpServer(url=http_server, headers={"X-Toolwire-Test": "1"})
+    async with Hub({"web": spec}) as hub:
+        assert hub.status == {"web": None}
+        outcome = await toolwire.execute_tool_calls(
+            hub,
+            "openai-chat",
+            {
+                "choices": [
+                    {
+                        "message": {
+                            "role": "assistant",
+                            "tool_calls": [
+                                {
+                                    "id": "c1",
+                                    "type": "function",
+                                    "function": {
+                                        "name": "web__add",
+                                        "arguments": '{"a": 20, "b": 22}',
+                                    },
+                                }
+                            ],
+                        }
+                    }
+                ]
+            },
+        )
+    assert outcome.results == [{"role": "tool", "tool_call_id": "c1", "content": "42"}]
