@@ -231,3 +231,19 @@ async def test_over_streamable_http_on_loopback(http_server: str) -> None:
             },
         )
     assert outcome.results == [{"role": "tool", "tool_call_id": "c1", "content": "42"}]
+
+
+async def test_a_server_that_never_starts_does_not_hold_the_hub_up() -> None:
+    silent = StdioServer(  # prints garbage, then never answers the handshake
+        command=sys.executable,
+        args=["-c", "import time; print('garbage', flush=True); time.sleep(60)"],
+        connect_timeout=1.0,
+    )
+    with anyio.fail_after(20):
+        async with Hub({"silent": silent, "shop": InProcessServer(server=catalogue())}) as hub:
+            assert hub.status["shop"] is None
+            assert hub.status["silent"] is not None
+            outcome = await toolwire.execute_tool_calls(
+                hub, "gemini", gemini_calls(("shop__add", {"a": 1, "b": 2}))
+            )
+    assert outcome.calls[0].result.text == "3"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,8 @@ class _Options:
     """Seconds one call may take."""
     max_concurrency: int = 8
     """Calls to this server running at once."""
+    connect_timeout: float = 30.0
+    """Seconds the server may take to start and list its tools."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -187,27 +190,33 @@ class Hub:
         mcp = _mcp()
         failures = 0
         while True:
-            try:
-                async with mcp.Client(
-                    _target(server.spec),
-                    mode="legacy",
-                    cache=None,
-                    message_handler=self._notifications(server),
-                ) as client:
-                    server.client = client
-                    server.broken = False
-                    while True:
-                        server.wake = anyio.Event()
-                        server.tools = await self._list(client, server)
-                        server.error = None
-                        failures = 0
-                        self._changed()
-                        server.ready.set()
-                        await server.wake.wait()
-                        if server.broken:
-                            break
-            except Exception as exc:
-                server.error = _describe(exc)
+            # A server that never finishes starting must not hold the hub up.
+            deadline = anyio.current_time() + server.spec.connect_timeout
+            with anyio.CancelScope(deadline=deadline) as connecting:
+                try:
+                    async with mcp.Client(
+                        _target(server.spec),
+                        mode="legacy",
+                        cache=None,
+                        message_handler=self._notifications(server),
+                    ) as client:
+                        server.broken = False
+                        while True:
+                            server.wake = anyio.Event()
+                            server.tools = await self._list(client, server)
+                            connecting.deadline = math.inf
+                            server.client = client
+                            server.error = None
+                            failures = 0
+                            self._changed()
+                            server.ready.set()
+                            await server.wake.wait()
+                            if server.broken:
+                                break
+                except Exception as exc:  # a server that fails in any way is down
+                    server.error = _describe(exc)
+            if connecting.cancelled_caught:
+                server.error = f"did not start within {server.spec.connect_timeout:g} s"
             server.client = None
             server.tools = []
             self._changed()
@@ -285,7 +294,6 @@ class Hub:
         )
 
     async def _call(self, server: _Server, name: str, arguments: dict[str, Any]) -> ToolResult:
-        mcp = _mcp()
         client = server.client
         if client is None:
             return ToolResult.error(
@@ -296,17 +304,23 @@ class Hub:
                 result = await client.call_tool(
                     name, arguments, read_timeout_seconds=server.spec.timeout
                 )
-            except mcp.MCPError as exc:
-                if exc.code == mcp.types.REQUEST_TIMEOUT:
-                    return ToolResult.error("timeout", f"Tool {name!r} timed out on the server.")
-                if exc.code == mcp.types.CONNECTION_CLOSED:
-                    return self._lost(server, exc)
-                return ToolResult.error("failed", f"Tool {name!r} failed: {exc.message}")
-            except RuntimeError as exc:  # the SDK's output-schema check
-                return ToolResult.error("failed", f"Tool {name!r} failed: {exc}")
-            except Exception as exc:  # the connection broke
-                return self._lost(server, exc)
+            except Exception as exc:  # mapped to an answer; nothing leaks to the caller
+                return self._failure(server, name, exc)
         return result_from_mcp(result)
+
+    def _failure(self, server: _Server, name: str, exc: Exception) -> ToolResult:
+        mcp = _mcp()
+        while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]  # the SDK's task groups wrap single errors
+        if isinstance(exc, mcp.MCPError):
+            if exc.code == mcp.types.REQUEST_TIMEOUT:
+                return ToolResult.error("timeout", f"Tool {name!r} timed out on the server.")
+            if exc.code == mcp.types.CONNECTION_CLOSED:
+                return self._lost(server, exc)
+            return ToolResult.error("failed", f"Tool {name!r} failed: {exc.message}")
+        if isinstance(exc, RuntimeError):  # e.g. the SDK's output-schema check
+            return ToolResult.error("failed", f"Tool {name!r} failed: {exc}")
+        return self._lost(server, exc)  # the connection broke
 
     def _lost(self, server: _Server, exc: BaseException) -> ToolResult:
         """The connection is gone: the server is down until the connection loop reconnects."""
