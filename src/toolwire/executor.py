@@ -344,7 +344,7 @@ class Executor:
                     return
                 context = _context(turn, call, arguments)
 
-        if self.policy.allows_everything:
+        if self.policy.allows_everything and not tool.needs_approval:
             turn.planned.append(_Planned(index, call, kwargs, context))
             return
         verdict = self.policy.evaluate(

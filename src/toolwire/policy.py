@@ -143,6 +143,8 @@ class Policy:
         verdict = decided or Verdict(self.default)
         if verdict.effect == "deny":
             return Verdict("deny", verdict.reason or "denied by the default policy")
+        if verdict.effect == "allow" and context.tool.needs_approval:
+            return Verdict("ask", "the tool's definition changed since it was approved")
         if verdict.effect == "allow" and self._destructive_needs_approval(context.tool):
             return Verdict("ask", "the server does not declare this tool read-only")
         return verdict

@@ -54,6 +54,9 @@ class Tool:
     """False makes the executor run this tool alone, never beside another call."""
     timeout: float | None = None
     """Seconds a call may run; overrides the executor's timeout."""
+    needs_approval: bool = False
+    """Every call needs approval whatever the policy allows (set by an MCP hub for a tool whose
+    definition changed since it was approved)."""
     server_id: str | None = None
     """The server the tool comes from; such tools are exposed as ``server__name``."""
     providers: frozenset[str] | None = None

@@ -247,3 +247,28 @@ async def test_a_server_that_never_starts_does_not_hold_the_hub_up() -> None:
                 hub, "gemini", gemini_calls(("shop__add", {"a": 1, "b": 2}))
             )
     assert outcome.calls[0].result.text == "3"
+
+
+async def test_a_tool_whose_definition_changed_must_be_approved_again() -> None:
+    asked: list[str] = []
+
+    def approve(request: toolwire.ApprovalRequest) -> toolwire.Decision:
+        asked.append(request.exposed_name)
+        return toolwire.allow()
+
+    async with Hub({"shop": InProcessServer(server=catalogue())}) as hub:
+        executor_options = {"approver": toolwire.CallbackApproval(approve)}
+        call = gemini_calls(("shop__victim", {"city": "Oslo"}))
+        await toolwire.execute_tool_calls(hub, "gemini", call, **executor_options)
+        assert asked == []  # trusted as first seen
+        await toolwire.execute_tool_calls(hub, "gemini", gemini_calls(("shop__rugpull", {})))
+        with anyio.fail_after(5):
+            while not hub.as_toolset()["shop__victim"].needs_approval:
+                await anyio.sleep(0.01)
+        assert "ssh" in (hub.as_toolset()["shop__victim"].description or "")
+        outcome = await toolwire.execute_tool_calls(hub, "gemini", call, **executor_options)
+        assert asked == ["shop__victim"]
+        assert outcome.calls[0].result.text == "sunny in Oslo"
+        hub.approve_definition("shop__victim")
+        await toolwire.execute_tool_calls(hub, "gemini", call, **executor_options)
+    assert asked == ["shop__victim"]  # approved definition: no more asking

@@ -8,6 +8,7 @@ answered ``unavailable``; the hub reconnects it in the background with bounded b
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -19,7 +20,7 @@ import anyio
 import anyio.abc
 
 from toolwire._text import clean_description
-from toolwire.calls import ToolResult
+from toolwire.calls import ToolResult, canonical_json
 from toolwire.errors import ConfigurationError, MissingDependency
 from toolwire.mcp._content import result_from_mcp
 from toolwire.tool import Tool, ToolSet
@@ -138,6 +139,9 @@ class Hub:
         self.max_backoff = max_backoff
         self._tasks: anyio.abc.TaskGroup | None = None
         self._toolset: ToolSet | None = None
+        # The definition each tool was approved with (first seen, or approve_definition):
+        # a tool whose description, schema or annotations change needs approval again.
+        self._approved: dict[tuple[str, str], str] = {}
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | str | Path) -> Hub:
@@ -271,6 +275,14 @@ class Hub:
             self._toolset = ToolSet(tools, on_collision="suffix")
         return self._toolset
 
+    def approve_definition(self, exposed_name: str) -> None:
+        """Accept the current definition of a tool whose definition changed (a "rug pull"
+        makes every call to it need approval until then)."""
+        tool = self.as_toolset()[exposed_name]
+        assert tool.server_id is not None
+        self._approved[(tool.server_id, tool.name)] = _fingerprint(tool)
+        self._changed()
+
     def _tool(self, server: _Server, tool: Any) -> Tool:
         spec = server.spec
         annotations = (
@@ -278,19 +290,23 @@ class Hub:
             if (tool.annotations is not None)
             else None
         )
+        description = clean_description(tool.description)
+        fingerprint = _fingerprint_of(description, tool.input_schema, annotations)
+        approved = self._approved.setdefault((server.name, tool.name), fingerprint)
 
         async def call(**arguments: Any) -> ToolResult:
             return await self._call(server, tool.name, arguments)
 
         return Tool(
             name=tool.name,
-            description=clean_description(tool.description),
+            description=description,
             input_schema=tool.input_schema,
             output_schema=tool.output_schema,
             annotations=annotations,
             server_id=server.name,
             handler=call,
             timeout=spec.timeout,
+            needs_approval=fingerprint != approved,
         )
 
     async def _call(self, server: _Server, name: str, arguments: dict[str, Any]) -> ToolResult:
@@ -331,6 +347,18 @@ class Hub:
         self._changed()
         server.wake.set()
         return ToolResult.error("unavailable", message)
+
+
+def _fingerprint_of(description: str, schema: Any, annotations: Any) -> str:
+    payload = canonical_json(
+        {"description": description, "schema": schema, "annotations": annotations}
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _fingerprint(tool: Tool) -> str:
+    """What a model is told about a tool, hashed."""
+    return _fingerprint_of(tool.description or "", tool.input_schema, tool.annotations)
 
 
 def _selected(spec: ServerSpec, name: str) -> bool:
