@@ -7,11 +7,23 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import anyio
+from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import Audio, Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import EmbeddedResource, ResourceLink, TextContent, TextResourceContents
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    EmbeddedResource,
+    ListToolsResult,
+    PaginatedRequestParams,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+    Tool,
+)
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 
@@ -102,3 +114,30 @@ if __name__ == "__main__":
         server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run(transport="stdio")
+
+
+def paginated(total: int, page: int, *, repeat_cursor: bool = False) -> Server:
+    """A low-level server listing ``total`` tools ``page`` at a time; with ``repeat_cursor``
+    it answers every page with the same cursor, as a broken server might."""
+    tools = [
+        Tool(
+            name=f"t{i}",
+            description=f"Tool {i}.",
+            input_schema={"type": "object", "properties": {}},
+        )
+        for i in range(total)
+    ]
+
+    async def list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
+        if repeat_cursor:
+            return ListToolsResult(tools=tools[:page], next_cursor="same")
+        start = int(params.cursor) if params is not None and params.cursor else 0
+        end = start + page
+        return ListToolsResult(
+            tools=tools[start:end], next_cursor=str(end) if end < total else None
+        )
+
+    async def call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=params.name)])
+
+    return Server("paginated", on_list_tools=list_tools, on_call_tool=call_tool)

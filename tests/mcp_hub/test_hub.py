@@ -272,3 +272,20 @@ async def test_a_tool_whose_definition_changed_must_be_approved_again() -> None:
         hub.approve_definition("shop__victim")
         await toolwire.execute_tool_calls(hub, "gemini", call, **executor_options)
     assert asked == ["shop__victim"]  # approved definition: no more asking
+
+
+async def test_listing_follows_pages_and_survives_a_repeated_cursor() -> None:
+    from mcp_servers import paginated
+
+    async with Hub(
+        {
+            "big": InProcessServer(server=paginated(25, 10)),
+            "loop": InProcessServer(server=paginated(25, 10, repeat_cursor=True)),
+        }
+    ) as hub:
+        names = hub.as_toolset().exposed_names
+        outcome = await toolwire.execute_tool_calls(hub, "gemini", gemini_calls(("big__t24", {})))
+    assert [n for n in names if n.startswith("big__")] == [f"big__t{i}" for i in range(25)]
+    # The looping server's first page twice, then the guard stops: no hang, no duplicates.
+    assert [n for n in names if n.startswith("loop__")] == [f"loop__t{i}" for i in range(10)]
+    assert outcome.results[0]["functionResponse"]["response"] == {"output": "t24"}

@@ -238,17 +238,18 @@ class Hub:
         return handle
 
     async def _list(self, client: Any, server: _Server) -> list[Any]:
-        tools: list[Any] = []
+        tools: dict[str, Any] = {}
         cursor: str | None = None
         seen: set[str] = set()
         for _ in range(_PAGE_CAP):
             page = await client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
+            for tool in page.tools:
+                tools.setdefault(tool.name, tool)  # a name listed twice is one tool
             cursor = page.next_cursor
             if cursor is None or cursor in seen:  # a server repeating a cursor would loop
                 break
             seen.add(cursor)
-        return tools
+        return list(tools.values())
 
     def _changed(self) -> None:
         self._toolset = None
