@@ -316,13 +316,18 @@ class Hub:
             return ToolResult.error(
                 "unavailable", f"Server {server.name!r} is unavailable: {server.error}."
             )
-        async with server.limiter:
-            try:
-                result = await client.call_tool(
-                    name, arguments, read_timeout_seconds=server.spec.timeout
-                )
-            except Exception as exc:  # mapped to an answer; nothing leaks to the caller
-                return self._failure(server, name, exc)
+        try:  # the uncontended case needs no trip through the event loop
+            server.limiter.acquire_nowait()
+        except anyio.WouldBlock:
+            await server.limiter.acquire()
+        try:
+            result = await client.call_tool(
+                name, arguments, read_timeout_seconds=server.spec.timeout
+            )
+        except Exception as exc:  # mapped to an answer; nothing leaks to the caller
+            return self._failure(server, name, exc)
+        finally:
+            server.limiter.release()
         return result_from_mcp(result)
 
     def _failure(self, server: _Server, name: str, exc: Exception) -> ToolResult:
