@@ -90,32 +90,22 @@ ANNOUNCED_DROPS = frozenset(
 )
 
 # Which keywords belong to which JSON type, for splitting a type list into anyOf branches.
+_NUMERIC_KEYWORDS = frozenset(
+    {
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "format",
+        "enum",
+        "const",
+    }
+)
 TYPE_KEYWORDS: Mapping[str, frozenset[str]] = {
     "string": frozenset({"minLength", "maxLength", "pattern", "format", "enum", "const"}),
-    "number": frozenset(
-        {
-            "minimum",
-            "maximum",
-            "exclusiveMinimum",
-            "exclusiveMaximum",
-            "multipleOf",
-            "format",
-            "enum",
-            "const",
-        }
-    ),
-    "integer": frozenset(
-        {
-            "minimum",
-            "maximum",
-            "exclusiveMinimum",
-            "exclusiveMaximum",
-            "multipleOf",
-            "format",
-            "enum",
-            "const",
-        }
-    ),
+    "number": _NUMERIC_KEYWORDS,
+    "integer": _NUMERIC_KEYWORDS,
     "boolean": frozenset({"enum", "const"}),
     "null": frozenset(),
     "array": frozenset(
