@@ -96,9 +96,9 @@ class _JsonLowering(Lowering):
 
     def def_ref(self, ref: str, path: str) -> dict[str, Any]:
         """``{"$ref": "#/$defs/<name>"}`` for any local reference, hoisting its target."""
+        self.resolve(ref, path)  # fail at the referring node when it is malformed or dangles
         name, new = self.def_name(ref)
         if new:
-            self.resolve(ref, path)  # fail now, at the referring node, when it dangles
             self._pending.append((ref, name))
         return {"$ref": f"#/$defs/{name}"}
 
