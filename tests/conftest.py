@@ -22,7 +22,16 @@ def corpus_id(record: dict[str, Any]) -> str:
     return f"{record['source'].split(':')[0]}:{record['name']}"
 
 
+import os  # noqa: E402
+
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+# CI replays the same examples on every run (a failure there is reproducible and never a coin
+# toss); local runs keep exploring new ones.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture
