@@ -453,7 +453,7 @@ class Executor:
         timeout = tool.timeout if tool.timeout is not None else self.timeout
         try:
             with anyio.fail_after(timeout) if timeout is not None else nullcontext():
-                await self._acquire(self._limiter)
+                await acquire(self._limiter)
                 try:
                     server_limiter = self._server_limiter(tool)
                     if server_limiter is None:
@@ -488,14 +488,6 @@ class Executor:
         # and the thread is abandoned (Python cannot stop it).
         value = await anyio.to_thread.run_sync(partial(handler, **kwargs), abandon_on_cancel=True)
         return await value if inspect.isawaitable(value) else value
-
-    @staticmethod
-    async def _acquire(limiter: anyio.CapacityLimiter) -> None:
-        # The uncontended case needs no trip through the event loop.
-        try:
-            limiter.acquire_nowait()
-        except anyio.WouldBlock:
-            await limiter.acquire()
 
     def _server_limiter(self, tool: Tool) -> anyio.CapacityLimiter | None:
         if self._per_server is None or tool.server_id is None:
@@ -533,6 +525,15 @@ class Executor:
                 turn.run_id,
                 CallRecord(call_id=request.call_id, fingerprint=fingerprint, state="pending"),
             )
+
+
+async def acquire(limiter: anyio.CapacityLimiter) -> None:
+    """``await limiter.acquire()``, without a trip through the event loop when a token is
+    free (the common case; each trip costs every call of a turn)."""
+    try:
+        limiter.acquire_nowait()
+    except anyio.WouldBlock:
+        await limiter.acquire()
 
 
 def _context(turn: _Turn, call: ToolCall, arguments: Mapping[str, Any]) -> CallContext:

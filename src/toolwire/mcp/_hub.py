@@ -22,6 +22,7 @@ import anyio.abc
 from toolwire._text import clean_description
 from toolwire.calls import ToolResult, canonical_json
 from toolwire.errors import ConfigurationError, MissingDependency
+from toolwire.executor import acquire
 from toolwire.mcp._content import result_from_mcp
 from toolwire.tool import Tool, ToolSet
 
@@ -316,10 +317,7 @@ class Hub:
             return ToolResult.error(
                 "unavailable", f"Server {server.name!r} is unavailable: {server.error}."
             )
-        try:  # the uncontended case needs no trip through the event loop
-            server.limiter.acquire_nowait()
-        except anyio.WouldBlock:
-            await server.limiter.acquire()
+        await acquire(server.limiter)
         try:
             result = await client.call_tool(
                 name, arguments, read_timeout_seconds=server.spec.timeout

@@ -18,6 +18,7 @@ from toolwire.calls import (
     within_depth,
 )
 from toolwire.errors import SchemaConversionError
+from toolwire.providers._wire import unknown_tool
 from toolwire.schema._base import Lowering
 from toolwire.schema.openai import NullPath, StrictSchemaError, strict_schema
 from toolwire.tool import Tool, ToolSet
@@ -149,11 +150,6 @@ def output_text(result: ToolResult, error_prefix: str) -> str:
     if result.is_error:
         return f"{error_prefix}{text}"
     return text
-
-
-def unknown_tool(toolset: ToolSet, name: str) -> str:
-    listed = ", ".join(toolset.exposed_names[:50])
-    return f"Unknown tool {name!r}. Available tools: {listed or '(none)'}."
 
 
 def resolve_or_reject(

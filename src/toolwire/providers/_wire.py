@@ -7,8 +7,9 @@ from typing import Any
 
 from toolwire.calls import RejectedCall, ToolCall
 from toolwire.errors import MalformedResponse
+from toolwire.tool import ToolSet
 
-__all__ = ["as_data", "get_field", "listed", "split_calls"]
+__all__ = ["as_data", "get_field", "listed", "split_calls", "unknown_tool"]
 
 
 def as_data(value: Any) -> Any:
@@ -46,3 +47,13 @@ def split_calls(items: list[ToolCall | RejectedCall]) -> tuple[list[ToolCall], l
         [item for item in items if isinstance(item, ToolCall)],
         [item.answer for item in items if isinstance(item, RejectedCall)],
     )
+
+
+_NAMES_LISTED = 50
+"""Tool names an unknown-tool answer lists, so the model can correct itself."""
+
+
+def unknown_tool(toolset: ToolSet, name: str) -> str:
+    """What the model is told when it calls a name the toolset does not expose."""
+    listed = ", ".join(toolset.exposed_names[:_NAMES_LISTED])
+    return f"Unknown tool {name!r}. Available tools: {listed or '(none)'}."

@@ -26,8 +26,7 @@ from toolwire.calls import (
     within_depth,
 )
 from toolwire.errors import MalformedResponse, SchemaConversionError
-from toolwire.providers._openai import unknown_tool
-from toolwire.providers._wire import as_data, listed, split_calls
+from toolwire.providers._wire import as_data, listed, split_calls, unknown_tool
 from toolwire.schema._base import Lowering
 from toolwire.tool import Tool, ToolSet
 

@@ -39,7 +39,7 @@ from toolwire.calls import (
     within_depth,
 )
 from toolwire.errors import ConfigurationError, MalformedResponse, SchemaConversionError
-from toolwire.providers._wire import as_data, get_field, split_calls
+from toolwire.providers._wire import as_data, get_field, split_calls, unknown_tool
 from toolwire.schema._base import ConversionNote
 from toolwire.schema.gemini import Backend, to_gemini_json_schema, to_gemini_openapi_schema
 from toolwire.tool import Tool, ToolSet
@@ -70,7 +70,6 @@ MediaMode = Literal["placeholder", "parts"]
 _NATIVE_RESPONSE_MIME_TYPES = frozenset(
     {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}
 )
-_UNKNOWN_NAMES_LISTED = 50
 _NO_EXTRAS: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -279,9 +278,7 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
         call_id = call_id if isinstance(call_id, str) else None
         resolved = _resolve(toolset, name)
         if resolved is None:
-            listed = ", ".join(toolset.exposed_names[:_UNKNOWN_NAMES_LISTED])
-            message = f"Unknown tool {name!r}. Available tools: {listed or '(none)'}."
-            items.append(_rejected(name, call_id, index, "not_found", message))
+            items.append(_rejected(name, call_id, index, "not_found", unknown_tool(toolset, name)))
             continue
         args = call.get("args")
         if args is None:
