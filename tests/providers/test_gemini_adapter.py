@@ -353,3 +353,18 @@ def test_conversion_notes_say_what_was_dropped_per_tool() -> None:
     assert [(n.path, n.message) for n in json_notes["strict"]] == [
         ("#/properties/code", "pattern moved into the description")
     ]
+
+
+def test_float_coercion_survives_a_schema_that_refers_to_itself() -> None:
+    loop = Tool(
+        name="loop",
+        input_schema={
+            "type": "object",
+            "properties": {"x": {"anyOf": [{"$ref": "#/properties/x"}]}},
+        },
+    )
+    calls, rejected = gemini.function_calls(
+        [{"functionCall": {"name": "loop", "args": {"x": 1.0}}}], [loop]
+    )
+    assert rejected == []
+    assert calls[0].arguments == {"x": 1.0}

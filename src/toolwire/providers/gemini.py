@@ -40,7 +40,7 @@ from toolwire.calls import (
 )
 from toolwire.errors import ConfigurationError, MalformedResponse, SchemaConversionError
 from toolwire.providers._wire import as_data, get_field, split_calls, unknown_tool
-from toolwire.schema._base import ConversionNote
+from toolwire.schema._base import ConversionNote, follow_pointer
 from toolwire.schema.gemini import Backend, to_gemini_json_schema, to_gemini_openapi_schema
 from toolwire.tool import Tool, ToolSet
 
@@ -342,12 +342,18 @@ def function_calls(
 _COERCE_DEPTH = 32
 
 
-def _wants_integer(schema: Any, root: Any) -> bool:
-    for _ in range(8):  # follow a short $ref chain
+def _deref(schema: Any, root: Any) -> Any:
+    """``schema`` with a short chain of local ``$ref``s followed (None where it dangles)."""
+    for _ in range(8):
         if not (isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str)):
             break
-        schema = _local(root, schema["$ref"])
-    if not isinstance(schema, Mapping):
+        schema = follow_pointer(root, schema["$ref"], None)
+    return schema
+
+
+def _wants_integer(schema: Any, root: Any, depth: int = 0) -> bool:
+    schema = _deref(schema, root)
+    if not isinstance(schema, Mapping) or depth > _COERCE_DEPTH:
         return False
     types = schema.get("type")
     types = [types] if isinstance(types, str) else (types or [])
@@ -357,28 +363,13 @@ def _wants_integer(schema: Any, root: Any) -> bool:
     branches = [b for k in ("anyOf", "oneOf") for b in (schema.get(k) or [])]
     return (
         bool(branches)
-        and any(_wants_integer(b, root) for b in branches)
+        and any(_wants_integer(b, root, depth + 1) for b in branches)
         and not any(isinstance(b, Mapping) and b.get("type") == "number" for b in branches)
     )
 
 
-def _local(root: Any, ref: str) -> Any:
-    if not ref.startswith("#"):
-        return None
-    node = root
-    for segment in ref[1:].split("/")[1:] if len(ref) > 1 else ():
-        segment = segment.replace("~1", "/").replace("~0", "~")
-        if not isinstance(node, Mapping) or segment not in node:
-            return None
-        node = node[segment]
-    return node
-
-
 def _subschema(schema: Any, root: Any, key: str) -> Any:
-    for _ in range(8):
-        if not (isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str)):
-            break
-        schema = _local(root, schema["$ref"])
+    schema = _deref(schema, root)
     return schema.get(key) if isinstance(schema, Mapping) else None
 
 

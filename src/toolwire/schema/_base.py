@@ -164,6 +164,27 @@ def _unescape_pointer(segment: str) -> str:
     return unquote(segment).replace("~1", "/").replace("~0", "~")
 
 
+NOWHERE: Any = object()
+"""What :func:`follow_pointer` returns for a reference that leads nowhere."""
+
+
+def follow_pointer(root: Any, ref: str, default: Any = NOWHERE) -> Any:
+    """The node the local reference ``ref`` (``#`` or ``#/a/0/b``) points to in ``root``, or
+    ``default`` when it is not local or leads nowhere."""
+    if not ref.startswith("#"):
+        return default
+    node = root
+    for raw in ref[1:].split("/")[1:] if len(ref) > 1 else ():
+        segment = _unescape_pointer(raw)
+        if isinstance(node, Mapping) and segment in node:
+            node = node[segment]
+        elif isinstance(node, list) and segment.isdigit() and int(segment) < len(node):
+            node = node[int(segment)]
+        else:
+            return default
+    return node
+
+
 def json_type_of(value: Any) -> str | None:
     """The JSON type of a Python value (bool before int)."""
     if value is None:
@@ -249,19 +270,13 @@ class Lowering:
                 f"unsupported $ref {ref!r} (only local references)", path=path
             )
         pointer = ref[1:]
-        node = self.root
         if pointer and not pointer.startswith("/"):
             raise SchemaConversionError(
                 f"unsupported $ref {ref!r} (anchors are not supported)", path=path
             )
-        for raw in pointer.split("/")[1:] if pointer else ():
-            segment = _unescape_pointer(raw)
-            if isinstance(node, Mapping) and segment in node:
-                node = node[segment]
-            elif isinstance(node, list) and segment.isdigit() and int(segment) < len(node):
-                node = node[int(segment)]
-            else:
-                raise SchemaConversionError(f"$ref {ref!r} points to nothing", path=path)
+        node = follow_pointer(self.root, ref)
+        if node is NOWHERE:
+            raise SchemaConversionError(f"$ref {ref!r} points to nothing", path=path)
         return node
 
     def merge_ref_siblings(self, node: Mapping[str, Any], path: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from toolwire.schema._base import (
     MAX_DEPTH,
     ConversionNote,
     escape_pointer,
+    follow_pointer,
     is_count,
     is_number,
 )
@@ -290,7 +291,7 @@ def property_paths(schema: Any, *, max_depth: int = 10) -> set[str]:
         for ref_key in ("$ref", "ref"):
             ref = node.get(ref_key)
             if isinstance(ref, str) and ref.startswith("#") and ref not in seen:
-                stack.append((_pointer(schema, ref), prefix, (*seen, ref), depth))
+                stack.append((follow_pointer(schema, ref, None), prefix, (*seen, ref), depth))
         props = node.get("properties")
         if isinstance(props, Mapping):
             for name, sub in props.items():
@@ -310,19 +311,6 @@ def property_paths(schema: Any, *, max_depth: int = 10) -> set[str]:
         if isinstance(prefix_items, list):
             stack.extend((b, prefix + "[]", seen, depth + 1) for b in prefix_items)
     return paths
-
-
-def _pointer(root: Any, ref: str) -> Any:
-    node = root
-    for segment in ref[1:].split("/")[1:] if len(ref) > 1 else ():
-        segment = segment.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and segment in node:
-            node = node[segment]
-        elif isinstance(node, list) and segment.isdigit() and int(segment) < len(node):
-            node = node[int(segment)]
-        else:
-            return None
-    return node
 
 
 _OPENAI_STRICT_KEYWORDS = frozenset(
