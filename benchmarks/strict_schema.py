@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from toolwire.schema._base import follow_pointer
 from toolwire.schema.checks import openai_strict_violations
 from toolwire.schema.openai import strict_schema
 
@@ -34,14 +35,7 @@ def is_strict(schema: Any) -> bool:
 
 def _resolve(root: Any, node: Any, depth: int = 0) -> Any:
     while isinstance(node, dict) and isinstance(node.get("$ref"), str) and depth < 20:
-        target: Any = root
-        for part in node["$ref"].lstrip("#").split("/")[1:]:
-            target = (
-                target.get(part.replace("~1", "/").replace("~0", "~"), {})
-                if isinstance(target, dict)
-                else {}
-            )
-        node, depth = target, depth + 1
+        node, depth = follow_pointer(root, node["$ref"], {}), depth + 1
     return node
 
 
