@@ -3,15 +3,18 @@ bare ``mcp.Client``, in process and over stdio.
 
 - latency: one call at a time (the hub path includes parsing a Gemini response, validation,
   policy and building the answer);
+- client CPU: this process's CPU time per call (over stdio the server's own work is not in
+  it, so this is what the hub costs on the client's side);
 - throughput: 50 calls at once (one response with 50 calls for the hub; a task group of 50
   ``call_tool`` for the bare client).
 
-    python benchmarks/mcp_overhead.py [--calls 200]
+    python benchmarks/mcp_overhead.py [--calls 1000]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -28,98 +31,109 @@ from mcp_servers import catalogue
 
 SERVERS = Path(__file__).parent.parent / "tests" / "mcp_hub" / "mcp_servers.py"
 BATCH = 50
+BLOCK = 20
 
 
-def response(n: int) -> dict[str, Any]:
-    return {
-        "candidates": [
-            {
-                "content": {
-                    "parts": [
-                        {"functionCall": {"name": "s__add", "args": {"a": i, "b": 1}}}
-                        for i in range(n)
-                    ]
-                }
-            }
-        ]
-    }
-
-
-async def bare(target: Any, calls: int) -> tuple[float, float]:
-    async with mcp.Client(target, mode="legacy", cache=None) as client:
-        await client.call_tool("add", {"a": 0, "b": 1})  # warm up
-        start = time.perf_counter()
-        for i in range(calls):
-            await client.call_tool("add", {"a": i, "b": 1})
-        latency = (time.perf_counter() - start) / calls
-        start = time.perf_counter()
-        async with anyio.create_task_group() as tasks:
-            for i in range(BATCH):
-                tasks.start_soon(client.call_tool, "add", {"a": i, "b": 1})
-        throughput = BATCH / (time.perf_counter() - start)
-    return latency, throughput
-
-
-async def hub(spec: Any, calls: int) -> tuple[float, float]:
-    async with Hub({"s": spec}) as h:
-        one, many = response(1), response(BATCH)
-        executor = toolwire.Executor(h.as_toolset(), max_concurrency=BATCH)
-        await toolwire.execute_tool_calls(h, "gemini", one, executor=executor)
-        start = time.perf_counter()
-        for _ in range(calls):
-            await toolwire.execute_tool_calls(h, "gemini", one, executor=executor)
-        latency = (time.perf_counter() - start) / calls
-        start = time.perf_counter()
-        await toolwire.execute_tool_calls(h, "gemini", many, executor=executor)
-        throughput = BATCH / (time.perf_counter() - start)
-    return latency, throughput
-
-
-async def main_async(calls: int, rounds: int) -> None:
-    stdio_target = mcp.StdioServerParameters(
-        command=sys.executable, args=[str(SERVERS), "catalogue"]
-    )
-    cases = [
-        (
-            "in process",
-            lambda: bare(catalogue(), calls),
-            lambda: hub(InProcessServer(server=catalogue(), max_concurrency=BATCH), calls),
-        ),
-        (
-            "stdio",
-            lambda: bare(stdio_target, calls),
-            lambda: hub(
-                StdioServer(
-                    command=sys.executable, args=[str(SERVERS), "catalogue"], max_concurrency=BATCH
-                ),
-                calls,
-            ),
-        ),
+def response(n: int, first: int = 0) -> dict[str, Any]:
+    parts = [
+        {"functionCall": {"name": "s__add", "args": {"a": first + i, "b": 1}}} for i in range(n)
     ]
-    print(f"{calls} sequential calls, then {BATCH} at once; best of {rounds} rounds\n")
-    for name, run_bare, run_hub in cases:
-        best_bare = best_hub = (float("inf"), 0.0)
-        for _ in range(rounds):  # alternate so both see the same machine
-            b, h = await run_bare(), await run_hub()
-            best_bare = (min(best_bare[0], b[0]), max(best_bare[1], b[1]))
-            best_hub = (min(best_hub[0], h[0]), max(best_hub[1], h[1]))
-        print(f"{name}:")
-        print(
-            f"  bare mcp.Client   {best_bare[0] * 1e6:9.1f} us/call   {best_bare[1]:8.0f} calls/s"
-        )
-        print(f"  toolwire hub      {best_hub[0] * 1e6:9.1f} us/call   {best_hub[1]:8.0f} calls/s")
-        print(
-            f"  latency added: {(best_hub[0] / best_bare[0] - 1):+.1%}, "
-            f"throughput: {(best_hub[1] / best_bare[1] - 1):+.1%}"
-        )
+    return {"candidates": [{"content": {"parts": parts}}]}
+
+
+async def bare_call(client: Any, i: int) -> None:
+    await client.call_tool("add", {"a": i, "b": 1})
+
+
+async def bare_batch(client: Any) -> None:
+    async with anyio.create_task_group() as tasks:
+        for i in range(BATCH):
+            tasks.start_soon(client.call_tool, "add", {"a": i, "b": 1})
+
+
+async def hub_call(h: Hub, executor: toolwire.Executor, i: int) -> None:
+    await toolwire.execute_tool_calls(h, "gemini", response(1, i), executor=executor)
+
+
+async def hub_batch(h: Hub, executor: toolwire.Executor) -> None:
+    outcome = await toolwire.execute_tool_calls(h, "gemini", response(BATCH), executor=executor)
+    assert not any(call.result.is_error for call in outcome.calls)
+
+
+async def timed(run: Any) -> tuple[float, float]:
+    """Wall-clock seconds, and CPU seconds of this process (the client's side alone)."""
+    start, cpu = time.perf_counter(), time.process_time()
+    await run
+    return time.perf_counter() - start, time.process_time() - cpu
+
+
+async def compare(name: str, target: Any, spec: Any, calls: int) -> None:
+    """Both connections stay open and the measurements alternate in short blocks, so the
+    machine's drift hits both alike; medians over the blocks. (Blocks, not single calls: an
+    in-process server finishes some work after its answer, which lands in the next call.)"""
+    latency: dict[str, list[float]] = {"bare": [], "hub": []}
+    cpu: dict[str, list[float]] = {"bare": [], "hub": []}
+    batch: dict[str, list[float]] = {"bare": [], "hub": []}
+    async with mcp.Client(target, mode="legacy", cache=None) as client, Hub({"s": spec}) as h:
+        executor = toolwire.Executor(h.as_toolset(), max_concurrency=BATCH)
+
+        async def bare_block() -> None:
+            for i in range(BLOCK):
+                await bare_call(client, i)
+
+        async def hub_block() -> None:
+            for i in range(BLOCK):
+                await hub_call(h, executor, i)
+
+        for _ in range(max(1, calls // BLOCK)):
+            for kind, block in (("bare", bare_block), ("hub", hub_block)):
+                wall, busy = await timed(block())
+                latency[kind].append(wall / BLOCK)
+                cpu[kind].append(busy / BLOCK)
+        for _ in range(max(5, calls // 100)):
+            batch["bare"].append((await timed(bare_batch(client)))[0])
+            batch["hub"].append((await timed(hub_batch(h, executor)))[0])
+    bare_latency, hub_latency = (statistics.median(latency[k]) for k in ("bare", "hub"))
+    bare_cpu, hub_cpu = (statistics.median(cpu[k]) for k in ("bare", "hub"))
+    bare_rate, hub_rate = (BATCH / statistics.median(batch[k]) for k in ("bare", "hub"))
+    print(f"{name}:")
+    print(
+        f"  bare mcp.Client   {bare_latency * 1e6:9.1f} us/call   {bare_rate:8.0f} calls/s   "
+        f"client CPU {bare_cpu * 1e6:7.1f} us/call"
+    )
+    print(
+        f"  toolwire hub      {hub_latency * 1e6:9.1f} us/call   {hub_rate:8.0f} calls/s   "
+        f"client CPU {hub_cpu * 1e6:7.1f} us/call"
+    )
+    print(
+        f"  latency added: {hub_latency / bare_latency - 1:+.1%} "
+        f"({(hub_latency - bare_latency) * 1e6:+.1f} us/call), "
+        f"throughput: {hub_rate / bare_rate - 1:+.1%}"
+    )
+
+
+async def main_async(calls: int) -> None:
+    stdio = [sys.executable, str(SERVERS), "catalogue"]
+    print(f"{calls} calls one at a time (blocks of {BLOCK}), then batches of {BATCH}; medians\n")
+    await compare(
+        "in process",
+        catalogue(),
+        InProcessServer(server=catalogue(), max_concurrency=BATCH),
+        calls,
+    )
+    await compare(
+        "stdio",
+        mcp.StdioServerParameters(command=stdio[0], args=stdio[1:]),
+        StdioServer(command=stdio[0], args=stdio[1:], max_concurrency=BATCH),
+        calls,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=1000)
     args = parser.parse_args()
-    anyio.run(main_async, args.calls, args.rounds)
+    anyio.run(main_async, args.calls)
 
 
 if __name__ == "__main__":

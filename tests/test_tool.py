@@ -1,12 +1,16 @@
 from __future__ import annotations
 
 import enum
-from typing import Literal
+from typing import Any, Literal
 
 import pydantic
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from conftest import ALL_SCHEMAS, TOOLS, corpus_id
 from toolwire import ConfigurationError, InvalidArguments, Tool, tool
+from toolwire.tool import _fast_json_schema_validator, _json_schema_validator
 
 
 class Color(enum.Enum):
@@ -170,3 +174,63 @@ def test_a_schema_that_cannot_validate_is_a_configuration_error_naming_the_tool(
     broken = Tool(name="broken", server_id="srv", input_schema=schema)
     with pytest.raises(ConfigurationError, match="'srv/broken'"):
         broken.validate_arguments({"a": "x"})
+
+
+# -- the fast validator (jsonschema-rs) never decides alone against the reference one ---------
+
+_CORPUS_SAMPLE = [r for r in ALL_SCHEMAS if isinstance(r["inputSchema"], dict)][::12]
+
+
+def _arguments_for(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """Objects over the schema's own property names with JSON values: mostly invalid, some
+    valid, many near the boundary (wrong type, missing required, extra keys)."""
+    names = sorted(schema.get("properties") or {}) or ["x"]
+    scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+    values = st.recursive(
+        scalars,
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(st.sampled_from(names) | st.text(max_size=4), inner, max_size=3)
+        ),
+        max_leaves=8,
+    )
+    return st.dictionaries(st.sampled_from(names) | st.text(max_size=4), values, max_size=6)
+
+
+@pytest.mark.parametrize("record", _CORPUS_SAMPLE, ids=corpus_id)
+def test_fast_validator_accepts_only_what_the_reference_validator_accepts(
+    record: dict[str, Any],
+) -> None:
+    schema = record["inputSchema"]
+    fast = _fast_json_schema_validator(schema)
+    reference = _json_schema_validator(schema)
+    subject = Tool(name="t", input_schema=schema)
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(_arguments_for(schema))
+    def check(arguments: dict[str, Any]) -> None:
+        try:
+            reference_errors = list(reference.iter_errors(arguments))
+        except Exception:  # a schema the reference cannot use: not this test's question
+            return
+        if fast is not False and fast.is_valid(arguments):
+            assert reference_errors == []
+        # Whatever path it takes, validate_arguments gives the reference verdict.
+        if reference_errors:
+            with pytest.raises(InvalidArguments):
+                subject.validate_arguments(arguments)
+        else:
+            assert subject.validate_arguments(arguments) == arguments
+
+    check()
+
+
+def test_most_corpus_schemas_get_the_fast_validator() -> None:
+    fast = [_fast_json_schema_validator(r["inputSchema"]) for r in TOOLS]
+    assert sum(v is not False for v in fast) / len(fast) > 0.95
+
+
+def test_a_remote_reference_is_never_fetched_by_the_fast_validator() -> None:
+    # Built offline: the reference cannot resolve, so the fast path is off for this schema.
+    schema = {"type": "object", "properties": {"a": {"$ref": "https://example.com/x.json"}}}
+    assert _fast_json_schema_validator(schema) is False

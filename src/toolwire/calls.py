@@ -288,18 +288,26 @@ def strip_nulls(arguments: dict[str, Any], paths: tuple[tuple[str, ...], ...]) -
     return arguments
 
 
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+)
+
+
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no spaces: equal values give equal strings."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _CANONICAL.encode(value)
 
 
-def stable_call_id(name: str, arguments: Mapping[str, Any], occurrence: int) -> str:
+def stable_call_id(
+    name: str, arguments: Mapping[str, Any], occurrence: int, *, encoded: str | None = None
+) -> str:
     """A deterministic id for a call the provider sent without one.
 
     Derived from the name, the canonical arguments and the occurrence (the n-th identical call
     of the turn), so a retried turn with the same calls, even reordered, gets the same ids.
+    ``encoded`` is ``canonical_json(arguments)`` when the caller already has it.
     """
-    digest = hashlib.sha256(
-        f"{name}\x00{canonical_json(arguments)}\x00{occurrence}".encode()
-    ).hexdigest()
+    if encoded is None:
+        encoded = canonical_json(arguments)
+    digest = hashlib.sha256(f"{name}\x00{encoded}\x00{occurrence}".encode()).hexdigest()
     return f"tw_{digest[:24]}"

@@ -54,6 +54,7 @@ _MESSAGE_LIMIT = 2_000
 """Characters of an exception message passed on to the model."""
 DEFAULT_OUTPUT_LIMIT = 100_000
 """Characters of tool output passed on to the model before it is truncated (with a notice)."""
+_NOT_RUN = ToolResult.error("approval_denied", "Not run: an approver halted this turn.")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -240,19 +241,18 @@ class Executor:
             for item in turn.items:
                 if isinstance(item, RejectedCall) and item.error_kind == "not_found":
                     raise ToolNotFound(item.name)
-        not_run = ToolResult.error("approval_denied", "Not run: an approver halted this turn.")
         for index, item in enumerate(turn.items):
             if isinstance(item, RejectedCall):
                 turn.outcomes[index] = CallOutcome(
                     item=item, result=ToolResult.error(item.error_kind, item.message)
                 )
             elif turn.halted:  # nobody is asked anything more once a turn is halted
-                self._finish(turn, index, not_run)
+                self._finish(turn, index, _NOT_RUN)
             else:
                 await self._plan(turn, index, item)
         if turn.halted:
             for planned in turn.planned:
-                self._finish(turn, planned.index, not_run)
+                self._finish(turn, planned.index, _NOT_RUN)
         else:
             await self._run_planned(turn)
         if turn.run_id is not None:
@@ -413,8 +413,11 @@ class Executor:
         try:
             with anyio.CancelScope() as scope:
                 turn.scope = scope
-                for group in _groups(turn.planned):
-                    await self._run_group(turn, group)
+                if len(turn.planned) == 1:  # the common turn: one call, no grouping to do
+                    await self._execute(turn, turn.planned[0])
+                else:
+                    for group in _groups(turn.planned):
+                        await self._run_group(turn, group)
         finally:
             turn.scope = None
             self._turns.discard(turn)
@@ -456,11 +459,14 @@ class Executor:
                 await acquire(self._limiter)
                 try:
                     server_limiter = self._server_limiter(tool)
-                    if server_limiter is None:
-                        value = await self._invoke(tool, planned.kwargs)
-                    else:
+                    if server_limiter is not None:
                         async with server_limiter:
                             value = await self._invoke(tool, planned.kwargs)
+                    elif tool.is_async:  # inline: each frame in the chain costs every resume
+                        assert tool.handler is not None
+                        value = await tool.handler(**planned.kwargs)
+                    else:
+                        value = await self._invoke(tool, planned.kwargs)
                 finally:
                     self._limiter.release()
             result = ToolResult.from_value(value)

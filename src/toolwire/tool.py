@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, overload
 
 import jsonschema.exceptions
+import jsonschema_rs
 import referencing.exceptions
 
 from toolwire._function_schema import FunctionSchema, function_schema
@@ -64,6 +65,7 @@ class Tool:
     function: FunctionSchema | None = field(default=None, repr=False)
     """Set by :func:`tool` for tools made from a function: pydantic validates their arguments."""
     _validator: Any = field(default=None, init=False, repr=False)
+    _fast_validator: Any = field(default=None, init=False, repr=False)
     is_async: bool = field(default=False, init=False, repr=False)
     """True when the handler is a coroutine function (run on the event loop, not a thread)."""
 
@@ -93,6 +95,13 @@ class Tool:
         """
         if self.function is not None:
             return self.function.validate(self.name, dict(arguments))
+        fast = self._fast_validator
+        if fast is None:
+            fast = _fast_json_schema_validator(self.input_schema)
+            object.__setattr__(self, "_fast_validator", fast)
+        if fast is not False and _quickly_valid(fast, arguments):
+            return dict(arguments)
+        # Invalid (or a schema only the Python validator reads): it decides, and names the errors.
         validator = self._validator
         if validator is None:
             validator = _json_schema_validator(self.input_schema)
@@ -126,6 +135,23 @@ _BROKEN_SCHEMA_ERRORS = (
     RecursionError,
     TypeError,
 )
+
+
+def _fast_json_schema_validator(schema: Mapping[str, Any]) -> Any:
+    """jsonschema-rs's validator for ``schema``, or False when it cannot build one (e.g.
+    upper-case type names). It only says yes quickly: a "no" goes to the Python validator,
+    whose verdict and messages are the ones reported. References are never fetched."""
+    try:
+        return jsonschema_rs.validator_for(schema, validate_formats=True, offline=True)
+    except (jsonschema_rs.ReferencingError, ValueError, TypeError):
+        return False
+
+
+def _quickly_valid(validator: Any, arguments: Mapping[str, Any]) -> bool:
+    try:
+        return bool(validator.is_valid(arguments))
+    except (ValueError, TypeError, OverflowError):  # a value it cannot read: ask the other one
+        return False
 
 
 def _json_schema_validator(schema: Mapping[str, Any]) -> Any:

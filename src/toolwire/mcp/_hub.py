@@ -13,6 +13,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -286,7 +287,6 @@ class Hub:
         self._changed()
 
     def _tool(self, server: _Server, tool: Any) -> Tool:
-        spec = server.spec
         annotations = (
             tool.annotations.model_dump(by_alias=True, exclude_none=True)
             if (tool.annotations is not None)
@@ -296,9 +296,6 @@ class Hub:
         fingerprint = _fingerprint_of(description, tool.input_schema, annotations)
         approved = self._approved.setdefault((server.name, tool.name), fingerprint)
 
-        async def call(**arguments: Any) -> ToolResult:
-            return await self._call(server, tool.name, arguments)
-
         return Tool(
             name=tool.name,
             description=description,
@@ -306,12 +303,12 @@ class Hub:
             output_schema=tool.output_schema,
             annotations=annotations,
             server_id=server.name,
-            handler=call,
-            timeout=spec.timeout,
+            handler=partial(self._call, server, tool.name),
+            # No executor deadline on top: the SDK times the request out (and tells the server).
             needs_approval=fingerprint != approved,
         )
 
-    async def _call(self, server: _Server, name: str, arguments: dict[str, Any]) -> ToolResult:
+    async def _call(self, server: _Server, name: str, /, **arguments: Any) -> ToolResult:
         client = server.client
         if client is None:
             return ToolResult.error(

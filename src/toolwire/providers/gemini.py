@@ -304,9 +304,11 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
             else _coerce_whole_floats(dict(args), tool.input_schema, tool.input_schema, 0)
         )
         if call_id is None:
-            key = (exposed, canonical_json(arguments))
-            occurrences[key] += 1
-            local_id = stable_call_id(exposed, arguments, occurrences[key])
+            encoded = canonical_json(arguments)
+            occurrences[exposed, encoded] += 1
+            local_id = stable_call_id(
+                exposed, arguments, occurrences[exposed, encoded], encoded=encoded
+            )
         else:
             local_id = call_id
         signature = get_field(part, "thoughtSignature", "thought_signature")
