@@ -142,7 +142,7 @@ def _fast_json_schema_validator(schema: Mapping[str, Any]) -> Any:
     upper-case type names). It only says yes quickly: a "no" goes to the Python validator,
     whose verdict and messages are the ones reported. References are never fetched."""
     try:
-        return jsonschema_rs.validator_for(schema, validate_formats=True, offline=True)
+        return jsonschema_rs.validator_for(dict(schema), validate_formats=True, offline=True)
     except (jsonschema_rs.ReferencingError, ValueError, TypeError):
         return False
 
