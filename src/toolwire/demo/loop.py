@@ -1,0 +1,163 @@
+"""The demo loop: ask the model, run its calls through the governed pipeline, answer, repeat."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TextIO
+
+from toolwire._api import execute_tool_calls, tools
+from toolwire.approval import ApprovalRequest, Decision, allow, deny
+from toolwire.calls import RejectedCall, ToolCall, canonical_json, content_text
+from toolwire.demo.live import api_key, live_model
+from toolwire.demo.scripted import ScriptedModel
+from toolwire.demo.tools import TOOLS
+from toolwire.errors import ToolwireError
+from toolwire.policy import Policy, Rule
+from toolwire.providers import get_provider
+from toolwire.providers._wire import as_data
+from toolwire.tool import ToolSet
+
+MAX_TURNS = 8
+
+
+def _text_gemini(data: Any) -> str:
+    parts = (data.get("candidates") or [{}])[0].get("content", {}).get("parts") or []
+    return "".join(p.get("text", "") for p in parts if not p.get("thought"))
+
+
+def _text_anthropic(data: Any) -> str:
+    return "".join(b.get("text", "") for b in data.get("content") or [] if b.get("type") == "text")
+
+
+def _text_openai_chat(data: Any) -> str:
+    return ((data.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
+
+
+def _text_openai_responses(data: Any) -> str:
+    return "".join(
+        c.get("text", "")
+        for item in data.get("output") or []
+        if item.get("type") == "message"
+        for c in item.get("content") or []
+    )
+
+
+_TEXT: dict[str, Callable[[Any], str]] = {
+    "gemini": _text_gemini,
+    "anthropic": _text_anthropic,
+    "openai-chat": _text_openai_chat,
+    "openai-responses": _text_openai_responses,
+}
+
+
+class _Printer:
+    def __init__(self, out: TextIO, colour: bool) -> None:
+        self.out, self.colour = out, colour
+
+    def line(self, text: str, style: str = "") -> None:
+        codes = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+        if self.colour and style:
+            text = f"\033[{codes[style]}m{text}\033[0m"
+        print(text, file=self.out, flush=True)
+
+
+def _shown(item: ToolCall | RejectedCall) -> str:
+    if isinstance(item, ToolCall):
+        return f"{item.exposed_name}({json.dumps(item.arguments, ensure_ascii=False)})"
+    return f"{item.name or '?'}(...)"
+
+
+def _approver(yes: bool, printer: _Printer) -> Callable[[ApprovalRequest], Decision]:
+    def decide(request: ApprovalRequest) -> Decision:
+        what = f"{request.exposed_name}({json.dumps(dict(request.arguments))})"
+        if yes:
+            printer.line(f"  ? {what}: approved (--yes)", "yellow")
+            return allow()
+        if sys.stdin.isatty():
+            answer = input(f"  ? approve {what}? [y/N] ").strip().lower()
+            if answer in ("y", "yes"):
+                return allow()
+            return deny("the user said no")
+        printer.line(f"  ? {what}: denied (no terminal to ask; pass --yes)", "yellow")
+        return deny("no one could approve it")
+
+    return decide
+
+
+@asynccontextmanager
+async def _demo_tools(with_mcp: bool) -> AsyncIterator[ToolSet]:
+    if not with_mcp:
+        yield ToolSet(TOOLS)
+        return
+    from toolwire.mcp import Hub, StdioServer
+
+    server = StdioServer(command=sys.executable, args=["-m", "toolwire.demo.server"])
+    async with Hub({"notes": server}) as hub:
+        if hub.status["notes"] is not None:
+            raise ToolwireError(f"the demo MCP server did not start: {hub.status['notes']}")
+        yield ToolSet([*TOOLS, *hub.as_toolset()])
+
+
+async def run_demo(
+    provider: str = "gemini",
+    *,
+    with_mcp: bool = False,
+    yes: bool = False,
+    model: str | None = None,
+    scripted: bool = False,
+    out: TextIO = sys.stdout,
+    colour: bool = False,
+) -> int:
+    """Run the demo loop, printing each turn; returns an exit status."""
+    printer = _Printer(out, colour)
+    adapter = get_provider(provider)
+    # Publishing alerts needs approval; so does any server tool not promising to be harmless.
+    policy = Policy(Rule("ask", "set_alert"), destructive="ask")
+    async with _demo_tools(with_mcp) as toolset:
+        listing = tools(toolset, provider)
+        key = None if scripted else api_key(provider)
+        llm: Any = (
+            live_model(provider, key, model, listing.tools, with_mcp=with_mcp)
+            if key
+            else ScriptedModel(provider, with_mcp=with_mcp)
+        )
+        printer.line(f"toolwire demo: {provider}, talking to a {llm.label}", "bold")
+        printer.line(f"tools: {', '.join(toolset.exposed_names)}", "dim")
+        for turn in range(1, MAX_TURNS + 1):
+            response = await llm.respond()
+            calls = adapter.parse(response, listing.toolset)
+            if not calls:
+                printer.line(f"\nturn {turn}: the model answers", "bold")
+                printer.line(f"  {_TEXT[provider](as_data(response)).strip()}", "green")
+                return 0
+            printer.line(f"\nturn {turn}: the model calls {len(calls)} tool(s)", "bold")
+            for item in calls:
+                printer.line(f"  → {_shown(item)}", "cyan")
+            outcome = await execute_tool_calls(
+                toolset,
+                provider,
+                response,
+                toolset=listing.toolset,
+                policy=policy,
+                approver=_approver(yes, printer),
+            )
+            for call in outcome.calls:
+                result = call.result
+                text = content_text(result.content)
+                if not text and result.structured_content is not None:
+                    text = canonical_json(result.structured_content)
+                text = text if len(text) <= 160 else text[:157] + "..."
+                name = getattr(call.item, "exposed_name", call.item.name)
+                if result.is_error:
+                    printer.line(f"  ✗ {name}: {result.error_kind}: {text}", "red")
+                else:
+                    printer.line(f"  ✓ {name}: {text}", "green")
+            llm.add_answers(response, outcome.results)
+            if outcome.halted:
+                printer.line("\nan approver halted the run", "yellow")
+                return 0
+        printer.line(f"\nstopped after {MAX_TURNS} turns", "yellow")
+        return 1
