@@ -1,8 +1,12 @@
-"""The ``toolwire`` command.
+"""The ``toolwire`` command: ``declare``, ``check``, ``call`` and ``demo``.
 
-``toolwire declare SOURCE`` prints the request fragment declaring SOURCE's tools to a provider.
-SOURCE is a Python file or ``module:attribute`` holding tools, or a JSON / JSON Lines file of
-tool definitions (``name``, ``description``, ``inputSchema``), as MCP servers publish them.
+SOURCE is a Python file or ``module:attribute`` holding tools, a JSON / JSON Lines file of tool
+definitions (``name``, ``description``, ``inputSchema``) as MCP servers publish them, an MCP
+server command (``stdio:CMD ARGS``), an MCP URL (``http://...``), or an ``mcp.json`` file
+(``mcpServers``).
+
+Exit status: 0 on success; 1 when ``check`` finds a tool a provider rejects or ``call``'s tool
+answers with an error; 2 for a bad SOURCE, an unreachable server, a missing extra or bad usage.
 """
 
 from __future__ import annotations
@@ -11,16 +15,22 @@ import argparse
 import importlib
 import importlib.util
 import json
+import os
+import re
+import shlex
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from toolwire.errors import ToolwireError
+import anyio
+
+from toolwire.errors import ToolNotFound, ToolwireError
 from toolwire.providers import get_provider, provider_names
 from toolwire.tool import Tool, ToolSet
 
-__all__ = ["load_source", "main"]
+__all__ = ["load_source", "main", "open_source"]
 
 
 class SourceError(ToolwireError):
@@ -95,9 +105,11 @@ def load_source(source: str) -> ToolSet:
         spec.loader.exec_module(module)
         return _from_module(module, source)
     module_name, _, attribute = source.partition(":")
+    if not module_name:
+        raise SourceError(f"not a SOURCE: {source!r}")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
+    except (ImportError, ValueError) as exc:
         raise SourceError(f"cannot import {module_name!r}: {exc}") from None
     if attribute:
         if not hasattr(module, attribute):
@@ -106,17 +118,192 @@ def load_source(source: str) -> ToolSet:
     return _from_module(module, source)
 
 
-def _declare(args: argparse.Namespace) -> int:
-    toolset = load_source(args.source)
+def _is_mcp_config(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and "mcpServers" in data
+
+
+def _server_name(argv: Sequence[str]) -> str:
+    """A name for a server given on the command line: its module or program name."""
+    name = argv[argv.index("-m") + 1] if "-m" in argv[:-1] else Path(argv[0]).stem
+    name = re.sub(r"[^A-Za-z0-9]+", "_", name.rsplit(".", 1)[-1]).strip("_")
+    return name or "mcp"
+
+
+@asynccontextmanager
+async def open_source(source: str) -> AsyncIterator[ToolSet]:
+    """The tools SOURCE names, with any MCP servers connected while the context is open.
+
+    Raises:
+        SourceError: for a SOURCE that cannot be loaded or servers that cannot be reached.
+        MissingDependency: for an MCP source without the ``mcp`` extra.
+    """
+    path = Path(source)
+    if source.startswith("stdio:"):
+        argv = shlex.split(source.removeprefix("stdio:"))
+        if not argv:
+            raise SourceError("stdio: needs a command, e.g. stdio:'python -m my_server'")
+        from toolwire.mcp import StdioServer
+
+        servers: Any = {_server_name(argv): StdioServer(command=argv[0], args=argv[1:])}
+    elif source.startswith(("http://", "https://")):
+        from toolwire.mcp import HttpServer
+
+        servers = {"mcp": HttpServer(url=source)}
+    elif path.suffix == ".json" and path.is_file() and _is_mcp_config(path):
+        servers = path
+    else:
+        yield load_source(source)
+        return
+    from toolwire.mcp import Hub
+
+    hub = Hub.from_config(servers) if isinstance(servers, Path) else Hub(servers)
+    async with hub:
+        down = {name: why for name, why in hub.status.items() if why is not None}
+        if len(down) == len(hub.status):
+            reasons = "; ".join(f"{name}: {why}" for name, why in down.items())
+            raise SourceError(f"cannot reach the MCP server(s) of {source} ({reasons})")
+        for name, why in down.items():
+            print(f"toolwire: warning: MCP server {name!r} is down: {why}", file=sys.stderr)
+        yield hub.as_toolset()
+
+
+def _colour(stream: Any) -> bool:
+    """Colours only on a terminal, and never when NO_COLOR is set."""
+    return bool(getattr(stream, "isatty", lambda: False)()) and not os.environ.get("NO_COLOR")
+
+
+def _print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write("\n")
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+
+async def _declare(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {}
     if args.schema:
         options["schema"] = args.schema
     if args.backend:
         options["backend"] = args.backend
-    fragment = get_provider(args.provider).declare(toolset, **options)
-    json.dump(fragment, sys.stdout, indent=2, ensure_ascii=False)
-    sys.stdout.write("\n")
+    async with open_source(args.source) as toolset:
+        _print_json(get_provider(args.provider).declare(toolset, **options))
     return 0
+
+
+_STATUS_STYLE = {"accepted": "32", "converted": "33", "rejected": "31", "skipped": "2"}
+
+
+async def _check(args: argparse.Namespace) -> int:
+    from toolwire.compat import check
+
+    providers = args.provider or provider_names()
+    async with open_source(args.source) as toolset:
+        reports = check(toolset, providers)
+    if args.json:
+        _print_json(
+            [
+                {
+                    "name": r.name,
+                    "exposed_name": r.exposed_name,
+                    "verdicts": {
+                        v.provider: {"status": v.status, "notes": list(v.notes)} for v in r.verdicts
+                    },
+                }
+                for r in reports
+            ]
+        )
+    else:
+        _print_table(reports, providers, colour=_colour(sys.stdout))
+    return 1 if any(r.rejected for r in reports) else 0
+
+
+def _print_table(reports: Sequence[Any], providers: Sequence[str], *, colour: bool) -> None:
+    def paint(text: str, status: str) -> str:
+        return f"\033[{_STATUS_STYLE[status]}m{text}\033[0m" if colour else text
+
+    labels = [f"{r.exposed_name} (was {r.name})" if r.renamed else r.exposed_name for r in reports]
+    width = max([len("tool"), *map(len, labels)]) + 2
+    columns = [max(len(p), len("converted")) + 2 for p in providers]
+    print(
+        "tool".ljust(width) + "".join(p.ljust(c) for p, c in zip(providers, columns, strict=True))
+    )
+    for label, report in zip(labels, reports, strict=True):
+        cells = "".join(
+            paint(v.status.ljust(c), v.status)
+            for v, c in zip(report.verdicts, columns, strict=True)
+        )
+        print(label.ljust(width) + cells)
+        for verdict in report.verdicts:
+            if verdict.status in ("converted", "rejected"):
+                for note in verdict.notes[:3]:
+                    print(f"    {verdict.provider}: {note}")
+                if len(verdict.notes) > 3:
+                    print(f"    {verdict.provider}: ... {len(verdict.notes) - 3} more")
+    counts = {
+        p: sum(r.verdicts[i].status == "rejected" for r in reports) for i, p in enumerate(providers)
+    }
+    summary = ", ".join(f"{p}: {n} rejected" for p, n in counts.items())
+    print(f"\n{len(reports)} tool(s); {summary}")
+
+
+async def _call(args: argparse.Namespace) -> int:
+    from toolwire.demo.loop import Printer, terminal_approver
+    from toolwire.executor import Executor, make_call
+    from toolwire.policy import Policy
+
+    try:
+        arguments = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        raise SourceError(f"--args is not valid JSON: {exc}") from None
+    if not isinstance(arguments, dict):
+        raise SourceError("--args must be a JSON object")
+    adapter = get_provider(args.provider)
+    async with open_source(args.source) as toolset:
+        try:
+            call = make_call(toolset, args.tool, arguments, call_id="call_1")
+        except ToolNotFound:
+            known = ", ".join(toolset.exposed_names) or "none"
+            raise SourceError(
+                f"{args.source} has no tool {args.tool!r} (its tools: {known})"
+            ) from None
+        # A server's tool that does not promise to be harmless needs approval.
+        executor = Executor(
+            toolset,
+            policy=Policy(destructive="ask"),
+            approver=terminal_approver(args.yes, Printer(sys.stderr, _colour(sys.stderr))),
+            timeout=args.timeout,
+        )
+        (outcome,) = await executor.run([call])
+    answer = adapter.answer(call, outcome.result)
+    if args.json:
+        _print_json(
+            {
+                "ok": not outcome.result.is_error,
+                "error_kind": outcome.result.error_kind,
+                "answer": answer,
+            }
+        )
+    else:
+        _print_json(answer)
+    return 1 if outcome.result.is_error else 0
+
+
+async def _demo(args: argparse.Namespace) -> int:
+    from toolwire.demo import run_demo
+
+    return await run_demo(
+        args.provider,
+        with_mcp=args.mcp,
+        yes=args.yes,
+        model=args.model,
+        scripted=args.scripted,
+        colour=_colour(sys.stdout),
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -128,10 +315,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"toolwire {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
+    source_help = (
+        "a .py file, module:attribute, a .json/.jsonl file of tool definitions, "
+        "stdio:'CMD ARGS', an http(s):// MCP URL, or an mcp.json file"
+    )
+
     declare = commands.add_parser(
         "declare", help="print the request fragment declaring SOURCE's tools to a provider"
     )
-    declare.add_argument("source", help="a .py file, module:attribute, or a .json/.jsonl file")
+    declare.add_argument("source", help=source_help)
     declare.add_argument("--provider", default="gemini", choices=provider_names())
     declare.add_argument(
         "--schema",
@@ -144,6 +336,44 @@ def _parser() -> argparse.ArgumentParser:
         help="Gemini openapi mode: the Gemini API (default) or Vertex AI",
     )
     declare.set_defaults(run=_declare)
+
+    check = commands.add_parser(
+        "check",
+        help="report, per tool and provider, whether it is accepted, converted or rejected",
+    )
+    check.add_argument("source", help=source_help)
+    check.add_argument(
+        "--provider",
+        action="append",
+        choices=provider_names(),
+        help="a provider to check (repeat for several; default: all)",
+    )
+    check.add_argument("--json", action="store_true", help="machine-readable output")
+    check.set_defaults(run=_check)
+
+    call = commands.add_parser(
+        "call", help="run one tool through the governed pipeline and print the answer"
+    )
+    call.add_argument("source", help=source_help)
+    call.add_argument("tool", help="the tool's exposed name (as `toolwire declare` shows it)")
+    call.add_argument("--args", default="{}", help="the arguments, a JSON object")
+    call.add_argument("--provider", default="gemini", choices=provider_names())
+    call.add_argument("--yes", action="store_true", help="approve calls that need approval")
+    call.add_argument("--timeout", type=float, default=60.0, help="seconds the call may take")
+    call.add_argument("--json", action="store_true", help="the answer with its status")
+    call.set_defaults(run=_call)
+
+    demo = commands.add_parser(
+        "demo", help="a whole tool-calling loop on bundled tools (scripted without an API key)"
+    )
+    demo.add_argument("--provider", default="gemini", choices=provider_names())
+    demo.add_argument("--mcp", action="store_true", help="also start the bundled MCP server")
+    demo.add_argument("--yes", action="store_true", help="approve calls that need approval")
+    demo.add_argument("--model", help="the model to use with a real provider")
+    demo.add_argument(
+        "--scripted", action="store_true", help="use the scripted model even with an API key"
+    )
+    demo.set_defaults(run=_demo)
     return parser
 
 
@@ -151,10 +381,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        status: int = args.run(args)
+        status: int = anyio.run(args.run, args)
     except ToolwireError as exc:
         print(f"toolwire: error: {exc}", file=sys.stderr)
-        return 1
+        return 2
+    except KeyboardInterrupt:
+        return 130
     return status
 
 

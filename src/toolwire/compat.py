@@ -8,7 +8,8 @@ provider out. It is what ``toolwire check`` prints.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -60,12 +61,45 @@ def _lost_paths(original: Any, declared_schema: Any) -> list[str]:
     return [f"{len(lost)} argument path(s) not described: {shown}"]
 
 
-def _verdict(provider: str, original: Any, declared_schema: Any, notes: list[str]) -> ProviderVerdict:
-    notes = notes + _lost_paths(original, declared_schema)
-    if not notes and declared_schema == original:
+_NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "defs"})
+
+
+def _keywords(schema: Any) -> Counter[str]:
+    """How often each keyword appears in ``schema`` (property names are not keywords)."""
+    counts: Counter[str] = Counter()
+    stack, budget = [schema], 100_000
+    while stack and budget:
+        budget -= 1
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, Mapping):
+            for key, value in node.items():
+                counts[key] += 1
+                if key in _NAME_MAPS and isinstance(value, Mapping):
+                    stack.extend(value.values())
+                elif isinstance(value, Mapping | list) and key not in ("enum", "const", "default"):
+                    stack.append(value)
+    return counts
+
+
+def _changes(original: Any, declared_schema: Any) -> list[str]:
+    before, after = _keywords(original), _keywords(declared_schema)
+    notes = []
+    for label, counts in (("dropped", before - after), ("added", after - before)):
+        if counts:
+            notes.append(f"{label}: " + ", ".join(f"{k} ({n})" for k, n in sorted(counts.items())))
+    return notes
+
+
+def _verdict(
+    provider: str, original: Any, declared_schema: Any, notes: list[str]
+) -> ProviderVerdict:
+    if declared_schema == original and not notes:
         return ProviderVerdict(provider, "accepted")
+    notes = notes + _lost_paths(original, declared_schema) + _changes(original, declared_schema)
     if not notes:
-        notes = ["schema rewritten into the provider's form (same arguments)"]
+        notes = ["rewritten with the same keywords (references moved or inlined)"]
     return ProviderVerdict(provider, "converted", tuple(notes))
 
 

@@ -50,7 +50,7 @@ class _Gemini:
         self._contents: list[Any] = [{"role": "user", "parts": [{"text": prompt}]}]
 
     async def respond(self) -> Any:
-        config = {"tools": self._tools} if self._tools else None
+        config: Any = {"tools": self._tools} if self._tools else None
         return await self._client.aio.models.generate_content(
             model=self._model, contents=self._contents, config=config
         )

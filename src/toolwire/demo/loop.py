@@ -53,7 +53,9 @@ _TEXT: dict[str, Callable[[Any], str]] = {
 }
 
 
-class _Printer:
+class Printer:
+    """Lines to ``out``, coloured when asked (only ever on a terminal)."""
+
     def __init__(self, out: TextIO, colour: bool) -> None:
         self.out, self.colour = out, colour
 
@@ -70,7 +72,9 @@ def _shown(item: ToolCall | RejectedCall) -> str:
     return f"{item.name or '?'}(...)"
 
 
-def _approver(yes: bool, printer: _Printer) -> Callable[[ApprovalRequest], Decision]:
+def terminal_approver(yes: bool, printer: Printer) -> Callable[[ApprovalRequest], Decision]:
+    """Approves everything with ``yes``; else asks on the terminal, or denies without one."""
+
     def decide(request: ApprovalRequest) -> Decision:
         what = f"{request.exposed_name}({json.dumps(dict(request.arguments))})"
         if yes:
@@ -112,7 +116,7 @@ async def run_demo(
     colour: bool = False,
 ) -> int:
     """Run the demo loop, printing each turn; returns an exit status."""
-    printer = _Printer(out, colour)
+    printer = Printer(out, colour)
     adapter = get_provider(provider)
     # Publishing alerts needs approval; so does any server tool not promising to be harmless.
     policy = Policy(Rule("ask", "set_alert"), destructive="ask")
@@ -142,7 +146,7 @@ async def run_demo(
                 response,
                 toolset=listing.toolset,
                 policy=policy,
-                approver=_approver(yes, printer),
+                approver=terminal_approver(yes, printer),
             )
             for call in outcome.calls:
                 result = call.result

@@ -44,7 +44,11 @@ def _openai_responses(calls: Sequence[Call], text: str | None) -> dict[str, Any]
     output: list[dict[str, Any]] = []
     if text:
         output.append(
-            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text}],
+            }
         )
     output += [
         {"type": "function_call", "call_id": call_id, "name": name, "arguments": json.dumps(args)}

@@ -16,14 +16,14 @@ def build() -> object:
 
     @server.tool(
         description="Find travel notes mentioning a word.",
-        annotations=ToolAnnotations(readOnlyHint=True),
+        annotations=ToolAnnotations(read_only_hint=True),
     )
     def find_notes(word: str) -> list[str]:
         return [f"{key}: {text}" for key, text in notes.items() if word.lower() in key + text]
 
     @server.tool(
         description="Delete a travel note.",
-        annotations=ToolAnnotations(destructiveHint=True),
+        annotations=ToolAnnotations(destructive_hint=True),
     )
     def delete_note(key: str) -> str:
         if notes.pop(key, None) is None:

@@ -10,7 +10,9 @@ _FORECASTS = {"lisbon": (21, "sunny"), "oslo": (-3, "snow"), "nairobi": (24, "sh
 
 
 @tool
-def get_weather(city: str, units: Literal["celsius", "fahrenheit"] = "celsius") -> dict[str, object]:
+def get_weather(
+    city: str, units: Literal["celsius", "fahrenheit"] = "celsius"
+) -> dict[str, object]:
     """Current weather for a city.
 
     Args:

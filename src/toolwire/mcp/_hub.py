@@ -189,7 +189,9 @@ class Hub:
     async def __aexit__(self, *exc_info: Any) -> None:
         assert self._tasks is not None
         self._tasks.cancel_scope.cancel()
-        await self._tasks.__aexit__(*exc_info)
+        # The body's own exception is not handed to the task group: it propagates as it was,
+        # not wrapped in an ExceptionGroup.
+        await self._tasks.__aexit__(None, None, None)
         self._tasks = None
 
     async def _keep_connected(self, server: _Server) -> None:
