@@ -1,0 +1,37 @@
+"""A full tool loop with OpenAI Chat Completions, strict schemas (needs OPENAI_API_KEY).
+
+pip install 'toolwire[openai]' && python examples/openai_chat_loop.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import openai
+from weather_tools import toolset
+
+import toolwire
+
+
+async def main() -> None:
+    client = openai.AsyncOpenAI()
+    listing = toolwire.tools(toolset, "openai-chat")  # strict where the schema allows
+    messages: list[object] = [{"role": "user", "content": "Weather in Lisbon and Oslo?"}]
+    while True:
+        response = await client.chat.completions.create(
+            model="gpt-4.1-mini", messages=messages, tools=listing.tools
+        )
+        # The parse strips the nulls strict mode made the model send for optional arguments.
+        outcome = await toolwire.execute_tool_calls(
+            toolset, "openai-chat", response, toolset=listing.toolset
+        )
+        message = response.choices[0].message
+        if not outcome.results:
+            print(message.content)
+            return
+        messages.append(message.model_dump(exclude_none=True))
+        messages.extend(outcome.results)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

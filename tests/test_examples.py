@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+LOOPS = ["gemini_loop", "anthropic_loop", "openai_chat_loop", "openai_responses_loop"]
+
+
+@pytest.mark.parametrize("name", LOOPS)
+def test_provider_examples_import_with_their_sdks(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # They need an API key to run; importing checks the SDK names and toolwire calls they use.
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert callable(module.main)
+
+
+def test_the_mcp_hub_example_runs_without_a_key() -> None:
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "mcp_hub.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=EXAMPLES,
+    )
+    assert result.returncode == 0, result.stderr
+    assert '"name": "notes__find_notes"' in result.stdout
+    assert "oslo: Pack boots." in result.stdout
+    assert "Denied: not in this example." in result.stdout
