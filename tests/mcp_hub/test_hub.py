@@ -289,3 +289,27 @@ async def test_listing_follows_pages_and_survives_a_repeated_cursor() -> None:
     # The looping server's first page twice, then the guard stops: no hang, no duplicates.
     assert [n for n in names if n.startswith("loop__")] == [f"loop__t{i}" for i in range(10)]
     assert outcome.results[0]["functionResponse"]["response"] == {"output": "t24"}
+
+
+async def test_arguments_named_like_the_hubs_own_parameters_reach_the_server() -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("odd")
+
+    @server.tool(description="Echo.")
+    def echo(server: str, name: str, self: str) -> str:
+        return f"{server}/{name}/{self}"
+
+    async with Hub({"odd": InProcessServer(server=server)}) as hub:
+        outcome = await toolwire.execute_tool_calls(
+            hub,
+            "gemini",
+            gemini_calls(("odd__echo", {"server": "a", "name": "b", "self": "c"})),
+        )
+    assert outcome.calls[0].result.content[0].text == "a/b/c"
+
+
+async def test_an_error_inside_the_hub_block_propagates_unwrapped() -> None:
+    with pytest.raises(toolwire.ToolNotFound):
+        async with Hub({"shop": InProcessServer(server=catalogue())}) as hub:
+            hub.as_toolset()["shop__missing"]
