@@ -3,8 +3,8 @@ in that provider's own message format."""
 
 from __future__ import annotations
 
+import importlib
 import os
-from collections.abc import Callable
 from typing import Any
 
 from toolwire.errors import MissingDependency
@@ -39,88 +39,88 @@ def _dump(value: Any) -> Any:
     return dump(mode="json", exclude_none=True) if callable(dump) else value
 
 
-class _Gemini:
+def _sdk(module: str, package: str, extra: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingDependency(package, extra) from None
+
+
+class _Driver:
+    """A conversation with one provider: ``history`` in that provider's own message format."""
+
+    label: str
+
     def __init__(self, key: str, model: str, tools: Any, prompt: str) -> None:
-        try:
-            from google import genai
-        except ImportError:
-            raise MissingDependency("google-genai", "genai") from None
-        self._client = genai.Client(api_key=key)
+        self._client = self._connect(key)
         self._model, self._tools = model, tools
-        self._contents: list[Any] = [{"role": "user", "parts": [{"text": prompt}]}]
+        self.history: list[Any] = [self._user(prompt)]
+
+    def _connect(self, key: str) -> Any:
+        raise NotImplementedError
+
+    def _user(self, prompt: str) -> Any:
+        return {"role": "user", "content": prompt}
+
+
+class _Gemini(_Driver):
+    def _connect(self, key: str) -> Any:
+        return _sdk("google.genai", "google-genai", "genai").Client(api_key=key)
+
+    def _user(self, prompt: str) -> Any:
+        return {"role": "user", "parts": [{"text": prompt}]}
 
     async def respond(self) -> Any:
         config: Any = {"tools": self._tools} if self._tools else None
         return await self._client.aio.models.generate_content(
-            model=self._model, contents=self._contents, config=config
+            model=self._model, contents=self.history, config=config
         )
 
     def add_answers(self, response: Any, results: list[Any]) -> None:
-        self._contents.append(response.candidates[0].content)  # kept whole: thought signatures
-        self._contents.append({"role": "user", "parts": results})
+        self.history.append(response.candidates[0].content)  # kept whole: thought signatures
+        self.history.append({"role": "user", "parts": results})
 
 
-class _Anthropic:
-    def __init__(self, key: str, model: str, tools: Any, prompt: str) -> None:
-        try:
-            import anthropic
-        except ImportError:
-            raise MissingDependency("anthropic", "anthropic") from None
-        self._client = anthropic.AsyncAnthropic(api_key=key)
-        self._model, self._tools = model, tools
-        self._messages: list[Any] = [{"role": "user", "content": prompt}]
+class _Anthropic(_Driver):
+    def _connect(self, key: str) -> Any:
+        return _sdk("anthropic", "anthropic", "anthropic").AsyncAnthropic(api_key=key)
 
     async def respond(self) -> Any:
         return await self._client.messages.create(
-            model=self._model, max_tokens=1024, tools=self._tools, messages=self._messages
+            model=self._model, max_tokens=1024, tools=self._tools, messages=self.history
         )
 
     def add_answers(self, response: Any, results: list[Any]) -> None:
-        self._messages.append({"role": "assistant", "content": _dump(response)["content"]})
-        self._messages.append({"role": "user", "content": results})
+        self.history.append({"role": "assistant", "content": _dump(response)["content"]})
+        self.history.append({"role": "user", "content": results})
 
 
-class _OpenAIChat:
-    def __init__(self, key: str, model: str, tools: Any, prompt: str) -> None:
-        try:
-            import openai
-        except ImportError:
-            raise MissingDependency("openai", "openai") from None
-        self._client = openai.AsyncOpenAI(api_key=key)
-        self._model, self._tools = model, tools
-        self._messages: list[Any] = [{"role": "user", "content": prompt}]
+class _OpenAIChat(_Driver):
+    def _connect(self, key: str) -> Any:
+        return _sdk("openai", "openai", "openai").AsyncOpenAI(api_key=key)
 
     async def respond(self) -> Any:
         return await self._client.chat.completions.create(
-            model=self._model, messages=self._messages, tools=self._tools
+            model=self._model, messages=self.history, tools=self._tools
         )
 
     def add_answers(self, response: Any, results: list[Any]) -> None:
-        self._messages.append(_dump(response.choices[0].message))
-        self._messages.extend(results)
+        self.history.append(_dump(response.choices[0].message))
+        self.history.extend(results)
 
 
-class _OpenAIResponses:
-    def __init__(self, key: str, model: str, tools: Any, prompt: str) -> None:
-        try:
-            import openai
-        except ImportError:
-            raise MissingDependency("openai", "openai") from None
-        self._client = openai.AsyncOpenAI(api_key=key)
-        self._model, self._tools = model, tools
-        self._input: list[Any] = [{"role": "user", "content": prompt}]
-
+class _OpenAIResponses(_OpenAIChat):
     async def respond(self) -> Any:
         return await self._client.responses.create(
-            model=self._model, input=self._input, tools=self._tools
+            model=self._model, input=self.history, tools=self._tools
         )
 
     def add_answers(self, response: Any, results: list[Any]) -> None:
-        self._input.extend(_dump(item) for item in response.output)
-        self._input.extend(results)
+        self.history.extend(_dump(item) for item in response.output)
+        self.history.extend(results)
 
 
-DRIVERS: dict[str, Callable[[str, str, Any, str], Any]] = {
+DRIVERS: dict[str, type[_Driver]] = {
     "gemini": _Gemini,
     "anthropic": _Anthropic,
     "openai-chat": _OpenAIChat,
