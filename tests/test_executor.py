@@ -452,7 +452,8 @@ async def test_a_call_left_running_by_a_crash_is_not_rerun() -> None:
     [call] = calls(("add", {"a": 1, "b": 1}, "c1"))
     from toolwire.executor import _fingerprint
 
-    await store.put("r", CallRecord(call_id="c1", fingerprint=_fingerprint(call), state="running"))
+    running = CallRecord(call_id="c1", tool="add", fingerprint=_fingerprint(call), state="running")
+    assert await store.swap("r", None, running) is not None
     [outcome] = await executor.run([call], run_id="r")
     assert outcome.result.error_kind == "interrupted"
     assert RUNS["add"] == 0

@@ -42,12 +42,13 @@ from toolwire.errors import (
     MissingDependency,
     NameCollisionError,
     SchemaConversionError,
+    StoreUnavailable,
     ToolNotFound,
     ToolwireError,
 )
 from toolwire.executor import CallContext, CallOutcome, Executor, Veto, make_call
 from toolwire.policy import Policy, Rule, tainted_by
-from toolwire.store import MemoryStore, RunStore
+from toolwire.store import MemoryStore, RunStore, SQLiteStore
 from toolwire.tool import Tool, ToolSet, tool
 
 __version__ = "0.1.0"
@@ -80,7 +81,9 @@ __all__ = [
     "ResourceLink",
     "Rule",
     "RunStore",
+    "SQLiteStore",
     "SchemaConversionError",
+    "StoreUnavailable",
     "TextContent",
     "Tool",
     "ToolCall",

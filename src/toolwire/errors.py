@@ -11,11 +11,14 @@ ToolwireError
 ├── InvalidArguments            (also a ValueError) a call's arguments fail the tool's schema
 ├── MalformedResponse           (also a ValueError) a provider response is not shaped as documented
 ├── ToolNotFound                (also a LookupError) no visible tool has that name
+├── StoreUnavailable            (also a ConnectionError) the run store cannot be reached
 └── MissingDependency           (also an ImportError) an optional extra is not installed
 ```
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 __all__ = [
     "ConfigurationError",
@@ -24,6 +27,7 @@ __all__ = [
     "MissingDependency",
     "NameCollisionError",
     "SchemaConversionError",
+    "StoreUnavailable",
     "ToolNotFound",
     "ToolwireError",
 ]
@@ -109,3 +113,16 @@ class MissingDependency(ToolwireError, ImportError):
         super().__init__(
             f"{package} is not installed; install it with: pip install 'toolwire[{extra}]'"
         )
+
+
+class StoreUnavailable(ToolwireError, ConnectionError):
+    """The run store cannot be reached (a server down, a database file locked or unreadable).
+
+    Raised before any call runs when the store fails on the first read. When it fails later in
+    a turn, every call still has its answer: ``outcomes`` holds them (the calls that could not
+    be claimed are answered ``unavailable`` and did not run).
+    """
+
+    def __init__(self, message: str, *, outcomes: list[Any] | None = None) -> None:
+        super().__init__(message)
+        self.outcomes = outcomes

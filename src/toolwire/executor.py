@@ -14,6 +14,9 @@ once it is done).
 from __future__ import annotations
 
 import inspect
+import os
+import socket
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
@@ -35,9 +38,16 @@ from toolwire.calls import (
     stable_call_id,
     strip_nulls,
 )
-from toolwire.errors import ConfigurationError, InvalidArguments, ToolNotFound, ToolwireError
+from toolwire._tracing import end_tool_span, make_tracer, tool_span
+from toolwire.errors import (
+    ConfigurationError,
+    InvalidArguments,
+    StoreUnavailable,
+    ToolNotFound,
+    ToolwireError,
+)
 from toolwire.policy import ALLOW_ALL, Policy, PolicyContext
-from toolwire.store import CallRecord, MemoryStore, RunStore
+from toolwire.store import CallRecord, CallState, MemoryStore, RunStore
 from toolwire.tool import Tool, ToolSet
 
 __all__ = [
@@ -55,6 +65,16 @@ _MESSAGE_LIMIT = 2_000
 DEFAULT_OUTPUT_LIMIT = 100_000
 """Characters of tool output passed on to the model before it is truncated (with a notice)."""
 _NOT_RUN = ToolResult.error("approval_denied", "Not run: an approver halted this turn.")
+_INTERRUPTED = ToolResult.error(
+    "interrupted",
+    "The call was started earlier and never finished (its worker stopped); it is not run "
+    "again, so whether it took effect is unknown.",
+)
+_SWAP_ATTEMPTS = 8
+"""Compare-and-swap retries before a store write gives up (each retry means another worker
+wrote the same call in between; more than a few is a store out of order)."""
+_UNSTORED_KINDS = frozenset({"cancelled", "interrupted", "unavailable"})
+"""Answers a run does not keep: they say what happened to this attempt, not to the call."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,6 +132,8 @@ class _Planned:
     kwargs: dict[str, Any]
     context: CallContext | None
     """Set when hooks need it."""
+    record: CallRecord | None = None
+    """The run's record of the call when it was planned (what the claim swaps out)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -122,7 +144,12 @@ class _Turn:
     taint: frozenset[str]
     outcomes: list[CallOutcome | None] = field(default_factory=list)
     planned: list[_Planned] = field(default_factory=list)
-    pending: list[tuple[ApprovalRequest, str]] = field(default_factory=list)
+    pending: list[tuple[int, ApprovalRequest]] = field(default_factory=list)
+    seen: dict[int, CallRecord] = field(default_factory=dict)
+    """The records the run had of its calls when they were planned, by index."""
+    settled: set[int] = field(default_factory=set)
+    """Calls whose answer is already stored, or must not be."""
+    store_error: StoreUnavailable | None = None
     halted: bool = False
     scope: anyio.CancelScope | None = None
 
@@ -172,6 +199,12 @@ class Executor:
         before_call: hooks run after validation, before policy (see :data:`BeforeHook`).
         after_call: hooks run on each result before it is shaped (see :data:`AfterHook`).
         max_output_chars: output longer than this is truncated with an explicit notice.
+        on_interrupted: what to do with a call the run's store shows ``running`` when a turn
+            resumes (a worker stopped while running it, or is running it now):
+            ``"error"`` answers it with an ``interrupted`` error and never runs it again;
+            ``"rerun_idempotent"`` runs it again when its tool is marked ``idempotent``.
+        tracer_provider: an OpenTelemetry ``TracerProvider`` for the ``execute_tool`` spans;
+            the global one when None (spans cost nothing without ``toolwire[otel]``).
     """
 
     def __init__(
@@ -188,9 +221,15 @@ class Executor:
         before_call: Sequence[BeforeHook] = (),
         after_call: Sequence[AfterHook] = (),
         max_output_chars: int = DEFAULT_OUTPUT_LIMIT,
+        on_interrupted: Literal["error", "rerun_idempotent"] = "error",
+        tracer_provider: Any = None,
     ) -> None:
         if on_unknown not in ("answer", "raise"):
             raise ConfigurationError(f"on_unknown is 'answer' or 'raise', not {on_unknown!r}")
+        if on_interrupted not in ("error", "rerun_idempotent"):
+            raise ConfigurationError(
+                f"on_interrupted is 'error' or 'rerun_idempotent', not {on_interrupted!r}"
+            )
         if max_concurrency < 1:
             raise ConfigurationError("max_concurrency must be at least 1")
         if timeout is not None and not timeout > 0:
@@ -209,6 +248,10 @@ class Executor:
         self._per_server = max_concurrency_per_server
         self._server_limiters: dict[str, anyio.CapacityLimiter] = {}
         self._turns: set[_Turn] = set()
+        self.on_interrupted = on_interrupted
+        self._tracer = make_tracer(tracer_provider)
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        """Who this executor is in the run store's claims."""
 
     # -- public ------------------------------------------------------------------------------
 
@@ -232,6 +275,7 @@ class Executor:
         Raises:
             ApprovalPending: some calls wait for a decision; the others have run and are
                 stored under ``exc.run_id``.
+            StoreUnavailable: the run store failed (see its ``outcomes``).
             ToolNotFound: only with ``on_unknown="raise"``.
             ConfigurationError: e.g. a policy asked for approval and there is no approver.
         """
@@ -255,24 +299,43 @@ class Executor:
                 self._finish(turn, planned.index, _NOT_RUN)
         else:
             await self._run_planned(turn)
-        if turn.run_id is not None:
-            await self._remember(turn)
+        if turn.run_id is not None and turn.store_error is None:
+            try:
+                await self._remember(turn)
+            except StoreUnavailable as exc:
+                turn.store_error = exc
+        outcomes = [outcome for outcome in turn.outcomes if outcome is not None]
+        if turn.store_error is not None:
+            raise StoreUnavailable(
+                f"{turn.store_error} (run {turn.run_id!r}; the turn's answers are in "
+                "`outcomes`, but the run may not remember them)",
+                outcomes=outcomes,
+            ) from turn.store_error
         if turn.pending:
             assert turn.run_id is not None
-            raise ApprovalPending(turn.run_id, [request for request, _ in turn.pending])
-        return [outcome for outcome in turn.outcomes if outcome is not None]
+            raise ApprovalPending(turn.run_id, [request for _, request in turn.pending])
+        return outcomes
 
     async def decide(self, run_id: str, call_id: str, decision: Decision) -> None:
         """Record a decision for a pending call of ``run_id`` (see :class:`ApprovalPending`).
 
         Raises:
-            ToolwireError: when the run has no such pending call.
+            ToolwireError: when the run has no such call waiting (a decided call that has not
+                run yet may be decided again).
+            StoreUnavailable: the run store cannot be reached.
         """
-        record = await self.store.get(run_id, call_id)
-        if record is None or record.state not in ("pending", "approved", "denied"):
-            raise ToolwireError(f"run {run_id!r} has no call {call_id!r} waiting for approval")
-        state = "approved" if decision.allowed else "denied"
-        await self.store.put(run_id, record.with_(state=state, decision=decision))
+        state: CallState = "approved" if decision.allowed else "denied"
+        for _ in range(_SWAP_ATTEMPTS):
+            record = await self.store.get(run_id, call_id)
+            if (
+                record is None
+                or record.result is not None
+                or record.state not in ("pending", "approved", "denied")
+            ):
+                raise ToolwireError(f"run {run_id!r} has no call {call_id!r} waiting for approval")
+            if await self.store.swap(run_id, record, record.with_(state=state, decision=decision)):
+                return
+        raise ToolwireError(f"run {run_id!r}: call {call_id!r} kept changing; decide again")
 
     def cancel(self, run_id: str | None = None) -> None:
         """Cancel the turns in progress (only the one named ``run_id``, when given).
@@ -289,25 +352,16 @@ class Executor:
     async def _plan(self, turn: _Turn, index: int, call: ToolCall) -> None:
         record = None
         if turn.run_id is not None:
-            fingerprint = _fingerprint(call)
             record = await self.store.get(turn.run_id, call.local_id)
-            if record is not None and record.fingerprint != fingerprint:
-                raise ConfigurationError(
-                    f"run {turn.run_id!r} already has a call {call.local_id!r} with other "
-                    "arguments; use a new run id for a new turn"
-                )
-            if record is not None and record.result is not None:
-                turn.outcomes[index] = CallOutcome(item=call, result=record.result, from_store=True)
-                return
-            if record is not None and record.state == "running":
-                turn.outcomes[index] = CallOutcome(
-                    item=call,
-                    result=ToolResult.error(
-                        "interrupted",
-                        "The call started earlier but never finished; it is not run again.",
-                    ),
-                )
-                return
+            if record is not None:
+                if record.fingerprint != _fingerprint(call):
+                    raise ConfigurationError(
+                        f"run {turn.run_id!r} already has a call {call.local_id!r} with other "
+                        "arguments; use a new run id for a new turn"
+                    )
+                turn.seen[index] = record
+                if self._settled_by(turn, index, record):
+                    return
 
         tool = call.tool
         if call.null_paths:  # nulls a strict schema made the model send mean "left out"
@@ -345,7 +399,7 @@ class Executor:
                 context = _context(turn, call, arguments)
 
         if self.policy.allows_everything and not tool.needs_approval:
-            turn.planned.append(_Planned(index, call, kwargs, context))
+            turn.planned.append(_Planned(index, call, kwargs, context, record))
             return
         verdict = self.policy.evaluate(
             PolicyContext(
@@ -364,7 +418,7 @@ class Executor:
         if verdict.effect == "ask":
             decision = record.decision if record is not None else None
             if decision is None:
-                decision = await self._ask(turn, call, arguments, verdict.reason)
+                decision = await self._ask(turn, index, call, arguments, verdict.reason)
             if decision is None:
                 return  # pending: recorded on the turn
             if not decision.allowed:
@@ -375,10 +429,34 @@ class Executor:
                     turn, index, ToolResult.error("approval_denied", f"Denied: {reason}."), halted
                 )
                 return
-        turn.planned.append(_Planned(index, call, kwargs, context))
+        turn.planned.append(_Planned(index, call, kwargs, context, record))
+
+    def _settled_by(self, turn: _Turn, index: int, record: CallRecord) -> bool:
+        """Answer the call from its record when the record says how; False to go on."""
+        item = turn.items[index]
+        if record.result is not None:
+            turn.outcomes[index] = CallOutcome(item=item, result=record.result, from_store=True)
+        elif record.state == "running" and not self._may_rerun(item):
+            self._finish(turn, index, _INTERRUPTED)
+        else:
+            return False
+        turn.settled.add(index)
+        return True
+
+    def _may_rerun(self, item: ToolCall | RejectedCall) -> bool:
+        return (
+            self.on_interrupted == "rerun_idempotent"
+            and isinstance(item, ToolCall)
+            and item.tool.idempotent
+        )
 
     async def _ask(
-        self, turn: _Turn, call: ToolCall, arguments: Mapping[str, Any], reason: str | None
+        self,
+        turn: _Turn,
+        index: int,
+        call: ToolCall,
+        arguments: Mapping[str, Any],
+        reason: str | None,
     ) -> Decision | None:
         if self.approver is None:
             raise ConfigurationError(
@@ -398,7 +476,7 @@ class Executor:
         )
         decision = await _maybe_await(self.approver(request))
         if decision is None:
-            turn.pending.append((request, _fingerprint(call)))
+            turn.pending.append((index, request))
             return None
         if not isinstance(decision, Decision):
             raise ConfigurationError(f"an approver returned {decision!r}, not a Decision")
@@ -446,13 +524,24 @@ class Executor:
                 tasks.start_soon(worker)
 
     async def _execute(self, turn: _Turn, planned: _Planned) -> None:
+        claim = None
+        if turn.run_id is not None:
+            claim = await self._claim(turn, planned)
+            if claim is None:
+                return  # answered from the run, or not to be run
+        if self._tracer is None:
+            result = await self._run_call(turn, planned, None)
+        else:
+            with tool_span(self._tracer, planned.call, turn.run_id) as span:
+                result = await self._run_call(turn, planned, span)
+        if claim is not None:
+            await self._store_answer(turn, planned.index, claim, result)
+        self._finish(turn, planned.index, result)
+
+    async def _run_call(self, turn: _Turn, planned: _Planned, span: Any) -> ToolResult:
         call = planned.call
         tool = call.tool
-        if turn.run_id is not None:
-            await self.store.put(
-                turn.run_id,
-                CallRecord(call_id=call.local_id, fingerprint=_fingerprint(call), state="running"),
-            )
+        error: Exception | None = None
         timeout = tool.timeout if tool.timeout is not None else self.timeout
         try:
             with anyio.fail_after(timeout) if timeout is not None else nullcontext():
@@ -475,14 +564,17 @@ class Executor:
                 "timeout", f"Tool {call.exposed_name!r} timed out after {timeout:g} seconds."
             )
         except Exception as exc:  # the tool raised: the model is told, the turn goes on
+            error = exc
             result = ToolResult.error("failed", _failure_message(call.exposed_name, exc))
+        if span is not None:
+            end_tool_span(span, result, error)
         result = _cap_output(result, self.max_output_chars)
         for hook in self.after_call:
             assert planned.context is not None  # made whenever there are hooks
             replaced = await _maybe_await(hook(planned.context, result))
             if replaced is not None:
                 result = ToolResult.from_value(replaced)
-        self._finish(turn, planned.index, result)
+        return result
 
     async def _invoke(self, tool: Tool, kwargs: dict[str, Any]) -> Any:
         handler = tool.handler
@@ -510,27 +602,113 @@ class Executor:
     def _finish(self, turn: _Turn, index: int, result: ToolResult, halted: bool = False) -> None:
         turn.outcomes[index] = CallOutcome(item=turn.items[index], result=result, halted=halted)
 
-    async def _remember(self, turn: _Turn) -> None:
-        """Store every answered call of the turn, and the pending ones as pending."""
+    async def _claim(self, turn: _Turn, planned: _Planned) -> CallRecord | None:
+        """Move the call to ``running`` in the run, atomically: the claim, or None when another
+        worker's record answers the call (the outcome is then set)."""
         assert turn.run_id is not None
-        for outcome in turn.outcomes:
-            if outcome is None or outcome.from_store or not isinstance(outcome.item, ToolCall):
+        call, index = planned.call, planned.index
+        seen = planned.record
+        fingerprint = _fingerprint(call)
+        for _ in range(_SWAP_ATTEMPTS):
+            claim = CallRecord(
+                call_id=call.local_id,
+                tool=call.exposed_name,
+                fingerprint=fingerprint,
+                state="running",
+                decision=seen.decision if seen is not None else None,
+                owner=self.worker_id,
+                started_at=time.time(),
+            )
+            try:
+                stored = await self.store.swap(turn.run_id, seen, claim)
+                if stored is not None:
+                    return stored
+                seen = await self.store.get(turn.run_id, call.local_id)  # another worker wrote
+            except StoreUnavailable as exc:
+                turn.store_error = turn.store_error or exc
+                break
+            if seen is not None and self._settled_by(turn, index, seen):
+                return None
+            if seen is not None and seen.state == "denied":  # decided again since planned
+                reason = seen.decision.reason if seen.decision is not None else None
+                self._finish(
+                    turn,
+                    index,
+                    ToolResult.error("approval_denied", f"Denied: {reason or 'not approved'}."),
+                )
+                return None
+        self._finish(
+            turn,
+            index,
+            ToolResult.error("unavailable", "Not run: the run's store could not record the call."),
+        )
+        turn.settled.add(index)
+        return None
+
+    async def _store_answer(
+        self, turn: _Turn, index: int, claim: CallRecord, result: ToolResult
+    ) -> None:
+        """Record the answer of a call this worker ran, right away: a crash later in the turn
+        must not make the run forget it."""
+        assert turn.run_id is not None
+        turn.settled.add(index)
+        if result.error_kind in _UNSTORED_KINDS:
+            return  # e.g. cancelled mid-run: the claim stays, and a resume says interrupted
+        answered = claim.with_(state=_answered_state(result), result=result, owner=None)
+        try:
+            # A failed swap means another worker took the claim over (an idempotent rerun):
+            # its answer is the run's.
+            await self.store.swap(turn.run_id, claim, answered)
+        except StoreUnavailable as exc:
+            turn.store_error = turn.store_error or exc
+
+    async def _remember(self, turn: _Turn) -> None:
+        """Store the answers decided without running (invalid arguments, denials...), and the
+        calls waiting for a decision as pending."""
+        assert turn.run_id is not None
+        for index, outcome in enumerate(turn.outcomes):
+            if (
+                outcome is None
+                or index in turn.settled
+                or outcome.from_store
+                or not isinstance(outcome.item, ToolCall)
+                or outcome.result.error_kind in _UNSTORED_KINDS
+            ):
                 continue
             call = outcome.item
-            await self.store.put(
+            await self.store.swap(
                 turn.run_id,
+                turn.seen.get(index),
                 CallRecord(
                     call_id=call.local_id,
+                    tool=call.exposed_name,
                     fingerprint=_fingerprint(call),
-                    state="completed",
+                    state=_answered_state(outcome.result),
+                    decision=(seen.decision if (seen := turn.seen.get(index)) else None),
                     result=outcome.result,
                 ),
-            )
-        for request, fingerprint in turn.pending:
-            await self.store.put(
+            )  # a failed swap: another worker answered it first, and that answer stands
+        for index, request in turn.pending:
+            if index in turn.seen:
+                continue  # already pending in the run
+            item = turn.items[index]
+            assert isinstance(item, ToolCall)
+            await self.store.swap(
                 turn.run_id,
-                CallRecord(call_id=request.call_id, fingerprint=fingerprint, state="pending"),
+                None,
+                CallRecord(
+                    call_id=request.call_id,
+                    tool=request.exposed_name,
+                    fingerprint=_fingerprint(item),
+                    state="pending",
+                ),
             )
+
+
+def _answered_state(result: ToolResult) -> CallState:
+    if result.error_kind in ("denied", "approval_denied"):
+        return "denied"
+    return "failed" if result.is_error else "completed"
 
 
 async def acquire(limiter: anyio.CapacityLimiter) -> None:

@@ -55,6 +55,9 @@ class Tool:
     """False makes the executor run this tool alone, never beside another call."""
     timeout: float | None = None
     """Seconds a call may run; overrides the executor's timeout."""
+    idempotent: bool = False
+    """Running a call twice does no more than running it once: an executor with
+    ``on_interrupted="rerun_idempotent"`` may run it again after a worker stopped mid-call."""
     needs_approval: bool = False
     """Every call needs approval whatever the policy allows (set by an MCP hub for a tool whose
     definition changed since it was approved)."""
@@ -182,6 +185,7 @@ def tool(
     parallel_safe: bool = True,
     annotations: Mapping[str, Any] | None = None,
     timeout: float | None = None,
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -194,6 +198,7 @@ def tool(
     parallel_safe: bool = True,
     annotations: Mapping[str, Any] | None = None,
     timeout: float | None = None,
+    idempotent: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a :class:`Tool` from a function, sync or async.
 
@@ -215,6 +220,7 @@ def tool(
             annotations=annotations,
             parallel_safe=parallel_safe,
             timeout=timeout,
+            idempotent=idempotent,
             function=schema,
         )
 

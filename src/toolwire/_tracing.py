@@ -1,0 +1,73 @@
+"""OpenTelemetry spans for tool executions (extra ``toolwire[otel]``), following the GenAI
+semantic conventions: one ``execute_tool {tool name}`` span per call that runs, with the
+operation, the tool's name, description and call id, and ``error.type`` when it fails.
+
+Without ``opentelemetry-api`` installed every function here does nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+from toolwire.calls import ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span, Tracer, TracerProvider
+
+try:
+    from opentelemetry import trace as _trace
+except ImportError:
+    _trace = None  # type: ignore[assignment]
+
+__all__ = ["end_tool_span", "make_tracer", "tool_span"]
+
+try:
+    _VERSION: str | None = metadata.version("toolwire")
+except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
+    _VERSION = None
+
+
+def make_tracer(provider: TracerProvider | None = None) -> Tracer | None:
+    """toolwire's tracer from ``provider`` (the global one when None); None without the API."""
+    if _trace is None:
+        return None
+    return _trace.get_tracer("toolwire", _VERSION, tracer_provider=provider)
+
+
+@contextmanager
+def tool_span(tracer: Tracer, call: ToolCall, run_id: str | None) -> Iterator[Span]:
+    """A span around one execution; finish it with :func:`end_tool_span`."""
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": call.exposed_name,
+        "gen_ai.tool.call.id": call.local_id,
+        "gen_ai.tool.type": "function",
+    }
+    if call.tool.description:
+        attributes["gen_ai.tool.description"] = call.tool.description
+    if call.tool.server_id is not None:
+        attributes["toolwire.server"] = call.tool.server_id
+    if run_id is not None:
+        attributes["toolwire.run_id"] = run_id
+    with tracer.start_as_current_span(
+        f"execute_tool {call.exposed_name}",
+        attributes=attributes,
+        record_exception=False,  # the executor answers errors itself and reports them below
+        set_status_on_exception=False,
+    ) as span:
+        yield span
+
+
+def end_tool_span(span: Span, result: ToolResult, error: BaseException | None) -> None:
+    """Mark the span failed when the call failed: ``error.type`` is the error kind the model
+    is told (``timeout``, ``failed``, ...), a small fixed set; a raised exception is recorded."""
+    if not result.is_error or not span.is_recording():
+        return
+    assert _trace is not None  # a span exists only with the API
+    span.set_attribute("error.type", result.error_kind or "_OTHER")
+    if error is not None:
+        span.record_exception(error)
+    span.set_status(_trace.Status(_trace.StatusCode.ERROR, result.text[:500]))

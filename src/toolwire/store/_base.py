@@ -1,0 +1,201 @@
+"""The record of one call, the store interface, and the record's JSON form for durable stores."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import pydantic_core
+
+from toolwire.approval import Decision
+from toolwire.calls import (
+    AudioContent,
+    Content,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    ToolResult,
+)
+
+__all__ = ["DEFAULT_TTL", "CallRecord", "CallState", "RunStore", "decode_record", "encode_record"]
+
+DEFAULT_TTL = 7 * 24 * 3600.0
+"""Seconds a durable store keeps a run after its last write (a week: long enough for a human
+to answer an approval request, short enough that runs don't pile up)."""
+
+CallState = Literal["pending", "approved", "denied", "running", "completed", "failed"]
+"""Where a call is: waiting for a decision (``pending``), decided and not yet run (``approved``,
+or ``denied`` without a result), claimed by a worker (``running``), or answered (``completed``,
+``failed``, or ``denied`` with the denial as its result)."""
+
+ANSWERED: frozenset[CallState] = frozenset({"completed", "failed", "denied"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallRecord:
+    """What a run knows about one of its calls."""
+
+    call_id: str
+    tool: str
+    """The name the model called the tool by."""
+    fingerprint: str
+    """The tool and its canonical arguments, hashed: the same id with other content is
+    another call, not a resume."""
+    state: CallState
+    decision: Decision | None = None
+    result: ToolResult | None = None
+    """The answer, once the call is answered; resuming the run replays it."""
+    owner: str | None = None
+    """Who claimed the call to run it (an executor's worker id), while ``running``."""
+    started_at: float | None = None
+    """When it was claimed (seconds since the epoch)."""
+    version: int = 0
+    """Bumped by the store on every write; what a compare-and-swap compares."""
+
+    def with_(self, **changes: Any) -> CallRecord:
+        return replace(self, **changes)
+
+
+@runtime_checkable
+class RunStore(Protocol):
+    """The store interface; implementations must be safe to share between tasks.
+
+    Durable implementations are shared between processes too: ``swap`` is atomic across every
+    process using the same database.
+    """
+
+    async def get(self, run_id: str, call_id: str) -> CallRecord | None:
+        """The record of ``call_id`` in ``run_id``, if any (expired runs have none)."""
+        ...
+
+    async def swap(
+        self, run_id: str, expected: CallRecord | None, record: CallRecord
+    ) -> CallRecord | None:
+        """Store ``record`` if the call's record is still ``expected`` (None: there is none).
+
+        Compares versions, not contents. Returns the stored record (its ``version`` one more
+        than ``expected``'s), or None when another writer got there first: read it again.
+
+        Raises:
+            StoreUnavailable: the store cannot be reached.
+        """
+        ...
+
+
+# -- the JSON form ------------------------------------------------------------------------------
+
+
+def encode_record(record: CallRecord) -> str:
+    """The record as JSON (without its version, which stores keep beside it)."""
+    body: dict[str, Any] = {
+        "call_id": record.call_id,
+        "tool": record.tool,
+        "fingerprint": record.fingerprint,
+        "state": record.state,
+    }
+    if record.decision is not None:
+        body["decision"] = {"kind": record.decision.kind, "reason": record.decision.reason}
+    if record.result is not None:
+        body["result"] = _encode_result(record.result)
+    if record.owner is not None:
+        body["owner"] = record.owner
+        body["started_at"] = record.started_at
+    # pydantic_core writes what json can't (datetimes, UUIDs...) that tools put in structured
+    # content; anything stranger is kept as its str().
+    return pydantic_core.to_json(body, fallback=str).decode()
+
+
+def decode_record(text: str | bytes, version: int) -> CallRecord:
+    body = json.loads(text)
+    decision = body.get("decision")
+    result = body.get("result")
+    return CallRecord(
+        call_id=body["call_id"],
+        tool=body["tool"],
+        fingerprint=body["fingerprint"],
+        state=body["state"],
+        decision=Decision(decision["kind"], decision["reason"]) if decision else None,
+        result=_decode_result(result) if result is not None else None,
+        owner=body.get("owner"),
+        started_at=body.get("started_at"),
+        version=version,
+    )
+
+
+def _encode_result(result: ToolResult) -> dict[str, Any]:
+    body: dict[str, Any] = {"content": [_encode_part(part) for part in result.content]}
+    if result.structured_content is not None:
+        body["structured_content"] = result.structured_content
+    if result.is_error:
+        body["is_error"] = True
+        body["error_kind"] = result.error_kind
+    return body
+
+
+def _decode_result(body: dict[str, Any]) -> ToolResult:
+    return ToolResult(
+        content=tuple(_decode_part(part) for part in body["content"]),
+        structured_content=body.get("structured_content"),
+        is_error=body.get("is_error", False),
+        error_kind=body.get("error_kind"),
+    )
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _encode_part(part: Content) -> dict[str, Any]:
+    match part:
+        case TextContent(text=text):
+            return {"type": "text", "text": text}
+        case ImageContent(data=data, mime_type=mime):
+            return {"type": "image", "data": _b64(data), "mime_type": mime}
+        case AudioContent(data=data, mime_type=mime):
+            return {"type": "audio", "data": _b64(data), "mime_type": mime}
+        case ResourceLink():
+            return {
+                "type": "resource_link",
+                "uri": part.uri,
+                "name": part.name,
+                "mime_type": part.mime_type,
+                "description": part.description,
+            }
+        case EmbeddedResource():
+            return {
+                "type": "resource",
+                "uri": part.uri,
+                "mime_type": part.mime_type,
+                "text": part.text,
+                "blob": _b64(part.blob) if part.blob is not None else None,
+            }
+    raise TypeError(f"not a content part: {part!r}")  # pragma: no cover - exhaustive above
+
+
+def _decode_part(body: dict[str, Any]) -> Content:
+    match body["type"]:
+        case "text":
+            return TextContent(body["text"])
+        case "image":
+            return ImageContent(base64.b64decode(body["data"]), body["mime_type"])
+        case "audio":
+            return AudioContent(base64.b64decode(body["data"]), body["mime_type"])
+        case "resource_link":
+            return ResourceLink(
+                uri=body["uri"],
+                name=body["name"],
+                mime_type=body["mime_type"],
+                description=body["description"],
+            )
+        case "resource":
+            blob = body["blob"]
+            return EmbeddedResource(
+                uri=body["uri"],
+                mime_type=body["mime_type"],
+                text=body["text"],
+                blob=base64.b64decode(blob) if blob is not None else None,
+            )
+    raise ValueError(f"unknown content part type {body['type']!r} in a stored record")

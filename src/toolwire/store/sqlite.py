@@ -1,0 +1,208 @@
+"""The durable default: runs in one SQLite file, shared by every process on the machine."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from functools import partial
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import anyio.to_thread
+
+from toolwire.errors import StoreUnavailable
+from toolwire.store._base import DEFAULT_TTL, CallRecord, decode_record, encode_record
+
+__all__ = ["SQLiteStore"]
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS toolwire_runs (
+    run_id TEXT PRIMARY KEY,
+    expires_at REAL
+);
+CREATE INDEX IF NOT EXISTS toolwire_runs_expiry ON toolwire_runs (expires_at);
+CREATE TABLE IF NOT EXISTS toolwire_calls (
+    run_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (run_id, call_id)
+);
+"""
+_PURGE_EVERY = 256
+"""Writes between two sweeps of expired runs (reads ignore them meanwhile)."""
+
+
+class SQLiteStore:
+    """Runs kept in a SQLite database file (WAL mode), safe to share between the processes of
+    one machine: each write is one short ``BEGIN IMMEDIATE`` transaction.
+
+    Args:
+        path: the database file (created with its tables when missing).
+        ttl: seconds a run is kept after its last write; None keeps runs until deleted.
+        busy_timeout: seconds to wait for another process's write before giving up with
+            :class:`~toolwire.errors.StoreUnavailable`.
+        synchronous: SQLite's ``synchronous`` setting. ``"FULL"`` (the default) syncs every
+            commit to disk, so a claim survives a power cut; ``"NORMAL"`` is faster and
+            survives a crash of the process, not of the machine.
+
+    Raises:
+        StoreUnavailable: the file cannot be opened or is not a SQLite database.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        ttl: float | None = DEFAULT_TTL,
+        busy_timeout: float = 5.0,
+        synchronous: Literal["FULL", "NORMAL"] = "FULL",
+    ) -> None:
+        if ttl is not None and not ttl > 0:
+            raise ValueError("ttl must be a positive number of seconds, or None")
+        if synchronous not in ("FULL", "NORMAL"):
+            raise ValueError(f"synchronous is 'FULL' or 'NORMAL', not {synchronous!r}")
+        self.path = Path(path)
+        self.ttl = ttl
+        self.busy_timeout = busy_timeout
+        self.synchronous = synchronous
+        self._lock = threading.Lock()  # one connection, used from worker threads in turn
+        self._writes = 0
+        self._pid = os.getpid()
+        self._db = self._connect()
+
+    # -- RunStore ------------------------------------------------------------------------------
+
+    async def get(self, run_id: str, call_id: str) -> CallRecord | None:
+        return await self._in_thread(partial(self._get, run_id, call_id))
+
+    async def swap(
+        self, run_id: str, expected: CallRecord | None, record: CallRecord
+    ) -> CallRecord | None:
+        expected_version = expected.version if expected is not None else 0
+        version = await self._in_thread(
+            partial(self._swap, run_id, record.call_id, expected_version, encode_record(record))
+        )
+        return record.with_(version=version) if version is not None else None
+
+    # -- housekeeping ----------------------------------------------------------------------------
+
+    async def purge(self) -> int:
+        """Delete the expired runs now; returns how many there were."""
+        return await self._in_thread(self._purge)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    async def __aenter__(self) -> SQLiteStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r})"
+
+    # -- in a worker thread ------------------------------------------------------------------------
+
+    async def _in_thread(self, work: partial[T]) -> T:
+        # The event loop goes on while SQLite waits for a lock or syncs to disk.
+        return await anyio.to_thread.run_sync(work)
+
+    def _get(self, run_id: str, call_id: str) -> CallRecord | None:
+        with self._connection() as db:
+            row = db.execute(
+                "SELECT c.version, c.record FROM toolwire_calls c"
+                " JOIN toolwire_runs r ON r.run_id = c.run_id"
+                " WHERE c.run_id = ? AND c.call_id = ?"
+                " AND (r.expires_at IS NULL OR r.expires_at > ?)",
+                (run_id, call_id, time.time()),
+            ).fetchone()
+        return decode_record(row[1], row[0]) if row is not None else None
+
+    def _swap(self, run_id: str, call_id: str, expected: int, encoded: str) -> int | None:
+        now = time.time()
+        with self._connection() as db, _transaction(db):
+            run = db.execute(
+                "SELECT expires_at FROM toolwire_runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if run is not None and run[0] is not None and run[0] <= now:
+                _delete_runs(db, "run_id = ?", (run_id,))
+            row = db.execute(
+                "SELECT version FROM toolwire_calls WHERE run_id = ? AND call_id = ?",
+                (run_id, call_id),
+            ).fetchone()
+            if (row[0] if row is not None else 0) != expected:
+                return None
+            db.execute(
+                "INSERT INTO toolwire_calls (run_id, call_id, version, record)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (run_id, call_id)"
+                " DO UPDATE SET version = excluded.version, record = excluded.record",
+                (run_id, call_id, expected + 1, encoded),
+            )
+            db.execute(
+                "INSERT INTO toolwire_runs (run_id, expires_at) VALUES (?, ?)"
+                " ON CONFLICT (run_id) DO UPDATE SET expires_at = excluded.expires_at",
+                (run_id, now + self.ttl if self.ttl is not None else None),
+            )
+            self._writes += 1
+            if self._writes % _PURGE_EVERY == 0:
+                _delete_runs(db, "expires_at <= ?", (now,))
+        return expected + 1
+
+    def _purge(self) -> int:
+        with self._connection() as db, _transaction(db):
+            return _delete_runs(db, "expires_at <= ?", (time.time(),))
+
+    # -- the connection ----------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout,
+                isolation_level=None,  # autocommit; writes open their own transactions
+                check_same_thread=False,
+            )
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(f"PRAGMA synchronous={self.synchronous}")
+            db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"{self!r} cannot be opened: {exc}") from exc
+        return db
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if os.getpid() != self._pid:  # a forked child must not share its parent's handle
+                self._pid = os.getpid()
+                self._db = self._connect()
+            try:
+                yield self._db
+            except sqlite3.Error as exc:
+                raise StoreUnavailable(f"{self!r}: {exc}") from exc
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    db.execute("BEGIN IMMEDIATE")  # take the write lock now: reads then writes see one state
+    try:
+        yield
+    except BaseException:
+        with suppress(sqlite3.Error):  # the error that got here is the one to report
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _delete_runs(db: sqlite3.Connection, where: str, parameters: tuple[object, ...]) -> int:
+    expired = f"SELECT run_id FROM toolwire_runs WHERE {where}"
+    db.execute(f"DELETE FROM toolwire_calls WHERE run_id IN ({expired})", parameters)
+    return db.execute(f"DELETE FROM toolwire_runs WHERE {where}", parameters).rowcount
