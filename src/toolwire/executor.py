@@ -203,6 +203,9 @@ class Executor:
             resumes (a worker stopped while running it, or is running it now):
             ``"error"`` answers it with an ``interrupted`` error and never runs it again;
             ``"rerun_idempotent"`` runs it again when its tool is marked ``idempotent``.
+        wait_for_running: seconds to wait, polling the store, for a call another worker is
+            running to be answered, before treating it as interrupted (for duplicate requests
+            resuming the same run at once); 0 does not wait.
         tracer_provider: an OpenTelemetry ``TracerProvider`` for the ``execute_tool`` spans;
             the global one when None (spans cost nothing without ``toolwire[otel]``).
     """
@@ -222,6 +225,7 @@ class Executor:
         after_call: Sequence[AfterHook] = (),
         max_output_chars: int = DEFAULT_OUTPUT_LIMIT,
         on_interrupted: Literal["error", "rerun_idempotent"] = "error",
+        wait_for_running: float = 0.0,
         tracer_provider: Any = None,
     ) -> None:
         if on_unknown not in ("answer", "raise"):
@@ -232,6 +236,8 @@ class Executor:
             )
         if max_concurrency < 1:
             raise ConfigurationError("max_concurrency must be at least 1")
+        if not wait_for_running >= 0:
+            raise ConfigurationError("wait_for_running must be a number of seconds, 0 or more")
         if timeout is not None and not timeout > 0:
             raise ConfigurationError("timeout must be a positive number of seconds")
         self.toolset = ToolSet.of(toolset)
@@ -249,6 +255,7 @@ class Executor:
         self._server_limiters: dict[str, anyio.CapacityLimiter] = {}
         self._turns: set[_Turn] = set()
         self.on_interrupted = on_interrupted
+        self.wait_for_running = wait_for_running
         self._tracer = make_tracer(tracer_provider)
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         """Who this executor is in the run store's claims."""
@@ -352,7 +359,7 @@ class Executor:
     async def _plan(self, turn: _Turn, index: int, call: ToolCall) -> None:
         record = None
         if turn.run_id is not None:
-            record = await self.store.get(turn.run_id, call.local_id)
+            record = await self._get_settled(turn.run_id, call.local_id)
             if record is not None:
                 if record.fingerprint != _fingerprint(call):
                     raise ConfigurationError(
@@ -430,6 +437,22 @@ class Executor:
                 )
                 return
         turn.planned.append(_Planned(index, call, kwargs, context, record))
+
+    async def _get_settled(self, run_id: str, call_id: str) -> CallRecord | None:
+        """The call's record; one another worker is running is awaited (``wait_for_running``)."""
+        record = await self.store.get(run_id, call_id)
+        if record is None or record.state != "running" or self.wait_for_running <= 0:
+            return record
+        deadline = time.monotonic() + self.wait_for_running
+        pause = 0.005
+        while record is not None and record.state == "running":
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            await anyio.sleep(min(pause, left))
+            pause = min(pause * 2, 0.1)
+            record = await self.store.get(run_id, call_id)
+        return record
 
     def _settled_by(self, turn: _Turn, index: int, record: CallRecord) -> bool:
         """Answer the call from its record when the record says how; False to go on."""
@@ -623,7 +646,7 @@ class Executor:
                 stored = await self.store.swap(turn.run_id, seen, claim)
                 if stored is not None:
                     return stored
-                seen = await self.store.get(turn.run_id, call.local_id)  # another worker wrote
+                seen = await self._get_settled(turn.run_id, call.local_id)  # another worker wrote
             except StoreUnavailable as exc:
                 turn.store_error = turn.store_error or exc
                 break

@@ -1,0 +1,480 @@
+"""The store contract, the same for the in-memory, SQLite and Redis stores, and the executor's
+use of it: resuming, claims, interrupted calls, expiry and unreachable stores."""
+
+from __future__ import annotations
+
+import datetime
+import sqlite3
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolwire import (
+    ApprovalPending,
+    AudioContent,
+    DeferredApproval,
+    EmbeddedResource,
+    Executor,
+    ImageContent,
+    MemoryStore,
+    Policy,
+    ResourceLink,
+    Rule,
+    RunStore,
+    SQLiteStore,
+    StoreUnavailable,
+    TextContent,
+    ToolResult,
+    ToolSet,
+    ToolwireError,
+    allow,
+    deny,
+    make_call,
+    tool,
+)
+from toolwire.store import CallRecord
+from toolwire.store._base import decode_record, encode_record
+
+pytestmark = pytest.mark.anyio
+
+RUNS: Counter[str] = Counter()
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Adds."""
+    RUNS["add"] += 1
+    return a + b
+
+
+@tool(idempotent=True)
+def lookup(key: str) -> str:
+    """Reads a value."""
+    RUNS["lookup"] += 1
+    return key.upper()
+
+
+@tool
+def transfer(amount: int) -> str:
+    """Moves money."""
+    RUNS["transfer"] += 1
+    return f"moved {amount}"
+
+
+TOOLS = ToolSet([add, lookup, transfer])
+
+
+@pytest.fixture(autouse=True)
+def _count() -> None:
+    RUNS.clear()
+
+
+def record(call_id: str = "c1", **changes: Any) -> CallRecord:
+    base = CallRecord(call_id=call_id, tool="add", fingerprint="f" * 16, state="pending")
+    return base.with_(**changes)
+
+
+# -- the contract --------------------------------------------------------------------------------
+
+
+async def test_swap_creates_then_compares_versions(store: RunStore) -> None:
+    assert await store.get("r", "c1") is None
+    first = await store.swap("r", None, record())
+    assert first is not None
+    assert first.version == 1
+    assert await store.get("r", "c1") == first
+    assert await store.swap("r", None, record(state="approved")) is None  # not new any more
+    second = await store.swap("r", first, first.with_(state="approved", decision=allow()))
+    assert second is not None
+    assert second.version == 2
+    assert await store.swap("r", first, first.with_(state="denied")) is None  # stale
+    assert await store.get("r", "c1") == second
+    assert await store.get("other", "c1") is None
+    assert await store.get("r", "c2") is None
+
+
+async def test_only_one_of_many_concurrent_claims_wins(store: RunStore) -> None:
+    pending = await store.swap("r", None, record())
+    wins: list[str] = []
+
+    async def claim(worker: int) -> None:
+        claimed = pending.with_(state="running", owner=f"w{worker}")  # type: ignore[union-attr]
+        if await store.swap("r", pending, claimed) is not None:
+            wins.append(f"w{worker}")
+
+    async with anyio.create_task_group() as tasks:
+        for worker in range(20):
+            tasks.start_soon(claim, worker)
+    assert len(wins) == 1
+    stored = await store.get("r", "c1")
+    assert stored is not None
+    assert (stored.state, stored.owner) == ("running", wins[0])
+
+
+async def test_records_keep_every_kind_of_content(store: RunStore) -> None:
+    result = ToolResult(
+        content=(
+            TextContent("héllo"),
+            ImageContent(b"\x89PNG\x00", "image/png"),
+            AudioContent(b"RIFF", "audio/wav"),
+            ResourceLink(uri="file:///a", name="a", mime_type="text/plain", description="d"),
+            EmbeddedResource(uri="mem://t", mime_type="text/plain", text="inline"),
+            EmbeddedResource(uri="mem://b", blob=b"\x00\x01"),
+        ),
+        structured_content={"n": 1, "nested": {"list": [1, "two", None]}},
+    )
+    stored = await store.swap(
+        "r", None, record(state="completed", decision=deny("why"), result=result)
+    )
+    assert await store.get("r", "c1") == stored
+    assert stored is not None
+    assert stored.result == result
+
+
+async def test_structured_content_that_json_cannot_write_is_kept_as_text() -> None:
+    when = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+    result = ToolResult(structured_content={"when": when, "odd": object.__new__(object)})
+    decoded = decode_record(encode_record(record(state="completed", result=result)), 3)
+    assert decoded.version == 3
+    assert decoded.result is not None
+    assert decoded.result.structured_content is not None
+    assert decoded.result.structured_content["when"] == "2026-01-02T03:04:05Z"
+    assert decoded.result.structured_content["odd"].startswith("<object object")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.text(),
+    data=st.binary(max_size=64),
+    structured=st.dictionaries(
+        st.text(max_size=8),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+            lambda inner: st.lists(inner, max_size=3),
+            max_leaves=6,
+        ),
+        max_size=4,
+    ),
+    kind=st.sampled_from([None, "failed", "timeout", "approval_denied"]),
+)
+def test_any_result_survives_the_json_form(
+    text: str, data: bytes, structured: dict[str, Any], kind: Any
+) -> None:
+    result = ToolResult(
+        content=(TextContent(text), ImageContent(data, "image/png")),
+        structured_content=structured,
+        is_error=kind is not None,
+        error_kind=kind,
+    )
+    original = record(state="failed" if kind else "completed", result=result, owner=None)
+    assert decode_record(encode_record(original), 0) == original
+
+
+# -- expiry ---------------------------------------------------------------------------------------
+
+
+async def _gone(store: RunStore, run_id: str) -> bool:
+    with anyio.fail_after(10):  # bounded: expiry is a few hundred ms away
+        while await store.get(run_id, "c1") is not None:
+            await anyio.sleep(0.02)
+    return True
+
+
+async def test_memory_runs_expire(monkeypatch: pytest.MonkeyPatch) -> None:
+    store = MemoryStore(ttl=60)
+    await store.swap("r", None, record())
+    now = time.monotonic()
+    monkeypatch.setattr(time, "monotonic", lambda: now + 61)
+    assert await store.get("r", "c1") is None
+    assert await store.swap("r", None, record()) is not None  # a fresh run under the old name
+
+
+async def test_sqlite_runs_expire_and_are_purged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteStore(tmp_path / "runs.db", ttl=60)
+    await store.swap("old", None, record())
+    now = time.time()
+    monkeypatch.setattr(time, "time", lambda: now + 61)
+    await store.swap("new", None, record())
+    assert await store.get("old", "c1") is None
+    assert await store.get("new", "c1") is not None
+    assert await store.purge() == 1
+    assert await store.swap("old", None, record()) is not None  # the name is free again
+    store.close()
+
+
+async def test_redis_runs_expire(redis_url: str) -> None:
+    from toolwire.store.redis import RedisStore
+
+    async with RedisStore(redis_url, ttl=0.2, prefix="expiry:") as store:
+        first = await store.swap("r", None, record())
+        assert first is not None
+        assert await store.get("r", "c1") == first
+        assert await _gone(store, "r")
+
+
+async def test_sqlite_writes_during_a_long_run_keep_it_alive(tmp_path: Path) -> None:
+    """Expiry counts from a run's last write, whichever call it was."""
+    store = SQLiteStore(tmp_path / "runs.db", ttl=60)
+    await store.swap("r", None, record("c1"))
+    db = sqlite3.connect(tmp_path / "runs.db")
+    [(first,)] = db.execute("SELECT expires_at FROM toolwire_runs").fetchall()
+    await store.swap("r", None, record("c2"))
+    [(second,)] = db.execute("SELECT expires_at FROM toolwire_runs").fetchall()
+    db.close()
+    store.close()
+    assert second >= first
+
+
+# -- unreachable stores ---------------------------------------------------------------------------
+
+
+async def test_a_sqlite_file_that_cannot_be_opened_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreUnavailable, match="cannot be opened"):
+        SQLiteStore(tmp_path / "missing-dir" / "runs.db")
+    not_a_database = tmp_path / "notes.txt"
+    not_a_database.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreUnavailable, match="not a database"):
+        SQLiteStore(not_a_database)
+
+
+async def test_a_locked_sqlite_store_is_unavailable_and_nothing_runs(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    store = SQLiteStore(path, busy_timeout=0.05)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(StoreUnavailable, match="locked"):
+            await Executor(TOOLS, store=store).run(
+                [make_call(TOOLS, "add", {"a": 1, "b": 2}, call_id="c1")], run_id="r"
+            )
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        store.close()
+    assert RUNS["add"] == 0
+
+
+async def test_an_unreachable_redis_is_a_clear_error_and_nothing_runs() -> None:
+    from toolwire.store.redis import RedisStore
+
+    with socket_closed() as port:
+        store = RedisStore(f"redis://127.0.0.1:{port}/0", timeout=2)
+        with pytest.raises(StoreUnavailable, match="cannot be reached") as raised:
+            await Executor(TOOLS, store=store).run(
+                [make_call(TOOLS, "add", {"a": 1, "b": 2}, call_id="c1")], run_id="r"
+            )
+        await store.aclose()
+    assert isinstance(raised.value, ConnectionError)
+    assert RUNS["add"] == 0
+
+
+class socket_closed:  # noqa: N801 - reads as a context manager
+    """A loopback port nothing listens on."""
+
+    def __enter__(self) -> int:
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+class FailingAfter:
+    """A store that stops answering after ``writes`` successful writes."""
+
+    def __init__(self, writes: int) -> None:
+        self.inner = MemoryStore()
+        self.writes = writes
+
+    async def get(self, run_id: str, call_id: str) -> CallRecord | None:
+        return await self.inner.get(run_id, call_id)
+
+    async def swap(
+        self, run_id: str, expected: CallRecord | None, record: CallRecord
+    ) -> CallRecord | None:
+        if self.writes <= 0:
+            raise StoreUnavailable("the store went away")
+        self.writes -= 1
+        return await self.inner.swap(run_id, expected, record)
+
+
+async def test_a_store_failing_mid_turn_raises_with_every_answer() -> None:
+    """The first call is claimed and run, its answer cannot be stored; the second cannot be
+    claimed, so it does not run. Both are answered in ``outcomes``."""
+    store = FailingAfter(writes=1)
+    calls = [
+        make_call(TOOLS, "transfer", {"amount": 5}, call_id="c1"),
+        make_call(TOOLS, "transfer", {"amount": 6}, call_id="c2"),
+    ]
+    with pytest.raises(StoreUnavailable, match="went away") as raised:
+        await Executor(TOOLS, store=store, max_concurrency=1).run(calls, run_id="r")
+    outcomes = raised.value.outcomes
+    assert outcomes is not None
+    assert [o.result.text for o in outcomes][0] == "moved 5"
+    assert outcomes[1].result.error_kind == "unavailable"
+    assert RUNS["transfer"] == 1
+    # the run remembers c1 as running: a resume answers it interrupted, never runs it again
+    store.writes = 10
+    resumed = await Executor(TOOLS, store=store).run(calls, run_id="r")
+    assert [o.result.error_kind for o in resumed] == ["interrupted", None]
+    assert RUNS["transfer"] == 2
+
+
+# -- the executor on each store -------------------------------------------------------------------
+
+
+async def test_a_resumed_run_answers_from_the_store_and_runs_nothing_twice(
+    store: RunStore,
+) -> None:
+    calls = [
+        make_call(TOOLS, "add", {"a": 1, "b": 2}, call_id="c1"),
+        make_call(TOOLS, "transfer", {"amount": 9}, call_id="c2"),
+        make_call(TOOLS, "add", {"a": "x", "b": 2}, call_id="c3"),
+    ]
+    policy = Policy(Rule("ask", "transfer"))
+    first = Executor(TOOLS, store=store, policy=policy, approver=DeferredApproval())
+    with pytest.raises(ApprovalPending) as pending:
+        await first.run(calls, run_id="r")
+    assert [p.call_id for p in pending.value.pending] == ["c2"]
+    stored = await store.get("r", "c2")
+    assert stored is not None
+    assert (stored.state, stored.tool) == ("pending", "transfer")
+    assert (await store.get("r", "c3")).state == "failed"  # type: ignore[union-attr]
+
+    # another executor (another worker) records the decision and another completes the turn
+    await Executor(TOOLS, store=store).decide("r", "c2", allow())
+    second = Executor(TOOLS, store=store, policy=policy, approver=DeferredApproval())
+    outcomes = await second.run(calls, run_id="r")
+    assert [o.result.text.split(":")[0] for o in outcomes] == [
+        "3",
+        "moved 9",
+        "Invalid arguments for 'add'",
+    ]
+    assert [o.from_store for o in outcomes] == [True, False, True]
+    assert RUNS == {"add": 1, "transfer": 1}
+    assert [(await store.get("r", c)).state for c in ("c1", "c2", "c3")] == [  # type: ignore[union-attr]
+        "completed",
+        "completed",
+        "failed",
+    ]
+    again = await second.run(calls, run_id="r")
+    assert all(o.from_store for o in again)
+    assert RUNS == {"add": 1, "transfer": 1}
+    with pytest.raises(ToolwireError, match="no call 'c2' waiting"):
+        await second.decide("r", "c2", deny())
+
+
+async def test_a_denied_call_is_stored_as_denied(store: RunStore) -> None:
+    calls = [make_call(TOOLS, "transfer", {"amount": 9}, call_id="c1")]
+    executor = Executor(
+        TOOLS, store=store, policy=Policy(Rule("ask", "*")), approver=DeferredApproval()
+    )
+    with pytest.raises(ApprovalPending):
+        await executor.run(calls, run_id="r")
+    await executor.decide("r", "c1", deny("too much"))
+    [outcome] = await executor.run(calls, run_id="r")
+    assert outcome.result.text == "Denied: too much."
+    stored = await store.get("r", "c1")
+    assert stored is not None
+    assert (stored.state, stored.decision) == ("denied", deny("too much"))
+    assert RUNS["transfer"] == 0
+
+
+async def test_running_calls_are_interrupted_or_rerun_only_if_idempotent(
+    store: RunStore,
+) -> None:
+    calls = [
+        make_call(TOOLS, "transfer", {"amount": 1}, call_id="c1"),
+        make_call(TOOLS, "lookup", {"key": "k"}, call_id="c2"),
+    ]
+    from toolwire.executor import _fingerprint
+
+    for call in calls:  # a worker claimed both and died
+        claim = CallRecord(
+            call_id=call.local_id,
+            tool=call.exposed_name,
+            fingerprint=_fingerprint(call),
+            state="running",
+            owner="dead-worker",
+            started_at=time.time(),
+        )
+        assert await store.swap("r", None, claim) is not None
+
+    plain = await Executor(TOOLS, store=store).run(calls, run_id="r")
+    assert [o.result.error_kind for o in plain] == ["interrupted", "interrupted"]
+    assert not RUNS
+
+    rerun = await Executor(TOOLS, store=store, on_interrupted="rerun_idempotent").run(
+        calls, run_id="r"
+    )
+    assert [o.result.error_kind for o in rerun] == ["interrupted", None]
+    assert rerun[1].result.text == "K"
+    assert RUNS == {"lookup": 1}
+    stored = await store.get("r", "c2")
+    assert stored is not None
+    assert stored.state == "completed"
+    assert (await store.get("r", "c1")).state == "running"  # type: ignore[union-attr]
+
+
+async def test_a_worker_waits_for_a_call_another_is_running(store: RunStore) -> None:
+    gate = anyio.Event()
+    started = anyio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Takes its time."""
+        started.set()
+        await gate.wait()
+        RUNS["slow"] += 1
+        return "done"
+
+    tools = ToolSet([slow])
+    call = make_call(tools, "slow", {}, call_id="c1")
+    results: dict[str, ToolResult] = {}
+
+    async def first() -> None:
+        [outcome] = await Executor(tools, store=store).run([call], run_id="r")
+        results["first"] = outcome.result
+
+    async def second() -> None:
+        await started.wait()
+        waiting = Executor(tools, store=store, wait_for_running=30)
+        gate.set()  # the first worker finishes while the second waits
+        [outcome] = await waiting.run([call], run_id="r")
+        results["second"] = outcome.result
+        assert outcome.from_store
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(first)
+        tasks.start_soon(second)
+    assert results["first"] == results["second"]
+    assert RUNS["slow"] == 1
+
+
+async def test_a_run_id_reused_for_other_arguments_is_refused(store: RunStore) -> None:
+    executor = Executor(TOOLS, store=store)
+    await executor.run([make_call(TOOLS, "add", {"a": 1, "b": 2}, call_id="c1")], run_id="r")
+    with pytest.raises(ToolwireError, match="other arguments"):
+        await executor.run([make_call(TOOLS, "add", {"a": 5, "b": 2}, call_id="c1")], run_id="r")
+
+
+async def test_bad_options_are_refused() -> None:
+    with pytest.raises(ToolwireError, match="on_interrupted"):
+        Executor(TOOLS, on_interrupted="always")  # type: ignore[arg-type]
+    with pytest.raises(ToolwireError, match="wait_for_running"):
+        Executor(TOOLS, wait_for_running=-1)
+    with pytest.raises(ValueError, match="ttl"):
+        MemoryStore(ttl=0)
+    with pytest.raises(ValueError, match="synchronous"):
+        SQLiteStore(":memory:", synchronous="OFF")  # type: ignore[arg-type]
