@@ -257,10 +257,15 @@ class Executor:
         self.on_interrupted = on_interrupted
         self.wait_for_running = wait_for_running
         self._tracer = make_tracer(tracer_provider)
-        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        """Who this executor is in the run store's claims."""
+        self._token = uuid.uuid4().hex[:8]
 
     # -- public ------------------------------------------------------------------------------
+
+    @property
+    def worker_id(self) -> str:
+        """Who this executor is in the run store's claims: ``host:pid:token`` (the pid of the
+        process it runs in now, should it be forked)."""
+        return f"{_HOST}:{os.getpid()}:{self._token}"
 
     async def run(
         self,
@@ -447,7 +452,7 @@ class Executor:
         pause = 0.005
         while record is not None and record.state == "running":
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or _owner_gone(record.owner):
                 break
             await anyio.sleep(min(pause, left))
             pause = min(pause * 2, 0.1)
@@ -726,6 +731,25 @@ class Executor:
                     state="pending",
                 ),
             )
+
+
+_HOST = socket.gethostname()
+
+
+def _owner_gone(owner: str | None) -> bool:
+    """True when a claim's owner is known to be dead: a process of this machine that no longer
+    exists (worker ids are ``host:pid:token``). Other machines' workers can't be checked."""
+    host, _, rest = (owner or "").partition(":")
+    pid = rest.partition(":")[0]
+    if host != _HOST or not pid.isdigit() or os.name != "posix":
+        return False  # (on Windows, os.kill would end the process, not probe it)
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # e.g. another user's process: it exists
+        return False
+    return False
 
 
 def _answered_state(result: ToolResult) -> CallState:

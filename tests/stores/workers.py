@@ -74,6 +74,8 @@ def effect(tag: str) -> str:
 def guarded(tag: str) -> str:
     """Needs a human's approval first."""
     record_execution(tag)
+    if KILL["tag"] == tag:
+        os._exit(17)
     return f"{tag} approved, by {os.getpid()}"
 
 
@@ -105,7 +107,7 @@ def gemini_turn(tag: str) -> dict[str, Any]:
 
 async def serve(store: RunStore) -> None:
     """Answer commands: ``{"run_id", "calls": [[name, tag, id]...], "kill", "jitter"}``."""
-    run = executor(store, wait_for_running=0.5)
+    run = executor(store, wait_for_running=10)
     while line := await anyio.to_thread.run_sync(sys.stdin.readline):
         command = json.loads(line)
         KILL["tag"] = command.get("kill")
