@@ -17,10 +17,11 @@ from toolwire.calls import ToolCall, ToolResult
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
+_trace: Any
 try:
     from opentelemetry import trace as _trace
 except ImportError:
-    _trace = None  # type: ignore[assignment]
+    _trace = None
 
 __all__ = ["end_tool_span", "make_tracer", "tool_span"]
 
@@ -34,7 +35,8 @@ def make_tracer(provider: TracerProvider | None = None) -> Tracer | None:
     """toolwire's tracer from ``provider`` (the global one when None); None without the API."""
     if _trace is None:
         return None
-    return _trace.get_tracer("toolwire", _VERSION, tracer_provider=provider)
+    tracer: Tracer = _trace.get_tracer("toolwire", _VERSION, tracer_provider=provider)
+    return tracer
 
 
 @contextmanager

@@ -27,6 +27,7 @@ from typing import Any, Literal
 import anyio
 import anyio.abc
 
+from toolwire._tracing import end_tool_span, make_tracer, tool_span
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
 from toolwire.calls import (
     ErrorKind,
@@ -38,7 +39,6 @@ from toolwire.calls import (
     stable_call_id,
     strip_nulls,
 )
-from toolwire._tracing import end_tool_span, make_tracer, tool_span
 from toolwire.errors import (
     ConfigurationError,
     InvalidArguments,

@@ -179,6 +179,13 @@ def test_racing_workers_never_run_a_call_twice_and_answer_every_call(
     killed_rounds = {tag.split("/")[0] for tag in killed}
     assert {tag.split("/")[0] for tag in interrupted} <= killed_rounds
     assert all(counts[tag] == 1 for tag in killed)
+    # and it was a race: in some runs, calls of the one turn ran in different processes
+    runners: dict[str, set[str]] = {}
+    for tag, answered in answers_by_tag.items():
+        for kind_, text in answered:
+            if kind_ is None:
+                runners.setdefault(tag.split("/")[0], set()).add(text.rsplit(" ", 1)[-1])
+    assert any(len(pids) > 1 for pids in runners.values())
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])

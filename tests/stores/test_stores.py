@@ -276,7 +276,7 @@ async def test_an_unreachable_redis_is_a_clear_error_and_nothing_runs() -> None:
     assert RUNS["add"] == 0
 
 
-class socket_closed:  # noqa: N801 - reads as a context manager
+class socket_closed:
     """A loopback port nothing listens on."""
 
     def __enter__(self) -> int:
@@ -321,7 +321,7 @@ async def test_a_store_failing_mid_turn_raises_with_every_answer() -> None:
         await Executor(TOOLS, store=store, max_concurrency=1).run(calls, run_id="r")
     outcomes = raised.value.outcomes
     assert outcomes is not None
-    assert [o.result.text for o in outcomes][0] == "moved 5"
+    assert outcomes[0].result.text == "moved 5"
     assert outcomes[1].result.error_kind == "unavailable"
     assert RUNS["transfer"] == 1
     # the run remembers c1 as running: a resume answers it interrupted, never runs it again
@@ -478,3 +478,31 @@ async def test_bad_options_are_refused() -> None:
         MemoryStore(ttl=0)
     with pytest.raises(ValueError, match="synchronous"):
         SQLiteStore(":memory:", synchronous="OFF")  # type: ignore[arg-type]
+
+
+def _claim_in_child(store: SQLiteStore, results: Any) -> None:
+    async def claim() -> None:
+        stored = await store.get("r", "c1")
+        won = await store.swap("r", stored, record(state="running", owner="child"))
+        results.put(won is not None)
+
+    anyio.run(claim)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_sqlite_store_made_before_a_fork_works_in_the_child(tmp_path: Path) -> None:
+    import multiprocessing
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    anyio.run(store.swap, "r", None, record())
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    child = context.Process(target=_claim_in_child, args=(store, results))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert results.get(timeout=10) is True
+    stored = anyio.run(store.get, "r", "c1")
+    assert stored is not None
+    assert (stored.state, stored.owner, stored.version) == ("running", "child", 2)
+    store.close()

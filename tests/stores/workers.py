@@ -111,7 +111,9 @@ async def serve(store: RunStore) -> None:
     while line := await anyio.to_thread.run_sync(sys.stdin.readline):
         command = json.loads(line)
         KILL["tag"] = command.get("kill")
-        calls = [make_call(TOOLS, name, {"tag": tag}, call_id=id_) for name, tag, id_ in command["calls"]]
+        calls = [
+            make_call(TOOLS, name, {"tag": tag}, call_id=id_) for name, tag, id_ in command["calls"]
+        ]
         await anyio.sleep(command.get("jitter", 0))
         try:
             outcomes = await run.run(calls, run_id=command["run_id"])

@@ -84,12 +84,13 @@ class RedisStore:
     async def get(self, run_id: str, call_id: str) -> CallRecord | None:
         client = self._connection()
         try:
-            value = await client.hget(self.prefix + run_id, call_id)  # type: ignore[misc]
+            value = await client.hget(self.prefix + run_id, call_id)
         except (RedisError, OSError) as exc:
             raise self._unavailable(exc) from exc
         if value is None:
             return None
-        version, _, encoded = bytes(value).partition(b":")
+        text = value.decode() if isinstance(value, bytes) else value  # per decode_responses
+        version, _, encoded = text.partition(":")
         return decode_record(encoded, int(version))
 
     async def swap(

@@ -6,7 +6,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
@@ -41,7 +41,9 @@ _PURGE_EVERY = 256
 
 class SQLiteStore:
     """Runs kept in a SQLite database file (WAL mode), safe to share between the processes of
-    one machine: each write is one short ``BEGIN IMMEDIATE`` transaction.
+    one machine: each write is one short ``BEGIN IMMEDIATE`` transaction, run in a worker
+    thread (it may wait for another process's write, and syncs to disk); reads run inline on
+    their own connection (in WAL mode a reader never waits for a writer).
 
     Args:
         path: the database file (created with its tables when missing).
@@ -72,15 +74,15 @@ class SQLiteStore:
         self.ttl = ttl
         self.busy_timeout = busy_timeout
         self.synchronous = synchronous
-        self._lock = threading.Lock()  # one connection, used from worker threads in turn
         self._writes = 0
         self._pid = os.getpid()
-        self._db = self._connect()
+        self._writer = _Connection(self._connect())
+        self._reader = _Connection(self._connect())
 
     # -- RunStore ------------------------------------------------------------------------------
 
     async def get(self, run_id: str, call_id: str) -> CallRecord | None:
-        return await self._in_thread(partial(self._get, run_id, call_id))
+        return self._get(run_id, call_id)
 
     async def swap(
         self, run_id: str, expected: CallRecord | None, record: CallRecord
@@ -98,8 +100,9 @@ class SQLiteStore:
         return await self._in_thread(self._purge)
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        for connection in (self._reader, self._writer):
+            with connection.lock:
+                connection.db.close()
 
     async def __aenter__(self) -> SQLiteStore:
         return self
@@ -112,12 +115,12 @@ class SQLiteStore:
 
     # -- in a worker thread ------------------------------------------------------------------------
 
-    async def _in_thread(self, work: partial[T]) -> T:
+    async def _in_thread(self, work: Callable[[], T]) -> T:
         # The event loop goes on while SQLite waits for a lock or syncs to disk.
         return await anyio.to_thread.run_sync(work)
 
     def _get(self, run_id: str, call_id: str) -> CallRecord | None:
-        with self._connection() as db:
+        with self._use(self._reader) as db:
             row = db.execute(
                 "SELECT c.version, c.record FROM toolwire_calls c"
                 " JOIN toolwire_runs r ON r.run_id = c.run_id"
@@ -129,7 +132,7 @@ class SQLiteStore:
 
     def _swap(self, run_id: str, call_id: str, expected: int, encoded: str) -> int | None:
         now = time.time()
-        with self._connection() as db, _transaction(db):
+        with self._use(self._writer) as db, _transaction(db):
             run = db.execute(
                 "SELECT expires_at FROM toolwire_runs WHERE run_id = ?", (run_id,)
             ).fetchone()
@@ -158,7 +161,7 @@ class SQLiteStore:
         return expected + 1
 
     def _purge(self) -> int:
-        with self._connection() as db, _transaction(db):
+        with self._use(self._writer) as db, _transaction(db):
             return _delete_runs(db, "expires_at <= ?", (time.time(),))
 
     # -- the connection ----------------------------------------------------------------------------
@@ -179,15 +182,26 @@ class SQLiteStore:
         return db
 
     @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            if os.getpid() != self._pid:  # a forked child must not share its parent's handle
-                self._pid = os.getpid()
-                self._db = self._connect()
+    def _use(self, connection: _Connection) -> Iterator[sqlite3.Connection]:
+        if os.getpid() != self._pid:  # a forked child must not share its parent's handles
+            reading = connection is self._reader
+            self._pid = os.getpid()
+            self._writer = _Connection(self._connect())
+            self._reader = _Connection(self._connect())
+            connection = self._reader if reading else self._writer
+        with connection.lock:
             try:
-                yield self._db
+                yield connection.db
             except sqlite3.Error as exc:
                 raise StoreUnavailable(f"{self!r}: {exc}") from exc
+
+
+class _Connection:
+    """A connection and the lock that makes its users take turns."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.lock = threading.Lock()
 
 
 @contextmanager
