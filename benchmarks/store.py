@@ -24,7 +24,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
 
@@ -95,7 +94,7 @@ async def main(turns: int, blocks: int, redis_url: str | None, workdir: Path) ->
     stores: dict[str, RunStore | None] = {
         "no run_id (no store)": None,
         "MemoryStore": MemoryStore(max_runs=100_000),
-        "SQLiteStore (synchronous=FULL)": SQLiteStore(workdir / "full.db"),
+        "SQLiteStore (synchronous=FULL)": SQLiteStore(workdir / "full.db", synchronous="FULL"),
         "SQLiteStore (synchronous=NORMAL)": SQLiteStore(
             workdir / "normal.db", synchronous="NORMAL"
         ),

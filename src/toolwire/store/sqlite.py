@@ -41,18 +41,21 @@ _PURGE_EVERY = 256
 
 class SQLiteStore:
     """Runs kept in a SQLite database file (WAL mode), safe to share between the processes of
-    one machine: each write is one short ``BEGIN IMMEDIATE`` transaction, run in a worker
-    thread (it may wait for another process's write, and syncs to disk); reads run inline on
-    their own connection (in WAL mode a reader never waits for a writer).
+    one machine: each write is one short ``BEGIN IMMEDIATE`` transaction.
+
+    Reads and writes run inline when the database is free, which is nearly always (in WAL mode
+    readers never wait for a writer, and a write holds the lock for well under a millisecond);
+    when another process holds the write lock, the operation waits for it in a worker thread,
+    so the event loop goes on.
 
     Args:
         path: the database file (created with its tables when missing).
         ttl: seconds a run is kept after its last write; None keeps runs until deleted.
         busy_timeout: seconds to wait for another process's write before giving up with
             :class:`~toolwire.errors.StoreUnavailable`.
-        synchronous: SQLite's ``synchronous`` setting. ``"FULL"`` (the default) syncs every
-            commit to disk, so a claim survives a power cut; ``"NORMAL"`` is faster and
-            survives a crash of the process, not of the machine.
+        synchronous: SQLite's ``synchronous`` setting. ``"NORMAL"`` (the default, with WAL)
+            survives a crash of any process; ``"FULL"`` also survives a power cut, at the cost
+            of a disk sync on every write, made on the event loop's thread.
 
     Raises:
         StoreUnavailable: the file cannot be opened or is not a SQLite database.
@@ -64,31 +67,29 @@ class SQLiteStore:
         *,
         ttl: float | None = DEFAULT_TTL,
         busy_timeout: float = 5.0,
-        synchronous: Literal["FULL", "NORMAL"] = "FULL",
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
     ) -> None:
         if ttl is not None and not ttl > 0:
             raise ValueError("ttl must be a positive number of seconds, or None")
         if synchronous not in ("FULL", "NORMAL"):
-            raise ValueError(f"synchronous is 'FULL' or 'NORMAL', not {synchronous!r}")
+            raise ValueError(f"synchronous is 'NORMAL' or 'FULL', not {synchronous!r}")
         self.path = Path(path)
         self.ttl = ttl
         self.busy_timeout = busy_timeout
         self.synchronous = synchronous
         self._writes = 0
-        self._pid = os.getpid()
-        self._writer = _Connection(self._connect())
-        self._reader = _Connection(self._connect())
+        self._open()
 
     # -- RunStore ------------------------------------------------------------------------------
 
     async def get(self, run_id: str, call_id: str) -> CallRecord | None:
-        return self._get(run_id, call_id)
+        return await self._run(partial(self._get, run_id, call_id))
 
     async def swap(
         self, run_id: str, expected: CallRecord | None, record: CallRecord
     ) -> CallRecord | None:
         expected_version = expected.version if expected is not None else 0
-        version = await self._in_thread(
+        version = await self._run(
             partial(self._swap, run_id, record.call_id, expected_version, encode_record(record))
         )
         return record.with_(version=version) if version is not None else None
@@ -97,10 +98,10 @@ class SQLiteStore:
 
     async def purge(self) -> int:
         """Delete the expired runs now; returns how many there were."""
-        return await self._in_thread(self._purge)
+        return await self._run(self._purge)
 
     def close(self) -> None:
-        for connection in (self._reader, self._writer):
+        for connection in (self._inline, self._waiting):
             with connection.lock:
                 connection.db.close()
 
@@ -113,26 +114,44 @@ class SQLiteStore:
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
 
-    # -- in a worker thread ------------------------------------------------------------------------
+    # -- the work, on a connection -------------------------------------------------------------
 
-    async def _in_thread(self, work: Callable[[], T]) -> T:
-        # The event loop goes on while SQLite waits for a lock or syncs to disk.
-        return await anyio.to_thread.run_sync(work)
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        if os.getpid() != self._pid:  # a forked child must not share its parent's handles
+            self._open()
+        try:
+            with self._inline.lock:
+                return work(self._inline.db)
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                raise StoreUnavailable(f"{self!r}: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"{self!r}: {exc}") from exc
+        # Another process holds the lock: wait for it off the event loop.
+        return await anyio.to_thread.run_sync(partial(self._wait_and_run, work))
 
-    def _get(self, run_id: str, call_id: str) -> CallRecord | None:
-        with self._use(self._reader) as db:
-            row = db.execute(
-                "SELECT c.version, c.record FROM toolwire_calls c"
-                " JOIN toolwire_runs r ON r.run_id = c.run_id"
-                " WHERE c.run_id = ? AND c.call_id = ?"
-                " AND (r.expires_at IS NULL OR r.expires_at > ?)",
-                (run_id, call_id, time.time()),
-            ).fetchone()
+    def _wait_and_run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            with self._waiting.lock:
+                return work(self._waiting.db)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"{self!r}: {exc}") from exc
+
+    def _get(self, run_id: str, call_id: str, db: sqlite3.Connection) -> CallRecord | None:
+        row = db.execute(
+            "SELECT c.version, c.record FROM toolwire_calls c"
+            " JOIN toolwire_runs r ON r.run_id = c.run_id"
+            " WHERE c.run_id = ? AND c.call_id = ?"
+            " AND (r.expires_at IS NULL OR r.expires_at > ?)",
+            (run_id, call_id, time.time()),
+        ).fetchone()
         return decode_record(row[1], row[0]) if row is not None else None
 
-    def _swap(self, run_id: str, call_id: str, expected: int, encoded: str) -> int | None:
+    def _swap(
+        self, run_id: str, call_id: str, expected: int, encoded: str, db: sqlite3.Connection
+    ) -> int | None:
         now = time.time()
-        with self._use(self._writer) as db, _transaction(db):
+        with _transaction(db):
             run = db.execute(
                 "SELECT expires_at FROM toolwire_runs WHERE run_id = ?", (run_id,)
             ).fetchone()
@@ -160,40 +179,32 @@ class SQLiteStore:
                 _delete_runs(db, "expires_at <= ?", (now,))
         return expected + 1
 
-    def _purge(self) -> int:
-        with self._use(self._writer) as db, _transaction(db):
+    def _purge(self, db: sqlite3.Connection) -> int:
+        with _transaction(db):
             return _delete_runs(db, "expires_at <= ?", (time.time(),))
 
-    # -- the connection ----------------------------------------------------------------------------
+    # -- the connections ---------------------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
+    def _open(self) -> None:
+        self._pid = os.getpid()
+        self._inline = _Connection(self._connect(busy_timeout=0))  # never waits: busy → thread
+        self._waiting = _Connection(self._connect(busy_timeout=self.busy_timeout))
+
+    def _connect(self, *, busy_timeout: float) -> sqlite3.Connection:
         try:
             db = sqlite3.connect(
                 self.path,
-                timeout=self.busy_timeout,
+                timeout=self.busy_timeout,  # setting up may wait for other processes
                 isolation_level=None,  # autocommit; writes open their own transactions
                 check_same_thread=False,
             )
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={self.synchronous}")
             db.executescript(_SCHEMA)
+            db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"{self!r} cannot be opened: {exc}") from exc
         return db
-
-    @contextmanager
-    def _use(self, connection: _Connection) -> Iterator[sqlite3.Connection]:
-        if os.getpid() != self._pid:  # a forked child must not share its parent's handles
-            reading = connection is self._reader
-            self._pid = os.getpid()
-            self._writer = _Connection(self._connect())
-            self._reader = _Connection(self._connect())
-            connection = self._reader if reading else self._writer
-        with connection.lock:
-            try:
-                yield connection.db
-            except sqlite3.Error as exc:
-                raise StoreUnavailable(f"{self!r}: {exc}") from exc
 
 
 class _Connection:
