@@ -345,7 +345,8 @@ class Executor:
                 or record.state not in ("pending", "approved", "denied")
             ):
                 raise ToolwireError(f"run {run_id!r} has no call {call_id!r} waiting for approval")
-            if await self.store.swap(run_id, record, record.with_(state=state, decision=decision)):
+            changed = record.with_(state=state, decision=decision)
+            if await self.store.swap(run_id, record, changed) is not None:
                 return
         raise ToolwireError(f"run {run_id!r}: call {call_id!r} kept changing; decide again")
 
@@ -704,15 +705,16 @@ class Executor:
             ):
                 continue
             call = outcome.item
+            seen = turn.seen.get(index)
             await self.store.swap(
                 turn.run_id,
-                turn.seen.get(index),
+                seen,
                 CallRecord(
                     call_id=call.local_id,
                     tool=call.exposed_name,
                     fingerprint=_fingerprint(call),
                     state=_answered_state(outcome.result),
-                    decision=(seen.decision if (seen := turn.seen.get(index)) else None),
+                    decision=seen.decision if seen is not None else None,
                     result=outcome.result,
                 ),
             )  # a failed swap: another worker answered it first, and that answer stands
