@@ -145,6 +145,8 @@ class _Turn:
     outcomes: list[CallOutcome | None] = field(default_factory=list)
     planned: list[_Planned] = field(default_factory=list)
     pending: list[tuple[int, ApprovalRequest]] = field(default_factory=list)
+    known: dict[str, CallRecord] = field(default_factory=dict)
+    """The run's records of the turn's calls when it started, by call id."""
     seen: dict[int, CallRecord] = field(default_factory=dict)
     """The records the run had of its calls when they were planned, by index."""
     settled: set[int] = field(default_factory=set)
@@ -297,6 +299,10 @@ class Executor:
             for item in turn.items:
                 if isinstance(item, RejectedCall) and item.error_kind == "not_found":
                     raise ToolNotFound(item.name)
+        if run_id is not None:  # what the run already knows, in one round trip
+            ids = [item.local_id for item in turn.items if isinstance(item, ToolCall)]
+            records = await self.store.get_many(run_id, ids)
+            turn.known = {i: r for i, r in zip(ids, records, strict=True) if r is not None}
         for index, item in enumerate(turn.items):
             if isinstance(item, RejectedCall):
                 turn.outcomes[index] = CallOutcome(
@@ -364,8 +370,11 @@ class Executor:
 
     async def _plan(self, turn: _Turn, index: int, call: ToolCall) -> None:
         record = None
-        if turn.run_id is not None:
-            record = await self._get_settled(turn.run_id, call.local_id)
+        if turn.known:
+            assert turn.run_id is not None  # records are known of named runs only
+            record = turn.known.get(call.local_id)
+            if record is not None and record.state == "running" and self.wait_for_running > 0:
+                record = await self._get_settled(turn.run_id, call.local_id)
             if record is not None:
                 if record.fingerprint != _fingerprint(call):
                     raise ConfigurationError(

@@ -7,6 +7,7 @@ import datetime
 import sqlite3
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,14 @@ async def test_swap_creates_then_compares_versions(store: RunStore) -> None:
     assert await store.get("r", "c1") == second
     assert await store.get("other", "c1") is None
     assert await store.get("r", "c2") is None
+
+
+async def test_get_many_reads_several_calls_in_order(store: RunStore) -> None:
+    first = await store.swap("r", None, record("c1"))
+    third = await store.swap("r", None, record("c3", state="completed"))
+    assert await store.get_many("r", ["c3", "c2", "c1"]) == [third, None, first]
+    assert await store.get_many("r", []) == []
+    assert await store.get_many("nothing", ["c1", "c2"]) == [None, None]
 
 
 async def test_only_one_of_many_concurrent_claims_wins(store: RunStore) -> None:
@@ -299,6 +308,9 @@ class FailingAfter:
 
     async def get(self, run_id: str, call_id: str) -> CallRecord | None:
         return await self.inner.get(run_id, call_id)
+
+    async def get_many(self, run_id: str, call_ids: Sequence[str]) -> list[CallRecord | None]:
+        return await self.inner.get_many(run_id, call_ids)
 
     async def swap(
         self, run_id: str, expected: CallRecord | None, record: CallRecord

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -69,6 +70,10 @@ class RunStore(Protocol):
 
     async def get(self, run_id: str, call_id: str) -> CallRecord | None:
         """The record of ``call_id`` in ``run_id``, if any (expired runs have none)."""
+        ...
+
+    async def get_many(self, run_id: str, call_ids: Sequence[str]) -> list[CallRecord | None]:
+        """The records of several calls of ``run_id`` at once (one round trip), in order."""
         ...
 
     async def swap(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from toolwire.store._base import CallRecord
@@ -40,6 +41,13 @@ class MemoryStore:
         with self._lock:
             run = self._live(run_id)
             return run.calls.get(call_id) if run is not None else None
+
+    async def get_many(self, run_id: str, call_ids: Sequence[str]) -> list[CallRecord | None]:
+        with self._lock:
+            run = self._live(run_id)
+            if run is None:
+                return [None] * len(call_ids)
+            return [run.calls.get(call_id) for call_id in call_ids]
 
     async def swap(
         self, run_id: str, expected: CallRecord | None, record: CallRecord

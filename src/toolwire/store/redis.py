@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolwire.errors import ConfigurationError, MissingDependency, StoreUnavailable
@@ -87,11 +88,16 @@ class RedisStore:
             value = await client.hget(self.prefix + run_id, call_id)
         except (RedisError, OSError) as exc:
             raise self._unavailable(exc) from exc
-        if value is None:
-            return None
-        text = value.decode() if isinstance(value, bytes) else value  # per decode_responses
-        version, _, encoded = text.partition(":")
-        return decode_record(encoded, int(version))
+        return _decoded(value)
+
+    async def get_many(self, run_id: str, call_ids: Sequence[str]) -> list[CallRecord | None]:
+        if not call_ids:
+            return []
+        try:
+            values = await self._connection().hmget(self.prefix + run_id, list(call_ids))
+        except (RedisError, OSError) as exc:
+            raise self._unavailable(exc) from exc
+        return [_decoded(value) for value in values]
 
     async def swap(
         self, run_id: str, expected: CallRecord | None, record: CallRecord
@@ -156,3 +162,11 @@ class RedisStore:
 
     def _unavailable(self, exc: BaseException) -> StoreUnavailable:
         return StoreUnavailable(f"{self!r} cannot be reached: {exc}")
+
+
+def _decoded(value: bytes | str | None) -> CallRecord | None:
+    if value is None:
+        return None
+    text = value.decode() if isinstance(value, bytes) else value  # per decode_responses
+    version, _, encoded = text.partition(":")
+    return decode_record(encoded, int(version))

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
@@ -85,6 +86,10 @@ class SQLiteStore:
     async def get(self, run_id: str, call_id: str) -> CallRecord | None:
         return await self._run(partial(self._get, run_id, call_id))
 
+    async def get_many(self, run_id: str, call_ids: Sequence[str]) -> list[CallRecord | None]:
+        found = await self._run(partial(self._get_many, run_id, list(call_ids)))
+        return [found.get(call_id) for call_id in call_ids]
+
     async def swap(
         self, run_id: str, expected: CallRecord | None, record: CallRecord
     ) -> CallRecord | None:
@@ -146,6 +151,18 @@ class SQLiteStore:
             (run_id, call_id, time.time()),
         ).fetchone()
         return decode_record(row[1], row[0]) if row is not None else None
+
+    def _get_many(
+        self, run_id: str, call_ids: list[str], db: sqlite3.Connection
+    ) -> dict[str, CallRecord]:
+        rows = db.execute(
+            "SELECT c.call_id, c.version, c.record FROM toolwire_calls c"
+            " JOIN toolwire_runs r ON r.run_id = c.run_id"
+            " WHERE c.run_id = ? AND c.call_id IN (SELECT value FROM json_each(?))"
+            " AND (r.expires_at IS NULL OR r.expires_at > ?)",
+            (run_id, json.dumps(call_ids), time.time()),
+        ).fetchall()
+        return {call_id: decode_record(encoded, version) for call_id, version, encoded in rows}
 
     def _swap(
         self, run_id: str, call_id: str, expected: int, encoded: str, db: sqlite3.Connection
