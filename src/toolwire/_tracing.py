@@ -23,7 +23,7 @@ try:
 except ImportError:
     _trace = None
 
-__all__ = ["end_tool_span", "make_tracer", "tool_span"]
+__all__ = ["end_tool_span", "global_tracing", "make_tracer", "tool_span"]
 
 try:
     _VERSION: str | None = metadata.version("toolwire")
@@ -37,6 +37,16 @@ def make_tracer(provider: TracerProvider | None = None) -> Tracer | None:
         return None
     tracer: Tracer = _trace.get_tracer("toolwire", _VERSION, tracer_provider=provider)
     return tracer
+
+
+def global_tracing() -> bool:
+    """True once a real tracer provider is installed globally. Until then spans would go to a
+    no-op tracer, and making them costs every call more than the rest of the executor's own
+    bookkeeping, so the executor skips them (checked per call: a provider set later counts)."""
+    if _trace is None:
+        return False
+    provider = _trace.get_tracer_provider()
+    return not isinstance(provider, _trace.ProxyTracerProvider | _trace.NoOpTracerProvider)
 
 
 @contextmanager

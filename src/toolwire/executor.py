@@ -27,7 +27,7 @@ from typing import Any, Literal
 import anyio
 import anyio.abc
 
-from toolwire._tracing import end_tool_span, make_tracer, tool_span
+from toolwire._tracing import end_tool_span, global_tracing, make_tracer, tool_span
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
 from toolwire.calls import (
     ErrorKind,
@@ -259,6 +259,7 @@ class Executor:
         self.on_interrupted = on_interrupted
         self.wait_for_running = wait_for_running
         self._tracer = make_tracer(tracer_provider)
+        self._own_tracer = tracer_provider is not None
         self._token = uuid.uuid4().hex[:8]
 
     # -- public ------------------------------------------------------------------------------
@@ -567,7 +568,7 @@ class Executor:
             claim = await self._claim(turn, planned)
             if claim is None:
                 return  # answered from the run, or not to be run
-        if self._tracer is None:
+        if self._tracer is None or not (self._own_tracer or global_tracing()):
             result = await self._run_call(turn, planned, None)
         else:
             with tool_span(self._tracer, planned.call, turn.run_id) as span:
@@ -692,7 +693,15 @@ class Executor:
         turn.settled.add(index)
         if result.error_kind in _UNSTORED_KINDS:
             return  # e.g. cancelled mid-run: the claim stays, and a resume says interrupted
-        answered = claim.with_(state=_answered_state(result), result=result, owner=None)
+        answered = CallRecord(
+            call_id=claim.call_id,
+            tool=claim.tool,
+            fingerprint=claim.fingerprint,
+            state=_answered_state(result),
+            decision=claim.decision,
+            result=result,
+            version=claim.version,
+        )
         try:
             # A failed swap means another worker took the claim over (an idempotent rerun):
             # its answer is the run's.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import pydantic_core
@@ -57,7 +57,13 @@ class CallRecord:
     """Bumped by the store on every write; what a compare-and-swap compares."""
 
     def with_(self, **changes: Any) -> CallRecord:
-        return replace(self, **changes)
+        """A copy with ``changes`` (several times cheaper than ``dataclasses.replace``)."""
+        values = {name: getattr(self, name) for name in _RECORD_FIELDS}
+        values.update(changes)
+        return CallRecord(**values)
+
+
+_RECORD_FIELDS = tuple(f.name for f in fields(CallRecord))
 
 
 @runtime_checkable
