@@ -146,3 +146,35 @@ def test_toolwire_runs_without_opentelemetry_installed() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "3"
+
+
+def test_a_global_provider_installed_after_the_executor_is_used() -> None:
+    program = textwrap.dedent(
+        """
+        import anyio
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from toolwire import Executor, ToolSet, make_call, tool
+
+        @tool
+        def add(a: int, b: int) -> int:
+            return a + b
+
+        tools = ToolSet([add])
+        executor = Executor(tools)  # made while only the API's no-op provider exists
+        anyio.run(executor.run, [make_call(tools, "add", {"a": 1, "b": 2})])
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        anyio.run(executor.run, [make_call(tools, "add", {"a": 1, "b": 2})])
+        print([span.name for span in exporter.get_finished_spans()])
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['execute_tool add']"
