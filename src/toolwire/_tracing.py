@@ -42,7 +42,7 @@ def make_tracer(provider: TracerProvider | None = None) -> Tracer | None:
 def global_tracing() -> bool:
     """True once a real tracer provider is installed globally. Until then spans would go to a
     no-op tracer, and making them costs every call more than the rest of the executor's own
-    bookkeeping, so the executor skips them (checked per call: a provider set later counts)."""
+    bookkeeping, so the executor skips them (checked per turn: a provider set later counts)."""
     if _trace is None:
         return False
     provider = _trace.get_tracer_provider()

@@ -154,6 +154,8 @@ class _Turn:
     store_error: StoreUnavailable | None = None
     halted: bool = False
     scope: anyio.CancelScope | None = None
+    tracer: Any = None
+    """Where the turn's spans go; None when nothing would record them."""
 
 
 def _fingerprint(call: ToolCall) -> str:
@@ -526,6 +528,8 @@ class Executor:
     async def _run_planned(self, turn: _Turn) -> None:
         if not turn.planned:
             return
+        if self._tracer is not None and (self._own_tracer or global_tracing()):
+            turn.tracer = self._tracer  # checked per turn: a provider installed later counts
         self._turns.add(turn)
         try:
             with anyio.CancelScope() as scope:
@@ -568,10 +572,10 @@ class Executor:
             claim = await self._claim(turn, planned)
             if claim is None:
                 return  # answered from the run, or not to be run
-        if self._tracer is None or not (self._own_tracer or global_tracing()):
+        if turn.tracer is None:
             result = await self._run_call(turn, planned, None)
         else:
-            with tool_span(self._tracer, planned.call, turn.run_id) as span:
+            with tool_span(turn.tracer, planned.call, turn.run_id) as span:
                 result = await self._run_call(turn, planned, span)
         if claim is not None:
             await self._store_answer(turn, planned.index, claim, result)
