@@ -23,8 +23,16 @@ __all__ = ["result_from_mcp"]
 
 
 def _field(obj: Any, *names: str) -> Any:
-    for name in names:  # the SDK's snake_case attributes, or the wire's camelCase keys
-        value = obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+    # The SDK's objects (snake_case attributes) or the wire's dicts (camelCase keys). dict and
+    # attribute lookups first: an ABC isinstance check costs more than the rest of the mapping.
+    get = obj.get if isinstance(obj, dict) else None
+    for name in names:
+        if get is not None:
+            value = get(name)
+        else:
+            value = getattr(obj, name, None)
+            if value is None and isinstance(obj, Mapping):
+                value = obj.get(name)
         if value is not None:
             return value
     return None
