@@ -7,6 +7,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolwire import (
     ApprovalPending,
@@ -573,3 +575,20 @@ async def test_make_call_runs_one_tool_directly() -> None:
     assert outcome.result.text == "9"
     with pytest.raises(ToolNotFound):
         make_call(TOOLSET, "ghost", {})
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON, budget=st.integers(min_value=0, max_value=400))
+def test_the_output_cap_size_estimate_never_underestimates(value: Any, budget: int) -> None:
+    from toolwire.calls import canonical_json
+    from toolwire.executor import _json_fits
+
+    if _json_fits(value, budget):
+        assert len(canonical_json(value)) <= budget

@@ -7,6 +7,7 @@ Without ``opentelemetry-api`` installed every function here does nothing.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import metadata
@@ -45,8 +46,19 @@ def global_tracing() -> bool:
     bookkeeping, so the executor skips them (checked per turn: a provider set later counts)."""
     if _trace is None:
         return False
-    provider = _trace.get_tracer_provider()
-    return not isinstance(provider, _trace.ProxyTracerProvider | _trace.NoOpTracerProvider)
+    # The API's getter looks the environment up on every call until a provider is set (about
+    # as long as the rest of a turn's bookkeeping): read the global it guards when it is there
+    # and no provider is configured through the environment.
+    provider = getattr(_trace, "_TRACER_PROVIDER", _UNKNOWN)
+    if provider is _UNKNOWN or (provider is None and _PROVIDER_FROM_ENVIRONMENT):
+        provider = _trace.get_tracer_provider()
+    return provider is not None and not isinstance(
+        provider, _trace.ProxyTracerProvider | _trace.NoOpTracerProvider
+    )
+
+
+_UNKNOWN = object()
+_PROVIDER_FROM_ENVIRONMENT = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 
 
 @contextmanager

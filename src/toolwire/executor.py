@@ -831,14 +831,44 @@ def _truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 15] + " [truncated]"
 
 
+def _json_fits(value: Any, budget: int) -> bool:
+    """True when ``value``'s JSON surely has at most ``budget`` characters: an upper bound
+    walked until it passes the budget, cheaper than encoding (False when unsure)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = item.__class__
+        if kind is str:
+            budget -= 6 * len(item) + 2  # every character escaped, at worst
+        elif kind is int:
+            budget -= len(str(item))
+        elif kind is float or kind is bool or item is None:
+            budget -= 24
+        elif kind is dict:
+            budget -= 2
+            for key, inner in item.items():
+                if key.__class__ is not str:
+                    return False
+                budget -= 6 * len(key) + 4
+                stack.append(inner)
+        elif kind is list or kind is tuple:
+            budget -= 2 + len(item)
+            stack.extend(item)
+        else:
+            return False  # written by ``default=str``: unknown length
+        if budget < 0:
+            return False
+    return True
+
+
 def _cap_output(result: ToolResult, limit: int) -> ToolResult:
     """Cut text content beyond ``limit`` characters, saying so; structured content that would
     not fit becomes (truncated) JSON text."""
     structured = result.structured_content
-    if structured is None and len(result.content) == 1:
-        only = result.content[0]
+    if len(result.content) <= 1 and (structured is None or _json_fits(structured, limit)):
+        only = result.content[0] if result.content else None
         if not isinstance(only, TextContent) or len(only.text) <= limit:
-            return result  # the common case: one short text
+            return result  # the common case: one short text, small structured content
     parts = list(result.content)
     if structured is not None:
         encoded = canonical_json(dict(structured))

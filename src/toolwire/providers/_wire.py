@@ -14,6 +14,9 @@ __all__ = ["as_data", "get_field", "listed", "split_calls", "unknown_tool"]
 
 def as_data(value: Any) -> Any:
     """A google-genai object as its JSON dict; dicts and lists as they are."""
+    kind = value.__class__
+    if kind is dict or kind is list:
+        return value
     dump = getattr(value, "model_dump", None)
     if callable(dump) and not isinstance(value, Mapping):
         return dump(mode="json", by_alias=True, exclude_none=True)
