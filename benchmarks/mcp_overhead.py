@@ -1,8 +1,9 @@
-"""MCP hub overhead: the same calls through ``toolwire.execute_tool_calls`` on a hub and on a
-bare ``mcp.Client``, in process and over stdio.
+"""MCP hub overhead: the same calls on a bare ``mcp.Client``, through the hub's own tool (its
+handler: naming, per-server limit, timeout, result mapping), and through the whole governed
+pipeline (``toolwire.execute_tool_calls`` on the hub: parsing a Gemini response, validation,
+policy, the executor, building the answer), in process and over stdio.
 
-- latency: one call at a time (the hub path includes parsing a Gemini response, validation,
-  policy and building the answer);
+- latency: one call at a time;
 - client CPU: this process's CPU time per call (over stdio the server's own work is not in
   it, so this is what the hub costs on the client's side);
 - throughput: 50 calls at once (one response with 50 calls for the hub; a task group of 50
@@ -51,6 +52,17 @@ async def bare_batch(client: Any) -> None:
             tasks.start_soon(client.call_tool, "add", {"a": i, "b": 1})
 
 
+async def hub_tool_call(tool: toolwire.Tool, i: int) -> None:
+    assert tool.handler is not None
+    await tool.handler(a=i, b=1)
+
+
+async def hub_tool_batch(tool: toolwire.Tool) -> None:
+    async with anyio.create_task_group() as tasks:
+        for i in range(BATCH):
+            tasks.start_soon(hub_tool_call, tool, i)
+
+
 async def hub_call(h: Hub, executor: toolwire.Executor, i: int) -> None:
     await toolwire.execute_tool_calls(h, "gemini", response(1, i), executor=executor)
 
@@ -71,44 +83,61 @@ async def compare(name: str, target: Any, spec: Any, calls: int) -> None:
     """Both connections stay open and the measurements alternate in short blocks, so the
     machine's drift hits both alike; medians over the blocks. (Blocks, not single calls: an
     in-process server finishes some work after its answer, which lands in the next call.)"""
-    latency: dict[str, list[float]] = {"bare": [], "hub": []}
-    cpu: dict[str, list[float]] = {"bare": [], "hub": []}
-    batch: dict[str, list[float]] = {"bare": [], "hub": []}
+    latency: dict[str, list[float]] = {"bare": [], "tool": [], "hub": []}
+    cpu: dict[str, list[float]] = {"bare": [], "tool": [], "hub": []}
+    batch: dict[str, list[float]] = {"bare": [], "tool": [], "hub": []}
     async with mcp.Client(target, mode="legacy", cache=None) as client, Hub({"s": spec}) as h:
         executor = toolwire.Executor(h.as_toolset(), max_concurrency=BATCH)
+        tool = h.as_toolset()["s__add"]
 
         async def bare_block() -> None:
             for i in range(BLOCK):
                 await bare_call(client, i)
+
+        async def tool_block() -> None:
+            for i in range(BLOCK):
+                await hub_tool_call(tool, i)
 
         async def hub_block() -> None:
             for i in range(BLOCK):
                 await hub_call(h, executor, i)
 
         for _ in range(max(1, calls // BLOCK)):
-            for kind, block in (("bare", bare_block), ("hub", hub_block)):
+            for kind, block in (("bare", bare_block), ("tool", tool_block), ("hub", hub_block)):
                 wall, busy = await timed(block())
                 latency[kind].append(wall / BLOCK)
                 cpu[kind].append(busy / BLOCK)
         for _ in range(max(5, calls // 100)):
             batch["bare"].append((await timed(bare_batch(client)))[0])
+            batch["tool"].append((await timed(hub_tool_batch(tool)))[0])
             batch["hub"].append((await timed(hub_batch(h, executor)))[0])
-    bare_latency, hub_latency = (statistics.median(latency[k]) for k in ("bare", "hub"))
-    bare_cpu, hub_cpu = (statistics.median(cpu[k]) for k in ("bare", "hub"))
-    bare_rate, hub_rate = (BATCH / statistics.median(batch[k]) for k in ("bare", "hub"))
+    bare_latency, tool_latency, hub_latency = (
+        statistics.median(latency[k]) for k in ("bare", "tool", "hub")
+    )
+    bare_cpu, tool_cpu, hub_cpu = (statistics.median(cpu[k]) for k in ("bare", "tool", "hub"))
+    bare_rate, tool_rate, hub_rate = (
+        BATCH / statistics.median(batch[k]) for k in ("bare", "tool", "hub")
+    )
     print(f"{name}:")
     print(
         f"  bare mcp.Client   {bare_latency * 1e6:9.1f} us/call   {bare_rate:8.0f} calls/s   "
         f"client CPU {bare_cpu * 1e6:7.1f} us/call"
     )
     print(
-        f"  toolwire hub      {hub_latency * 1e6:9.1f} us/call   {hub_rate:8.0f} calls/s   "
+        f"  hub tool          {tool_latency * 1e6:9.1f} us/call   {tool_rate:8.0f} calls/s   "
+        f"client CPU {tool_cpu * 1e6:7.1f} us/call"
+    )
+    print(
+        f"  hub + pipeline    {hub_latency * 1e6:9.1f} us/call   {hub_rate:8.0f} calls/s   "
         f"client CPU {hub_cpu * 1e6:7.1f} us/call"
     )
     print(
-        f"  latency added: {hub_latency / bare_latency - 1:+.1%} "
-        f"({(hub_latency - bare_latency) * 1e6:+.1f} us/call), "
-        f"throughput: {hub_rate / bare_rate - 1:+.1%}"
+        f"  added by the hub: latency {tool_latency / bare_latency - 1:+.1%} "
+        f"({(tool_latency - bare_latency) * 1e6:+.1f} us/call), throughput "
+        f"{tool_rate / bare_rate - 1:+.1%}\n"
+        f"  added by the hub and the governed pipeline: latency "
+        f"{hub_latency / bare_latency - 1:+.1%} ({(hub_latency - bare_latency) * 1e6:+.1f} "
+        f"us/call), throughput {hub_rate / bare_rate - 1:+.1%}"
     )
 
 

@@ -95,5 +95,11 @@ def result_from_mcp(result: Any) -> ToolResult:
         return ToolResult.error("failed", message)
     return ToolResult(
         content=content,
-        structured_content=dict(structured) if isinstance(structured, Mapping) else None,
+        structured_content=(
+            structured
+            if structured.__class__ is dict
+            else dict(structured)
+            if isinstance(structured, Mapping)
+            else None
+        ),
     )

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import re
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal
@@ -260,7 +259,7 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
     as dicts or google-genai objects. Other parts are ignored.
     """
     items: list[ToolCall | RejectedCall] = []
-    occurrences: Counter[tuple[str, str]] = Counter()
+    occurrences: dict[tuple[str, str], int] = {}
     for raw_part in _parts_of(response):
         part = raw_part if raw_part.__class__ is dict else as_data(raw_part)
         if not _is_mapping(part):
@@ -310,10 +309,8 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
         )
         if call_id is None:
             encoded = canonical_json(arguments)
-            occurrences[exposed, encoded] += 1
-            local_id = stable_call_id(
-                exposed, arguments, occurrences[exposed, encoded], encoded=encoded
-            )
+            occurrence = occurrences[exposed, encoded] = occurrences.get((exposed, encoded), 0) + 1
+            local_id = stable_call_id(exposed, arguments, occurrence, encoded=encoded)
         else:
             local_id = call_id
         signature = get_field(part, "thoughtSignature", "thought_signature")
