@@ -518,3 +518,24 @@ def test_a_sqlite_store_made_before_a_fork_works_in_the_child(tmp_path: Path) ->
     assert stored is not None
     assert (stored.state, stored.owner, stored.version) == ("running", "child", 2)
     store.close()
+
+
+def test_the_redis_store_without_its_extra_names_the_extra() -> None:
+    import subprocess
+    import sys
+
+    program = (
+        "import sys\n"
+        "sys.modules['redis'] = None\n"
+        "import toolwire.store\n"
+        "try:\n"
+        "    toolwire.store.RedisStore\n"
+        "except ImportError as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == (
+        "MissingDependency redis is not installed; install it with: pip install 'toolwire[redis]'"
+    )

@@ -106,7 +106,7 @@ class RedisStore:
         script = self._scripts.get(client)
         if script is None:
             script = self._scripts[client] = client.register_script(_SWAP)
-        ttl_ms = str(int(self.ttl * 1000)) if self.ttl is not None else ""
+        ttl_ms = str(max(1, int(self.ttl * 1000))) if self.ttl is not None else ""
         expected_version = expected.version if expected is not None else 0
         try:
             version = await script(
