@@ -539,3 +539,30 @@ def test_the_redis_store_without_its_extra_names_the_extra() -> None:
     assert done.stdout.strip() == (
         "MissingDependency redis is not installed; install it with: pip install 'toolwire[redis]'"
     )
+
+
+async def test_a_damaged_record_is_a_clear_error_and_nothing_runs(
+    tmp_path: Path, redis_url: str
+) -> None:
+    from toolwire.store.redis import RedisStore
+
+    sqlite_store = SQLiteStore(tmp_path / "runs.db")
+    await sqlite_store.swap("r", None, record("c1"))
+    db = sqlite3.connect(tmp_path / "runs.db")
+    db.execute('UPDATE toolwire_calls SET record = \'{"not": "a record"\'')
+    db.commit()
+    db.close()
+    async with RedisStore(redis_url, prefix="damaged:") as redis_store:
+        await redis_store.swap("r", None, record("c1"))
+        client = redis_store._connection()
+        await client.hset("damaged:r", "c1", "1:[1, 2, 3]")
+        await client.hset("damaged:other", "c1", "no version here")
+        with pytest.raises(StoreUnavailable, match="cannot be read"):
+            await redis_store.get("other", "c1")
+        for store in (sqlite_store, redis_store):
+            with pytest.raises(StoreUnavailable, match="cannot be read"):
+                await Executor(TOOLS, store=store).run(
+                    [make_call(TOOLS, "add", {"a": 1, "b": 2}, call_id="c1")], run_id="r"
+                )
+    sqlite_store.close()
+    assert RUNS["add"] == 0

@@ -20,6 +20,7 @@ from toolwire.calls import (
     TextContent,
     ToolResult,
 )
+from toolwire.errors import StoreUnavailable
 
 __all__ = ["DEFAULT_TTL", "CallRecord", "CallState", "RunStore", "decode_record", "encode_record"]
 
@@ -120,6 +121,21 @@ def encode_record(record: CallRecord) -> str:
 
 
 def decode_record(text: str | bytes, version: int) -> CallRecord:
+    """A record from its JSON form.
+
+    Raises:
+        StoreUnavailable: the stored text is not a record (written by something else, or
+            damaged): the run cannot be trusted, so nothing of it runs.
+    """
+    try:
+        return _decode_record(text, version)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise StoreUnavailable(
+            f"a stored call record cannot be read ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+def _decode_record(text: str | bytes, version: int) -> CallRecord:
     body = json.loads(text)
     decision = body.get("decision")
     result = body.get("result")

@@ -169,4 +169,6 @@ def _decoded(value: bytes | str | None) -> CallRecord | None:
         return None
     text = value.decode() if isinstance(value, bytes) else value  # per decode_responses
     version, _, encoded = text.partition(":")
+    if not version.isdigit():
+        raise StoreUnavailable(f"a stored call record cannot be read: {text[:80]!r}")
     return decode_record(encoded, int(version))
