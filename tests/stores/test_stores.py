@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -566,3 +567,48 @@ async def test_a_damaged_record_is_a_clear_error_and_nothing_runs(
                 )
     sqlite_store.close()
     assert RUNS["add"] == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    workers=st.integers(min_value=2, max_value=5),
+    delays=st.lists(st.integers(min_value=0, max_value=3), min_size=4, max_size=4),
+    starts=st.lists(st.integers(min_value=0, max_value=3), min_size=5, max_size=5),
+)
+def test_workers_racing_in_one_process_run_each_call_once(
+    workers: int, delays: list[int], starts: list[int]
+) -> None:
+    """Tasks resuming the same run at once, with random start and tool delays (in event-loop
+    turns, so the interleaving is the drawn one): each call runs once, every worker answers
+    every call, and all answers agree."""
+    executions: Counter[str] = Counter()
+
+    @tool
+    async def step(n: int) -> str:
+        """One step."""
+        for _ in range(delays[n]):
+            await anyio.lowlevel.checkpoint()
+        executions[f"step{n}"] += 1
+        return f"step {n} done"
+
+    tools = ToolSet([step])
+    calls = [make_call(tools, "step", {"n": n}, call_id=f"c{n}") for n in range(4)]
+    store = MemoryStore()
+    answers: list[list[str]] = []
+
+    async def worker(index: int) -> None:
+        for _ in range(starts[index]):
+            await anyio.lowlevel.checkpoint()
+        executor = Executor(tools, store=store, wait_for_running=30)
+        outcomes = await executor.run(calls, run_id="r")
+        answers.append([o.result.text for o in outcomes])
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tasks:
+            for index in range(workers):
+                tasks.start_soon(worker, index)
+
+    anyio.run(main)
+    assert executions == {f"step{n}": 1 for n in range(4)}
+    assert len(answers) == workers
+    assert all(a == [f"step {n} done" for n in range(4)] for a in answers)
