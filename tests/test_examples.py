@@ -38,3 +38,21 @@ def test_the_mcp_hub_example_runs_without_a_key() -> None:
     assert '"name": "notes__find_notes"' in result.stdout
     assert "oslo: Pack boots." in result.stdout
     assert "Denied: not in this example." in result.stdout
+
+
+def test_the_approval_example_resumes_across_three_processes() -> None:
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "approval_across_processes.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "  waiting for a human: transfer({'to': 'acme', 'amount': 120})" in lines
+    assert any(line.startswith("  approved tw_") for line in lines)
+    assert lines[-2:] == [
+        '  {"name": "get_balance", "response": {"output": "ops: 1,000 EUR"}}  (from the store)',
+        '  {"name": "transfer", "response": {"output": "sent 120 EUR to acme"}}  (ran now)',
+    ]
