@@ -275,29 +275,23 @@ async def test_a_locked_sqlite_store_is_unavailable_and_nothing_runs(tmp_path: P
 async def test_an_unreachable_redis_is_a_clear_error_and_nothing_runs() -> None:
     from toolwire.store.redis import RedisStore
 
-    with socket_closed() as port:
-        store = RedisStore(f"redis://127.0.0.1:{port}/0", timeout=2)
-        with pytest.raises(StoreUnavailable, match="cannot be reached") as raised:
-            await Executor(TOOLS, store=store).run(
-                [make_call(TOOLS, "add", {"a": 1, "b": 2}, call_id="c1")], run_id="r"
-            )
-        await store.aclose()
+    store = RedisStore(f"redis://127.0.0.1:{closed_port()}/0", timeout=2)
+    with pytest.raises(StoreUnavailable, match="cannot be reached") as raised:
+        await Executor(TOOLS, store=store).run(
+            [make_call(TOOLS, "add", {"a": 1, "b": 2}, call_id="c1")], run_id="r"
+        )
+    await store.aclose()
     assert isinstance(raised.value, ConnectionError)
     assert RUNS["add"] == 0
 
 
-class socket_closed:
+def closed_port() -> int:
     """A loopback port nothing listens on."""
+    import socket
 
-    def __enter__(self) -> int:
-        import socket
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return int(s.getsockname()[1])
-
-    def __exit__(self, *exc_info: object) -> None:
-        return None
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 class FailingAfter:
