@@ -90,6 +90,8 @@ async def execute_tool_calls(
     on_unknown: Literal["answer", "raise"] = "answer",
     before_call: Sequence[BeforeHook] = (),
     after_call: Sequence[AfterHook] = (),
+    on_interrupted: Literal["error", "rerun_idempotent"] = "error",
+    wait_for_running: float = 0.0,
     **answer_options: Any,
 ) -> Outcome:
     """Parse ``response``'s tool calls, run them through the governed pipeline, answer each.
@@ -103,7 +105,8 @@ async def execute_tool_calls(
         principal: who the turn runs for.
         taint: sources whose output is already in the model's context.
         run_id: names the turn so a retry answers completed calls from the store.
-        approver, policy, timeout, on_unknown, before_call, after_call: see :class:`Executor`.
+        approver, policy, timeout, on_unknown, before_call, after_call, on_interrupted,
+            wait_for_running: see :class:`Executor`.
         store: the run store; the process-wide in-memory store when None.
         executor: a configured executor to use instead of the options above.
         answer_options: passed to the provider's answer step (Gemini: ``structured``,
@@ -115,6 +118,8 @@ async def execute_tool_calls(
 
     Raises:
         ApprovalPending: some calls wait for a decision (see :func:`decide`).
+        StoreUnavailable: the run store failed (its ``outcomes`` hold every call's answer when
+            it failed after the first call ran).
     """
     adapter = get_provider(provider)
     if executor is None:
@@ -127,6 +132,8 @@ async def execute_tool_calls(
             on_unknown=on_unknown,
             before_call=before_call,
             after_call=after_call,
+            on_interrupted=on_interrupted,
+            wait_for_running=wait_for_running,
         )
     items = adapter.parse(response, toolset if toolset is not None else executor.toolset)
     outcomes = await executor.run(items, run_id=run_id, principal=principal, taint=taint)

@@ -606,3 +606,25 @@ def test_workers_racing_in_one_process_run_each_call_once(
     assert executions == {f"step{n}": 1 for n in range(4)}
     assert len(answers) == workers
     assert all(a == [f"step {n} done" for n in range(4)] for a in answers)
+
+
+async def test_execute_tool_calls_takes_the_resume_options() -> None:
+    from toolwire import execute_tool_calls
+    from toolwire.executor import _fingerprint
+
+    store = MemoryStore()
+    response = {"parts": [{"functionCall": {"name": "lookup", "args": {"key": "k"}, "id": "c1"}}]}
+    [call] = [make_call(TOOLS, "lookup", {"key": "k"}, call_id="c1")]
+    claim = CallRecord(
+        call_id="c1", tool="lookup", fingerprint=_fingerprint(call), state="running", owner="x"
+    )
+    await store.swap("r", None, claim)
+    plain = await execute_tool_calls(TOOLS, "gemini", response, run_id="r", store=store)
+    assert plain.calls[0].result.error_kind == "interrupted"
+    rerun = await execute_tool_calls(
+        TOOLS, "gemini", response, run_id="r", store=store, on_interrupted="rerun_idempotent"
+    )
+    assert rerun.results == [
+        {"functionResponse": {"name": "lookup", "id": "c1", "response": {"output": "K"}}}
+    ]
+    assert RUNS["lookup"] == 1
