@@ -9,6 +9,11 @@ A turn runs in two phases: first every call is decided (validation, hooks, polic
 cheaply and in order; then the approved calls run concurrently, except that a tool with
 ``parallel_safe=False`` runs alone (the calls before it finish first, the calls after it start
 once it is done).
+
+A turn with a ``run_id`` keeps its calls in the run store (:mod:`toolwire.store`): a call
+already answered there is answered again from it; one still to run is claimed (moved to
+``running`` by compare-and-swap, so two workers resuming the run can't both run it) just before
+it runs, and its answer is stored as soon as it returns.
 """
 
 from __future__ import annotations
