@@ -1,0 +1,117 @@
+"""MCP hub overhead in instructions, counted by valgrind's callgrind: repeatable whatever else
+the machine is doing, unlike wall-clock time.
+
+Each path (a bare ``mcp.Client`` call, the hub's own tool handler, the whole governed pipeline
+through ``execute_tool_calls``) runs in its own process under callgrind twice, with ``--few``
+and ``--many`` calls to an in-process server; the difference divided by the extra calls is the
+cost of one call, start-up and connection excluded.
+
+    python benchmarks/mcp_instructions.py [--few 50] [--many 250]
+
+Needs ``valgrind`` (Debian's package); each run takes about a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+PATHS = ("bare", "tool", "pipeline")
+
+
+def run_path(path: str, calls: int) -> None:
+    """The calls of one path, in this process (what callgrind counts)."""
+    import anyio
+    import mcp
+
+    import toolwire
+    from toolwire.mcp import Hub, InProcessServer
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "mcp_hub"))
+    from mcp_servers import catalogue
+
+    response: dict[str, Any] = {
+        "candidates": [
+            {"content": {"parts": [{"functionCall": {"name": "s__add", "args": {"a": 1, "b": 2}}}]}}
+        ]
+    }
+
+    async def main() -> None:
+        async with (
+            mcp.Client(catalogue(), mode="legacy", cache=None) as client,
+            Hub({"s": InProcessServer(server=catalogue())}) as hub,
+        ):
+            executor = toolwire.Executor(hub.as_toolset())
+            tool = hub.as_toolset()["s__add"]
+            assert tool.handler is not None
+            for i in range(calls):
+                if path == "bare":
+                    await client.call_tool("add", {"a": i, "b": 1})
+                elif path == "tool":
+                    await tool.handler(a=i, b=1)
+                else:
+                    await toolwire.execute_tool_calls(hub, "gemini", response, executor=executor)
+
+    anyio.run(main)
+
+
+def count(path: str, calls: int) -> int:
+    done = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            __file__,
+            "--run",
+            path,
+            str(calls),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if found is None:
+        raise RuntimeError(f"callgrind printed no count:\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--few", type=int, default=50)
+    parser.add_argument("--many", type=int, default=250)
+    parser.add_argument("--run", nargs=2, metavar=("PATH", "CALLS"), help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.run:
+        run_path(options.run[0], int(options.run[1]))
+        return
+    if shutil.which("valgrind") is None:
+        sys.exit("valgrind is not installed (Debian: apt-get install valgrind)")
+    jobs = [(path, n) for path in PATHS for n in (options.few, options.many)]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        counts = dict(zip(jobs, pool.map(lambda job: count(*job), jobs), strict=True))
+    per_call = {
+        path: (counts[path, options.many] - counts[path, options.few])
+        / (options.many - options.few)
+        for path in PATHS
+    }
+    bare = per_call["bare"]
+    print(f"instructions per call (in process, {options.few} vs {options.many} calls)\n")
+    labels = {"bare": "bare mcp.Client", "tool": "hub tool", "pipeline": "hub + pipeline"}
+    for path in PATHS:
+        added = per_call[path] - bare
+        print(
+            f"  {labels[path]:16} {per_call[path] / 1e6:7.3f} M"
+            + (f"   {added / 1e3:+7.1f} k ({added / bare:+.1%})" if path != "bare" else "")
+        )
+
+
+if __name__ == "__main__":
+    main()
