@@ -380,9 +380,9 @@ class Executor:
         record = None
         if turn.known:
             assert turn.run_id is not None  # records are known of named runs only
-            record = turn.known.get(call.local_id)
-            if record is not None and record.state == "running" and self.wait_for_running > 0:
-                record = await self._get_settled(turn.run_id, call.local_id)
+            record = await self._unless_running(
+                turn.run_id, call.local_id, turn.known.get(call.local_id)
+            )
             if record is not None:
                 if record.fingerprint != _fingerprint(call):
                     raise ConfigurationError(
@@ -461,9 +461,11 @@ class Executor:
                 return
         turn.planned.append(_Planned(index, call, kwargs, context, record))
 
-    async def _get_settled(self, run_id: str, call_id: str) -> CallRecord | None:
-        """The call's record; one another worker is running is awaited (``wait_for_running``)."""
-        record = await self.store.get(run_id, call_id)
+    async def _unless_running(
+        self, run_id: str, call_id: str, record: CallRecord | None
+    ) -> CallRecord | None:
+        """``record`` as read, or, when another worker is running the call, the record it
+        leaves once it is done (waited for up to ``wait_for_running``, polling the store)."""
         if record is None or record.state != "running" or self.wait_for_running <= 0:
             return record
         deadline = time.monotonic() + self.wait_for_running
@@ -671,7 +673,9 @@ class Executor:
                 stored = await self.store.swap(turn.run_id, seen, claim)
                 if stored is not None:
                     return stored
-                seen = await self._get_settled(turn.run_id, call.local_id)  # another worker wrote
+                seen = await self._unless_running(  # another worker wrote first: see what
+                    turn.run_id, call.local_id, await self.store.get(turn.run_id, call.local_id)
+                )
             except StoreUnavailable as exc:
                 turn.store_error = turn.store_error or exc
                 break

@@ -204,10 +204,12 @@ class SQLiteStore:
 
     def _open(self) -> None:
         self._pid = os.getpid()
-        self._inline = _Connection(self._connect(busy_timeout=0))  # never waits: busy → thread
+        self._inline = _Connection(self._connect(busy_timeout=0, setup=True))  # busy → thread
         self._waiting = _Connection(self._connect(busy_timeout=self.busy_timeout))
 
-    def _connect(self, *, busy_timeout: float) -> sqlite3.Connection:
+    def _connect(self, *, busy_timeout: float, setup: bool = False) -> sqlite3.Connection:
+        """A connection; with ``setup``, also WAL mode and the tables (both are kept in the
+        file, so one connection per process is enough)."""
         try:
             db = sqlite3.connect(
                 self.path,
@@ -215,9 +217,10 @@ class SQLiteStore:
                 isolation_level=None,  # autocommit; writes open their own transactions
                 check_same_thread=False,
             )
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute(f"PRAGMA synchronous={self.synchronous}")
-            db.executescript(_SCHEMA)
+            if setup:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.executescript(_SCHEMA)
+            db.execute(f"PRAGMA synchronous={self.synchronous}")  # per connection
             db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"{self!r} cannot be opened: {exc}") from exc
