@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from toolwire.errors import ConfigurationError, MissingDependency, StoreUnavailable
@@ -83,20 +84,15 @@ class RedisStore:
     # -- RunStore ------------------------------------------------------------------------------
 
     async def get(self, run_id: str, call_id: str) -> CallRecord | None:
-        client = self._connection()
-        try:
-            value = await client.hget(self.prefix + run_id, call_id)
-        except (RedisError, OSError) as exc:
-            raise self._unavailable(exc) from exc
+        with self._reaching():
+            value = await self._connection().hget(self.prefix + run_id, call_id)
         return _decoded(value)
 
     async def get_many(self, run_id: str, call_ids: Sequence[str]) -> list[CallRecord | None]:
         if not call_ids:
             return []
-        try:
+        with self._reaching():
             values = await self._connection().hmget(self.prefix + run_id, list(call_ids))
-        except (RedisError, OSError) as exc:
-            raise self._unavailable(exc) from exc
         return [_decoded(value) for value in values]
 
     async def swap(
@@ -108,23 +104,19 @@ class RedisStore:
             script = self._scripts[client] = client.register_script(_SWAP)
         ttl_ms = str(max(1, int(self.ttl * 1000))) if self.ttl is not None else ""
         expected_version = expected.version if expected is not None else 0
-        try:
+        with self._reaching():
             version = await script(
                 keys=[self.prefix + run_id],
                 args=[record.call_id, expected_version, encode_record(record), ttl_ms],
             )
-        except (RedisError, OSError) as exc:
-            raise self._unavailable(exc) from exc
         return record.with_(version=int(version)) if int(version) > 0 else None
 
     # -- housekeeping ----------------------------------------------------------------------------
 
     async def delete(self, run_id: str) -> None:
         """Forget a run now."""
-        try:
+        with self._reaching():
             await self._connection().delete(self.prefix + run_id)
-        except (RedisError, OSError) as exc:
-            raise self._unavailable(exc) from exc
 
     async def aclose(self) -> None:
         """Close the clients this store opened (a client passed in is the caller's to close)."""
@@ -160,8 +152,13 @@ class RedisStore:
             client = self._per_loop[loop] = aioredis.Redis.from_url(self._url, **options)
         return client
 
-    def _unavailable(self, exc: BaseException) -> StoreUnavailable:
-        return StoreUnavailable(f"{self!r} cannot be reached: {exc}")
+    @contextmanager
+    def _reaching(self) -> Iterator[None]:
+        """Around each command: the client's connection errors become StoreUnavailable."""
+        try:
+            yield
+        except (RedisError, OSError) as exc:
+            raise StoreUnavailable(f"{self!r} cannot be reached: {exc}") from exc
 
 
 def _decoded(value: bytes | str | None) -> CallRecord | None:
