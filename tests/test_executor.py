@@ -120,6 +120,21 @@ async def test_a_tool_past_its_timeout_is_answered_promptly() -> None:
     assert outcome.result.text == "Tool 'sleepy' timed out after 0.2 seconds."
 
 
+async def test_a_tool_raising_timeout_error_itself_is_a_failure_not_a_timeout() -> None:
+    @tool
+    async def upstream() -> str:
+        raise TimeoutError("the upstream service timed out")
+
+    for executor in (Executor([upstream]), Executor([upstream], timeout=30)):
+        [outcome] = await executor.run(
+            gemini.parse_calls([{"functionCall": {"name": "upstream"}}], ToolSet([upstream]))
+        )
+        assert outcome.result.error_kind == "failed"
+        assert outcome.result.text == (
+            "Tool 'upstream' failed: TimeoutError: the upstream service timed out"
+        )
+
+
 async def test_a_blocking_sync_tool_past_the_timeout_is_answered_and_abandoned() -> None:
     release = threading.Event()
 
@@ -444,6 +459,72 @@ async def test_cancelling_the_turn_still_answers_every_call() -> None:
             await gate.wait()
             executor.cancel()
     assert kinds(result) == [None, "cancelled"]
+
+
+@pytest.mark.parametrize("run_id", [None, "r1"])
+async def test_cancelling_a_one_call_turn_answers_it_cancelled(run_id: str | None) -> None:
+    gate = anyio.Event()
+
+    @tool(timeout=30)
+    async def slow() -> str:
+        gate.set()
+        await anyio.sleep(60)
+        return "never"
+
+    toolset = ToolSet([slow])
+    store = MemoryStore()
+    executor = Executor(toolset, store=store)
+    result: list[Any] = []
+
+    async def run_turn() -> None:
+        items = gemini.parse_calls([{"functionCall": {"name": "slow"}}], toolset)
+        result.extend(await executor.run(items, run_id=run_id))
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(run_turn)
+            await gate.wait()
+            executor.cancel("another run")  # not this one
+            await anyio.sleep(0.05)
+            assert not result
+            executor.cancel(run_id)
+    assert kinds(result) == ["cancelled"]
+    if run_id is not None:  # the claim stays: a resume says interrupted, not "never ran"
+        [record] = await store.get_many(run_id, [result[0].item.local_id])
+        assert record is not None
+        assert record.state == "running"
+
+
+async def test_a_turn_cancelled_before_its_call_starts_does_not_run_it() -> None:
+    class SlowStore(MemoryStore):
+        """Claims wait for a gate, so the turn can be cancelled in between."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.claiming = anyio.Event()
+            self.release = anyio.Event()
+
+        async def swap(self, run_id: str, expected: Any, record: Any) -> Any:
+            if record.state == "running":
+                self.claiming.set()
+                await self.release.wait()
+            return await super().swap(run_id, expected, record)
+
+    store = SlowStore()
+    executor = Executor(TOOLSET, store=store)
+    result: list[Any] = []
+
+    async def run_turn() -> None:
+        result.extend(await executor.run(calls(("add", {"a": 1, "b": 2})), run_id="r"))
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(run_turn)
+            await store.claiming.wait()
+            executor.cancel()
+            store.release.set()
+    assert kinds(result) == ["cancelled"]
+    assert RUNS["add"] == 0
 
 
 async def test_a_call_left_running_by_a_crash_is_not_rerun() -> None:

@@ -19,6 +19,7 @@ it runs, and its answer is stored as soon as it returns.
 from __future__ import annotations
 
 import inspect
+import math
 import os
 import socket
 import time
@@ -70,6 +71,7 @@ _MESSAGE_LIMIT = 2_000
 DEFAULT_OUTPUT_LIMIT = 100_000
 """Characters of tool output passed on to the model before it is truncated (with a notice)."""
 _NOT_RUN = ToolResult.error("approval_denied", "Not run: an approver halted this turn.")
+_CANCELLED = ToolResult.error("cancelled", "The call was cancelled before it finished.")
 _INTERRUPTED = ToolResult.error(
     "interrupted",
     "The call was started earlier and never finished (its worker stopped); it is not run "
@@ -159,6 +161,8 @@ class _Turn:
     store_error: StoreUnavailable | None = None
     halted: bool = False
     scope: anyio.CancelScope | None = None
+    """What :meth:`Executor.cancel` cancels: the turn's scope, or a one-call turn's call's."""
+    cancelled: bool = False
     tracer: Any = None
     """Where the turn's spans go; None when nothing would record them."""
 
@@ -371,8 +375,10 @@ class Executor:
         still returns one outcome per call.
         """
         for turn in list(self._turns):
-            if turn.scope is not None and (run_id is None or turn.run_id == run_id):
-                turn.scope.cancel()
+            if run_id is None or turn.run_id == run_id:
+                turn.cancelled = True  # a call that has not started yet won't
+                if turn.scope is not None:
+                    turn.scope.cancel()
 
     # -- phase 1: decide -----------------------------------------------------------------------
 
@@ -539,11 +545,11 @@ class Executor:
             turn.tracer = self._tracer  # checked per turn: a provider installed later counts
         self._turns.add(turn)
         try:
-            with anyio.CancelScope() as scope:
-                turn.scope = scope
-                if len(turn.planned) == 1:  # the common turn: one call, no grouping to do
-                    await self._execute(turn, turn.planned[0])
-                else:
+            if len(turn.planned) == 1:  # the common turn: the call's own scope is the turn's
+                await self._execute(turn, turn.planned[0])
+            else:
+                with anyio.CancelScope() as scope:
+                    turn.scope = scope
                     for group in _groups(turn.planned):
                         await self._run_group(turn, group)
         finally:
@@ -551,11 +557,7 @@ class Executor:
             self._turns.discard(turn)
             for planned in turn.planned:  # cancelled before finishing
                 if turn.outcomes[planned.index] is None:
-                    self._finish(
-                        turn,
-                        planned.index,
-                        ToolResult.error("cancelled", "The call was cancelled before it finished."),
-                    )
+                    self._finish(turn, planned.index, _CANCELLED)
 
     async def _run_group(self, turn: _Turn, group: list[_Planned]) -> None:
         """Run a group's calls concurrently: as many workers as the limit allows, each taking
@@ -591,10 +593,25 @@ class Executor:
     async def _run_call(self, turn: _Turn, planned: _Planned, span: Any) -> ToolResult:
         call = planned.call
         tool = call.tool
+        if turn.cancelled:
+            return _CANCELLED
         error: Exception | None = None
         timeout = tool.timeout if tool.timeout is not None else self.timeout
+        # One scope per call carries its deadline and, in a one-call turn, the turn's
+        # cancellation (a scope costs as much as the rest of the call's bookkeeping).
+        alone = turn.scope is None
+        scope = (
+            anyio.CancelScope(
+                deadline=anyio.current_time() + timeout if timeout is not None else math.inf
+            )
+            if alone or timeout is not None
+            else None
+        )
+        value: Any = None
         try:
-            with anyio.fail_after(timeout) if timeout is not None else nullcontext():
+            with scope if scope is not None else nullcontext():
+                if alone:
+                    turn.scope = scope
                 await acquire(self._limiter)
                 try:
                     server_limiter = self._server_limiter(tool)
@@ -608,11 +625,17 @@ class Executor:
                         value = await self._invoke(tool, planned.kwargs)
                 finally:
                     self._limiter.release()
-            result = ToolResult.from_value(value)
-        except TimeoutError:
-            result = ToolResult.error(
-                "timeout", f"Tool {call.exposed_name!r} timed out after {timeout:g} seconds."
-            )
+            if scope is not None and scope.cancelled_caught:
+                result = (
+                    _CANCELLED
+                    if turn.cancelled
+                    else ToolResult.error(
+                        "timeout",
+                        f"Tool {call.exposed_name!r} timed out after {timeout:g} seconds.",
+                    )
+                )
+            else:
+                result = ToolResult.from_value(value)
         except Exception as exc:  # the tool raised: the model is told, the turn goes on
             error = exc
             result = ToolResult.error("failed", _failure_message(call.exposed_name, exc))

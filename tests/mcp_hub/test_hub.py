@@ -73,6 +73,33 @@ async def test_every_content_type_and_error_is_mapped() -> None:
     assert results[5].error_kind == "timeout"
 
 
+async def test_a_timed_out_call_is_cancelled_on_the_server_too() -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("slow")
+    started, stopped = anyio.Event(), anyio.Event()
+
+    @server.tool(description="Waits until cancelled.")
+    async def hang() -> str:
+        started.set()
+        try:
+            await anyio.sleep(60)
+        finally:
+            stopped.set()  # the server's handler was cancelled: the work stops
+        return "never"
+
+    async with Hub({"slow": InProcessServer(server=server, timeout=0.3)}) as hub:
+        assert hub.as_toolset()["slow__hang"].timeout == 0.3
+        with anyio.fail_after(10):
+            outcome = await toolwire.execute_tool_calls(
+                hub, "gemini", gemini_calls(("slow__hang", {}))
+            )
+            await stopped.wait()
+        assert started.is_set()
+        assert outcome.calls[0].result.error_kind == "timeout"
+        assert hub.status == {"slow": None}  # a timeout doesn't take the server down
+
+
 async def test_list_changed_refreshes_the_tools() -> None:
     async with Hub({"shop": InProcessServer(server=catalogue())}) as hub:
         assert "shop__fresh" not in hub.as_toolset()

@@ -47,7 +47,7 @@ class _Options:
     """Glob patterns over the server's tool names; only matching tools are listed."""
     exclude: Sequence[str] = ()
     timeout: float | None = 60.0
-    """Seconds one call may take."""
+    """Seconds one call may take (the tools' ``timeout``, applied by the executor)."""
     max_concurrency: int = 8
     """Calls to this server running at once."""
     connect_timeout: float = 30.0
@@ -306,7 +306,8 @@ class Hub:
             annotations=annotations,
             server_id=server.name,
             handler=partial(self._call, server, tool.name),
-            # No executor deadline on top: the SDK times the request out (and tells the server).
+            # The executor times the call out; cancelled, the SDK tells the server.
+            timeout=server.spec.timeout,
             needs_approval=fingerprint != approved,
         )
 
@@ -318,9 +319,7 @@ class Hub:
             )
         await acquire(server.limiter)
         try:
-            result = await client.call_tool(
-                name, arguments, read_timeout_seconds=server.spec.timeout
-            )
+            result = await client.call_tool(name, arguments)
         except Exception as exc:  # mapped to an answer; nothing leaks to the caller
             return self._failure(server, name, exc)
         finally:
