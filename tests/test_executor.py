@@ -673,3 +673,19 @@ def test_the_output_cap_size_estimate_never_underestimates(value: Any, budget: i
 
     if _json_fits(value, budget):
         assert len(canonical_json(value)) <= budget
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"max_concurrency": 0},
+        {"max_concurrency_per_server": 0},
+        {"timeout": 0},
+        {"wait_for_running": -1},
+        {"on_unknown": "ignore"},
+        {"on_interrupted": "retry"},
+    ],
+)
+def test_impossible_options_are_refused(options: dict[str, Any]) -> None:
+    with pytest.raises(ConfigurationError):
+        Executor(TOOLSET, **options)

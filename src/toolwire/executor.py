@@ -249,6 +249,8 @@ class Executor:
             )
         if max_concurrency < 1:
             raise ConfigurationError("max_concurrency must be at least 1")
+        if max_concurrency_per_server is not None and max_concurrency_per_server < 1:
+            raise ConfigurationError("max_concurrency_per_server must be at least 1 (or None)")
         if not wait_for_running >= 0:
             raise ConfigurationError("wait_for_running must be a number of seconds, 0 or more")
         if timeout is not None and not timeout > 0:
@@ -263,9 +265,9 @@ class Executor:
         self.after_call = tuple(after_call)
         self.max_output_chars = max_output_chars
         self._max_concurrency = max_concurrency
-        self._limiter = anyio.CapacityLimiter(max_concurrency)
+        self._limiter = anyio.Semaphore(max_concurrency)
         self._per_server = max_concurrency_per_server
-        self._server_limiters: dict[str, anyio.CapacityLimiter] = {}
+        self._server_limiters: dict[str, anyio.Semaphore] = {}
         self._turns: set[_Turn] = set()
         self.on_interrupted = on_interrupted
         self.wait_for_running = wait_for_running
@@ -660,14 +662,12 @@ class Executor:
         value = await anyio.to_thread.run_sync(partial(handler, **kwargs), abandon_on_cancel=True)
         return await value if inspect.isawaitable(value) else value
 
-    def _server_limiter(self, tool: Tool) -> anyio.CapacityLimiter | None:
+    def _server_limiter(self, tool: Tool) -> anyio.Semaphore | None:
         if self._per_server is None or tool.server_id is None:
             return None
         limiter = self._server_limiters.get(tool.server_id)
         if limiter is None:
-            limiter = self._server_limiters[tool.server_id] = anyio.CapacityLimiter(
-                self._per_server
-            )
+            limiter = self._server_limiters[tool.server_id] = anyio.Semaphore(self._per_server)
         return limiter
 
     # -- bookkeeping -----------------------------------------------------------------------------
@@ -814,9 +814,10 @@ def _answered_state(result: ToolResult) -> CallState:
     return "failed" if result.is_error else "completed"
 
 
-async def acquire(limiter: anyio.CapacityLimiter) -> None:
+async def acquire(limiter: anyio.Semaphore) -> None:
     """``await limiter.acquire()``, without a trip through the event loop when a token is
-    free (the common case; each trip costs every call of a turn)."""
+    free (the common case; each trip costs every call of a turn). Limits are semaphores, not
+    capacity limiters: they need no per-task bookkeeping, which costs as much again."""
     try:
         limiter.acquire_nowait()
     except anyio.WouldBlock:

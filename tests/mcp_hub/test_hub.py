@@ -194,6 +194,9 @@ def test_config_loader() -> None:
         Hub.from_config({"mcpServers": {"bad": {"nothing": True}}})
     with pytest.raises(toolwire.ConfigurationError):
         Hub.from_config({"servers": {}})
+    for limits in ({"max_concurrency": 0}, {"timeout": 0}, {"timeout": -1.0}):
+        with pytest.raises(toolwire.ConfigurationError):
+            Hub({"s": InProcessServer(server=catalogue(), **limits)})
 
 
 @pytest.fixture

@@ -89,7 +89,7 @@ class _Server:
     client: Any = None
     tools: list[Any] = field(default_factory=list)
     error: str | None = "not connected yet"
-    limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(8))
+    limiter: anyio.Semaphore = field(default_factory=lambda: anyio.Semaphore(8))
     ready: anyio.Event = field(default_factory=anyio.Event)
     wake: anyio.Event = field(default_factory=anyio.Event)
     """Set to make the connection loop re-list (list_changed) or reconnect (a failure)."""
@@ -134,8 +134,13 @@ class Hub:
     def __init__(self, servers: Mapping[str, ServerSpec], *, max_backoff: float = 30.0) -> None:
         if not servers:
             raise ConfigurationError("a hub needs at least one server")
+        for name, spec in servers.items():
+            if spec.max_concurrency < 1:
+                raise ConfigurationError(f"server {name!r}: max_concurrency must be at least 1")
+            if spec.timeout is not None and not spec.timeout > 0:
+                raise ConfigurationError(f"server {name!r}: timeout must be positive (or None)")
         self._servers = {
-            name: _Server(name, spec, limiter=anyio.CapacityLimiter(spec.max_concurrency))
+            name: _Server(name, spec, limiter=anyio.Semaphore(spec.max_concurrency))
             for name, spec in servers.items()
         }
         self.max_backoff = max_backoff
