@@ -1,7 +1,7 @@
 """MCP hub overhead: the same calls on a bare ``mcp.Client``, through the hub's own tool (its
-handler: naming, per-server limit, timeout, result mapping), and through the whole governed
-pipeline (``toolwire.execute_tool_calls`` on the hub: parsing a Gemini response, validation,
-policy, the executor, building the answer), in process and over stdio.
+handler: per-server limit, error and result mapping), and through the whole governed pipeline
+(``toolwire.execute_tool_calls`` on the hub: parsing a Gemini response, validation, policy, the
+executor with the per-server timeout, building the answer), in process and over stdio.
 
 - latency: one call at a time;
 - client CPU: this process's CPU time per call (over stdio the server's own work is not in

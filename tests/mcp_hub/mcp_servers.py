@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import Any
 
 import anyio
@@ -104,6 +105,11 @@ def crasher() -> MCPServer:
     @server.tool(description="Kills this server's process.")
     def die() -> str:
         os._exit(3)
+
+    @server.tool(description="Hangs the whole server: blocks its event loop.")
+    async def freeze() -> str:
+        time.sleep(60)  # not anyio.sleep: nothing else on the server runs meanwhile
+        return "thawed"
 
     return server
 

@@ -97,7 +97,11 @@ async def test_a_timed_out_call_is_cancelled_on_the_server_too() -> None:
             await stopped.wait()
         assert started.is_set()
         assert outcome.calls[0].result.error_kind == "timeout"
-        assert hub.status == {"slow": None}  # a timeout doesn't take the server down
+        # A slow tool is not a hung server: it answers a probe, and stays up.
+        assert await hub.check("slow")
+        assert hub.status == {"slow": None}
+        with pytest.raises(toolwire.ConfigurationError, match="no server 'nope'"):
+            await hub.check("nope")
 
 
 async def test_list_changed_refreshes_the_tools() -> None:
@@ -155,6 +159,31 @@ async def test_over_stdio_a_server_killed_mid_call_is_answered_and_reconnected()
             again = await toolwire.execute_tool_calls(
                 hub, "gemini", gemini_calls(("crash__echo", {"text": "back"}))
             )
+    assert again.results[0]["functionResponse"]["response"] == {"output": {"result": "back"}}
+
+
+async def test_over_stdio_a_hung_server_is_marked_down_and_reconnected() -> None:
+    hung = stdio("crasher", timeout=0.5, probe_timeout=0.5)
+    async with Hub({"crash": hung, "shop": stdio("catalogue")}) as hub:
+        with anyio.fail_after(30):
+            outcome = await toolwire.execute_tool_calls(
+                hub,
+                "gemini",
+                gemini_calls(("crash__freeze", {}), ("shop__add", {"a": 1, "b": 2})),
+            )
+            assert [c.result.error_kind for c in outcome.calls] == ["timeout", None]
+            # The abandoned call made the hub probe the server: no answer, so it is down...
+            while hub.status["crash"] is None:
+                await anyio.sleep(0.02)
+            assert "did not answer a probe within 0.5 s" in (hub.status["crash"] or "")
+            assert hub.status["shop"] is None
+            # ...and reconnected (a new process; the hung one is stopped).
+            while hub.status["crash"] is not None or "crash__echo" not in hub.as_toolset():
+                await anyio.sleep(0.05)
+            again = await toolwire.execute_tool_calls(
+                hub, "gemini", gemini_calls(("crash__echo", {"text": "back"}))
+            )
+            assert await hub.check("crash")
     assert again.results[0]["functionResponse"]["response"] == {"output": {"result": "back"}}
 
 

@@ -52,6 +52,10 @@ class _Options:
     """Calls to this server running at once."""
     connect_timeout: float = 30.0
     """Seconds the server may take to start and list its tools."""
+    probe_timeout: float = 5.0
+    """Seconds the server has to answer a probe (a ``tools/list`` request) after one of its
+    calls was abandoned (timed out or cancelled); a server that doesn't is hung, so it is marked
+    down and reconnected."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,6 +98,8 @@ class _Server:
     wake: anyio.Event = field(default_factory=anyio.Event)
     """Set to make the connection loop re-list (list_changed) or reconnect (a failure)."""
     broken: bool = False
+    checking: bool = False
+    """A probe after an abandoned call is on its way."""
 
 
 def _target(spec: ServerSpec) -> Any:
@@ -139,6 +145,8 @@ class Hub:
                 raise ConfigurationError(f"server {name!r}: max_concurrency must be at least 1")
             if spec.timeout is not None and not spec.timeout > 0:
                 raise ConfigurationError(f"server {name!r}: timeout must be positive (or None)")
+            if not spec.probe_timeout > 0:
+                raise ConfigurationError(f"server {name!r}: probe_timeout must be positive")
         self._servers = {
             name: _Server(name, spec, limiter=anyio.Semaphore(spec.max_concurrency))
             for name, spec in servers.items()
@@ -325,11 +333,50 @@ class Hub:
         await acquire(server.limiter)
         try:
             result = await client.call_tool(name, arguments)
+        except anyio.get_cancelled_exc_class():
+            # Timed out or cancelled: a slow tool, or a hung server? A probe tells, off this path.
+            if self._tasks is not None and not server.checking:
+                server.checking = True
+                self._tasks.start_soon(self.check, server.name)
+            raise
         except Exception as exc:  # mapped to an answer; nothing leaks to the caller
             return self._failure(server, name, exc)
         finally:
             server.limiter.release()
         return result_from_mcp(result)
+
+    async def check(self, name: str) -> bool:
+        """Probe server ``name`` with a ``tools/list`` request (every server answers it; the
+        protocol's ping is gone from its newest revision): True when it answers within its
+        ``probe_timeout``; one that doesn't (hung, or its connection broke) is marked down and
+        reconnected.
+
+        The hub checks a server this way by itself after one of its calls is abandoned.
+
+        Raises:
+            ConfigurationError: the hub has no server ``name``.
+        """
+        server = self._servers.get(name)
+        if server is None:
+            raise ConfigurationError(f"the hub has no server {name!r}")
+        client = server.client
+        try:
+            if client is None:
+                return False
+            with anyio.fail_after(server.spec.probe_timeout):
+                await client.list_tools()
+            return True
+        except Exception as exc:  # no answer in time, a broken connection, or garbage
+            if server.client is client:
+                reason = (
+                    f"it did not answer a probe within {server.spec.probe_timeout:g} s"
+                    if isinstance(exc, TimeoutError)
+                    else _describe(exc)
+                )
+                self._down(server, reason)
+            return False
+        finally:
+            server.checking = False
 
     def _failure(self, server: _Server, name: str, exc: Exception) -> ToolResult:
         mcp = _mcp()
@@ -346,14 +393,17 @@ class Hub:
         return self._lost(server, exc)  # the connection broke
 
     def _lost(self, server: _Server, exc: BaseException) -> ToolResult:
-        """The connection is gone: the server is down until the connection loop reconnects."""
-        message = f"Server {server.name!r} became unavailable: {_describe(exc)}."
+        return ToolResult.error("unavailable", self._down(server, _describe(exc)))
+
+    def _down(self, server: _Server, reason: str) -> str:
+        """The server is down until the connection loop reconnects it; returns what to say."""
+        message = f"Server {server.name!r} became unavailable: {reason}."
         server.broken = True
         server.client = None
         server.error = message
         self._changed()
         server.wake.set()
-        return ToolResult.error("unavailable", message)
+        return message
 
 
 def _fingerprint_of(description: str, schema: Any, annotations: Any) -> str:
