@@ -599,8 +599,8 @@ class Executor:
             return _CANCELLED
         error: Exception | None = None
         timeout = tool.timeout if tool.timeout is not None else self.timeout
-        # One scope per call carries its deadline and, in a one-call turn, the turn's
-        # cancellation (a scope costs as much as the rest of the call's bookkeeping).
+        # One scope per call carries its deadline and, in a one-call turn (which opens no scope
+        # of its own), the turn's cancellation: scopes are the dearest part of running a call.
         alone = turn.scope is None
         scope = (
             anyio.CancelScope(

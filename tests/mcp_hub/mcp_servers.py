@@ -5,6 +5,7 @@ Run as a script (``python servers.py NAME``) it serves NAME over stdio.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -114,13 +115,6 @@ def crasher() -> MCPServer:
     return server
 
 
-if __name__ == "__main__":
-    server = {"catalogue": catalogue, "crasher": crasher}[sys.argv[1]]()
-    if len(sys.argv) > 2:  # NAME PORT: streamable HTTP on 127.0.0.1
-        server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
-    else:
-        server.run(transport="stdio")
-
 
 def paginated(total: int, page: int, *, repeat_cursor: bool = False) -> Server:
     """A low-level server listing ``total`` tools ``page`` at a time; with ``repeat_cursor``
@@ -147,3 +141,38 @@ def paginated(total: int, page: int, *, repeat_cursor: bool = False) -> Server:
         return CallToolResult(content=[TextContent(type="text", text=params.name)])
 
     return Server("paginated", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def garbled() -> None:
+    """A hand-written stdio server: a proper handshake and listing, then a ``tools/call``
+    answer that is not a CallToolResult (content not a list, isError not a boolean)."""
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue  # a notification
+        method = message.get("method")
+        if method == "initialize":
+            result: dict[str, Any] = {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "garbled", "version": "0"},
+            }
+        elif method == "tools/list":
+            schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+            result = {"tools": [{"name": "echo", "description": "Echo.", "inputSchema": schema}]}
+        elif method == "tools/call":
+            result = {"content": "not a list", "isError": "perhaps"}
+        else:
+            result = {}
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "garbled":
+        garbled()
+        sys.exit()
+    server = {"catalogue": catalogue, "crasher": crasher}[sys.argv[1]]()
+    if len(sys.argv) > 2:  # NAME PORT: streamable HTTP on 127.0.0.1
+        server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run(transport="stdio")

@@ -187,6 +187,23 @@ async def test_over_stdio_a_hung_server_is_marked_down_and_reconnected() -> None
     assert again.results[0]["functionResponse"]["response"] == {"output": {"result": "back"}}
 
 
+async def test_over_stdio_a_server_answering_garbage_is_answered_and_marked_down() -> None:
+    async with Hub({"bad": stdio("garbled"), "shop": stdio("catalogue")}) as hub:
+        assert "bad__echo" in hub.as_toolset()
+        with anyio.fail_after(30):
+            outcome = await toolwire.execute_tool_calls(
+                hub,
+                "gemini",
+                gemini_calls(("bad__echo", {"text": "hi"}), ("shop__add", {"a": 1, "b": 2})),
+            )
+        bad, good = (c.result for c in outcome.calls)
+        assert bad.error_kind == "unavailable"
+        assert bad.text.startswith("Server 'bad' became unavailable: ValidationError")
+        assert "Traceback" not in bad.text
+        assert good.text == "3"
+        assert hub.status["shop"] is None
+
+
 async def test_gemini_and_anthropic_answers_from_two_servers() -> None:
     async with Hub(
         {"a": InProcessServer(server=catalogue()), "b": InProcessServer(server=catalogue())}
