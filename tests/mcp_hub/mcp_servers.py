@@ -115,7 +115,6 @@ def crasher() -> MCPServer:
     return server
 
 
-
 def paginated(total: int, page: int, *, repeat_cursor: bool = False) -> Server:
     """A low-level server listing ``total`` tools ``page`` at a time; with ``repeat_cursor``
     it answers every page with the same cursor, as a broken server might."""
