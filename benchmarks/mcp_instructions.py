@@ -1,14 +1,15 @@
-"""MCP hub overhead in instructions, counted by valgrind's callgrind: repeatable whatever else
-the machine is doing, unlike wall-clock time.
+"""MCP hub overhead in instructions, counted by valgrind's callgrind: far steadier than
+wall-clock time on a busy machine (runs still differ by about 1% of a call, as the server's
+worker threads are scheduled differently).
 
 Each path (a bare ``mcp.Client`` call, the hub's own tool handler, the whole governed pipeline
-through ``execute_tool_calls``) runs in its own process under callgrind twice, with ``--few``
-and ``--many`` calls to an in-process server; the difference divided by the extra calls is the
-cost of one call, start-up and connection excluded.
+through ``execute_tool_calls`` on a Gemini response and on an Anthropic one) runs in its own
+process under callgrind twice, with ``--few`` and ``--many`` calls to an in-process server; the
+difference divided by the extra calls is the cost of one call, start-up and connection excluded.
 
-    python benchmarks/mcp_instructions.py [--few 50] [--many 250]
+    python benchmarks/mcp_instructions.py [--few 100] [--many 500]
 
-Needs ``valgrind`` (Debian's package); each run takes about a minute.
+Needs ``valgrind`` (Debian's package); each run takes one to two minutes.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-PATHS = ("bare", "tool", "pipeline")
+PATHS = ("bare", "tool", "pipeline", "anthropic")
 
 
 def run_path(path: str, calls: int) -> None:
@@ -36,10 +37,31 @@ def run_path(path: str, calls: int) -> None:
     sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "mcp_hub"))
     from mcp_servers import catalogue
 
-    response: dict[str, Any] = {
-        "candidates": [
-            {"content": {"parts": [{"functionCall": {"name": "s__add", "args": {"a": 1, "b": 2}}}]}}
-        ]
+    # Gemini sends calls without ids (toolwire derives one from the arguments); Anthropic's
+    # calls carry theirs.
+    responses: dict[str, tuple[str, Any]] = {
+        "pipeline": (
+            "gemini",
+            {
+                "candidates": [
+                    {
+                        "content": {
+                            "parts": [
+                                {"functionCall": {"name": "s__add", "args": {"a": 1, "b": 2}}}
+                            ]
+                        }
+                    }
+                ]
+            },
+        ),
+        "anthropic": (
+            "anthropic",
+            {
+                "content": [
+                    {"type": "tool_use", "id": "t1", "name": "s__add", "input": {"a": 1, "b": 2}}
+                ]
+            },
+        ),
     }
 
     async def main() -> None:
@@ -56,7 +78,8 @@ def run_path(path: str, calls: int) -> None:
                 elif path == "tool":
                     await tool.handler(a=i, b=1)
                 else:
-                    await toolwire.execute_tool_calls(hub, "gemini", response, executor=executor)
+                    provider, response = responses[path]
+                    await toolwire.execute_tool_calls(hub, provider, response, executor=executor)
 
     anyio.run(main)
 
@@ -85,8 +108,8 @@ def count(path: str, calls: int) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--few", type=int, default=50)
-    parser.add_argument("--many", type=int, default=250)
+    parser.add_argument("--few", type=int, default=100)
+    parser.add_argument("--many", type=int, default=500)
     parser.add_argument("--run", nargs=2, metavar=("PATH", "CALLS"), help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.run:
@@ -104,11 +127,16 @@ def main() -> None:
     }
     bare = per_call["bare"]
     print(f"instructions per call (in process, {options.few} vs {options.many} calls)\n")
-    labels = {"bare": "bare mcp.Client", "tool": "hub tool", "pipeline": "hub + pipeline"}
+    labels = {
+        "bare": "bare mcp.Client",
+        "tool": "hub tool",
+        "pipeline": "hub + pipeline (Gemini)",
+        "anthropic": "hub + pipeline (Anthropic)",
+    }
     for path in PATHS:
         added = per_call[path] - bare
         print(
-            f"  {labels[path]:16} {per_call[path] / 1e6:7.3f} M"
+            f"  {labels[path]:27} {per_call[path] / 1e6:7.3f} M"
             + (f"   {added / 1e3:+7.1f} k ({added / bare:+.1%})" if path != "bare" else "")
         )
 
