@@ -337,7 +337,7 @@ class Hub:
             # Timed out or cancelled: a slow tool, or a hung server? A probe tells, off this path.
             if self._tasks is not None and not server.checking:
                 server.checking = True
-                self._tasks.start_soon(self.check, server.name)
+                self._tasks.start_soon(self._check_after_abandoned_call, server)
             raise
         except Exception as exc:  # mapped to an answer; nothing leaks to the caller
             return self._failure(server, name, exc)
@@ -375,6 +375,10 @@ class Hub:
                 )
                 self._down(server, reason)
             return False
+
+    async def _check_after_abandoned_call(self, server: _Server) -> None:
+        try:
+            await self.check(server.name)
         finally:
             server.checking = False
 
