@@ -4,10 +4,11 @@ worker threads are scheduled differently).
 
 Each path (a bare ``mcp.Client`` call, the hub's own tool handler, the whole governed pipeline
 through ``execute_tool_calls`` on a Gemini response and on an Anthropic one) runs in its own
-process under callgrind twice, with ``--few`` and ``--many`` calls to an in-process server; the
-difference divided by the extra calls is the cost of one call, start-up and connection excluded.
+process under callgrind twice, with ``--few`` and ``--many`` calls to an in-process server (or,
+with ``--stdio``, to a server subprocess whose own work is not counted); the difference divided
+by the extra calls is the cost of one call, start-up and connection excluded.
 
-    python benchmarks/mcp_instructions.py [--few 100] [--many 500]
+    python benchmarks/mcp_instructions.py [--few 100] [--many 500] [--stdio]
 
 Needs ``valgrind`` (Debian's package); each run takes one to two minutes.
 """
@@ -26,16 +27,24 @@ from typing import Any
 PATHS = ("bare", "tool", "pipeline", "anthropic")
 
 
-def run_path(path: str, calls: int) -> None:
+def run_path(path: str, calls: int, transport: str) -> None:
     """The calls of one path, in this process (what callgrind counts)."""
     import anyio
     import mcp
 
     import toolwire
-    from toolwire.mcp import Hub, InProcessServer
+    from toolwire.mcp import Hub, InProcessServer, StdioServer
 
-    sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "mcp_hub"))
+    servers = Path(__file__).parent.parent / "tests" / "mcp_hub"
+    sys.path.insert(0, str(servers))
     from mcp_servers import catalogue
+
+    command = [sys.executable, str(servers / "mcp_servers.py"), "catalogue"]
+    target: Any = catalogue()
+    spec: Any = InProcessServer(server=catalogue())
+    if transport == "stdio":  # the server's own process is not counted: the client's side only
+        target = mcp.StdioServerParameters(command=command[0], args=command[1:])
+        spec = StdioServer(command=command[0], args=command[1:])
 
     # Gemini sends calls without ids (toolwire derives one from the arguments); Anthropic's
     # calls carry theirs.
@@ -66,8 +75,8 @@ def run_path(path: str, calls: int) -> None:
 
     async def main() -> None:
         async with (
-            mcp.Client(catalogue(), mode="legacy", cache=None) as client,
-            Hub({"s": InProcessServer(server=catalogue())}) as hub,
+            mcp.Client(target, mode="legacy", cache=None) as client,
+            Hub({"s": spec}) as hub,
         ):
             executor = toolwire.Executor(hub.as_toolset())
             tool = hub.as_toolset()["s__add"]
@@ -84,7 +93,7 @@ def run_path(path: str, calls: int) -> None:
     anyio.run(main)
 
 
-def count(path: str, calls: int) -> int:
+def count(path: str, calls: int, transport: str) -> int:
     done = subprocess.run(
         [
             "valgrind",
@@ -95,6 +104,7 @@ def count(path: str, calls: int) -> int:
             "--run",
             path,
             str(calls),
+            transport,
         ],
         capture_output=True,
         text=True,
@@ -110,23 +120,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--few", type=int, default=100)
     parser.add_argument("--many", type=int, default=500)
-    parser.add_argument("--run", nargs=2, metavar=("PATH", "CALLS"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--stdio", action="store_true", help="the server in a subprocess (client side counted)"
+    )
+    parser.add_argument("--run", nargs=3, help=argparse.SUPPRESS)  # PATH CALLS TRANSPORT
     options = parser.parse_args()
     if options.run:
-        run_path(options.run[0], int(options.run[1]))
+        run_path(options.run[0], int(options.run[1]), options.run[2])
         return
+    transport = "stdio" if options.stdio else "in-process"
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (Debian: apt-get install valgrind)")
     jobs = [(path, n) for path in PATHS for n in (options.few, options.many)]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        counts = dict(zip(jobs, pool.map(lambda job: count(*job), jobs), strict=True))
+        counts = dict(zip(jobs, pool.map(lambda job: count(*job, transport), jobs), strict=True))
     per_call = {
         path: (counts[path, options.many] - counts[path, options.few])
         / (options.many - options.few)
         for path in PATHS
     }
     bare = per_call["bare"]
-    print(f"instructions per call (in process, {options.few} vs {options.many} calls)\n")
+    print(f"instructions per call ({transport}, {options.few} vs {options.many} calls)\n")
     labels = {
         "bare": "bare mcp.Client",
         "tool": "hub tool",
