@@ -689,3 +689,70 @@ def test_the_output_cap_size_estimate_never_underestimates(value: Any, budget: i
 def test_impossible_options_are_refused(options: dict[str, Any]) -> None:
     with pytest.raises(ConfigurationError):
         Executor(TOOLSET, **options)
+
+
+_CANCEL_KINDS = {
+    "quick": {None, "cancelled"},
+    "hang": {"cancelled"},
+    "timed": {"timeout", "cancelled"},
+    "boom": {"failed", "cancelled"},
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    names=st.lists(st.sampled_from(sorted(_CANCEL_KINDS)), min_size=1, max_size=5),
+    checkpoints=st.integers(min_value=0, max_value=8),
+)
+def test_a_turn_cancelled_at_any_point_answers_every_call_once(
+    names: list[str], checkpoints: int
+) -> None:
+    """Cancel from the given event-loop checkpoint on, whatever the turn is doing then: every
+    call has one answer, of a kind its tool allows, and nothing runs twice."""
+    started: Counter[str] = Counter()
+
+    @tool
+    async def quick() -> str:
+        started["quick"] += 1
+        return "done"
+
+    @tool
+    async def hang() -> str:
+        started["hang"] += 1
+        await anyio.sleep(60)
+        return "never"
+
+    @tool(timeout=0.01)
+    async def timed() -> str:
+        started["timed"] += 1
+        await anyio.sleep(60)
+        return "never"
+
+    @tool
+    async def boom() -> str:
+        started["boom"] += 1
+        raise RuntimeError("boom")
+
+    toolset = ToolSet([quick, hang, timed, boom])
+    executor = Executor(toolset)
+    parts = [{"functionCall": {"name": name}} for name in names]
+    outcomes: list[Any] = []
+
+    async def run_turn() -> None:
+        outcomes.extend(await executor.run(gemini.parse_calls(parts, toolset)))
+
+    async def main() -> None:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(run_turn)
+                for _ in range(checkpoints):
+                    await anyio.sleep(0)
+                while not outcomes:  # a turn not yet started can't be cancelled: keep at it
+                    executor.cancel()
+                    await anyio.sleep(0)
+
+    anyio.run(main)
+    assert len(outcomes) == len(names)
+    for name, outcome in zip(names, outcomes, strict=True):
+        assert outcome.result.error_kind in _CANCEL_KINDS[name], (name, outcome.result)
+    assert all(count <= names.count(name) for name, count in started.items())
