@@ -373,8 +373,9 @@ class Executor:
     def cancel(self, run_id: str | None = None) -> None:
         """Cancel the turns in progress (only the one named ``run_id``, when given).
 
-        Their running calls are cancelled and answered with a ``cancelled`` error; the turn
-        still returns one outcome per call.
+        Their running calls, and those not started yet, are answered with a ``cancelled``
+        error (a cancelled call's tool is cancelled, a tool of an MCP server told so); the turn
+        still returns one outcome per call. Cancelled calls are not kept in the run store.
         """
         for turn in list(self._turns):
             if run_id is None or turn.run_id == run_id:
