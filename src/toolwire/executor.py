@@ -375,7 +375,8 @@ class Executor:
 
         Their running calls, and those not started yet, are answered with a ``cancelled``
         error (a cancelled call's tool is cancelled, a tool of an MCP server told so); the turn
-        still returns one outcome per call. Cancelled calls are not kept in the run store.
+        still returns one outcome per call. A cancelled answer is not stored: a resumed run
+        finds a call that was claimed as ``running`` and answers it ``interrupted``.
         """
         for turn in list(self._turns):
             if run_id is None or turn.run_id == run_id:
