@@ -731,14 +731,8 @@ class Executor:
         turn.settled.add(index)
         if result.error_kind in _UNSTORED_KINDS:
             return  # e.g. cancelled mid-run: the claim stays, and a resume says interrupted
-        answered = CallRecord(
-            call_id=claim.call_id,
-            tool=claim.tool,
-            fingerprint=claim.fingerprint,
-            state=_answered_state(result),
-            decision=claim.decision,
-            result=result,
-            version=claim.version,
+        answered = claim.with_(
+            state=_answered_state(result), result=result, owner=None, started_at=None
         )
         try:
             # A failed swap means another worker took the claim over (an idempotent rerun):
