@@ -25,9 +25,10 @@ def test_provider_examples_import_with_their_sdks(
     assert callable(module.main)
 
 
-def test_the_mcp_hub_example_runs_without_a_key() -> None:
+def run_example(script: str) -> str:
+    """Run ``examples/<script>`` as a program from its folder; its output, once it succeeded."""
     result = subprocess.run(
-        [sys.executable, str(EXAMPLES / "mcp_hub.py")],
+        [sys.executable, str(EXAMPLES / script)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -35,21 +36,18 @@ def test_the_mcp_hub_example_runs_without_a_key() -> None:
         cwd=EXAMPLES,
     )
     assert result.returncode == 0, result.stderr
-    assert '"name": "notes__find_notes"' in result.stdout
-    assert "oslo: Pack boots." in result.stdout
-    assert "Denied: not in this example." in result.stdout
+    return result.stdout
+
+
+def test_the_mcp_hub_example_runs_without_a_key() -> None:
+    output = run_example("mcp_hub.py")
+    assert '"name": "notes__find_notes"' in output
+    assert "oslo: Pack boots." in output
+    assert "Denied: not in this example." in output
 
 
 def test_the_approval_example_resumes_across_three_processes() -> None:
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLES / "approval_across_processes.py")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
+    lines = run_example("approval_across_processes.py").splitlines()
     assert "  waiting for a human: transfer({'to': 'acme', 'amount': 120})" in lines
     assert any(line.startswith("  approved tw_") for line in lines)
     assert lines[-2:] == [
