@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -13,6 +15,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_ARGUMENT_DEPTH",
+    "MAX_INTEGER_DIGITS",
     "AudioContent",
     "Content",
     "EmbeddedResource",
@@ -23,8 +26,10 @@ __all__ = [
     "TextContent",
     "ToolCall",
     "ToolResult",
+    "argument_problem",
     "canonical_json",
     "content_text",
+    "has_lone_surrogate",
     "placeholder",
     "stable_call_id",
     "strip_nulls",
@@ -243,6 +248,60 @@ class RejectedCall:
 
 MAX_ARGUMENT_DEPTH = 64
 """Nesting levels a call's arguments may have; deeper ones are rejected, not processed."""
+MAX_INTEGER_DIGITS = 4_000
+"""Decimal digits an integer in a call's arguments may have. Python refuses to turn an integer
+of more than 4,300 digits into text (``sys.get_int_max_str_digits``), so a longer one could not
+be encoded, hashed or answered."""
+_MAX_INTEGER_BITS = int(MAX_INTEGER_DIGITS * 3.3219280948873626)  # log2(10) bits per digit
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """True when ``text`` holds a UTF-16 surrogate code point on its own: valid in a JSON
+    escape (``"\\ud800"``) but not Unicode, so no UTF-8 encoder (a store, a provider's SDK, an
+    MCP transport) takes it."""
+    return not str.isascii(text) and _SURROGATE.search(text) is not None
+
+
+def argument_problem(arguments: Mapping[str, Any]) -> str | None:
+    """Why ``arguments`` are not a JSON object toolwire can carry, or None when they are.
+
+    A call's arguments come from a model (and from the text it read), so they are checked
+    before anything hashes, stores or validates them: nesting at most
+    :data:`MAX_ARGUMENT_DEPTH`, string keys, finite numbers (``NaN`` and ``Infinity`` are not
+    JSON), integers of at most :data:`MAX_INTEGER_DIGITS` digits, and strings that are valid
+    Unicode (no lone surrogates). Each value is visited once.
+    """
+    stack: list[tuple[Any, int]] = [(arguments, 0)]
+    while stack:
+        node, depth = stack.pop()
+        kind = node.__class__
+        if kind is str or (kind is not bool and isinstance(node, str)):
+            if has_lone_surrogate(node):
+                return "a string holds a lone UTF-16 surrogate (not valid Unicode)"
+        elif kind is bool or node is None:
+            continue
+        elif isinstance(node, int):
+            if int.bit_length(node) > _MAX_INTEGER_BITS:
+                return f"an integer has more than {MAX_INTEGER_DIGITS} digits"
+        elif isinstance(node, float):
+            if not math.isfinite(node):
+                return f"{float.__repr__(node)} is not a JSON number"
+        elif isinstance(node, Mapping | list | tuple):
+            if depth >= MAX_ARGUMENT_DEPTH:
+                return f"nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+            if isinstance(node, Mapping):
+                for key, value in node.items():
+                    if not isinstance(key, str):
+                        return f"an object key is not a string ({type(key).__name__})"
+                    if has_lone_surrogate(key):
+                        return "an object key holds a lone UTF-16 surrogate (not valid Unicode)"
+                    stack.append((value, depth + 1))
+            else:
+                stack.extend((value, depth + 1) for value in node)
+        else:
+            return f"a value of type {type(node).__name__} is not JSON"
+    return None
 
 
 def within_depth(value: Any, limit: int) -> bool:
@@ -309,5 +368,8 @@ def stable_call_id(
     """
     if encoded is None:
         encoded = canonical_json(arguments)
-    digest = hashlib.sha256(f"{name}\x00{encoded}\x00{occurrence}".encode()).hexdigest()
+    # surrogatepass: the same bytes as UTF-8 for any valid text, and no error for a name or an
+    # argument holding a lone surrogate (those calls are rejected, but still need an id).
+    payload = f"{name}\x00{encoded}\x00{occurrence}".encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(payload).hexdigest()
     return f"tw_{digest[:24]}"
