@@ -1,4 +1,4 @@
-"""Which calls may run: ordered glob rules over ``server/tool``, with ``deny`` winning.
+"""Which calls may run: ordered glob rules over a tool's names, with ``deny`` winning.
 
 ```python
 policy = Policy(
@@ -11,19 +11,38 @@ policy = Policy(
 ```
 
 Evaluation: if any matching rule says ``deny``, the call is denied; otherwise the first matching
-``allow`` or ``ask`` rule decides; otherwise ``default``. MCP annotations may then only tighten
-the result (``destructive="ask"``), never loosen it.
+``allow`` or ``ask`` rule decides; otherwise ``default``. Annotations, and a definition that is
+new or changed since it was approved, may then only tighten the result, never loosen it.
+
+Matching fails closed:
+
+- ``allow`` matches a tool's canonical identity only: ``server/tool`` with the server's own tool
+  name for a server's tool, the bare name for a tool without a server. The pattern is split at
+  its first ``/``: ``github/get_*`` matches the tools of server ``github`` named ``get_*``;
+  ``*/search`` any server's ``search``; ``*/*`` every server's tools. A pattern without ``/``
+  matches tools without a server only, so ``get_weather`` (or ``*``) never allows a server's
+  ``evil/get_weather``. Exposed names (``files__read``) are not identities: an allow rule
+  written that way matches nothing.
+- ``deny`` and ``ask`` match any name a tool goes by: its canonical identity, its bare name,
+  its exposed form (``server__tool``) and the exposed name the model used, and each of these
+  spelt portably (``delete.file`` → ``delete_file``) and with invisible characters removed and
+  NFKC applied, so ``files/delete_file`` also catches a server's ``delete\\u200bfile``.
+- A rule's ``when`` that raises counts as matching for ``deny`` and ``ask``, and as not
+  matching for ``allow``; :meth:`Policy.evaluate` never raises.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+# The invisible-character set description cleaning uses: a name is compared without them.
+from toolwire._text import _INVISIBLE
 from toolwire.errors import ConfigurationError
-from toolwire.tool import Tool
+from toolwire.tool import Tool, exposed_name_for
 
 __all__ = ["Effect", "Policy", "PolicyContext", "Rule", "tainted_by"]
 
@@ -41,16 +60,55 @@ class PolicyContext:
     """Who the turn runs for, as the caller passed it (a user id, a dict, ...)."""
     taint: frozenset[str]
     """Servers (or other sources) whose output is already in the model's context."""
+    exposed_name: str | None = None
+    """The name the model called the tool by, when known (``deny``/``ask`` rules match it)."""
 
     @property
     def qualified_name(self) -> str:
         return self.tool.qualified_name
 
 
+def _plain(name: str) -> str:
+    """``name`` without invisible characters, NFKC-normalized (fullwidth letters become ASCII)."""
+    return unicodedata.normalize("NFKC", _INVISIBLE.sub("", name))
+
+
+def _spellings(name: str) -> set[str]:
+    """``name``, its plain form, and both made portable as exposed names are."""
+    forms = {name, _plain(name)}
+    return forms | {exposed_name_for(form) for form in forms}
+
+
+def _names_of(tool: Tool, exposed_name: str | None = None) -> frozenset[str]:
+    """Every name ``deny`` and ``ask`` rules match for ``tool`` (see the module docstring)."""
+    spellings = _spellings(tool.name)
+    names = set(spellings)
+    server = tool.server_id
+    if server:
+        names.update(f"{server}/{form}" for form in spellings)
+        names.update(exposed_name_for(form, server) for form in spellings)
+    if exposed_name:
+        names.update((exposed_name, _plain(exposed_name)))
+    return frozenset(names)
+
+
+def _identity_matches(pattern: str, tool: Tool) -> bool:
+    """Whether ``pattern`` matches ``tool``'s canonical identity (what ``allow`` matches)."""
+    server_pattern, slash, tool_pattern = pattern.partition("/")
+    if not slash:
+        return not tool.server_id and fnmatch.fnmatchcase(tool.name, pattern)
+    return (
+        bool(tool.server_id)
+        and fnmatch.fnmatchcase(tool.server_id or "", server_pattern)
+        and fnmatch.fnmatchcase(tool.name, tool_pattern)
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """``effect`` for calls whose ``server/tool`` (or bare tool name) matches ``pattern``,
-    when ``when(context)`` is true (always, without ``when``)."""
+    """``effect`` for calls whose tool ``pattern`` matches (a glob; see the module docstring
+    for which names each effect matches), when ``when(context)`` is true (always, without
+    ``when``)."""
 
     effect: Effect
     pattern: str
@@ -61,13 +119,32 @@ class Rule:
     def __post_init__(self) -> None:
         if self.effect not in _EFFECTS:
             raise ConfigurationError(f"a rule's effect is allow, ask or deny, not {self.effect!r}")
+        if not isinstance(self.pattern, str):
+            raise ConfigurationError(f"a rule's pattern is a string, not {self.pattern!r}")
+        if self.when is not None and not callable(self.when):
+            raise ConfigurationError(f"a rule's when is a callable, not {self.when!r}")
 
     def matches(self, context: PolicyContext) -> bool:
-        tool = context.tool
-        names = (tool.qualified_name, tool.name) if tool.server_id else (tool.name,)
-        if not any(fnmatch.fnmatchcase(name, self.pattern) for name in names):
-            return False
-        return self.when is None or bool(self.when(context))
+        """Whether the rule applies to the call; never raises (see :meth:`Policy.evaluate`)."""
+        return self._match(context)[0]
+
+    def _match(self, context: PolicyContext) -> tuple[bool, str | None]:
+        """Whether the rule applies, and a note when its ``when`` raised."""
+        if self.effect == "allow":
+            if not _identity_matches(self.pattern, context.tool):
+                return False, None
+        elif not any(
+            fnmatch.fnmatchcase(name, self.pattern)
+            for name in _names_of(context.tool, context.exposed_name)
+        ):
+            return False, None
+        if self.when is None:
+            return True, None
+        try:
+            return bool(self.when(context)), None
+        except Exception as exc:  # a broken condition fails closed, whatever it raised
+            note = f"its condition raised {type(exc).__name__}"
+            return self.effect != "allow", note
 
 
 def tainted_by(*sources: str) -> Callable[[PolicyContext], bool]:
@@ -84,16 +161,50 @@ class Verdict:
     reason: str | None = None
 
 
+_SAFETY_HINTS = ("readOnlyHint", "destructiveHint")
+
+
+def _destructive_reason(tool: Tool) -> str | None:
+    """Why ``tool`` may be destructive by its annotations, or None when they promise it is not.
+
+    The MCP defaults apply: ``readOnlyHint`` false and ``destructiveHint`` true unless said
+    otherwise, so a server's tool without annotations may be destructive. A promise counts only
+    as the boolean itself, and ``readOnlyHint: true`` never outweighs ``destructiveHint: true``
+    (a contradiction tightens). A tool without a server and without annotations is the
+    developer's own code: None.
+    """
+    annotations = tool.annotations
+    if not tool.server_id and not annotations:
+        return None
+    hints = annotations if isinstance(annotations, Mapping) else {}
+    read_only, destructive = (hints.get(key) for key in _SAFETY_HINTS)
+    if destructive is False:
+        return None
+    if read_only is True:
+        if destructive is None:
+            return None
+        return "its annotations say both readOnlyHint and destructiveHint"
+    if tool.server_id:
+        return "the server does not declare this tool read-only"
+    return "its annotations do not declare it read-only or non-destructive"
+
+
 class Policy:
-    """Ordered rules, a default, and how far MCP annotations may tighten.
+    """Ordered rules, a default, and how far annotations may tighten.
 
     Args:
         rules: :class:`Rule` objects, in order.
         default: the effect when no rule matches.
-        destructive: ``"ask"`` makes a server's tool whose annotations do not promise
-            ``readOnlyHint: true`` or ``destructiveHint: false`` need approval at least;
-            ``"ignore"`` (the default) leaves annotations out of it. Annotations come from
-            servers and are untrusted, so they can only ever tighten.
+        destructive: ``"ask"`` makes a tool that may be destructive by its annotations need
+            approval at least. The MCP defaults apply (``readOnlyHint`` false,
+            ``destructiveHint`` true): a tool is spared only by ``destructiveHint: false``, or
+            by ``readOnlyHint: true`` with no ``destructiveHint`` (beside
+            ``destructiveHint: true`` it is a contradiction, which tightens). This holds for
+            a server's tool (without annotations it may be destructive) and for a Python
+            tool with annotations (``@tool(annotations={"destructiveHint": True})`` needs
+            approval); a Python tool without annotations is the developer's own code and is
+            not affected. ``"ignore"`` (the default) leaves annotations out of it.
+            Annotations can only ever tighten.
     """
 
     def __init__(
@@ -113,7 +224,8 @@ class Policy:
         self.default: Effect = default
         self.destructive = destructive
         self.allows_everything = not self.rules and default == "allow" and destructive == "ignore"
-        """True when no call can be asked or denied (the executor then skips evaluation)."""
+        """True when no call can be asked or denied (the executor then skips evaluation, unless
+        the tool itself needs approval)."""
 
     @classmethod
     def of(
@@ -131,30 +243,33 @@ class Policy:
         return cls(*rules, default=default)
 
     def evaluate(self, context: PolicyContext) -> Verdict:
-        """The effect for one call."""
+        """The effect for one call. Never raises: a rule's ``when`` that raises fails closed."""
         decided: Verdict | None = None
         for rule in self.rules:
-            if not rule.matches(context):
+            matched, note = rule._match(context)
+            if not matched:
                 continue
             if rule.effect == "deny":
-                return Verdict("deny", rule.reason or f"denied by policy rule {rule.pattern!r}")
+                return _verdict(rule, note, f"denied by policy rule {rule.pattern!r}")
             if decided is None:
-                decided = Verdict(rule.effect, rule.reason)
+                decided = _verdict(rule, note, f"policy rule {rule.pattern!r} asks")
         verdict = decided or Verdict(self.default)
         if verdict.effect == "deny":
             return Verdict("deny", verdict.reason or "denied by the default policy")
         if verdict.effect == "allow" and context.tool.needs_approval:
-            return Verdict("ask", "the tool's definition changed since it was approved")
-        if verdict.effect == "allow" and self._destructive_needs_approval(context.tool):
-            return Verdict("ask", "the server does not declare this tool read-only")
+            return Verdict("ask", "the tool is new or its definition changed since it was approved")
+        if verdict.effect == "allow" and self.destructive == "ask":
+            why = _destructive_reason(context.tool)
+            if why is not None:
+                return Verdict("ask", why)
         return verdict
 
-    def _destructive_needs_approval(self, tool: Tool) -> bool:
-        if self.destructive != "ask" or tool.server_id is None:
-            return False
-        hints = tool.annotations or {}
-        # MCP defaults: readOnlyHint false, destructiveHint true.
-        return not (hints.get("readOnlyHint") is True or hints.get("destructiveHint") is False)
+
+def _verdict(rule: Rule, note: str | None, fallback: str) -> Verdict:
+    """``rule``'s verdict; its reason says when the rule's condition raised (``note``)."""
+    if note is None:
+        return Verdict(rule.effect, rule.reason or (fallback if rule.effect == "deny" else None))
+    return Verdict(rule.effect, f"{rule.reason or fallback} ({note})")
 
 
 ALLOW_ALL = Policy()
