@@ -10,7 +10,7 @@ from typing import Any, Literal
 import anyio
 
 from toolwire.approval import ApprovalRequest, Approver, Decision
-from toolwire.calls import RejectedCall, ToolCall
+from toolwire.calls import RejectedCall, ToolCall, ToolResult, describe_exception
 from toolwire.errors import ConfigurationError
 from toolwire.executor import AfterHook, BeforeHook, CallOutcome, Executor
 from toolwire.policy import Policy
@@ -147,7 +147,20 @@ def _answer(answer: Callable[..., Any], outcome: CallOutcome, options: Mapping[s
     if isinstance(item, RejectedCall):
         return item.answer
     assert isinstance(item, ToolCall)
-    return answer(item, outcome.result, **options)
+    try:
+        return answer(item, outcome.result, **options)
+    except Exception as exc:  # the call keeps an answer, saying its result could not be shaped
+        failure = ToolResult.error(
+            "failed",
+            f"The call's result could not be shaped for the provider "
+            f"({describe_exception(exc)[:300]}).",
+        )
+        try:
+            return answer(item, failure, **options)
+        except Exception:  # not the result: the options (or the provider) are wrong
+            raise ConfigurationError(
+                f"the provider's answer step failed: {describe_exception(exc)}"
+            ) from exc
 
 
 def execute_tool_calls_sync(

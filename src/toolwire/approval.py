@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from toolwire.errors import ToolwireError
+from toolwire.errors import ConfigurationError, ToolwireError
 from toolwire.tool import Tool
 
 __all__ = [
@@ -106,7 +106,9 @@ class CallbackApproval:
             return answer
         if isinstance(answer, bool):
             return allow() if answer else deny()
-        raise TypeError(f"an approval callback returns a Decision or a bool, not {answer!r}")
+        raise ConfigurationError(
+            f"an approval callback returns a Decision or a bool, not {type(answer).__name__}"
+        )
 
 
 class DeferredApproval:

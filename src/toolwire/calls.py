@@ -7,8 +7,10 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+import pydantic_core
 
 if TYPE_CHECKING:
     from toolwire.tool import Tool
@@ -48,6 +50,13 @@ ErrorKind = Literal[
     "cancelled",
 ]
 """Why a call failed, as the model is told."""
+
+MAX_INTEGER_DIGITS = 4_000
+"""Decimal digits an integer in a call's arguments may have. Python refuses to turn an integer
+of more than 4,300 digits into text (``sys.get_int_max_str_digits``), so a longer one could not
+be encoded, hashed or answered."""
+_MAX_INTEGER_BITS = int(MAX_INTEGER_DIGITS * 3.3219280948873626)  # log2(10) bits per digit
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,44 +145,60 @@ class ToolResult:
     @classmethod
     def error(cls, kind: ErrorKind, message: str) -> ToolResult:
         """A failed call with a message the model can act on."""
-        return cls(content=(TextContent(message),), is_error=True, error_kind=kind)
+        return cls(content=(TextContent(safe_text(message)),), is_error=True, error_kind=kind)
 
     @classmethod
     def from_value(cls, value: Any) -> ToolResult:
-        """Shape a handler's return value.
+        """Shape a handler's return value into a result every provider can carry.
 
-        A ``ToolResult`` is returned as is, a string becomes text, a content part or a sequence
-        of them becomes content, a mapping becomes structured content, and anything else is
-        rendered as JSON text.
+        A string becomes text, a content part or a sequence of them becomes content, a mapping
+        becomes structured content, and anything else is rendered as JSON text. Values that are
+        not JSON are converted as pydantic's JSON mode does (ISO datetimes, ``Decimal`` and
+        ``UUID`` as strings, sets as lists, bytes as base64, models and dataclasses as objects,
+        non-string keys as strings); lone surrogates become U+FFFD. A ``ToolResult`` is checked
+        the same way. Never raises: a value that cannot be encoded (NaN or Infinity, a cycle,
+        nesting deeper than :data:`MAX_RESULT_DEPTH`, an integer of more than
+        :data:`MAX_INTEGER_DIGITS` digits, an object whose ``str()`` fails) gives a ``failed``
+        result saying why.
         """
+        try:
+            return cls._from_value(value)
+        except Exception as exc:  # the value, not toolwire, is at fault: the model is told
+            reason = exc.reason if isinstance(exc, _Unencodable) else describe_exception(exc)
+            return cls.error("failed", f"The tool's result cannot be sent as JSON: {reason}.")
+
+    @classmethod
+    def _from_value(cls, value: Any) -> ToolResult:
         kind = value.__class__
-        if kind is ToolResult:
-            return value  # type: ignore[no-any-return]
         if kind is str:
-            return cls(content=(TextContent(value),))
-        if kind is int:
-            return cls(content=(TextContent(str(value)),))
-        if kind is float or kind is bool:
-            return cls(content=(TextContent(json.dumps(value)),))
+            return cls(content=(TextContent(safe_text(value)),))
         if kind is dict:
-            return cls(structured_content=value)
+            return cls(structured_content=json_safe(value))
+        if kind is ToolResult:
+            return _checked(value)
+        if kind is int:
+            if value.bit_length() > _MAX_INTEGER_BITS:
+                raise _Unencodable(f"an integer has more than {MAX_INTEGER_DIGITS} digits")
+            return cls(content=(TextContent(str(value)),))
+        if kind is bool or (kind is float and math.isfinite(value)):
+            return cls(content=(TextContent(json.dumps(value)),))
         if value is None:
             return cls()
         if isinstance(value, ToolResult):
-            return value
+            return _checked(value)
         if isinstance(value, str):
-            return cls(content=(TextContent(value),))
+            return cls(content=(TextContent(safe_text(str.__str__(value))),))
         if isinstance(value, _CONTENT_TYPES):
-            return cls(content=(value,))
+            return cls(content=(_checked_part(value),))
         if isinstance(value, Mapping):
-            return cls(structured_content=dict(value))
+            return cls(structured_content=json_safe(dict(value)))
         if (
             isinstance(value, list | tuple)
             and value
             and all(isinstance(v, _CONTENT_TYPES) for v in value)
         ):
-            return cls(content=tuple(value))
-        return cls(content=(TextContent(canonical_json(_jsonable(value))),))
+            return cls(content=tuple(_checked_part(v) for v in value))
+        return cls(content=(TextContent(canonical_json(json_safe(value))),))
 
     @property
     def text(self) -> str:
@@ -188,11 +213,197 @@ def content_text(parts: tuple[Content, ...]) -> str:
     return "\n".join(placeholder(part) for part in parts)
 
 
-def _jsonable(value: Any) -> Any:
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):  # pydantic models returned by handlers
-        return dump(mode="json")
-    return value
+# -- JSON-safe values --------------------------------------------------------------------------
+
+MAX_RESULT_DEPTH = 100
+"""Nesting levels a tool's result may have; a deeper one is answered as a failure."""
+_ERROR_KINDS = frozenset(get_args(ErrorKind))
+
+
+class _Unencodable(ValueError):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def safe_text(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD (the rest unchanged)."""
+    return _SURROGATE.sub("\ufffd", text) if has_lone_surrogate(text) else text
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``TypeName: message`` for an exception, safely: an exception whose ``__str__`` raises
+    (or returns something odd) is named by its type alone."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = ""
+    name = type(exc).__name__
+    return f"{name}: {safe_text(text)}" if isinstance(text, str) and text else name
+
+
+def _is_plain_json(value: Any) -> bool:
+    """True when ``value`` is already JSON every provider takes: dicts with string keys, lists,
+    valid text, finite floats, integers of at most :data:`MAX_INTEGER_DIGITS` digits, bools
+    and None, nested at most :data:`MAX_RESULT_DEPTH` levels. The cheap check of the common
+    case (exact types only)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        kind = node.__class__
+        if kind is str:
+            if has_lone_surrogate(node):
+                return False
+        elif kind is int:
+            if node.bit_length() > _MAX_INTEGER_BITS:
+                return False
+        elif kind is float:
+            if not math.isfinite(node):
+                return False
+        elif kind is dict:
+            if depth >= MAX_RESULT_DEPTH:
+                return False
+            for key, inner in node.items():
+                if key.__class__ is not str or has_lone_surrogate(key):
+                    return False
+                stack.append((inner, depth + 1))
+        elif kind is list:
+            if depth >= MAX_RESULT_DEPTH:
+                return False
+            stack.extend((inner, depth + 1) for inner in node)
+        elif not (kind is bool or node is None):
+            return False
+    return True
+
+
+def _fallback(value: Any) -> Any:
+    # What pydantic's JSON mode cannot serialize: other mappings as dicts, the rest as text.
+    if isinstance(value, Mapping):
+        return dict(value)
+    text = str(value)
+    if not isinstance(text, str):
+        raise _Unencodable(f"str() of a {type(value).__name__} is not a string")
+    return text
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` as plain JSON data (see :meth:`ToolResult.from_value` for the conversions).
+
+    Raises:
+        ValueError: when it cannot be encoded (the message says why).
+    """
+    if _is_plain_json(value):
+        return value
+    try:
+        data = pydantic_core.to_jsonable_python(
+            value, bytes_mode="base64", inf_nan_mode="constants", fallback=_fallback
+        )
+    except _Unencodable:
+        raise
+    except Exception as exc:  # a cycle, too deep, an object whose str() raises, ...
+        raise _Unencodable(_conversion_failure(exc)) from None
+    return _sanitized(data, 0)
+
+
+def _conversion_failure(exc: Exception) -> str:
+    text = describe_exception(exc)
+    if "Circular reference" in text:
+        return "it refers to itself (a cycle)"
+    if "depth" in text.lower() or isinstance(exc, RecursionError):
+        return f"it is nested deeper than {MAX_RESULT_DEPTH} levels"
+    return text
+
+
+def _sanitized(node: Any, depth: int) -> Any:
+    """Converted data made plain: text made valid, numbers checked, depth bounded."""
+    if isinstance(node, str):
+        return safe_text(str.__str__(node))
+    if node is None or isinstance(node, bool):
+        return node
+    if isinstance(node, int):
+        if int.bit_length(node) > _MAX_INTEGER_BITS:
+            raise _Unencodable(f"an integer has more than {MAX_INTEGER_DIGITS} digits")
+        return int(node)
+    if isinstance(node, float):
+        if not math.isfinite(node):
+            raise _Unencodable(f"{float.__repr__(node)} is not a JSON number")
+        return float(node)
+    if depth >= MAX_RESULT_DEPTH:
+        raise _Unencodable(f"it is nested deeper than {MAX_RESULT_DEPTH} levels")
+    if isinstance(node, dict):
+        return {safe_text(str(key)): _sanitized(inner, depth + 1) for key, inner in node.items()}
+    if isinstance(node, list | tuple):
+        return [_sanitized(inner, depth + 1) for inner in node]
+    raise _Unencodable(f"a value of type {type(node).__name__} is not JSON")
+
+
+def _checked(result: ToolResult) -> ToolResult:
+    """A result built by a tool itself, made safe to shape: content parts of the known kinds
+    with valid text, JSON-safe structured content, a known error kind."""
+    content = result.content
+    parts = content if content.__class__ is tuple else tuple(content)
+    checked = tuple(_checked_part(part) for part in parts)
+    structured = result.structured_content
+    if structured is not None:
+        if not isinstance(structured, Mapping):
+            raise _Unencodable(
+                f"structured content is a {type(structured).__name__}, not an object"
+            )
+        structured = json_safe(structured if structured.__class__ is dict else dict(structured))
+    is_error = result.is_error is True
+    kind = result.error_kind if result.error_kind in _ERROR_KINDS else None
+    if is_error and kind is None:
+        kind = "failed"
+    if (
+        structured is result.structured_content
+        and is_error is result.is_error
+        and kind == result.error_kind
+        and parts is content
+        and all(a is b for a, b in zip(checked, parts, strict=True))
+    ):
+        return result
+    return ToolResult(
+        content=checked,
+        structured_content=structured,
+        is_error=is_error,
+        error_kind=kind if is_error else None,
+    )
+
+
+def _checked_part(part: Any) -> Content:
+    """``part`` with its text fields valid and its data as bytes; a value that is no content
+    part becomes text saying so."""
+    match part:
+        case str():  # a bare string where a part was expected: it is text
+            return TextContent(safe_text(part))
+        case TextContent(text=str() as text):
+            return part if not has_lone_surrogate(text) else TextContent(safe_text(text))
+        case (
+            ImageContent(data=bytes(), mime_type=str() as mime)
+            | AudioContent(data=bytes(), mime_type=str() as mime)
+        ):
+            return (
+                part if not has_lone_surrogate(mime) else replace(part, mime_type=safe_text(mime))
+            )
+        case ResourceLink(uri=str()) | EmbeddedResource(uri=str()):
+            return _checked_fields(part)
+    return TextContent(f"[unreadable content part: {type(part).__name__}]")
+
+
+def _checked_fields(part: ResourceLink | EmbeddedResource) -> Content:
+    changes: dict[str, Any] = {}
+    for name in ("uri", "name", "mime_type", "description", "text"):
+        value = getattr(part, name, None)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            changes[name] = None if name != "uri" else ""
+        elif has_lone_surrogate(value):
+            changes[name] = safe_text(value)
+    blob = getattr(part, "blob", None)
+    if blob is not None and not isinstance(blob, bytes):
+        changes["blob"] = None
+    return replace(part, **changes) if changes else part
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -248,12 +459,6 @@ class RejectedCall:
 
 MAX_ARGUMENT_DEPTH = 64
 """Nesting levels a call's arguments may have; deeper ones are rejected, not processed."""
-MAX_INTEGER_DIGITS = 4_000
-"""Decimal digits an integer in a call's arguments may have. Python refuses to turn an integer
-of more than 4,300 digits into text (``sys.get_int_max_str_digits``), so a longer one could not
-be encoded, hashed or answered."""
-_MAX_INTEGER_BITS = int(MAX_INTEGER_DIGITS * 3.3219280948873626)  # log2(10) bits per digit
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def has_lone_surrogate(text: str) -> bool:

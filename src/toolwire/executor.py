@@ -18,7 +18,9 @@ it runs, and its answer is stored as soon as it returns.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import logging
 import math
 import os
 import socket
@@ -36,12 +38,19 @@ import anyio.abc
 from toolwire._tracing import end_tool_span, global_tracing, make_tracer, tool_span
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
 from toolwire.calls import (
-    ErrorKind,
+    AudioContent,
+    Content,
+    EmbeddedResource,
+    ImageContent,
     RejectedCall,
+    ResourceLink,
     TextContent,
     ToolCall,
     ToolResult,
     canonical_json,
+    describe_exception,
+    has_lone_surrogate,
+    placeholder,
     stable_call_id,
     strip_nulls,
 )
@@ -52,7 +61,7 @@ from toolwire.errors import (
     ToolNotFound,
     ToolwireError,
 )
-from toolwire.policy import ALLOW_ALL, Policy, PolicyContext
+from toolwire.policy import ALLOW_ALL, Policy, PolicyContext, Verdict
 from toolwire.store import CallRecord, CallState, MemoryStore, RunStore
 from toolwire.tool import Tool, ToolSet
 
@@ -66,10 +75,16 @@ __all__ = [
     "make_call",
 ]
 
+_log = logging.getLogger("toolwire")
+"""Failures of the application's own code (hooks, policies, approvers) answered to the model
+are also logged here, with their tracebacks, for the developer."""
+
 _MESSAGE_LIMIT = 2_000
 """Characters of an exception message passed on to the model."""
 DEFAULT_OUTPUT_LIMIT = 100_000
 """Characters of tool output passed on to the model before it is truncated (with a notice)."""
+DEFAULT_MEDIA_LIMIT = 5 * 1024 * 1024
+"""Characters of base64 media one result may carry (5 MiB: Anthropic's limit for one image)."""
 _NOT_RUN = ToolResult.error("approval_denied", "Not run: an approver halted this turn.")
 _CANCELLED = ToolResult.error("cancelled", "The call was cancelled before it finished.")
 _INTERRUPTED = ToolResult.error(
@@ -211,7 +226,11 @@ class Executor:
             :class:`~toolwire.errors.ToolNotFound` before anything runs.
         before_call: hooks run after validation, before policy (see :data:`BeforeHook`).
         after_call: hooks run on each result before it is shaped (see :data:`AfterHook`).
-        max_output_chars: output longer than this is truncated with an explicit notice.
+        max_output_chars: characters of text a result may give the model (text parts,
+            embedded resources' text, links, structured content as JSON); more is cut, with an
+            explicit notice.
+        max_media_chars: characters of base64-encoded media (images, audio, resource blobs) a
+            result may carry; parts beyond it are left out, named in a notice.
         on_interrupted: what to do with a call the run's store shows ``running`` when a turn
             resumes (a worker stopped while running it, or is running it now):
             ``"error"`` answers it with an ``interrupted`` error and never runs it again;
@@ -237,6 +256,7 @@ class Executor:
         before_call: Sequence[BeforeHook] = (),
         after_call: Sequence[AfterHook] = (),
         max_output_chars: int = DEFAULT_OUTPUT_LIMIT,
+        max_media_chars: int = DEFAULT_MEDIA_LIMIT,
         on_interrupted: Literal["error", "rerun_idempotent"] = "error",
         wait_for_running: float = 0.0,
         tracer_provider: Any = None,
@@ -246,6 +266,10 @@ class Executor:
         if on_interrupted not in ("error", "rerun_idempotent"):
             raise ConfigurationError(
                 f"on_interrupted is 'error' or 'rerun_idempotent', not {on_interrupted!r}"
+            )
+        if max_output_chars < 1 or max_media_chars < 0:
+            raise ConfigurationError(
+                "max_output_chars must be at least 1 and max_media_chars at least 0"
             )
         if max_concurrency < 1:
             raise ConfigurationError("max_concurrency must be at least 1")
@@ -264,6 +288,7 @@ class Executor:
         self.before_call = tuple(before_call)
         self.after_call = tuple(after_call)
         self.max_output_chars = max_output_chars
+        self.max_media_chars = max_media_chars
         self._max_concurrency = max_concurrency
         self._limiter = anyio.Semaphore(max_concurrency)
         self._per_server = max_concurrency_per_server
@@ -307,17 +332,17 @@ class Executor:
             ToolNotFound: only with ``on_unknown="raise"``.
             ConfigurationError: e.g. a policy asked for approval and there is no approver.
         """
+        if run_id is not None and (not isinstance(run_id, str) or has_lone_surrogate(run_id)):
+            raise ConfigurationError("a run id must be a string of valid Unicode text")
         turn = _Turn(items=list(items), run_id=run_id, principal=principal, taint=frozenset(taint))
         turn.outcomes = [None] * len(turn.items)
-        if self.on_unknown == "raise":
-            for item in turn.items:
-                if isinstance(item, RejectedCall) and item.error_kind == "not_found":
-                    raise ToolNotFound(item.name)
+        ids = self._admit(turn)
         if run_id is not None:  # what the run already knows, in one round trip
-            ids = [item.local_id for item in turn.items if isinstance(item, ToolCall)]
             records = await self.store.get_many(run_id, ids)
             turn.known = {i: r for i, r in zip(ids, records, strict=True) if r is not None}
         for index, item in enumerate(turn.items):
+            if turn.outcomes[index] is not None:
+                continue  # answered on admission
             if isinstance(item, RejectedCall):
                 turn.outcomes[index] = CallOutcome(
                     item=item, result=ToolResult.error(item.error_kind, item.message)
@@ -348,6 +373,38 @@ class Executor:
             raise ApprovalPending(turn.run_id, [request for _, request in turn.pending])
         return outcomes
 
+    def _admit(self, turn: _Turn) -> list[str]:
+        """The ids of the turn's calls, each once: a call reusing an earlier call's id, or with
+        an id no store can hold, is answered now and never run (the parsers already answer such
+        calls; this holds for items built by hand too)."""
+        ids: list[str] = []
+        taken: set[str] = set()
+        for index, item in enumerate(turn.items):
+            if isinstance(item, RejectedCall):
+                if self.on_unknown == "raise" and item.error_kind == "not_found":
+                    raise ToolNotFound(item.name)
+                continue
+            if not isinstance(item, ToolCall):
+                raise ConfigurationError(
+                    f"a turn's items are ToolCalls or RejectedCalls, not {type(item).__name__}"
+                )
+            call_id = item.local_id
+            problem = (
+                "its id is not a string of valid Unicode text"
+                if not isinstance(call_id, str) or has_lone_surrogate(call_id)
+                else f"an earlier call of this turn has the id {call_id!r}"
+                if call_id in taken
+                else None
+            )
+            if problem is not None:
+                self._finish(
+                    turn, index, ToolResult.error("invalid_arguments", f"Not run: {problem}.")
+                )
+                continue
+            taken.add(call_id)
+            ids.append(call_id)
+        return ids
+
     async def decide(self, run_id: str, call_id: str, decision: Decision) -> None:
         """Record a decision for a pending call of ``run_id`` (see :class:`ApprovalPending`).
 
@@ -356,6 +413,11 @@ class Executor:
                 run yet may be decided again).
             StoreUnavailable: the run store cannot be reached.
         """
+        if not isinstance(decision, Decision):
+            raise ConfigurationError(f"a decision is a Decision, not a {type(decision).__name__}")
+        for value in (run_id, call_id):
+            if not isinstance(value, str) or has_lone_surrogate(value):
+                raise ConfigurationError("run and call ids are strings of valid Unicode text")
         state: CallState = "approved" if decision.allowed else "denied"
         for _ in range(_SWAP_ATTEMPTS):
             record = await self.store.get(run_id, call_id)
@@ -406,46 +468,46 @@ class Executor:
         tool = call.tool
         if call.null_paths:  # nulls a strict schema made the model send mean "left out"
             call = replace(call, arguments=strip_nulls(call.arguments, call.null_paths))
-        try:
-            kwargs = tool.validate_arguments(call.arguments)
-        except InvalidArguments as exc:
-            self._finish(turn, index, ToolResult.error("invalid_arguments", _describe(exc)))
-            return
-        except ConfigurationError as exc:  # the tool's own schema is broken
-            self._finish(turn, index, ToolResult.error("failed", str(exc)))
+        kwargs = _validated(tool, call.arguments, "")
+        if isinstance(kwargs, ToolResult):
+            self._finish(turn, index, kwargs)
             return
 
         arguments: Mapping[str, Any] = call.arguments
         context = _context(turn, call, arguments) if self.before_call or self.after_call else None
         for hook in self.before_call:
             assert context is not None  # made whenever there are hooks
-            answer = await _maybe_await(hook(context))
+            try:
+                answer = await _maybe_await(hook(context))
+                if answer is not None and not isinstance(answer, Veto):
+                    answer = dict(answer)
+            except Exception as exc:  # the call's own failure: it does not run, the turn goes on
+                _log.exception("a before-call hook failed on %s", call.exposed_name)
+                self._finish(turn, index, _not_run("a before-call hook", exc))
+                return
             if isinstance(answer, Veto):
                 self._finish(turn, index, ToolResult.error("denied", answer.reason))
                 return
             if answer is not None:
-                arguments = dict(answer)
-                try:
-                    kwargs = tool.validate_arguments(arguments)
-                except InvalidArguments as exc:
-                    self._finish(
-                        turn,
-                        index,
-                        ToolResult.error(
-                            "invalid_arguments", "A hook rewrote the arguments: " + _describe(exc)
-                        ),
-                    )
+                arguments = answer
+                kwargs = _validated(tool, arguments, "A hook rewrote the arguments: ")
+                if isinstance(kwargs, ToolResult):
+                    self._finish(turn, index, kwargs)
                     return
                 context = _context(turn, call, arguments)
 
         if self.policy.allows_everything and not tool.needs_approval:
             turn.planned.append(_Planned(index, call, kwargs, context, record))
             return
-        verdict = self.policy.evaluate(
-            PolicyContext(
-                tool=tool, arguments=arguments, principal=turn.principal, taint=turn.taint
+        try:
+            verdict = self.policy.evaluate(
+                PolicyContext(
+                    tool=tool, arguments=arguments, principal=turn.principal, taint=turn.taint
+                )
             )
-        )
+        except Exception as exc:  # fail closed
+            _log.exception("the policy failed on %s", call.exposed_name)
+            verdict = Verdict("deny", f"the policy could not be evaluated ({_short(exc)})")
         if verdict.effect == "deny":
             self._finish(
                 turn,
@@ -532,12 +594,20 @@ class Executor:
             principal=turn.principal,
             reason=reason,
         )
-        decision = await _maybe_await(self.approver(request))
+        try:
+            decision = await _maybe_await(self.approver(request))
+        except ToolwireError:
+            raise
+        except Exception as exc:  # fail closed: an approver that fails has not approved
+            _log.exception("the approver failed on %s", call.exposed_name)
+            return Decision("deny", f"the approver failed ({_short(exc)})")
         if decision is None:
             turn.pending.append((index, request))
             return None
         if not isinstance(decision, Decision):
-            raise ConfigurationError(f"an approver returned {decision!r}, not a Decision")
+            raise ConfigurationError(
+                f"an approver returned a {type(decision).__name__}, not a Decision"
+            )
         return decision
 
     # -- phase 2: run ----------------------------------------------------------------------------
@@ -580,18 +650,28 @@ class Executor:
                 tasks.start_soon(worker)
 
     async def _execute(self, turn: _Turn, planned: _Planned) -> None:
+        """Claim, run, store and answer one call: its failure boundary. Whatever goes wrong
+        in here is this call's answer; the turn's other calls are untouched."""
         claim = None
         if turn.run_id is not None:
             claim = await self._claim(turn, planned)
             if claim is None:
                 return  # answered from the run, or not to be run
-        if turn.tracer is None:
-            result = await self._run_call(turn, planned, None)
-        else:
-            with tool_span(turn.tracer, planned.call, turn.run_id) as span:
-                result = await self._run_call(turn, planned, span)
+        try:
+            if turn.tracer is None:
+                result = await self._run_call(turn, planned, None)
+            else:
+                with tool_span(turn.tracer, planned.call, turn.run_id) as span:
+                    result = await self._run_call(turn, planned, span)
+        except Exception as exc:  # toolwire's own step failed after the tool may have run
+            _log.exception("answering %s failed", planned.call.exposed_name)
+            result = ToolResult.error(
+                "failed",
+                f"The call's answer could not be made ({_short(exc)}); whether it took effect "
+                "is unknown.",
+            )
         if claim is not None:
-            await self._store_answer(turn, planned.index, claim, result)
+            result = await self._store_answer(turn, planned.index, claim, result)
         self._finish(turn, planned.index, result)
 
     async def _run_call(self, turn: _Turn, planned: _Planned, span: Any) -> ToolResult:
@@ -599,7 +679,7 @@ class Executor:
         tool = call.tool
         if turn.cancelled:
             return _CANCELLED
-        error: Exception | None = None
+        error: BaseException | None = None
         timeout = tool.timeout if tool.timeout is not None else self.timeout
         # One scope per call carries its deadline and, in a one-call turn (which opens no scope
         # of its own), the turn's cancellation: scopes are the dearest part of running a call.
@@ -639,18 +719,32 @@ class Executor:
                     )
                 )
             else:
-                result = ToolResult.from_value(value)
+                result = ToolResult.from_value(value)  # never raises: unencodable is an answer
         except Exception as exc:  # the tool raised: the model is told, the turn goes on
             error = exc
             result = ToolResult.error("failed", _failure_message(call.exposed_name, exc))
+        except BaseException as exc:
+            if not _raised_by_the_tool(exc):
+                raise  # this task is being cancelled (or the process stopped): not the call's
+            error = exc  # e.g. a tool raising CancelledError itself: a failure like any other
+            result = ToolResult.error("failed", _failure_message(call.exposed_name, exc))
         if span is not None:
             end_tool_span(span, result, error)
-        result = _cap_output(result, self.max_output_chars)
+        result = _cap_output(result, self.max_output_chars, self.max_media_chars)
         for hook in self.after_call:
             assert planned.context is not None  # made whenever there are hooks
-            replaced = await _maybe_await(hook(planned.context, result))
+            try:
+                replaced = await _maybe_await(hook(planned.context, result))
+            except Exception as exc:  # the result may be unredacted: withhold it
+                _log.exception("an after-call hook failed on %s", call.exposed_name)
+                return ToolResult.error(
+                    "failed",
+                    f"The call ran, but its result is withheld: an after-call hook failed "
+                    f"({_short(exc)}).",
+                )
             if replaced is not None:
                 result = ToolResult.from_value(replaced)
+                result = _cap_output(result, self.max_output_chars, self.max_media_chars)
         return result
 
     async def _invoke(self, tool: Tool, kwargs: dict[str, Any]) -> Any:
@@ -704,6 +798,19 @@ class Executor:
             except StoreUnavailable as exc:
                 turn.store_error = turn.store_error or exc
                 break
+            if seen is not None and seen.fingerprint != fingerprint:
+                # Another call holds this id in the run: its record is not this call's answer.
+                self._finish(
+                    turn,
+                    index,
+                    ToolResult.error(
+                        "failed",
+                        f"Not run: run {turn.run_id!r} already records another call under the "
+                        f"id {call.local_id!r}.",
+                    ),
+                )
+                turn.settled.add(index)
+                return None
             if seen is not None and self._settled_by(turn, index, seen):
                 return None
             if seen is not None and seen.state == "denied":  # decided again since planned
@@ -724,13 +831,13 @@ class Executor:
 
     async def _store_answer(
         self, turn: _Turn, index: int, claim: CallRecord, result: ToolResult
-    ) -> None:
-        """Record the answer of a call this worker ran, right away: a crash later in the turn
-        must not make the run forget it."""
+    ) -> ToolResult:
+        """Record the answer of a call this worker ran, right away (a crash later in the turn
+        must not make the run forget it); returns the answer to give."""
         assert turn.run_id is not None
         turn.settled.add(index)
         if result.error_kind in _UNSTORED_KINDS:
-            return  # e.g. cancelled mid-run: the claim stays, and a resume says interrupted
+            return result  # e.g. cancelled mid-run: the claim stays, a resume says interrupted
         answered = claim.with_(
             state=_answered_state(result), result=result, owner=None, started_at=None
         )
@@ -740,6 +847,22 @@ class Executor:
             await self.store.swap(turn.run_id, claim, answered)
         except StoreUnavailable as exc:
             turn.store_error = turn.store_error or exc
+        except Exception as exc:  # never expected: the answer could not be written
+            _log.exception("storing the answer of %s failed", claim.call_id)
+            result = ToolResult.error(
+                "failed",
+                f"The call ran, but its answer could not be stored ({_short(exc)}); it is "
+                "withheld.",
+            )
+            try:  # release the claim with that answer, so no resume finds it running
+                await self.store.swap(
+                    turn.run_id, claim, answered.with_(state="failed", result=result)
+                )
+            except Exception as again:
+                turn.store_error = turn.store_error or StoreUnavailable(
+                    f"the run's store could not record call {claim.call_id!r}: {_short(again)}"
+                )
+        return result
 
     async def _remember(self, turn: _Turn) -> None:
         """Store the answers decided without running (invalid arguments, denials...), and the
@@ -804,6 +927,21 @@ def _owner_gone(owner: str | None) -> bool:
     return False
 
 
+def _raised_by_the_tool(exc: BaseException) -> bool:
+    """True when an exception that is not an ``Exception`` came from the tool itself rather
+    than from a cancellation of this task: a tool that raises ``CancelledError`` on its own
+    must fail as its call, not cancel the turn. Interrupts and exits are never the tool's."""
+    if isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit):
+        return False
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_raised_by_the_tool(inner) for inner in exc.exceptions)
+    cancelled = anyio.get_cancelled_exc_class()
+    if cancelled is asyncio.CancelledError and isinstance(exc, asyncio.CancelledError):
+        task = asyncio.current_task()  # a cancel scope cancelling it has asked the task
+        return task is not None and task.cancelling() == 0
+    return not isinstance(exc, cancelled)
+
+
 def _answered_state(result: ToolResult) -> CallState:
     if result.error_kind in ("denied", "approval_denied"):
         return "denied"
@@ -851,9 +989,30 @@ def _describe(exc: InvalidArguments) -> str:
 
 
 def _failure_message(name: str, exc: BaseException) -> str:
-    text = str(exc)
-    detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    return _truncate(f"Tool {name!r} failed: {detail}", _MESSAGE_LIMIT)
+    return _truncate(f"Tool {name!r} failed: {describe_exception(exc)}", _MESSAGE_LIMIT)
+
+
+def _short(exc: BaseException) -> str:
+    return _truncate(describe_exception(exc), 300)
+
+
+def _not_run(what: str, exc: BaseException) -> ToolResult:
+    return ToolResult.error("failed", f"Not run: {what} failed ({_short(exc)}).")
+
+
+def _validated(
+    tool: Tool, arguments: Mapping[str, Any], prefix: str
+) -> dict[str, Any] | ToolResult:
+    """The handler's keyword arguments, or the answer saying why there are none."""
+    try:
+        return tool.validate_arguments(arguments)
+    except InvalidArguments as exc:
+        return ToolResult.error("invalid_arguments", prefix + _describe(exc))
+    except ConfigurationError as exc:  # the tool's own schema is broken
+        return ToolResult.error("failed", _truncate(str(exc), _MESSAGE_LIMIT))
+    except Exception as exc:  # never expected of a validator; the call does not run
+        _log.exception("validating the arguments of %s failed", tool.qualified_name)
+        return _not_run("validating its arguments", exc)
 
 
 def _truncate(text: str, limit: int) -> str:
@@ -890,39 +1049,86 @@ def _json_fits(value: Any, budget: int) -> bool:
     return True
 
 
-def _cap_output(result: ToolResult, limit: int) -> ToolResult:
-    """Cut text content beyond ``limit`` characters, saying so; structured content that would
-    not fit becomes (truncated) JSON text."""
+def _encoded_size(data: bytes) -> int:
+    return 4 * ((len(data) + 2) // 3)  # base64, as every provider receives media
+
+
+def _cap_output(result: ToolResult, limit: int, media_limit: int) -> ToolResult:
+    """The result within the output limits, saying what was cut: text of every kind (text
+    parts, embedded resources' text, links, structured content as JSON) up to ``limit``
+    characters, media (images, audio, resource blobs) up to ``media_limit`` characters of
+    base64. Text is cut; a part that cannot be cut and does not fit is left out, named."""
+    content = result.content
     structured = result.structured_content
-    if len(result.content) <= 1 and (structured is None or _json_fits(structured, limit)):
-        only = result.content[0] if result.content else None
-        if not isinstance(only, TextContent) or len(only.text) <= limit:
-            return result  # the common case: one short text, small structured content
-    parts = list(result.content)
+    if structured is None or _json_fits(structured, limit):
+        if not content:
+            return result
+        if len(content) == 1:  # the common case: one short text
+            only = content[0]
+            if isinstance(only, TextContent) and len(only.text) <= limit:
+                return result
+    parts = list(content)
     if structured is not None:
         encoded = canonical_json(dict(structured))
         if len(encoded) > limit:
             parts.append(TextContent(encoded))
             structured = None
-    total = sum(len(p.text) for p in parts if isinstance(p, TextContent))
-    if total <= limit and structured is result.structured_content:
-        return result
-    kept: list[Any] = []
-    budget = limit
+    kept: list[Content] = []
+    budget, media_budget = limit, media_limit
+    text_total = 0
+    left_out: list[str] = []
     for part in parts:
         if isinstance(part, TextContent):
-            if budget <= 0:
-                continue
-            if len(part.text) > budget:
-                part = TextContent(part.text[:budget])
-            budget -= len(part.text)
-        kept.append(part)
-    if total > limit:
-        kept.append(TextContent(f"[truncated: {limit} of {total} characters shown]"))
-    kind: ErrorKind | None = result.error_kind
+            text_total += len(part.text)
+            if budget > 0:
+                kept.append(part if len(part.text) <= budget else TextContent(part.text[:budget]))
+                budget -= min(len(part.text), budget)
+            continue
+        if isinstance(part, EmbeddedResource) and part.text is not None:
+            size = len(part.uri) + len(part.text)
+            text_total += size
+            if size <= budget:
+                kept.append(part)
+                budget -= size
+            elif budget > len(part.uri):
+                kept.append(replace(part, text=part.text[: budget - len(part.uri)]))
+                budget = 0
+            continue
+        if isinstance(part, ResourceLink):
+            size = sum(
+                len(x or "") for x in (part.uri, part.name, part.mime_type, part.description)
+            )
+            text_total += size
+            if size <= budget:
+                kept.append(part)
+                budget -= size
+            else:
+                left_out.append(f"a resource link of {size} characters")
+            continue
+        data = part.data if isinstance(part, ImageContent | AudioContent) else part.blob
+        size = _encoded_size(data or b"")
+        if size <= media_budget:
+            kept.append(part)
+            media_budget -= size
+        else:
+            left_out.append(f"{placeholder(part)} ({size} characters as base64)")
+    if text_total <= limit and not left_out and structured is result.structured_content:
+        return result
+    if text_total > limit:
+        kept.append(TextContent(f"[truncated: {limit} of {text_total} characters shown]"))
+    if left_out:
+        kept.append(
+            TextContent(
+                f"[left out, over the output limits ({limit} characters of text, {media_limit} "
+                f"of media): "
+                + "; ".join(left_out[:10])
+                + (" ..." if len(left_out) > 10 else "")
+                + "]"
+            )
+        )
     return ToolResult(
         content=tuple(kept),
         structured_content=structured,
         is_error=result.is_error,
-        error_kind=kind,
+        error_kind=result.error_kind,
     )

@@ -164,7 +164,10 @@ class RedisStore:
 def _decoded(value: bytes | str | None) -> CallRecord | None:
     if value is None:
         return None
-    text = value.decode() if isinstance(value, bytes) else value  # per decode_responses
+    try:
+        text = value.decode() if isinstance(value, bytes) else value  # per decode_responses
+    except UnicodeDecodeError as exc:  # written by something else, or damaged
+        raise StoreUnavailable(f"a stored call record is not UTF-8 text: {exc}") from exc
     version, _, encoded = text.partition(":")
     if not version.isdigit():
         raise StoreUnavailable(f"a stored call record cannot be read: {text[:80]!r}")
