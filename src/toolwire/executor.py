@@ -502,7 +502,11 @@ class Executor:
         try:
             verdict = self.policy.evaluate(
                 PolicyContext(
-                    tool=tool, arguments=arguments, principal=turn.principal, taint=turn.taint
+                    tool=tool,
+                    arguments=arguments,
+                    principal=turn.principal,
+                    taint=turn.taint,
+                    exposed_name=call.exposed_name,
                 )
             )
         except Exception as exc:  # fail closed
