@@ -1,16 +1,20 @@
 from __future__ import annotations
 
 import enum
+import json
 from typing import Any, Literal
 
+import jsonschema.validators
 import pydantic
 import pytest
+import referencing
+import referencing.exceptions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ALL_SCHEMAS, TOOLS, corpus_id
 from toolwire import ConfigurationError, InvalidArguments, Tool, tool
-from toolwire.tool import _fast_json_schema_validator, _json_schema_validator
+from toolwire.schema._rewrite import for_validation
 
 
 class Color(enum.Enum):
@@ -163,7 +167,6 @@ def test_upper_case_gemini_style_types_are_validated_as_their_json_types() -> No
     "schema",
     [
         {"type": "object", "properties": {"a": {"$ref": "#/nowhere"}}},
-        {"type": "object", "properties": {"a": {"$ref": "https://example.com/never-fetched"}}},
         {"type": "object", "properties": {"a": {"type": "string", "pattern": "("}}},
         {"type": "object", "properties": {"a": {"type": "nonsense"}}},
     ],
@@ -176,16 +179,37 @@ def test_a_schema_that_cannot_validate_is_a_configuration_error_naming_the_tool(
         broken.validate_arguments({"a": "x"})
 
 
-# -- the fast validator (jsonschema-rs) never decides alone against the reference one ---------
+# -- jsonschema-rs decides; on the rules both engines share, it agrees with the reference ------
 
 _CORPUS_SAMPLE = [r for r in ALL_SCHEMAS if isinstance(r["inputSchema"], dict)][::12]
+# Where the engines differ on purpose: formats are asserted, patterns are ECMA-262 (`$` is the
+# very end, `\\d` is ASCII) and run in linear time.
+_DIFFERENT_ON_PURPOSE = ('"pattern"', '"format"', '"patternProperties"')
+
+
+def _refuse(uri: str) -> Any:
+    raise referencing.exceptions.NoSuchResource(ref=uri)
+
+
+def _reference_validator(schema: dict[str, Any]) -> Any:
+    """The Python jsonschema validator for ``schema``, with retrieval refused."""
+    cls: Any = jsonschema.validators.validator_for(
+        schema, default=jsonschema.validators.Draft202012Validator
+    )
+    return cls(schema, registry=referencing.Registry(retrieve=_refuse))
 
 
 def _arguments_for(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
     """Objects over the schema's own property names with JSON values: mostly invalid, some
     valid, many near the boundary (wrong type, missing required, extra keys)."""
     names = sorted(schema.get("properties") or {}) or ["x"]
-    scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+    scalars = (
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text()
+    )
     values = st.recursive(
         scalars,
         lambda inner: (
@@ -198,12 +222,15 @@ def _arguments_for(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
 
 
 @pytest.mark.parametrize("record", _CORPUS_SAMPLE, ids=corpus_id)
-def test_fast_validator_accepts_only_what_the_reference_validator_accepts(
+def test_validation_agrees_with_the_reference_validator_on_the_rules_they_share(
     record: dict[str, Any],
 ) -> None:
     schema = record["inputSchema"]
-    fast = _fast_json_schema_validator(schema)
-    reference = _json_schema_validator(schema)
+    if for_validation(schema) is not schema or any(
+        k in json.dumps(schema) for k in _DIFFERENT_ON_PURPOSE
+    ):
+        pytest.skip("validated by rules of its own (normalised, formats or patterns)")
+    reference = _reference_validator(schema)
     subject = Tool(name="t", input_schema=schema)
 
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -213,9 +240,6 @@ def test_fast_validator_accepts_only_what_the_reference_validator_accepts(
             reference_errors = list(reference.iter_errors(arguments))
         except Exception:  # a schema the reference cannot use: not this test's question
             return
-        if fast is not False and fast.is_valid(arguments):
-            assert reference_errors == []
-        # Whatever path it takes, validate_arguments gives the reference verdict.
         if reference_errors:
             with pytest.raises(InvalidArguments):
                 subject.validate_arguments(arguments)
@@ -225,12 +249,17 @@ def test_fast_validator_accepts_only_what_the_reference_validator_accepts(
     check()
 
 
-def test_most_corpus_schemas_get_the_fast_validator() -> None:
-    fast = [_fast_json_schema_validator(r["inputSchema"]) for r in TOOLS]
-    assert sum(v is not False for v in fast) / len(fast) > 0.95
+def test_nearly_every_corpus_schema_can_validate_arguments() -> None:
+    broken = []
+    for record in TOOLS:
+        try:
+            Tool(name="t", input_schema=record["inputSchema"]).check_schema()
+        except ConfigurationError as exc:
+            broken.append(str(exc))
+    # The few left have patterns the linear-time engine does not take (look-around).
+    assert len(broken) / len(TOOLS) < 0.01, broken
 
 
-def test_a_remote_reference_is_never_fetched_by_the_fast_validator() -> None:
-    # Built offline: the reference cannot resolve, so the fast path is off for this schema.
+def test_a_remote_reference_is_never_fetched_and_accepts_any_value() -> None:
     schema = {"type": "object", "properties": {"a": {"$ref": "https://example.com/x.json"}}}
-    assert _fast_json_schema_validator(schema) is False
+    assert Tool(name="t", input_schema=schema).validate_arguments({"a": [1]}) == {"a": [1]}

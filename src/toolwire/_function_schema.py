@@ -8,7 +8,7 @@ told and what is checked cannot drift apart.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, get_type_hints
 
@@ -17,7 +17,7 @@ import pydantic
 
 from toolwire.errors import ConfigurationError, InvalidArguments
 
-__all__ = ["FunctionSchema", "function_schema"]
+__all__ = ["FunctionSchema", "function_schema", "json_path"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,14 +42,15 @@ class FunctionSchema:
             model = self.arguments_model.model_validate(arguments)
         except pydantic.ValidationError as exc:
             raise InvalidArguments(
-                tool_name, [(_json_path(error["loc"]), error["msg"]) for error in exc.errors()]
+                tool_name, [(json_path(error["loc"]), error["msg"]) for error in exc.errors()]
             ) from None
         # Field i carries parameter i under an alias.
         values = model.__dict__
         return {name: values[f"p{i}"] for i, name in enumerate(self.parameter_names)}
 
 
-def _json_path(loc: tuple[int | str, ...]) -> str:
+def json_path(loc: Sequence[int | str]) -> str:
+    """A location as a JSON path: ``("a", 0, "b")`` is ``$.a[0].b``."""
     path = "$"
     for part in loc:
         path += f"[{part}]" if isinstance(part, int) else f".{part}"
@@ -94,7 +95,10 @@ def function_schema(
     try:
         model = pydantic.create_model(
             f"{func_name}_arguments",
-            __config__=pydantic.ConfigDict(extra="forbid", populate_by_name=False),
+            # NaN and Infinity are not JSON numbers: a model sending them sent no number.
+            __config__=pydantic.ConfigDict(
+                extra="forbid", populate_by_name=False, allow_inf_nan=False
+            ),
             **fields,
         )
         input_schema = model.model_json_schema()

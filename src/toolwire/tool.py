@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+import decimal
 import fnmatch
 import hashlib
 import inspect
+import itertools
+import math
 import re
 import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, overload
 
-import jsonschema.exceptions
 import jsonschema_rs
-import referencing.exceptions
 
-from toolwire._function_schema import FunctionSchema, function_schema
-from toolwire.errors import ConfigurationError, InvalidArguments, NameCollisionError, ToolNotFound
+from toolwire._function_schema import FunctionSchema, function_schema, json_path
+from toolwire.calls import argument_problem
+from toolwire.errors import (
+    ConfigurationError,
+    InvalidArguments,
+    NameCollisionError,
+    SchemaConversionError,
+    ToolNotFound,
+)
+from toolwire.schema._base import escape_pointer
+from toolwire.schema._rewrite import for_validation
 
 __all__ = ["Tool", "ToolSet", "exposed_name_for", "tool"]
 
@@ -44,7 +54,7 @@ class Tool:
     description: str | None = None
     """What the tool does, for the model."""
     input_schema: Mapping[str, Any] = field(default_factory=lambda: dict(EMPTY_OBJECT_SCHEMA))
-    """JSON Schema of the arguments; an object schema."""
+    """JSON Schema of the arguments: a JSON object (anything else is refused)."""
     handler: Callable[..., Any] | None = None
     """Called with the validated arguments as keyword arguments; sync or async."""
     output_schema: Mapping[str, Any] | None = None
@@ -68,13 +78,18 @@ class Tool:
     function: FunctionSchema | None = field(default=None, repr=False)
     """Set by :func:`tool` for tools made from a function: pydantic validates their arguments."""
     _validator: Any = field(default=None, init=False, repr=False)
-    _fast_validator: Any = field(default=None, init=False, repr=False)
+    """The compiled jsonschema-rs validator, or why the schema has none (compiled once)."""
     is_async: bool = field(default=False, init=False, repr=False)
     """True when the handler is a coroutine function (run on the event loop, not a thread)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigurationError(f"a tool needs a non-empty string name, got {self.name!r}")
+        if not isinstance(self.input_schema, Mapping):
+            raise ConfigurationError(
+                f"tool {self.name!r}: the input schema must be a JSON object (a mapping), "
+                f"not {type(self.input_schema).__name__}"
+            )
         handler = self.handler
         if handler is not None:
             is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
@@ -91,88 +106,164 @@ class Tool:
         """Check ``arguments`` against the input schema; returns the handler's keyword arguments.
 
         Function tools are validated (and converted, e.g. into pydantic models) by pydantic;
-        other tools by a JSON Schema validator for the schema's own dialect.
+        other tools by jsonschema-rs, for the schema's own dialect, with formats asserted,
+        patterns matched in linear time and references to other documents never fetched (the
+        part they name accepts any value). ``NaN`` and ``Infinity`` are never valid: they are
+        not JSON numbers.
 
         Raises:
             InvalidArguments: listing each failing field with its JSON path.
+            ConfigurationError: when the input schema itself cannot validate arguments (it
+                breaks JSON Schema's rules, or has a pattern the linear-time engine cannot
+                compile), naming the tool and the reason.
         """
+        if not isinstance(arguments, Mapping):
+            raise InvalidArguments(
+                self.name, [("$", f"expected an object, got {type(arguments).__name__}")]
+            )
         if self.function is not None:
+            where = _non_finite(arguments)
+            if where is not None:
+                raise InvalidArguments(self.name, [where])
             return self.function.validate(self.name, dict(arguments))
-        fast = self._fast_validator
-        if fast is None:
-            fast = _fast_json_schema_validator(self.input_schema)
-            object.__setattr__(self, "_fast_validator", fast)
-        if fast is not False and _quickly_valid(fast, arguments):
+        problem = argument_problem(arguments)
+        if problem is not None:
+            raise InvalidArguments(self.name, [("$", problem)])
+        validator = self._argument_validator()
+        try:
+            valid = validator.is_valid(arguments)
+        except ValueError:  # a Mapping or str subclass jsonschema-rs does not read: a plain copy
+            arguments = _plain_json(arguments)
+            try:
+                valid = validator.is_valid(arguments)
+            except ValueError as exc:
+                raise InvalidArguments(self.name, [("$", f"not JSON: {exc}")]) from None
+        if valid:
             return dict(arguments)
-        # Invalid (or a schema only the Python validator reads): it decides, and names the errors.
+        failures = sorted(
+            itertools.islice(validator.iter_errors(arguments), _MAX_ARGUMENT_ERRORS),
+            key=lambda error: _path_order(error.instance_path),
+        )
+        raise InvalidArguments(
+            self.name,
+            [(json_path(error.instance_path), _short(error.message)) for error in failures],
+        )
+
+    def check_schema(self) -> None:
+        """Make sure the input schema can validate arguments (compiling it, once).
+
+        Raises:
+            ConfigurationError: naming the tool and why its schema cannot validate arguments.
+        """
+        if self.function is None:
+            self._argument_validator()
+
+    def _argument_validator(self) -> jsonschema_rs.Validator:
         validator = self._validator
         if validator is None:
-            validator = _json_schema_validator(self.input_schema)
+            validator = _compile(self.input_schema)
             object.__setattr__(self, "_validator", validator)
-        try:
-            errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
-        except _BROKEN_SCHEMA_ERRORS as exc:
-            reason = str(exc).split("\n", 1)[0]
+        if isinstance(validator, str):
             raise ConfigurationError(
                 f"tool {self.qualified_name!r}: its input schema cannot validate arguments: "
-                f"{reason}"
-            ) from None
-        if errors:
-            raise InvalidArguments(
-                self.name,
-                [(error.json_path, error.message) for error in errors[:_MAX_ARGUMENT_ERRORS]],
+                f"{validator}"
             )
-        return dict(arguments)
+        return validator  # type: ignore[no-any-return]
 
 
-_VALIDATOR_CLASSES: dict[Any, Any] = {}
-
-# What a broken schema (not bad arguments) makes the validator raise: unknown types, dangling
-# or remote references (never fetched), invalid regular expressions, runaway recursion.
-_BROKEN_SCHEMA_ERRORS = (
-    jsonschema.exceptions.SchemaError,
-    jsonschema.exceptions.UnknownType,
-    jsonschema.exceptions.UndefinedTypeCheck,
-    referencing.exceptions.Unresolvable,
-    re.error,
-    RecursionError,
-    TypeError,
-)
+# Patterns run on model input, so only the `regex` crate's engine, linear in the input. A
+# pattern it cannot compile (look-around, backreferences) fails the whole schema, closed: no
+# engine here decides those in linear time; a backtracking one with a step limit bounds one
+# match, not a call (the limit multiplies by every string the model sends), and its verdict
+# on reaching the limit depends on the input's length, not on the schema. The tool's calls are
+# answered with the reason and `toolwire check` reports it.
+_LINEAR_PATTERNS = jsonschema_rs.RegexOptions()
+# The `email` format is an address (RFC 5321), not a display name with one.
+_EMAIL = jsonschema_rs.EmailOptions(allow_display_text=False)
+_MESSAGE_LIMIT = 500
 
 
-def _fast_json_schema_validator(schema: Mapping[str, Any]) -> Any:
-    """jsonschema-rs's validator for ``schema``, or False when it cannot build one (e.g.
-    upper-case type names). It only says yes quickly: a "no" goes to the Python validator,
-    whose verdict and messages are the ones reported. References are never fetched."""
+def _compile(schema: Mapping[str, Any]) -> jsonschema_rs.Validator | str:
+    """The validator for ``schema``, or why there is none."""
     try:
-        return jsonschema_rs.validator_for(dict(schema), validate_formats=True, offline=True)
-    except (jsonschema_rs.ReferencingError, ValueError, TypeError):
-        return False
-
-
-def _quickly_valid(validator: Any, arguments: Mapping[str, Any]) -> bool:
+        prepared = for_validation(schema)
+    except SchemaConversionError as exc:
+        return f"{exc.path}: {exc.reason}"
     try:
-        return bool(validator.is_valid(arguments))
-    except (ValueError, TypeError, OverflowError):  # a value it cannot read: ask the other one
-        return False
+        return jsonschema_rs.validator_for(
+            dict(prepared),
+            validate_formats=True,
+            email_options=_EMAIL,
+            pattern_options=_LINEAR_PATTERNS,
+            offline=True,  # nothing is ever retrieved; for_validation removed what would be
+        )
+    except jsonschema_rs.ValidationError as exc:  # the schema breaks JSON Schema's own rules
+        where = "#" + "".join(f"/{escape_pointer(str(p))}" for p in exc.instance_path)
+        reason = f"{where}: {_short(exc.message)}"
+        kind = exc.kind
+        if isinstance(kind, jsonschema_rs.ValidationErrorKind.Format) and kind.format == "regex":
+            reason += " (patterns must compile without look-around or backreferences)"
+        return reason
+    except (jsonschema_rs.ReferencingError, ValueError, TypeError, OverflowError) as exc:
+        return _short(str(exc).split("\n", 1)[0])
 
 
-def _json_schema_validator(schema: Mapping[str, Any]) -> Any:
-    """A validator for the schema's own dialect (2020-12 when it names none) that also reads
-    the upper-case type names some servers publish in Gemini's style (``"STRING"``)."""
-    from jsonschema.validators import Draft202012Validator, extend, validator_for
+def _short(message: str) -> str:
+    """A message cut to a readable length (jsonschema-rs quotes the failing value)."""
+    if len(message) <= _MESSAGE_LIMIT:
+        return message
+    return message[: _MESSAGE_LIMIT - 3] + "..."
 
-    base: Any = validator_for(schema, default=Draft202012Validator)
-    cls = _VALIDATOR_CLASSES.get(base)
-    if cls is None:
-        checker = base.TYPE_CHECKER
-        upper = {
-            name.upper(): (lambda c, i, _name=name: checker.is_type(i, _name))
-            for name in ("string", "number", "integer", "boolean", "object", "array", "null")
-        }
-        cls = extend(base, type_checker=checker.redefine_many(upper))  # type: ignore[no-untyped-call]
-        _VALIDATOR_CLASSES[base] = cls
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+def _path_order(path: list[str | int]) -> list[tuple[int, int, str]]:
+    """A sort key for instance paths: by position, indexes numerically, names alphabetically."""
+    return [(0, p, "") if isinstance(p, int) else (1, 0, p) for p in path]
+
+
+def _non_finite(arguments: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The JSON path and message for the first ``NaN`` or infinity in ``arguments``, or None.
+
+    Function tools may be handed Python objects by a hook, so only numbers are looked at;
+    containers are visited once each (a cycle ends the walk, not the process).
+    """
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(arguments, ())]
+    seen: set[int] = set()
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, float | decimal.Decimal):
+            if (
+                not node.is_finite()
+                if isinstance(node, decimal.Decimal)
+                else not math.isfinite(node)
+            ):
+                return json_path(path), f"{node} is not a JSON number"
+        elif isinstance(node, Mapping | list | tuple):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            items = node.items() if isinstance(node, Mapping) else enumerate(node)
+            stack.extend(
+                (value, (*path, key))
+                for key, value in items
+                if isinstance(value, float | decimal.Decimal | Mapping | list | tuple)
+            )
+    return None
+
+
+def _plain_json(value: Any) -> Any:
+    """``value`` with Mappings as dicts, tuples as lists and str/int/float subclasses as the
+    plain types (what jsonschema-rs reads). Called only on arguments ``argument_problem``
+    passed, so nesting is bounded."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain_json(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    for kind in (str, int, float):
+        if isinstance(value, kind):
+            return kind(value)
+    return value
 
 
 @overload

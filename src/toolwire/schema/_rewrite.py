@@ -1,0 +1,361 @@
+"""Copy-on-write rewrites of a whole schema, for the consumers that take it nearly as it is.
+
+- :func:`for_validation`: the copy jsonschema-rs compiles. References to other documents
+  (``http(s)://``, ``file://``, ``urn:``, a path relative to a remote ``$id``) are removed, so
+  the part they name accepts any value, exactly as every declaration says; nothing is ever
+  retrieved. Spellings some servers publish that JSON Schema does not define are read as what
+  they mean: upper-case type names (``"STRING"``, Gemini's style), draft-4 tuple ``items`` and
+  boolean ``exclusiveMinimum``/``exclusiveMaximum`` in a schema of the default dialect, a
+  ``$schema`` that names no dialect jsonschema-rs has built in (it is dropped, so the default,
+  2020-12, applies; it is never fetched).
+- :func:`for_declaration`: the copy sent to providers that take JSON Schema as it is (Anthropic,
+  OpenAI): descriptions and titles cleaned at every depth (:func:`~toolwire._text.
+  clean_description`), references to other documents removed with a note.
+- :func:`external_references`: where a schema names another document, for reports.
+
+Each walk visits schema positions only (``properties`` keys are names, ``enum``/``const``/
+``default`` values are data), is bounded in depth and total nodes, never mutates its input and
+returns the very same object when nothing changes (the common case costs one read-only walk).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urldefrag, urljoin
+
+from toolwire._text import clean_description
+from toolwire.errors import SchemaConversionError
+from toolwire.schema._base import JSON_TYPES, MAX_DEPTH, MAX_NODES, ConversionNote, escape_pointer
+
+__all__ = ["external_references", "for_declaration", "for_validation"]
+
+# Keywords whose value is data compared with (or shown beside) arguments, never a schema: a
+# walk does not look inside them, so `{"enum": [{"$ref": ...}]}` keeps its value.
+_DATA = frozenset(
+    {
+        "enum",
+        "const",
+        "default",
+        "examples",
+        "example",
+        "required",
+        "dependentRequired",
+        "propertyOrdering",
+        "enumDescriptions",
+        "markdownEnumDescriptions",
+        "$vocabulary",
+    }
+)
+# Keywords whose value maps names (never keywords) to schemas.
+_NAME_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
+_REFERENCES = ("$ref", "$dynamicRef")
+_TEXT = ("description", "title")
+
+# The dialects jsonschema-rs has built in, by their URI without scheme and empty fragment.
+_DIALECTS = {
+    "json-schema.org/draft-04/schema": "http://json-schema.org/draft-04/schema#",
+    "json-schema.org/draft-06/schema": "http://json-schema.org/draft-06/schema#",
+    "json-schema.org/draft-07/schema": "http://json-schema.org/draft-07/schema#",
+    "json-schema.org/draft/2019-09/schema": "https://json-schema.org/draft/2019-09/schema",
+    "json-schema.org/draft/2020-12/schema": "https://json-schema.org/draft/2020-12/schema",
+    "json-schema.org/schema": "https://json-schema.org/draft/2020-12/schema",
+}
+_DRAFT_4 = _DIALECTS["json-schema.org/draft-04/schema"]
+_LATEST = _DIALECTS["json-schema.org/draft/2020-12/schema"]
+# What a document without an `$id` is called here; only equality with it matters.
+_ROOT_URI = "https://root.toolwire.invalid/"
+
+
+def _dialect(value: Any) -> str | None:
+    """The built-in dialect ``$schema`` names, spelled as jsonschema-rs knows it, or None."""
+    if not isinstance(value, str):
+        return None
+    key = value.strip().removesuffix("#").removesuffix("/")
+    for scheme in ("https://", "http://"):
+        if key.startswith(scheme):
+            key = key[len(scheme) :]
+            break
+    return _DIALECTS.get(key)
+
+
+def _join(base: str, reference: str) -> str | None:
+    """The document ``reference`` names from ``base`` (no fragment), or None when it is not
+    a URI reference at all."""
+    try:
+        return urldefrag(urljoin(base, reference)).url
+    except ValueError:  # e.g. a malformed IPv6 host
+        return None
+
+
+class _Walk:
+    """One copy-on-write walk of one schema; ``edit`` decides what changes at each node."""
+
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        self.root = root
+        self.notes: list[ConversionNote] = []
+        self.dialect = _dialect(root.get("$schema")) or _LATEST
+        # Draft 4 names a schema's own URI `id`; later drafts `$id`.
+        self.id_key = "id" if self.dialect == _DRAFT_4 else "$id"
+        self._nodes = 0
+        self._documents: frozenset[str] | None = None
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    def note(self, path: str, message: str) -> None:
+        self.notes.append(ConversionNote(path, message))
+
+    def count(self, path: str, depth: int) -> None:
+        self._nodes += 1
+        if depth > MAX_DEPTH:
+            raise SchemaConversionError(
+                f"schema is nested deeper than {MAX_DEPTH} levels", path=path
+            )
+        if self._nodes > MAX_NODES:
+            raise SchemaConversionError(f"schema has more than {MAX_NODES} nodes", path=path)
+
+    # -- documents and references --------------------------------------------------------------
+
+    def rebase(self, node: Mapping[str, Any], base: str) -> str:
+        """The base URI inside ``node``: its own ``$id`` resolved against ``base``."""
+        own = node.get(self.id_key)
+        if isinstance(own, str) and not own.startswith("#"):  # "#name" is an anchor (draft 6/7)
+            return _join(base, own) or base
+        return base
+
+    def documents(self) -> frozenset[str]:
+        """Every document this schema holds: the root and each subschema with an ``$id``.
+        Computed once, on the first reference that is not a plain fragment."""
+        if self._documents is None:
+            found = {self.rebase(self.root, _ROOT_URI), _ROOT_URI}
+            stack: list[tuple[Any, str, int]] = [(self.root, _ROOT_URI, 0)]
+            seen = 0
+            while stack:
+                node, base, depth = stack.pop()
+                seen += 1
+                if seen > MAX_NODES or depth > MAX_DEPTH:
+                    break  # the edit walk reports the bound
+                base = self.rebase(node, base)
+                found.add(base)
+                for _, child in _children(node):
+                    if isinstance(child, Mapping):
+                        stack.append((child, base, depth + 1))
+            self._documents = frozenset(found)
+        return self._documents
+
+    def is_external(self, reference: str, base: str) -> bool:
+        """True for a reference into another document than this schema's own ones."""
+        if reference.startswith("#"):
+            return False  # a fragment of the current document, which this schema holds
+        document = _join(base, reference)
+        return document is None or document not in self.documents()
+
+    # -- the walk --------------------------------------------------------------------------------
+
+    def schema(self, node: Any, path: str, base: str, depth: int) -> Any:
+        """``node`` rewritten (the same object when nothing changes)."""
+        if not isinstance(node, Mapping):
+            return node
+        self.count(path, depth)
+        base = self.rebase(node, base)
+        out = self.edit(node, path, base)
+        source: Mapping[str, Any] = node if out is None else out
+        for key, value in source.items():
+            if key in _DATA or not isinstance(value, Mapping | list):
+                continue
+            key_path = f"{path}/{escape_pointer(str(key))}"
+            if key in _NAME_MAPS and isinstance(value, Mapping):
+                new: Any = self._values(value, key_path, base, depth)
+            elif isinstance(value, list):  # allOf, prefixItems, draft-4 tuple items, ...
+                new = self._items(value, key_path, base, depth)
+            else:  # one subschema, or an unknown keyword's object (a `$ref` may point into it)
+                new = self.schema(value, key_path, base, depth + 1)
+            if new is not value:
+                if out is None:
+                    out = dict(source)
+                out[key] = new
+        return source if out is None else out
+
+    def _values(self, value: Mapping[str, Any], path: str, base: str, depth: int) -> Any:
+        out: dict[str, Any] | None = None
+        for name, sub in value.items():
+            new = self.schema(sub, f"{path}/{escape_pointer(str(name))}", base, depth + 1)
+            if new is not sub:
+                if out is None:
+                    out = dict(value)
+                out[name] = new
+        return value if out is None else out
+
+    def _items(self, value: list[Any], path: str, base: str, depth: int) -> Any:
+        out: list[Any] | None = None
+        for i, sub in enumerate(value):
+            new = self.schema(sub, f"{path}/{i}", base, depth + 1)
+            if new is not sub:
+                if out is None:
+                    out = list(value)
+                out[i] = new
+        return value if out is None else out
+
+    def edit(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
+        """A copy of ``node`` with its own keywords changed (never its subschemas), or None
+        when nothing changes."""
+        return None
+
+    def drop_external(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
+        """``node`` without its references to other documents (each noted), or None when it
+        has none."""
+        out: dict[str, Any] | None = None
+        for key in _REFERENCES:
+            reference = node.get(key)
+            if isinstance(reference, str) and self.is_external(reference, base):
+                self.note(
+                    path, f"external {key} {reference!r} not followed; any value accepted there"
+                )
+                if out is None:
+                    out = dict(node)
+                del out[key]
+        return out
+
+
+def _children(node: Mapping[str, Any]) -> list[tuple[Any, Any]]:
+    """The (key, value) pairs of ``node`` that may hold schemas, name maps flattened."""
+    children: list[tuple[Any, Any]] = []
+    for key, value in node.items():
+        if key in _DATA:
+            continue
+        if key in _NAME_MAPS and isinstance(value, Mapping):
+            children.extend(value.items())
+        elif isinstance(value, list):
+            children.extend(enumerate(value))
+        elif isinstance(value, Mapping):
+            children.append((key, value))
+    return children
+
+
+class _ForValidation(_Walk):
+    def edit(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
+        out = self.drop_external(node, path, base)
+        if "$schema" in node:
+            dialect = _dialect(node["$schema"])
+            if dialect != node["$schema"]:
+                out = dict(node) if out is None else out
+                if dialect is None:
+                    del out["$schema"]  # unknown: never fetched; the default dialect applies
+                else:
+                    out["$schema"] = dialect
+        types = node.get("type")
+        if types is not None and not (types.__class__ is str and types in JSON_TYPES):
+            lowered = _lower_types(types)
+            if lowered is not types:
+                out = dict(node) if out is None else out
+                out["type"] = lowered
+        if self.dialect == _LATEST:
+            out = _modern_spelling(node if out is None else out) or out
+        return out
+
+
+def _lower_types(types: Any) -> Any:
+    """``"STRING"`` as ``"string"`` (and in a type list); anything else as it is."""
+    if isinstance(types, str):
+        lowered = types.lower()
+        return lowered if lowered in JSON_TYPES else types
+    if isinstance(types, list) and any(isinstance(t, str) and t not in JSON_TYPES for t in types):
+        return [_lower_types(t) for t in types]
+    return types
+
+
+def _modern_spelling(node: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Draft-4 spellings that 2020-12 rejects as they are, in their 2020-12 form (or None when
+    there are none): tuple ``items`` (a list) becomes ``prefixItems`` and ``additionalItems``
+    the ``items`` after them; a boolean ``exclusiveMinimum`` qualifies ``minimum``."""
+    out: dict[str, Any] | None = None
+    if isinstance(node.get("items"), list) and "prefixItems" not in node:
+        out = dict(node)
+        out["prefixItems"] = out.pop("items")
+        if "additionalItems" in out:
+            out["items"] = out.pop("additionalItems")
+    for exclusive, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        flag = node.get(exclusive)
+        if isinstance(flag, bool):
+            out = dict(node) if out is None else out
+            del out[exclusive]
+            if flag and bound in out:
+                out[exclusive] = out.pop(bound)
+    return out
+
+
+class _ForDeclaration(_Walk):
+    def edit(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
+        out = self.drop_external(node, path, base)
+        for key in _TEXT:
+            text = node.get(key)
+            if text is None or (text.__class__ is str and _plain(text)):
+                continue
+            if not isinstance(text, str):
+                self.note(path, f"{key} is not a string; dropped")
+                out = dict(node) if out is None else out
+                del out[key]
+                continue
+            cleaned = clean_description(text)
+            if cleaned == text:
+                continue
+            self.note(path, f"{key} cleaned (invisible characters removed or length capped)")
+            out = dict(node) if out is None else out
+            if cleaned:
+                out[key] = cleaned
+            else:
+                del out[key]
+        for key in _REFERENCES:
+            if key in node and not isinstance(node[key], str):
+                self.note(path, f"{key} is not a string; dropped")
+                out = dict(node) if out is None else out
+                del out[key]
+        return out
+
+
+def _plain(text: str) -> bool:
+    """Short printable ASCII: nothing :func:`clean_description` would change."""
+    return len(text) < 1024 and text.isascii() and text.isprintable()
+
+
+def for_validation(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The copy of ``schema`` jsonschema-rs compiles (see the module docstring); ``schema``
+    itself when nothing needs changing.
+
+    Raises:
+        SchemaConversionError: when the schema is nested deeper than ``MAX_DEPTH`` levels or
+            has more than ``MAX_NODES`` nodes.
+    """
+    walk = _ForValidation(schema)
+    return walk.schema(schema, "#", _ROOT_URI, 0)  # type: ignore[no-any-return]
+
+
+def for_declaration(schema: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[ConversionNote]]:
+    """``schema`` as a provider that takes JSON Schema is sent it: descriptions and titles
+    cleaned at every depth, references to other documents removed (the part they name then
+    accepts any value); ``schema`` itself when nothing changes.
+
+    Returns:
+        The schema and a note for each change.
+
+    Raises:
+        SchemaConversionError: when the schema is nested deeper than ``MAX_DEPTH`` levels or
+            has more than ``MAX_NODES`` nodes.
+    """
+    walk = _ForDeclaration(schema)
+    return walk.schema(schema, "#", _ROOT_URI, 0), walk.notes
+
+
+def external_references(schema: Mapping[str, Any]) -> list[ConversionNote]:
+    """A note for each ``$ref``/``$dynamicRef`` in ``schema`` that names another document
+    (never fetched: the part it names accepts any value).
+
+    Raises:
+        SchemaConversionError: when the schema is nested deeper than ``MAX_DEPTH`` levels or
+            has more than ``MAX_NODES`` nodes.
+    """
+    walk = _ForValidation(schema)
+    walk.schema(schema, "#", _ROOT_URI, 0)
+    return walk.notes
