@@ -111,6 +111,9 @@ async def test_list_changed_refreshes_the_tools() -> None:
         with anyio.fail_after(5):
             while "shop__fresh" not in hub.as_toolset():
                 await anyio.sleep(0.01)
+        # A tool that appears after the first listing is new: not trusted until approved.
+        assert hub.as_toolset()["shop__fresh"].needs_approval
+        hub.approve_definition("shop__fresh")
         outcome = await toolwire.execute_tool_calls(
             hub, "gemini", gemini_calls(("shop__fresh", {}))
         )
@@ -187,7 +190,7 @@ async def test_over_stdio_a_hung_server_is_marked_down_and_reconnected() -> None
     assert again.results[0]["functionResponse"]["response"] == {"output": {"result": "back"}}
 
 
-async def test_over_stdio_a_server_answering_garbage_is_answered_and_marked_down() -> None:
+async def test_over_stdio_a_server_answering_garbage_is_answered_and_stays_up() -> None:
     async with Hub({"bad": stdio("garbled"), "shop": stdio("catalogue")}) as hub:
         assert "bad__echo" in hub.as_toolset()
         with anyio.fail_after(30):
@@ -197,11 +200,12 @@ async def test_over_stdio_a_server_answering_garbage_is_answered_and_marked_down
                 gemini_calls(("bad__echo", {"text": "hi"}), ("shop__add", {"a": 1, "b": 2})),
             )
         bad, good = (c.result for c in outcome.calls)
-        assert bad.error_kind == "unavailable"
-        assert bad.text.startswith("Server 'bad' became unavailable: ValidationError")
+        # A malformed answer over a sound connection is that call's failure, not an outage.
+        assert bad.error_kind == "failed"
+        assert bad.text.startswith("Tool 'echo' answered with a malformed result: content")
         assert "Traceback" not in bad.text
         assert good.text == "3"
-        assert hub.status["shop"] is None
+        assert hub.status == {"bad": None, "shop": None}
 
 
 async def test_gemini_and_anthropic_answers_from_two_servers() -> None:

@@ -2,11 +2,14 @@
 
 Built on the official ``mcp`` SDK (2.x): ``mcp.Client`` reaches each server over stdio, streamable
 HTTP or in process. A server that fails to start or dies contributes no tools and its calls are
-answered ``unavailable``; the hub reconnects it in the background with bounded backoff.
+answered ``unavailable``; the hub reconnects it in the background with bounded backoff. A
+server's tool that cannot be used (a bad name, a schema a provider cannot take, a duplicate) is
+left out of the listing with its reason and never affects another tool or server.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import hashlib
 import json
@@ -19,18 +22,31 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.to_thread
+import pydantic
 
-from toolwire._text import clean_description
+# The invisible-character set description cleaning uses: a name made only of them is blank.
+from toolwire._text import _INVISIBLE, clean_description
 from toolwire.calls import ToolResult, canonical_json
-from toolwire.errors import ConfigurationError, MissingDependency
+from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
 from toolwire.executor import acquire
 from toolwire.mcp._content import result_from_mcp
-from toolwire.tool import Tool, ToolSet
+from toolwire.providers import get_provider, provider_names
+from toolwire.tool import Tool, ToolSet, exposed_name_for
 
 __all__ = ["HttpServer", "Hub", "InProcessServer", "ServerSpec", "StdioServer"]
 
 _PAGE_CAP = 100
 """Pages of ``tools/list`` read from one server before the listing is cut."""
+_TOOL_CAP = 1000
+"""Tool names of one server's listing that are looked at (after ``include``/``exclude``); the
+rest are left out. Each is checked for every provider, and no model can use more."""
+_NAME_CAP = 256
+"""Characters a tool's name may have (the MCP spec asks for at most 128)."""
+_CHECKED_ON_LOOP = 100
+"""Listings with more tools than this are checked in a worker thread, off the event loop."""
+_DESCRIBED = 300
+"""Characters of an exception's text kept in a status or an answer."""
 
 
 def _mcp() -> Any:
@@ -86,12 +102,37 @@ class InProcessServer(_Options):
 ServerSpec = StdioServer | HttpServer | InProcessServer
 
 
+@dataclass(frozen=True, slots=True)
+class _Listed:
+    """A tool the server listed and the hub accepted, with the fingerprint of its definition."""
+
+    tool: Tool
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """What one ``tools/list`` round gave: accepted tools, left-out ones, checks done."""
+
+    tools: list[_Listed]
+    left_out: dict[str, str]
+    declarable: dict[tuple[str, str], str | None]
+    """Per (name, fingerprint), why a provider cannot declare the tool (None: all can)."""
+
+
 @dataclass(eq=False)
 class _Server:
     name: str
     spec: ServerSpec
     client: Any = None
-    tools: list[Any] = field(default_factory=list)
+    tools: list[_Listed] = field(default_factory=list)
+    left_out: dict[str, str] = field(default_factory=dict)
+    """Tools of the last listing left out, name → why."""
+    refused: dict[str, str] = field(default_factory=dict)
+    """Tools the transport took out of a listing as malformed (see ``_listing``), name → why."""
+    declarable: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    listed: bool = False
+    """A listing succeeded once: tools that appear after it are new, not trusted."""
     error: str | None = "not connected yet"
     limiter: anyio.Semaphore = field(default_factory=lambda: anyio.Semaphore(8))
     ready: anyio.Event = field(default_factory=anyio.Event)
@@ -102,26 +143,36 @@ class _Server:
     """A probe after an abandoned call is on its way."""
 
 
-def _target(spec: ServerSpec) -> Any:
+def _target(server: _Server) -> Any:
+    """What ``mcp.Client`` connects to; stdio and HTTP transports get their listings checked
+    tool by tool (an in-process server is the program's own: the SDK checks it as a whole)."""
     mcp = _mcp()
+    spec = server.spec
+    if isinstance(spec, InProcessServer):
+        return spec.server
+    from toolwire.mcp._listing import CheckedListings
+
+    transport: Any
     if isinstance(spec, StdioServer):
-        return mcp.StdioServerParameters(
-            command=spec.command,
-            args=list(spec.args),
-            env=dict(spec.env) if spec.env else None,
-            cwd=spec.cwd,
+        transport = mcp.stdio_client(
+            mcp.StdioServerParameters(
+                command=spec.command,
+                args=list(spec.args),
+                env=dict(spec.env) if spec.env else None,
+                cwd=spec.cwd,
+            )
         )
-    if isinstance(spec, HttpServer):
-        if not spec.headers:
-            return spec.url
-        import httpx2
+    else:
         from mcp.client.streamable_http import streamable_http_client
 
+        http_client = None
+        if spec.headers:
+            import httpx2
+
+            http_client = httpx2.AsyncClient(headers=dict(spec.headers))
         # A fresh transport per connection attempt: it is a one-shot context manager.
-        return streamable_http_client(
-            spec.url, http_client=httpx2.AsyncClient(headers=dict(spec.headers))
-        )
-    return spec.server
+        transport = streamable_http_client(spec.url, http_client=http_client)
+    return CheckedListings(transport, server.refused)
 
 
 class Hub:
@@ -135,12 +186,47 @@ class Hub:
 
     Tools are exposed as ``server__tool``; a server's tools never shadow another's. Tool
     descriptions from servers are cleaned (invisible characters, 4 KiB cap).
+
+    Each listing is checked tool by tool. A tool is left out, with its reason in
+    :attr:`left_out`, when its name is not a string, is blank, or is longer than 256
+    characters; when its definition is malformed or its input schema is not an object schema;
+    when a registered provider cannot declare it; when the server lists the name twice with
+    different definitions (the same definition twice is one tool); when its exposed name is
+    already that of another tool of the same server (names that differ only in characters
+    made portable, like ``a.b`` and ``a_b``: the first listed stays); or beyond the first
+    1000 tools of a server. A left-out tool never affects another tool or server.
+
+    Trust: the tools of a server's first successful listing are trusted as they are. A tool
+    whose description, schema or annotations change later, and a tool that first appears
+    later (``search`` replaced by ``search_v2``), need approval for every call
+    (``needs_approval``) until :meth:`approve_definition`. ``trust_new_tools=True`` trusts
+    tools that appear later as they are first seen (changed definitions still need approval).
+
+    Args:
+        servers: name → server; a name is non-empty and has no ``/`` (policies match
+            ``server/tool``).
+        max_backoff: the longest wait, in seconds, between reconnection attempts.
+        trust_new_tools: trust tools that appear after a server's first listing.
     """
 
-    def __init__(self, servers: Mapping[str, ServerSpec], *, max_backoff: float = 30.0) -> None:
-        if not servers:
-            raise ConfigurationError("a hub needs at least one server")
+    def __init__(
+        self,
+        servers: Mapping[str, ServerSpec],
+        *,
+        max_backoff: float = 30.0,
+        trust_new_tools: bool = False,
+    ) -> None:
+        if not isinstance(servers, Mapping) or not servers:
+            raise ConfigurationError("a hub needs at least one server, as a mapping name → spec")
         for name, spec in servers.items():
+            if not isinstance(name, str) or not name.strip() or "/" in name:
+                raise ConfigurationError(
+                    f"a server's name is a non-empty string without '/', not {name!r}"
+                )
+            if not isinstance(spec, StdioServer | HttpServer | InProcessServer):
+                raise ConfigurationError(
+                    f"server {name!r}: expected a StdioServer, HttpServer or InProcessServer"
+                )
             if spec.max_concurrency < 1:
                 raise ConfigurationError(f"server {name!r}: max_concurrency must be at least 1")
             if spec.timeout is not None and not spec.timeout > 0:
@@ -152,45 +238,40 @@ class Hub:
             for name, spec in servers.items()
         }
         self.max_backoff = max_backoff
+        self.trust_new_tools = trust_new_tools
         self._tasks: anyio.abc.TaskGroup | None = None
         self._toolset: ToolSet | None = None
-        # The definition each tool was approved with (first seen, or approve_definition):
-        # a tool whose description, schema or annotations change needs approval again.
+        # The definition each tool was approved with (its server's first listing, first seen
+        # with trust_new_tools, or approve_definition): any other needs approval.
         self._approved: dict[tuple[str, str], str] = {}
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any] | str | Path) -> Hub:
+    def from_config(
+        cls, config: Mapping[str, Any] | str | Path, *, trust_new_tools: bool = False
+    ) -> Hub:
         """A hub from an ``mcp.json``-style config (a dict, or the path of a JSON file):
-        ``{"mcpServers": {name: {"command", "args", "env"} | {"url", "headers"}}}``."""
+        ``{"mcpServers": {name: {"command", "args", "env", "cwd"} | {"url", "headers"}}}``.
+
+        Raises:
+            ConfigurationError: the file cannot be read or an entry is not shaped so.
+        """
         if isinstance(config, str | Path):
             try:
                 config = json.loads(Path(config).read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
+            except (OSError, ValueError) as exc:  # ValueError: bad JSON or bad UTF-8
                 raise ConfigurationError(f"cannot read MCP config {config}: {exc}") from None
         servers = config.get("mcpServers") if isinstance(config, Mapping) else None
         if not isinstance(servers, Mapping):
             raise ConfigurationError("an MCP config needs an mcpServers object")
-        specs: dict[str, ServerSpec] = {}
-        for name, entry in servers.items():
-            if not isinstance(entry, Mapping):
-                raise ConfigurationError(f"server {name!r}: expected an object")
-            if "command" in entry:
-                specs[name] = StdioServer(
-                    command=str(entry["command"]),
-                    args=[str(a) for a in entry.get("args") or []],
-                    env=entry.get("env"),
-                    cwd=entry.get("cwd"),
-                )
-            elif "url" in entry:
-                specs[name] = HttpServer(url=str(entry["url"]), headers=entry.get("headers"))
-            else:
-                raise ConfigurationError(f"server {name!r}: needs a command or a url")
-        return cls(specs)
+        specs = {name: _spec(name, entry) for name, entry in servers.items()}
+        return cls(specs, trust_new_tools=trust_new_tools)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def __aenter__(self) -> Hub:
         _mcp()
+        if self._tasks is not None:
+            raise ConfigurationError("the hub is already open")
         self._tasks = anyio.create_task_group()
         await self._tasks.__aenter__()
         for server in self._servers.values():
@@ -200,7 +281,8 @@ class Hub:
         return self
 
     async def __aexit__(self, *exc_info: Any) -> None:
-        assert self._tasks is not None
+        if self._tasks is None:
+            return
         self._tasks.cancel_scope.cancel()
         # The body's own exception is not handed to the task group: it propagates as it was,
         # not wrapped in an ExceptionGroup.
@@ -216,7 +298,7 @@ class Hub:
             with anyio.CancelScope(deadline=deadline) as connecting:
                 try:
                     async with mcp.Client(
-                        _target(server.spec),
+                        _target(server),
                         mode="legacy",
                         cache=None,
                         message_handler=self._notifications(server),
@@ -224,7 +306,7 @@ class Hub:
                         server.broken = False
                         while True:
                             server.wake = anyio.Event()
-                            server.tools = await self._list(client, server)
+                            await self._list(client, server)
                             connecting.deadline = math.inf
                             server.client = client
                             server.error = None
@@ -240,6 +322,7 @@ class Hub:
                 server.error = f"did not start within {server.spec.connect_timeout:g} s"
             server.client = None
             server.tools = []
+            server.left_out = {}
             self._changed()
             server.ready.set()
             failures += 1
@@ -254,19 +337,122 @@ class Hub:
 
         return handle
 
-    async def _list(self, client: Any, server: _Server) -> list[Any]:
-        tools: dict[str, Any] = {}
+    async def _list(self, client: Any, server: _Server) -> None:
+        """Read the server's listing, check it tool by tool and take it as the server's tools."""
+        server.refused.clear()
+        listed: list[Any] = []
         cursor: str | None = None
         seen: set[str] = set()
         for _ in range(_PAGE_CAP):
             page = await client.list_tools(cursor=cursor)
-            for tool in page.tools:
-                tools.setdefault(tool.name, tool)  # a name listed twice is one tool
+            listed.extend(page.tools)
             cursor = page.next_cursor
             if cursor is None or cursor in seen:  # a server repeating a cursor would loop
                 break
             seen.add(cursor)
-        return list(tools.values())
+        accept = partial(self._accept, server, listed, dict(server.refused))
+        if len(listed) > _CHECKED_ON_LOOP:  # a big listing is checked off the event loop
+            listing = await anyio.to_thread.run_sync(accept)
+        else:
+            listing = accept()
+        server.tools, server.left_out = listing.tools, listing.left_out
+        server.declarable = listing.declarable
+        # The first listing is trusted as it is; what appears later is new.
+        trusted = not server.listed or self.trust_new_tools
+        for entry in listing.tools:
+            key = (server.name, entry.tool.name)
+            if trusted and key not in self._approved:
+                self._approved[key] = entry.fingerprint
+        server.listed = True
+
+    def _accept(self, server: _Server, listed: Sequence[Any], refused: dict[str, str]) -> _Listing:
+        """The tools of ``listed`` the hub can offer, and why the others are left out."""
+        left_out = dict(refused)
+        groups: dict[str, list[Any]] = {}
+        for tool in listed:
+            name = tool.name
+            if not isinstance(name, str):
+                left_out[_key(name)] = "its name is not a string"
+                continue
+            if not _selected(server.spec, name):
+                continue  # the user's filter: not left out, just not wanted
+            if name in groups or len(groups) < _TOOL_CAP:
+                groups.setdefault(name, []).append(tool)
+            else:
+                left_out[_key(name)] = f"the server lists more than {_TOOL_CAP} tools"
+        accepted: list[_Listed] = []
+        taken: dict[str, str] = {}  # exposed name → the tool's own name
+        declarable: dict[tuple[str, str], str | None] = {}
+        for name, group in groups.items():
+            if any(other != group[0] for other in group[1:]):
+                left_out[_key(name)] = (
+                    f"the server lists it {len(group)} times with different definitions"
+                )
+                continue
+            try:
+                entry = self._definition(server, group[0])
+                exposed = exposed_name_for(name, server.name)
+                if exposed in taken:
+                    raise _LeftOut(
+                        f"its exposed name {exposed!r} is already that of {taken[exposed]!r}"
+                    )
+                key = (name, entry.fingerprint)
+                if key not in declarable:  # checked once per definition, not per listing
+                    declarable[key] = (
+                        server.declarable[key]
+                        if key in server.declarable
+                        else _undeclarable(entry.tool)
+                    )
+                reason = declarable[key]
+                if reason is not None:
+                    raise _LeftOut(reason)
+            except _LeftOut as exc:
+                left_out[_key(name)] = exc.reason
+                continue
+            taken[exposed] = name
+            accepted.append(entry)
+        return _Listing(accepted, left_out, declarable)
+
+    def _definition(self, server: _Server, listed: Any) -> _Listed:
+        """The hub's tool for one listed tool.
+
+        Raises:
+            _LeftOut: saying why the tool cannot be offered.
+        """
+        name = listed.name
+        if not _INVISIBLE.sub("", name).strip():
+            raise _LeftOut("its name is empty or blank")
+        if len(name) > _NAME_CAP:
+            raise _LeftOut(f"its name is longer than {_NAME_CAP} characters")
+        schema = listed.input_schema
+        if not isinstance(schema, Mapping) or schema.get("type") != "object":
+            raise _LeftOut("its input schema is not an object schema")
+        annotations = (
+            listed.annotations.model_dump(by_alias=True, exclude_none=True)
+            if listed.annotations is not None
+            else None
+        )
+        description = clean_description(
+            listed.description if isinstance(listed.description, str) else None
+        )
+        try:
+            tool = Tool(
+                name=name,
+                description=description,
+                input_schema=schema,
+                output_schema=listed.output_schema,
+                annotations=annotations,
+                server_id=server.name,
+                handler=partial(self._call, server, name),
+                # The executor times the call out; cancelled, the SDK tells the server.
+                timeout=server.spec.timeout,
+            )
+            fingerprint = _fingerprint_of(description, schema, annotations)
+        except ToolwireError as exc:
+            raise _LeftOut(str(exc)) from None
+        except Exception as exc:  # e.g. a schema too deep to encode
+            raise _LeftOut(f"its definition cannot be read: {_describe(exc)}") from None
+        return _Listed(tool, fingerprint)
 
     def _changed(self) -> None:
         self._toolset = None
@@ -278,6 +464,15 @@ class Hub:
         """Per server, None when it is up, else why it is down."""
         return {name: server.error for name, server in self._servers.items()}
 
+    @property
+    def left_out(self) -> dict[str, dict[str, str]]:
+        """Per server, the tools of its last listing that are not offered: name → why.
+
+        A name that is not a string is shown by its ``repr``. Tools hidden by a server's
+        ``include``/``exclude`` are not in it; a server that is down has none.
+        """
+        return {name: dict(server.left_out) for name, server in self._servers.items()}
+
     def as_toolset(self) -> ToolSet:
         """The tools of the servers that are up, as ``server__tool``; rebuilt after changes."""
         if self._toolset is None:
@@ -285,44 +480,25 @@ class Hub:
             for server in self._servers.values():
                 if server.client is None:
                     continue
-                tools.extend(
-                    self._tool(server, tool)
-                    for tool in server.tools
-                    if _selected(server.spec, tool.name)
-                )
+                for entry in server.tools:
+                    tool = entry.tool
+                    if self._approved.get((server.name, tool.name)) != entry.fingerprint:
+                        tool = dataclasses.replace(tool, needs_approval=True)
+                    tools.append(tool)
             self._toolset = ToolSet(tools, on_collision="suffix")
         return self._toolset
 
     def approve_definition(self, exposed_name: str) -> None:
-        """Accept the current definition of a tool whose definition changed (a "rug pull"
-        makes every call to it need approval until then)."""
+        """Accept the current definition of a tool that needs approval because it is new or
+        its definition changed (a "rug pull"); its calls then need no approval for that.
+
+        Raises:
+            ToolNotFound: no tool of the hub is exposed as ``exposed_name``.
+        """
         tool = self.as_toolset()[exposed_name]
         assert tool.server_id is not None
         self._approved[(tool.server_id, tool.name)] = _fingerprint(tool)
         self._changed()
-
-    def _tool(self, server: _Server, tool: Any) -> Tool:
-        annotations = (
-            tool.annotations.model_dump(by_alias=True, exclude_none=True)
-            if (tool.annotations is not None)
-            else None
-        )
-        description = clean_description(tool.description)
-        fingerprint = _fingerprint_of(description, tool.input_schema, annotations)
-        approved = self._approved.setdefault((server.name, tool.name), fingerprint)
-
-        return Tool(
-            name=tool.name,
-            description=description,
-            input_schema=tool.input_schema,
-            output_schema=tool.output_schema,
-            annotations=annotations,
-            server_id=server.name,
-            handler=partial(self._call, server, tool.name),
-            # The executor times the call out; cancelled, the SDK tells the server.
-            timeout=server.spec.timeout,
-            needs_approval=fingerprint != approved,
-        )
 
     async def _call(self, server: _Server, name: str, /, **arguments: Any) -> ToolResult:
         client = server.client
@@ -391,9 +567,15 @@ class Hub:
                 return ToolResult.error("timeout", f"Tool {name!r} timed out on the server.")
             if exc.code == mcp.types.CONNECTION_CLOSED:
                 return self._lost(server, exc)
-            return ToolResult.error("failed", f"Tool {name!r} failed: {exc.message}")
+            message = exc.message if isinstance(exc.message, str) else repr(exc.message)
+            return ToolResult.error("failed", f"Tool {name!r} failed: {message[:_DESCRIBED]}")
         if isinstance(exc, RuntimeError):  # e.g. the SDK's output-schema check
-            return ToolResult.error("failed", f"Tool {name!r} failed: {exc}")
+            reason = _describe(exc, named=False)
+            return ToolResult.error("failed", f"Tool {name!r} failed: {reason}")
+        if isinstance(exc, pydantic.ValidationError):  # a malformed answer on a sound connection
+            return ToolResult.error(
+                "failed", f"Tool {name!r} answered with a malformed result: {_first_error(exc)}."
+            )
         return self._lost(server, exc)  # the connection broke
 
     def _lost(self, server: _Server, exc: BaseException) -> ToolResult:
@@ -428,8 +610,96 @@ def _selected(spec: ServerSpec, name: str) -> bool:
     return not any(fnmatch.fnmatchcase(name, p) for p in spec.exclude)
 
 
-def _describe(exc: BaseException) -> str:
+def _describe(exc: BaseException, *, named: bool = True) -> str:
+    """``exc`` in a line or so: its type (when ``named``) and its text, cut short."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
-    text = str(exc)
+    try:
+        text = str(exc)
+    except Exception:  # an exception whose text cannot be had is still named
+        text = ""
+    if len(text) > _DESCRIBED:
+        text = text[: _DESCRIBED - 3] + "..."
+    if not named:
+        return text or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _first_error(exc: pydantic.ValidationError) -> str:
+    """Where and how a server's answer fails the protocol, from its first validation error."""
+    errors = exc.errors(include_url=False, include_input=False)
+    if not errors:
+        return "it does not match the protocol"
+    where = ".".join(str(part) for part in errors[0]["loc"])
+    return f"{where or 'the result'}: {errors[0]['msg']}"
+
+
+class _LeftOut(Exception):
+    """A listed tool the hub does not offer; ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _key(name: Any) -> str:
+    """A tool's name as :attr:`Hub.left_out` shows it (a non-string by its repr, cut short)."""
+    text = name if isinstance(name, str) else repr(name)
+    return text if len(text) <= _NAME_CAP else text[:_NAME_CAP] + "..."
+
+
+def _undeclarable(tool: Tool) -> str | None:
+    """Why a registered provider cannot declare ``tool``, or None when every one can."""
+    single = ToolSet([tool])
+    for provider in provider_names():
+        try:
+            get_provider(provider).declare(single)
+        except ToolwireError as exc:
+            return f"{provider} cannot declare it: {exc}"
+        except Exception as exc:  # a provider failing on an untrusted schema in any way
+            return f"{provider} cannot declare it: {_describe(exc)}"
+    return None
+
+
+def _spec(name: Any, entry: Any) -> ServerSpec:
+    """One ``mcpServers`` entry as a server spec.
+
+    Raises:
+        ConfigurationError: the entry is not shaped as a stdio or an HTTP server.
+    """
+    if not isinstance(entry, Mapping):
+        raise ConfigurationError(f"server {name!r}: expected an object")
+    if "command" in entry:
+        command, args = entry["command"], entry.get("args") or []
+        if not isinstance(command, str) or not command:
+            raise ConfigurationError(f"server {name!r}: command must be a non-empty string")
+        if not isinstance(args, list) or not all(isinstance(a, str | int | float) for a in args):
+            raise ConfigurationError(f"server {name!r}: args must be a list of strings")
+        cwd = entry.get("cwd")
+        if cwd is not None and not isinstance(cwd, str):
+            raise ConfigurationError(f"server {name!r}: cwd must be a string")
+        return StdioServer(
+            command=command,
+            args=[str(a) for a in args],
+            env=_strings(name, "env", entry.get("env")),
+            cwd=cwd,
+        )
+    if "url" in entry:
+        url = entry["url"]
+        if not isinstance(url, str) or not url:
+            raise ConfigurationError(f"server {name!r}: url must be a non-empty string")
+        return HttpServer(url=url, headers=_strings(name, "headers", entry.get("headers")))
+    raise ConfigurationError(f"server {name!r}: needs a command or a url")
+
+
+def _strings(server: Any, what: str, value: Any) -> dict[str, str] | None:
+    """An ``env`` or ``headers`` object as strings (numbers are written out)."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, Mapping)
+        or not all(isinstance(key, str) for key in value)
+        or not all(isinstance(item, str | int | float) for item in value.values())
+    ):
+        raise ConfigurationError(f"server {server!r}: {what} must be an object of strings")
+    return {key: str(item) for key, item in value.items()}
