@@ -3,22 +3,27 @@ arrive as JSON strings, and text answers."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from toolwire.calls import (
-    MAX_ARGUMENT_DEPTH,
     RejectedCall,
     ToolCall,
     ToolResult,
     canonical_json,
     content_text,
-    within_depth,
 )
 from toolwire.errors import SchemaConversionError
-from toolwire.providers._wire import unknown_tool
+from toolwire.providers._wire import (
+    CallIds,
+    NotJson,
+    arguments_problem_message,
+    load_json,
+    printable,
+    rejected_call,
+    unknown_tool,
+)
 from toolwire.schema._base import Lowering
 from toolwire.schema.openai import NullPath, StrictSchemaError, strict_schema
 from toolwire.tool import Tool, ToolSet
@@ -108,37 +113,33 @@ def _required(tool: Tool) -> bool:
 
 
 def parse_arguments(raw: Any, name: str, tool: Tool) -> dict[str, Any] | str:
-    """The arguments of a call as a dict, or the error message for the model."""
+    """The arguments of a call as a dict, or the error message for the model.
+
+    ``raw`` is the JSON string OpenAI sends (an object from some compatible servers). Text
+    that is not JSON (``NaN`` and ``Infinity`` included), JSON that is not an object, and
+    objects toolwire cannot carry (see :func:`toolwire.calls.argument_problem`) are refused.
+    """
+    shown = printable(name)
     if isinstance(raw, Mapping):  # some compatible servers send an object
         arguments: Any = raw
     elif raw is None or (isinstance(raw, str) and not raw.strip()):
         if _required(tool):
-            return f"Invalid arguments for {name!r}: no arguments were sent."
+            return f"Invalid arguments for {shown!r}: no arguments were sent."
         return {}
     elif not isinstance(raw, str):
-        return f"Invalid arguments for {name!r}: expected a JSON string, got {type(raw).__name__}."
+        return f"Invalid arguments for {shown!r}: expected a JSON string, got {type(raw).__name__}."
     else:
-        try:
-            arguments = json.loads(raw)
-        except RecursionError:
-            return f"Invalid arguments for {name!r}: nested too deeply."
-        except json.JSONDecodeError as exc:
+        arguments = load_json(raw)
+        if isinstance(arguments, NotJson):
             echo = raw if len(raw) <= _RAW_ECHO else raw[:_RAW_ECHO] + "..."
-            if exc.msg == "Extra data" and raw.lstrip().startswith("{"):
-                why = "several JSON objects were concatenated"
-            elif exc.pos >= len(raw.rstrip()):
-                why = "the JSON ends early (truncated?)"
-            else:
-                why = f"malformed JSON ({exc.msg} at character {exc.pos})"
-            return f"Invalid arguments for {name!r}: {why}: {echo}"
+            return f"Invalid arguments for {shown!r}: {arguments.why}: {printable(echo)}"
     if not isinstance(arguments, Mapping):
         return (
-            f"Invalid arguments for {name!r}: expected a JSON object, got "
+            f"Invalid arguments for {shown!r}: expected a JSON object, got "
             f"{type(arguments).__name__}."
         )
-    if not within_depth(arguments, MAX_ARGUMENT_DEPTH):
-        return f"Invalid arguments for {name!r}: nested deeper than {MAX_ARGUMENT_DEPTH} levels."
-    return dict(arguments)
+    problem = arguments_problem_message(name, arguments)
+    return problem if problem is not None else dict(arguments)
 
 
 def output_text(result: ToolResult, error_prefix: str) -> str:
@@ -161,40 +162,32 @@ def resolve_or_reject(
     call_id: str | None,
     raw_arguments: Any,
     index: int,
-    local_id: str,
-    error_answer: Any,
+    ids: CallIds,
+    error_answer: Callable[[str, str], Any],
     extras: Mapping[str, Any] | None = None,
 ) -> ToolCall | RejectedCall:
     """One OpenAI call resolved to a ToolCall, or rejected with its error answer built by
-    ``error_answer(message)``."""
+    ``error_answer(answer_id, message)``.
+
+    ``call_id`` is the provider's id, already kept in ``ids`` (see :class:`CallIds`); a call
+    without one gets a generated id, which its answer carries.
+    """
     name = name if isinstance(name, str) else ""
     tool = toolset.get(name)
     if tool is None:
         message = unknown_tool(toolset, name)
-        return RejectedCall(
-            name=name,
-            call_id=call_id,
-            index=index,
-            error_kind="not_found",
-            message=message,
-            answer=error_answer(message),
-        )
+        return rejected_call(name, call_id, index, "not_found", message, ids, error_answer)
     arguments = parse_arguments(raw_arguments, name, tool)
     if isinstance(arguments, str):
-        return RejectedCall(
-            name=name,
-            call_id=call_id,
-            index=index,
-            error_kind="invalid_arguments",
-            message=arguments,
-            answer=error_answer(arguments),
+        return rejected_call(
+            name, call_id, index, "invalid_arguments", arguments, ids, error_answer
         )
     return ToolCall(
         exposed_name=name,
         tool=tool,
         arguments=arguments,
         call_id=call_id,
-        local_id=local_id,
+        local_id=call_id if call_id is not None else ids.make(name, arguments),
         index=index,
         extras=dict(extras or {}),
         null_paths=null_paths_by_name(toolset, provider, strict).get(name, ()),

@@ -1,25 +1,62 @@
-"""Reading provider responses that arrive as dicts or as the official SDKs' objects."""
+"""What every provider's parser shares: reading responses that arrive as dicts or as the
+official SDKs' objects, call ids that are unique per response, JSON arguments decoded without
+surprises, and the limits that keep a stream accumulator bounded."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from toolwire.calls import RejectedCall, ToolCall
+from toolwire.calls import (
+    ErrorKind,
+    RejectedCall,
+    ToolCall,
+    argument_problem,
+    canonical_json,
+    has_lone_surrogate,
+    stable_call_id,
+)
 from toolwire.errors import MalformedResponse
 from toolwire.tool import ToolSet
 
-__all__ = ["as_data", "get_field", "listed", "split_calls", "unknown_tool"]
+__all__ = [
+    "CallIds",
+    "NotJson",
+    "StreamBudget",
+    "StreamLimits",
+    "arguments_problem_message",
+    "as_data",
+    "get_field",
+    "listed",
+    "load_json",
+    "printable",
+    "rejected_call",
+    "sent_id",
+    "split_calls",
+    "unknown_tool",
+]
 
 
 def as_data(value: Any) -> Any:
-    """A google-genai object as its JSON dict; dicts and lists as they are."""
+    """An SDK object (openai, anthropic, google-genai pydantic models) as its JSON dict;
+    dicts, lists and anything else as they are.
+
+    Raises:
+        MalformedResponse: when the object cannot be dumped.
+    """
     kind = value.__class__
     if kind is dict or kind is list:
         return value
     dump = getattr(value, "model_dump", None)
     if callable(dump) and not isinstance(value, Mapping):
-        return dump(mode="json", by_alias=True, exclude_none=True)
+        try:
+            return dump(mode="json", by_alias=True, exclude_none=True)
+        except Exception as exc:  # an SDK object built without validation, holding garbage
+            raise MalformedResponse(
+                f"a {type(value).__name__} could not be read ({type(exc).__name__})"
+            ) from None
     return value
 
 
@@ -38,7 +75,9 @@ def listed(response: Any, key: str, what: str) -> list[Any]:
     """
     data = as_data(response)
     if isinstance(data, Mapping):
-        data = data.get(key) or []
+        data = data.get(key)
+        if data is None:
+            return []
     if not isinstance(data, list | tuple):
         raise MalformedResponse(f"expected {what}, not {type(response).__name__}")
     return list(data)
@@ -59,4 +98,217 @@ _NAMES_LISTED = 50
 def unknown_tool(toolset: ToolSet, name: str) -> str:
     """What the model is told when it calls a name the toolset does not expose."""
     listed = ", ".join(toolset.exposed_names[:_NAMES_LISTED])
-    return f"Unknown tool {name!r}. Available tools: {listed or '(none)'}."
+    return f"Unknown tool {printable(name)!r}. Available tools: {listed or '(none)'}."
+
+
+def printable(text: str) -> str:
+    """``text`` with any lone surrogate written as its escape (``\\ud800``), so an error
+    message that quotes the model can be encoded as UTF-8."""
+    if not has_lone_surrogate(text):
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def arguments_problem_message(name: str, arguments: Mapping[str, Any]) -> str | None:
+    """What the model is told when ``arguments`` are not JSON toolwire can carry (see
+    :func:`toolwire.calls.argument_problem`), or None when they are."""
+    problem = argument_problem(arguments)
+    if problem is None:
+        return None
+    return f"Invalid arguments for {printable(name)!r}: {problem}."
+
+
+# -- call ids --------------------------------------------------------------------------------------
+
+
+class CallIds:
+    """The ids of one response's calls, unique whatever the model sent.
+
+    The first call with a given provider id keeps it (:meth:`keep`); a later call with the same
+    id must be answered with an error, since an answer could not be told apart from the first
+    call's. A call sent without an id gets one from :meth:`make`: derived from its name,
+    canonical arguments and occurrence (:func:`toolwire.calls.stable_call_id`, so a retried
+    turn gets the same ids), and never equal to an id the model sent anywhere in the response
+    nor to another generated one.
+
+    Args:
+        sent: every id the model sent in the response, gathered before any call is parsed
+            (a generated id must not take an id that a later call brings).
+    """
+
+    __slots__ = ("_occurrences", "_sent", "_used")
+
+    def __init__(self, sent: Iterable[str] = ()) -> None:
+        self._sent = frozenset(sent)
+        self._used: set[str] = set()
+        self._occurrences: dict[tuple[str, str], int] = {}
+
+    def keep(self, call_id: str) -> bool:
+        """True for the first call with the provider id ``call_id``; False for a later one."""
+        if call_id in self._used:
+            return False
+        self._used.add(call_id)
+        return True
+
+    def make(self, name: str, arguments: Mapping[str, Any] | None = None) -> str:
+        """A fresh id for a call sent without one (``arguments`` None when they could not be
+        read)."""
+        if arguments is None:
+            arguments = {}
+        encoded = canonical_json(arguments)
+        key = (name, encoded)
+        occurrence = self._occurrences.get(key, 0)
+        while True:
+            occurrence += 1
+            local_id = stable_call_id(name, arguments, occurrence, encoded=encoded)
+            if local_id not in self._sent and local_id not in self._used:
+                break
+        self._occurrences[key] = occurrence
+        self._used.add(local_id)
+        return local_id
+
+    @staticmethod
+    def duplicate(call_id: str) -> str:
+        """What the model is told for a call whose id an earlier call already has."""
+        return (
+            f"Not run: this call's id {printable(call_id)!r} is also the id of an earlier call "
+            "in the same response, so their answers could not be told apart. If it still needs "
+            "to run, call it again."
+        )
+
+
+def rejected_call(
+    name: str,
+    call_id: str | None,
+    index: int,
+    kind: ErrorKind,
+    message: str,
+    ids: CallIds,
+    error_answer: Callable[[str, str], Any],
+) -> RejectedCall:
+    """A call answered with an error, never run: ``error_answer(answer_id, message)`` builds
+    the provider's answer, echoing the call's id (a generated one when it has none)."""
+    answer_id = call_id if call_id is not None else ids.make(name)
+    return RejectedCall(
+        name=name,
+        call_id=call_id,
+        index=index,
+        error_kind=kind,
+        message=message,
+        answer=error_answer(answer_id, message),
+    )
+
+
+def sent_id(value: Any) -> str | None:
+    """A provider's call id as sent: a non-empty string, or None."""
+    return value if value.__class__ is str and value else None
+
+
+# -- JSON arguments --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NotJson:
+    """Why a text is not JSON toolwire takes."""
+
+    why: str
+
+
+class _NotAJsonNumber(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotAJsonNumber(name)
+
+
+# Python's decoder takes NaN, Infinity and -Infinity, which are not JSON.
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
+def load_json(text: str) -> Any:
+    """``text`` decoded as JSON, or a :class:`NotJson` saying why it is not.
+
+    Nothing escapes: ``NaN`` and ``Infinity`` are refused, and so are integers too long for
+    Python to read and nesting too deep to decode.
+    """
+    try:
+        return _DECODER.decode(text)
+    except _NotAJsonNumber as exc:
+        return NotJson(f"{exc} is not a JSON number")
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data" and text.lstrip().startswith("{"):
+            return NotJson("several JSON objects were concatenated")
+        if exc.pos >= len(text.rstrip()):
+            return NotJson("the JSON ends early (truncated?)")
+        return NotJson(f"malformed JSON ({exc.msg} at character {exc.pos})")
+    except RecursionError:
+        return NotJson("nested too deeply")
+    except ValueError:  # Python's limit on the digits of an integer it converts
+        return NotJson("an integer has too many digits")
+
+
+# -- streams ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StreamLimits:
+    """How large one streamed response may grow; the defaults are far above any real one."""
+
+    max_parts: int = 100_000
+    """Parts, content blocks, tool calls or output items a response may have; an index that
+    names one (a block, tool call or output index) must be below it."""
+    max_chars: int = 32_000_000
+    """Characters of text, thinking, signatures, names and arguments the stream's pieces may
+    add up to."""
+
+
+class StreamBudget:
+    """Counts what a stream accumulator keeps against its :class:`StreamLimits`.
+
+    Every check raises :class:`MalformedResponse` with a message naming the stream (``what``),
+    the field and the limit.
+    """
+
+    __slots__ = ("_chars", "_parts", "limits", "what")
+
+    def __init__(self, what: str, limits: StreamLimits | None = None) -> None:
+        self.what = what
+        self.limits = limits if limits is not None else StreamLimits()
+        self._chars = 0
+        self._parts = 0
+
+    def text(self, value: Any, field: str) -> str:
+        """``value``, a string, counted toward ``max_chars``."""
+        if value.__class__ is not str and not isinstance(value, str):
+            raise MalformedResponse(
+                f"{self.what}: {field} is not a string ({type(value).__name__})"
+            )
+        self._chars += len(value)
+        if self._chars > self.limits.max_chars:
+            raise MalformedResponse(
+                f"{self.what}: more than {self.limits.max_chars} characters of text and "
+                "arguments; no real response is that long"
+            )
+        return str(value)
+
+    def part(self) -> None:
+        """Count one more part (block, call, item) toward ``max_parts``."""
+        self._parts += 1
+        if self._parts > self.limits.max_parts:
+            raise MalformedResponse(
+                f"{self.what}: more than {self.limits.max_parts} parts; no real response has "
+                "that many"
+            )
+
+    def index(self, value: Any, field: str) -> int:
+        """``value`` as an index: an integer from 0 to ``max_parts - 1``."""
+        if value.__class__ is not int:
+            raise MalformedResponse(
+                f"{self.what}: {field} is not an integer ({type(value).__name__})"
+            )
+        if not 0 <= value < self.limits.max_parts:
+            raise MalformedResponse(
+                f"{self.what}: {field} {value} is out of range (0 to {self.limits.max_parts - 1})"
+            )
+        return int(value)

@@ -9,13 +9,11 @@ builds a forced ``tool_choice``: current models reject it with extended thinking
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from toolwire._text import clean_description
 from toolwire.calls import (
-    MAX_ARGUMENT_DEPTH,
     ImageContent,
     RejectedCall,
     TextContent,
@@ -23,10 +21,23 @@ from toolwire.calls import (
     ToolResult,
     canonical_json,
     placeholder,
-    within_depth,
 )
 from toolwire.errors import MalformedResponse, SchemaConversionError
-from toolwire.providers._wire import as_data, listed, split_calls, unknown_tool
+from toolwire.providers._wire import (
+    CallIds,
+    NotJson,
+    StreamBudget,
+    StreamLimits,
+    arguments_problem_message,
+    as_data,
+    listed,
+    load_json,
+    printable,
+    rejected_call,
+    sent_id,
+    split_calls,
+    unknown_tool,
+)
 from toolwire.schema._base import Lowering
 from toolwire.tool import Tool, ToolSet
 
@@ -96,57 +107,76 @@ def tool_result(
     return block
 
 
+def _error_result(tool_use_id: str, message: str) -> dict[str, Any]:
+    return tool_result(tool_use_id, message, is_error=True)
+
+
 def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall]:
-    """Every ``tool_use`` block of a message (or of a list of blocks), in order."""
-    items: list[ToolCall | RejectedCall] = []
-    for raw in listed(response, "content", "a message or a list of content blocks"):
+    """Every ``tool_use`` block of a message (or of a list of blocks), in order.
+
+    A block that resolves is a :class:`ToolCall`; a call to an unknown name, with an
+    ``input`` that is not a JSON object toolwire can carry, or with an id an earlier block
+    already has, is a :class:`RejectedCall` answered by an error ``tool_result``. Blocks of
+    tools the API runs itself (``server_tool_use``, ``mcp_tool_use``) and other blocks are
+    skipped.
+
+    Raises:
+        MalformedResponse: when the message, or one of its blocks, is not an object.
+    """
+    blocks = []
+    for position, raw in enumerate(
+        listed(response, "content", "a message or a list of content blocks")
+    ):
         block = as_data(raw)
-        if not isinstance(block, Mapping) or block.get("type") != "tool_use":
-            continue
-        index = len(items)
-        call_id = block.get("id") if isinstance(block.get("id"), str) else None
-        local_id = call_id or f"toolu_missing_{index}"
-        raw_name = block.get("name")
-        name: str = raw_name if isinstance(raw_name, str) else ""
-        tool = toolset.get(name)
-        arguments = block.get("input")
-        if arguments is None:
-            arguments = {}
-        message = None
-        kind: Literal["not_found", "invalid_arguments"] = "invalid_arguments"
-        if tool is None:
-            message, kind = unknown_tool(toolset, name), "not_found"
-        elif not isinstance(arguments, Mapping):
-            message = (
-                f"Invalid arguments for {name!r}: expected an object, got "
-                f"{type(arguments).__name__}."
-            )
-        elif not within_depth(arguments, MAX_ARGUMENT_DEPTH):
-            message = f"Invalid arguments for {name!r}: nested deeper than {MAX_ARGUMENT_DEPTH}."
-        if message is not None or tool is None:
-            text = message or ""
-            items.append(
-                RejectedCall(
-                    name=name,
-                    call_id=call_id,
-                    index=index,
-                    error_kind=kind,
-                    message=text,
-                    answer=tool_result(local_id, text, is_error=True),
-                )
-            )
-            continue
-        items.append(
-            ToolCall(
-                exposed_name=name,
-                tool=tool,
-                arguments=dict(arguments),
-                call_id=call_id,
-                local_id=local_id,
-                index=index,
-            )
+        if not isinstance(block, Mapping):
+            raise MalformedResponse(f"content[{position}] is not an object")
+        if block.get("type") == "tool_use":
+            blocks.append(block)
+    ids = CallIds(
+        call_id for call_id in (sent_id(b.get("id")) for b in blocks) if call_id is not None
+    )
+    return [_parse_block(block, index, ids, toolset) for index, block in enumerate(blocks)]
+
+
+def _parse_block(
+    block: Mapping[str, Any], index: int, ids: CallIds, toolset: ToolSet
+) -> ToolCall | RejectedCall:
+    call_id = sent_id(block.get("id"))
+    raw_name = block.get("name")
+    name: str = raw_name if isinstance(raw_name, str) else ""
+    if call_id is not None and not ids.keep(call_id):
+        message = ids.duplicate(call_id)
+        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, _error_result)
+    tool = toolset.get(name)
+    if tool is None:
+        message = unknown_tool(toolset, name)
+        return rejected_call(name, call_id, index, "not_found", message, ids, _error_result)
+    arguments = block.get("input")
+    if arguments is None:
+        arguments = {}
+    if isinstance(arguments, str):  # what the stream accumulator leaves when it is not JSON
+        loaded = load_json(arguments) if arguments.strip() else NotJson("it is empty")
+        why = loaded.why if isinstance(loaded, NotJson) else "it was sent as a string"
+        message = f"Invalid arguments for {printable(name)!r}: {why}."
+        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, _error_result)
+    if not isinstance(arguments, Mapping):
+        message = (
+            f"Invalid arguments for {printable(name)!r}: expected an object, got "
+            f"{type(arguments).__name__}."
         )
-    return items
+        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, _error_result)
+    problem = arguments_problem_message(name, arguments)
+    if problem is not None:
+        return rejected_call(name, call_id, index, "invalid_arguments", problem, ids, _error_result)
+    arguments = dict(arguments)
+    return ToolCall(
+        exposed_name=name,
+        tool=tool,
+        arguments=arguments,
+        call_id=call_id,
+        local_id=call_id if call_id is not None else ids.make(name, arguments),
+        index=index,
+    )
 
 
 def tool_uses(
@@ -188,57 +218,111 @@ def answer(call: ToolCall, result: ToolResult) -> dict[str, Any]:
     return tool_result(call_id, blocks, is_error=result.is_error)
 
 
-class AnthropicStreamAccumulator:
-    """Turns Messages stream events into the message they add up to; ``tool_use`` inputs are
-    joined from their ``input_json_delta`` pieces (left as the raw text when it is not JSON,
-    so the call is answered with an error rather than run with guessed arguments)."""
+_DELTA_FIELDS = {
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+    "signature_delta": "signature",
+    "input_json_delta": "partial_json",
+}
+"""Delta types that extend a block's text field, and the field."""
 
-    def __init__(self) -> None:
+
+class AnthropicStreamAccumulator:
+    """Turns Messages stream events into the message they add up to.
+
+    ``tool_use`` inputs are joined from their ``input_json_delta`` pieces, left as the raw
+    text when it is not JSON (so the call is answered with an error rather than run with
+    guessed arguments); text, thinking and signatures are joined from their deltas.
+
+    Bounded: at most ``limits.max_parts`` content blocks (100,000 by default), block indices
+    below that, and ``limits.max_chars`` characters (32 million) of text, thinking,
+    signatures and JSON in all. An event not shaped as the API streams it (a block started
+    twice, a delta for a block never started, a field of the wrong type), or a stream past a
+    limit, raises :class:`~toolwire.errors.MalformedResponse`. Other events (``ping``,
+    ``content_block_stop``, ``message_stop``) are ignored.
+
+    Args:
+        limits: the bounds (the defaults are far above any real stream).
+    """
+
+    def __init__(self, *, limits: StreamLimits | None = None) -> None:
+        self._budget = StreamBudget("Messages stream", limits)
         self._message: dict[str, Any] = {"role": "assistant", "content": []}
         self._blocks: dict[int, dict[str, Any]] = {}
-        self._json: dict[int, str] = {}
+        self._pieces: dict[tuple[int, str], list[str]] = {}  # (block, field) -> deltas
 
     def add(self, event: Any) -> None:
+        """Add one event (a dict or the SDK's event object).
+
+        Raises:
+            MalformedResponse: for an event not shaped as the API streams it, or past a limit.
+        """
         data = as_data(event)
         if not isinstance(data, Mapping):
             raise MalformedResponse(f"an event must be an object, not {type(event).__name__}")
         kind = data.get("type")
         if kind == "message_start":
-            message = as_data(data.get("message") or {})
+            message = as_data(data.get("message"))
+            if not isinstance(message, Mapping):
+                raise MalformedResponse("message_start carries no message object")
             self._message.update({k: v for k, v in message.items() if k != "content"})
         elif kind == "content_block_start":
-            index = data.get("index", len(self._blocks))
-            self._blocks[index] = dict(as_data(data.get("content_block") or {}))
+            self._start_block(data)
         elif kind == "content_block_delta":
-            index = data.get("index", -1)
-            block = self._blocks.setdefault(index, {"type": "text", "text": ""})
-            delta = as_data(data.get("delta") or {})
-            if delta.get("type") == "input_json_delta":
-                self._json[index] = self._json.get(index, "") + str(delta.get("partial_json", ""))
-            elif delta.get("type") == "text_delta":
-                block["text"] = str(block.get("text", "")) + str(delta.get("text", ""))
-            elif delta.get("type") == "thinking_delta":
-                block["thinking"] = str(block.get("thinking", "")) + str(delta.get("thinking", ""))
-            elif delta.get("type") == "signature_delta":
-                block["signature"] = str(block.get("signature", "")) + str(
-                    delta.get("signature", "")
-                )
+            self._add_delta(data)
         elif kind == "message_delta":
-            delta = as_data(data.get("delta") or {})
-            self._message.update(delta)
-            if data.get("usage"):
-                self._message["usage"] = {**self._message.get("usage", {}), **data["usage"]}
+            delta = as_data(data.get("delta"))
+            if delta is not None:
+                if not isinstance(delta, Mapping):
+                    raise MalformedResponse("message_delta's delta is not an object")
+                self._message.update({k: v for k, v in delta.items() if k != "content"})
+            usage = as_data(data.get("usage"))
+            if usage:
+                if not isinstance(usage, Mapping):
+                    raise MalformedResponse("message_delta's usage is not an object")
+                previous = self._message.get("usage")
+                self._message["usage"] = {
+                    **(previous if isinstance(previous, Mapping) else {}),
+                    **usage,
+                }
+
+    def _start_block(self, data: Mapping[str, Any]) -> None:
+        index = self._budget.index(data.get("index", len(self._blocks)), "content block index")
+        block = as_data(data.get("content_block"))
+        if not isinstance(block, Mapping):
+            raise MalformedResponse(f"content block {index} starts with no block object")
+        if index in self._blocks:
+            raise MalformedResponse(f"content block {index} was started twice")
+        self._budget.part()
+        self._blocks[index] = dict(block)
+
+    def _add_delta(self, data: Mapping[str, Any]) -> None:
+        index = self._budget.index(data.get("index"), "content block index")
+        if index not in self._blocks:
+            raise MalformedResponse(f"a delta for content block {index}, which never started")
+        delta = as_data(data.get("delta"))
+        if not isinstance(delta, Mapping):
+            raise MalformedResponse(f"a delta for content block {index} is not an object")
+        field = _DELTA_FIELDS.get(delta.get("type"))  # type: ignore[arg-type]
+        if field is None:
+            return  # e.g. citations_delta: nothing toolwire assembles
+        piece = self._budget.text(delta.get(field, ""), f"{delta.get('type')}.{field}")
+        self._pieces.setdefault((index, field), []).append(piece)
 
     def message(self) -> dict[str, Any]:
         """The message so far, ``tool_use`` inputs parsed."""
         content = []
         for index in sorted(self._blocks):
             block = dict(self._blocks[index])
-            if index in self._json:
-                text = self._json[index]
-                try:
-                    block["input"] = json.loads(text) if text.strip() else {}
-                except json.JSONDecodeError:
-                    block["input"] = text
+            for field in ("text", "thinking", "signature"):
+                pieces = self._pieces.get((index, field))
+                if pieces is not None:
+                    previous = block.get(field)
+                    block[field] = (previous if isinstance(previous, str) else "") + "".join(pieces)
+            pieces = self._pieces.get((index, "partial_json"))
+            if pieces is not None:
+                text = "".join(pieces)
+                loaded = load_json(text) if text.strip() else {}
+                block["input"] = text if isinstance(loaded, NotJson) else loaded
             content.append(block)
         return {**self._message, "content": content}

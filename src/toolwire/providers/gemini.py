@@ -20,12 +20,12 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
 from types import MappingProxyType
 from typing import Any, Literal
 
 from toolwire._text import clean_description
 from toolwire.calls import (
-    MAX_ARGUMENT_DEPTH,
     AudioContent,
     ErrorKind,
     ImageContent,
@@ -34,11 +34,21 @@ from toolwire.calls import (
     ToolResult,
     canonical_json,
     content_text,
-    stable_call_id,
-    within_depth,
 )
 from toolwire.errors import ConfigurationError, MalformedResponse, SchemaConversionError
-from toolwire.providers._wire import as_data, get_field, split_calls, unknown_tool
+from toolwire.providers._wire import (
+    CallIds,
+    StreamBudget,
+    StreamLimits,
+    arguments_problem_message,
+    as_data,
+    get_field,
+    load_json,
+    printable,
+    sent_id,
+    split_calls,
+    unknown_tool,
+)
 from toolwire.schema._base import ConversionNote, follow_pointer
 from toolwire.schema.gemini import Backend, to_gemini_json_schema, to_gemini_openapi_schema
 from toolwire.tool import Tool, ToolSet
@@ -252,14 +262,9 @@ def _rejected(
     )
 
 
-def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall]:
-    """Every ``functionCall`` of ``response`` in order, resolved or rejected.
-
-    Accepts a generateContent response (its first candidate), a Content, or a list of parts,
-    as dicts or google-genai objects. Other parts are ignored.
-    """
-    items: list[ToolCall | RejectedCall] = []
-    occurrences: dict[tuple[str, str], int] = {}
+def _function_calls_of(response: Any) -> list[tuple[Mapping[str, Any], Any]]:
+    """The parts of ``response`` that hold a function call, each with its call."""
+    found = []
     for raw_part in _parts_of(response):
         part = raw_part if raw_part.__class__ is dict else as_data(raw_part)
         if not _is_mapping(part):
@@ -269,64 +274,77 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
             call = part.get("function_call")
             if call is None:
                 continue
-        if call.__class__ is not dict:
-            call = as_data(call)
-        index = len(items)
-        if not _is_mapping(call):
-            message = f"Malformed function call: expected an object, got {type(call).__name__}."
-            items.append(_rejected("", None, index, "invalid_arguments", message))
-            continue
-        name = call.get("name")
-        name = name if isinstance(name, str) else ""
-        call_id = call.get("id") or None
-        call_id = call_id if isinstance(call_id, str) else None
-        resolved = _resolve(toolset, name)
-        if resolved is None:
-            items.append(_rejected(name, call_id, index, "not_found", unknown_tool(toolset, name)))
-            continue
-        args = call.get("args")
-        if args is None:
-            args = {}
-        if args.__class__ is not dict and not isinstance(args, Mapping):
-            message = (
-                f"Invalid arguments for {name!r}: expected a JSON object, got "
-                f"{type(args).__name__}."
-            )
-            items.append(_rejected(name, call_id, index, "invalid_arguments", message))
-            continue
-        flat = not any(isinstance(v, (dict, list, float)) for v in args.values())
-        if not flat and not within_depth(args, MAX_ARGUMENT_DEPTH):
-            message = (
-                f"Invalid arguments for {name!r}: nested deeper than {MAX_ARGUMENT_DEPTH} levels."
-            )
-            items.append(_rejected(name, call_id, index, "invalid_arguments", message))
-            continue
-        exposed, tool = resolved
-        arguments = (
-            dict(args)
-            if flat
-            else _coerce_whole_floats(dict(args), tool.input_schema, tool.input_schema, 0)
+        found.append((part, call if call.__class__ is dict else as_data(call)))
+    return found
+
+
+def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall]:
+    """Every ``functionCall`` of ``response`` in order, resolved or rejected.
+
+    Accepts a generateContent response (its first candidate), a Content, or a list of parts,
+    as dicts or google-genai objects. Other parts are ignored. A call to an unknown name, with
+    ``args`` that are not a JSON object toolwire can carry, or with an ``id`` an earlier call
+    already has, is a :class:`RejectedCall` answered by an error ``functionResponse``.
+
+    Raises:
+        MalformedResponse: when the structure around the parts is not what Gemini sends.
+    """
+    found = _function_calls_of(response)
+    ids = CallIds(
+        call_id
+        for call_id in (sent_id(call.get("id")) for _, call in found if _is_mapping(call))
+        if call_id is not None
+    )
+    return [
+        _parse_call(part, call, index, ids, toolset) for index, (part, call) in enumerate(found)
+    ]
+
+
+def _parse_call(
+    part: Mapping[str, Any], call: Any, index: int, ids: CallIds, toolset: ToolSet
+) -> ToolCall | RejectedCall:
+    if not _is_mapping(call):
+        message = f"Malformed function call: expected an object, got {type(call).__name__}."
+        return _rejected("", None, index, "invalid_arguments", message)
+    name = call.get("name")
+    name = name if isinstance(name, str) else ""
+    call_id = sent_id(call.get("id"))
+    if call_id is not None and not ids.keep(call_id):
+        return _rejected(name, call_id, index, "invalid_arguments", ids.duplicate(call_id))
+    resolved = _resolve(toolset, name)
+    if resolved is None:
+        return _rejected(name, call_id, index, "not_found", unknown_tool(toolset, name))
+    args = call.get("args")
+    if args is None:
+        args = {}
+    if args.__class__ is not dict and not isinstance(args, Mapping):
+        message = (
+            f"Invalid arguments for {printable(name)!r}: expected a JSON object, got "
+            f"{type(args).__name__}."
         )
-        if call_id is None:
-            encoded = canonical_json(arguments)
-            occurrence = occurrences[exposed, encoded] = occurrences.get((exposed, encoded), 0) + 1
-            local_id = stable_call_id(exposed, arguments, occurrence, encoded=encoded)
-        else:
-            local_id = call_id
-        signature = get_field(part, "thoughtSignature", "thought_signature")
-        extras = {"thoughtSignature": signature} if signature is not None else _NO_EXTRAS
-        items.append(
-            ToolCall(
-                exposed_name=exposed,
-                tool=tool,
-                arguments=arguments,
-                call_id=call_id,
-                local_id=local_id,
-                index=index,
-                extras=extras,
-            )
-        )
-    return items
+        return _rejected(name, call_id, index, "invalid_arguments", message)
+    problem = arguments_problem_message(name, args)
+    if problem is not None:
+        return _rejected(name, call_id, index, "invalid_arguments", problem)
+    exposed, tool = resolved
+    flat = not any(isinstance(v, (dict, list, float)) for v in args.values())
+    arguments = (
+        dict(args)
+        if flat
+        else _coerce_whole_floats(dict(args), tool.input_schema, tool.input_schema, 0)
+    )
+    signature = get_field(part, "thoughtSignature", "thought_signature")
+    extras = {"thoughtSignature": signature} if signature is not None else _NO_EXTRAS
+    return ToolCall(
+        exposed_name=exposed,
+        tool=tool,
+        arguments=arguments,
+        call_id=call_id,
+        # a generated id is for correlation only: it is never sent to Gemini
+        local_id=call_id if call_id is not None else ids.make(exposed, arguments),
+        index=index,
+        extras=extras,
+    )
 
 
 def function_calls(
@@ -511,26 +529,43 @@ class StreamAccumulator:
         stream.add(chunk)
     calls, rejected = function_calls(stream.response(), toolset)
     ```
+
+    Bounded: at most ``limits.max_parts`` parts and streamed argument nodes (100,000 by
+    default) and ``limits.max_chars`` characters (32 million) of text and streamed arguments
+    in all; a ``jsonPath`` names at most 64 levels, and an array index at most the next
+    element (arguments stream in order). A chunk not shaped as Gemini streams them (a
+    ``partialArgs`` path that does not parse, or that runs into a value of another kind), or
+    a stream past a limit, raises :class:`~toolwire.errors.MalformedResponse`. Parts that are
+    not objects are skipped, as :func:`parse_calls` skips them.
+
+    Args:
+        limits: the bounds (the defaults are far above any real stream).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, limits: StreamLimits | None = None) -> None:
+        self._budget = StreamBudget("Gemini stream", limits)
         self._parts: list[dict[str, Any]] = []
-        self._open: dict[str, Any] | None = None  # a function call still streaming its args
-        self._open_part: dict[str, Any] = {}
+        self._open: _StreamedCall | None = None  # a function call still streaming its args
         self._candidate: dict[str, Any] = {}
         self._extra: dict[str, Any] = {}
         self._role = "model"
 
     def add(self, chunk: Any) -> None:
-        """Add one chunk (a dict or the SDK's ``GenerateContentResponse``)."""
+        """Add one chunk (a dict or the SDK's ``GenerateContentResponse``).
+
+        Raises:
+            MalformedResponse: for a chunk not shaped as Gemini streams them, or past a limit.
+        """
         data = as_data(chunk)
         if not isinstance(data, Mapping):
             raise MalformedResponse(f"a stream chunk must be an object, not {type(chunk).__name__}")
         for key, value in data.items():
-            if key not in ("candidates",):
+            if key != "candidates":
                 self._extra[key] = value  # usageMetadata, modelVersion, responseId...
-        candidates = data.get("candidates") or []
-        if not isinstance(candidates, list):
+        candidates = data.get("candidates")
+        if candidates is None:
+            return
+        if not isinstance(candidates, list | tuple):
             raise MalformedResponse("candidates is not a list")
         if not candidates:
             return
@@ -540,115 +575,259 @@ class StreamAccumulator:
         for key, value in candidate.items():
             if key != "content":
                 self._candidate[key] = value  # finishReason, safetyRatings...
-        content = as_data(candidate.get("content") or {})
+        content = as_data(candidate.get("content"))
+        if content is None:
+            return
         if not isinstance(content, Mapping):
             raise MalformedResponse("candidates[0].content is not an object")
-        self._role = content.get("role") or self._role
-        for part in content.get("parts") or []:
+        role = content.get("role")
+        if isinstance(role, str) and role:
+            self._role = role
+        parts = content.get("parts")
+        if parts is None:
+            return
+        if not isinstance(parts, list | tuple):
+            raise MalformedResponse("candidates[0].content.parts is not a list")
+        for part in parts:
             part = as_data(part)
             if isinstance(part, Mapping):
                 self._add_part(part)
 
+    def _keep(self, part: Mapping[str, Any]) -> None:
+        self._budget.part()
+        text = part.get("text")
+        if isinstance(text, str):
+            self._budget.text(text, "text")
+        self._parts.append(dict(part))
+
     def _add_part(self, part: Mapping[str, Any]) -> None:
         call = get_field(part, "functionCall", "function_call")
         if not isinstance(call, Mapping):
-            self._parts.append(dict(part))
+            self._keep(part)
             return
         partial = get_field(call, "partialArgs", "partial_args")
+        if partial is not None and not isinstance(partial, list | tuple):
+            raise MalformedResponse("functionCall.partialArgs is not a list")
         continues = get_field(call, "willContinue", "will_continue") is True
         if self._open is None and not partial and not continues:
-            self._parts.append(dict(part))  # a whole call in one chunk
+            self._keep(part)  # a whole call in one chunk
             return
-        if self._open is None or (
-            call.get("name")
-            and self._open.get("name")
-            and call.get("name") != self._open.get("name")
-        ):
+        name = call.get("name")
+        if self._open is None or (name and self._open.name and name != self._open.name):
             self._close()
-            self._open = {"args": {}}
-            self._open_part = {}
-        for key in ("name", "id"):
-            if call.get(key):
-                self._open[key] = call[key]
-        for key, value in part.items():
-            if key not in ("functionCall", "function_call"):
-                self._open_part[key] = value  # e.g. thoughtSignature
-        if isinstance(call.get("args"), Mapping):
-            self._open["args"].update(call["args"])
-        for piece in partial or []:
-            piece = as_data(piece)
-            if isinstance(piece, Mapping):
-                _apply_partial_arg(self._open["args"], piece)
+            self._budget.part()
+            self._open = _StreamedCall(self._budget)
+        self._open.add(part, call, partial or ())
         if not continues:
             self._close()
 
     def _close(self) -> None:
         if self._open is not None:
-            self._parts.append({**self._open_part, "functionCall": self._open})
+            self._parts.append(self._open.as_part())
             self._open = None
-            self._open_part = {}
 
     def response(self) -> dict[str, Any]:
         """The generateContent-shaped response so far (a call still streaming is included
         with the arguments received)."""
         parts = list(self._parts)
         if self._open is not None:
-            parts.append({**self._open_part, "functionCall": dict(self._open)})
+            parts.append(self._open.as_part())
         candidate = {**self._candidate, "content": {"role": self._role, "parts": parts}}
         return {**self._extra, "candidates": [candidate]}
 
 
-_PATH_TOKEN = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]|\['([^']*)'\]")
+class _Text:
+    """A string argument still streaming: its pieces, joined when the call is read."""
+
+    __slots__ = ("pieces",)
+
+    def __init__(self, pieces: list[str]) -> None:
+        self.pieces = pieces
 
 
-def _apply_partial_arg(args: dict[str, Any], piece: Mapping[str, Any]) -> None:
-    """Set one streamed argument (``jsonPath`` like ``$.a.b[0]``); a string that continues
-    is appended to what came before at that path."""
-    path = get_field(piece, "jsonPath", "json_path")
-    if not isinstance(path, str) or not path.startswith("$"):
-        return
-    tokens: list[str | int] = [
-        name or (int(index) if index else quoted)
-        for name, index, quoted in _PATH_TOKEN.findall(path[1:])
-    ]
-    if not tokens:
-        return
-    if "stringValue" in piece or "string_value" in piece:
-        value: Any = get_field(piece, "stringValue", "string_value")
-    elif "numberValue" in piece or "number_value" in piece:
-        value = get_field(piece, "numberValue", "number_value")
-    elif "boolValue" in piece or "bool_value" in piece:
-        value = get_field(piece, "boolValue", "bool_value")
-    else:
-        value = None
-    node: Any = args
-    for token, following in zip(tokens, [*tokens[1:], None], strict=True):
-        if following is None:
-            break
-        child_default: Any = [] if isinstance(following, int) else {}
-        if isinstance(node, dict):
-            node = node.setdefault(token, child_default)
-        elif isinstance(node, list) and isinstance(token, int):
-            while len(node) <= token:
-                node.append(None)
-            if node[token] is None:
-                node[token] = child_default
-            node = node[token]
+_PATH_STEP = re.compile(
+    r"""\.([^.\[\]]+)|\[([0-9]+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]"""
+)
+_QUOTED_ESCAPE = re.compile(r'\\.|"')
+_MAX_PATH_STEPS = 64
+"""Levels a ``jsonPath`` may name, as arguments may nest (``MAX_ARGUMENT_DEPTH``)."""
+
+
+def _unquote(body: str, quote: str) -> str | None:
+    """A quoted ``jsonPath`` member name (RFC 9535 escapes), or None when it is malformed."""
+    if quote == "'":  # as a JSON string: \' is a quote, a bare " must be escaped
+        body = _QUOTED_ESCAPE.sub(
+            lambda m: "'" if m.group() == "\\'" else ('\\"' if m.group() == '"' else m.group()),
+            body,
+        )
+    decoded = load_json(f'"{body}"')
+    return decoded if isinstance(decoded, str) else None
+
+
+def _path_steps(path: str) -> list[str | int]:
+    """The steps of a ``jsonPath`` (``$.a.b[0]``, ``$['a.b']``).
+
+    Raises:
+        MalformedResponse: when it does not parse, names no argument or is too deep.
+    """
+    shown = printable(path[:100]) + ("..." if len(path) > 100 else "")
+    if not path.startswith("$") or path == "$":
+        raise MalformedResponse(f"partialArgs jsonPath {shown!r} names no argument")
+    steps: list[str | int] = []
+    position = 1
+    while position < len(path):
+        if len(steps) == _MAX_PATH_STEPS:
+            raise MalformedResponse(
+                f"partialArgs jsonPath {shown!r} is deeper than {_MAX_PATH_STEPS} levels"
+            )
+        match = _PATH_STEP.match(path, position)
+        if match is None:
+            raise MalformedResponse(f"partialArgs jsonPath {shown!r} does not parse")
+        name, index, single, double = match.groups()
+        if name is not None:
+            steps.append(name)
+        elif index is not None:
+            if len(index) > 9:  # no real argument is an array of a billion elements
+                raise MalformedResponse(
+                    f"partialArgs jsonPath {shown!r}: index {index} is too large"
+                )
+            steps.append(int(index))
         else:
-            return
-    last = tokens[-1]
-    if isinstance(node, dict):
-        previous = node.get(last)
-        node[last] = (
-            previous + value if isinstance(previous, str) and isinstance(value, str) else value
-        )
-    elif isinstance(node, list) and isinstance(last, int):
-        while len(node) <= last:
-            node.append(None)
+            quoted = _unquote(single, "'") if single is not None else _unquote(double, '"')
+            if quoted is None:
+                raise MalformedResponse(f"partialArgs jsonPath {shown!r} does not parse")
+            steps.append(quoted)
+        position = match.end()
+    return steps
+
+
+_VALUE_FIELDS = (
+    ("stringValue", "string_value", str),
+    ("numberValue", "number_value", (int, float)),
+    ("boolValue", "bool_value", bool),
+    ("nullValue", "null_value", object),
+)
+
+
+class _StreamedCall:
+    """A function call whose ``args`` arrive as ``partialArgs`` pieces.
+
+    The containers it builds are its own: a container that came from a chunk is copied before
+    a piece changes it, so the caller's chunks are never mutated.
+    """
+
+    __slots__ = ("_budget", "_owned", "_texts", "args", "call", "extra")
+
+    def __init__(self, budget: StreamBudget) -> None:
+        self._budget = budget
+        self.call: dict[str, Any] = {}
+        self.extra: dict[str, Any] = {}  # the part's other fields, e.g. thoughtSignature
+        self.args: dict[str, Any] = {}
+        self._owned = {id(self.args)}
+        self._texts: list[tuple[Any, str | int, _Text]] = []
+
+    @property
+    def name(self) -> Any:
+        return self.call.get("name")
+
+    def add(self, part: Mapping[str, Any], call: Mapping[str, Any], partial: Any) -> None:
+        for key in ("name", "id"):
+            if call.get(key):
+                self.call[key] = call[key]
+        for key, value in part.items():
+            if key not in ("functionCall", "function_call"):
+                self.extra[key] = value
+        args = call.get("args")
+        if isinstance(args, Mapping):
+            self.args.update(args)
+        for piece in partial:
+            piece = as_data(piece)
+            if not isinstance(piece, Mapping):
+                raise MalformedResponse("a partialArgs piece is not an object")
+            self._apply(piece)
+
+    def _apply(self, piece: Mapping[str, Any]) -> None:
+        """Set one streamed argument (``jsonPath`` like ``$.a.b[0]``); a string is appended
+        to the string before it at that path."""
+        path = get_field(piece, "jsonPath", "json_path")
+        if not isinstance(path, str):
+            raise MalformedResponse("a partialArgs piece has no jsonPath")
+        steps = _path_steps(self._budget.text(path, "partialArgs jsonPath"))
+        node: Any = self.args
+        for step, following in pairwise(steps):
+            node = self._child(node, step, [] if isinstance(following, int) else {}, path)
+        last = steps[-1]
+        self._slot(node, last, path)
         previous = node[last]
-        node[last] = (
-            previous + value if isinstance(previous, str) and isinstance(value, str) else value
-        )
+        for camel, snake, kind in _VALUE_FIELDS:
+            if camel in piece or snake in piece:
+                value = get_field(piece, camel, snake)
+                if kind is object:
+                    value = None
+                elif not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+                    raise MalformedResponse(f"partialArgs {camel} is a {type(value).__name__}")
+                break
+        else:  # no value: the end of a string streamed before, or a null
+            if isinstance(previous, _Text | str):
+                return
+            value = None
+        if isinstance(value, str):
+            value = self._budget.text(value, "partialArgs stringValue")
+            if isinstance(previous, _Text):
+                previous.pieces.append(value)
+                return
+            text = _Text([previous, value] if isinstance(previous, str) else [value])
+            self._texts.append((node, last, text))
+            value = text
+        node[last] = value
+
+    def _slot(self, node: Any, step: str | int, path: str) -> None:
+        """Make sure ``node[step]`` exists (None when new)."""
+        if isinstance(step, int):
+            if not isinstance(node, list):
+                raise MalformedResponse(
+                    f"partialArgs jsonPath {printable(path)[:100]!r} indexes a non-array"
+                )
+            if step > len(node):
+                raise MalformedResponse(
+                    f"partialArgs jsonPath {printable(path)[:100]!r} skips array elements"
+                )
+            if step == len(node):
+                self._budget.part()
+                node.append(None)
+        else:
+            if not isinstance(node, dict):
+                raise MalformedResponse(
+                    f"partialArgs jsonPath {printable(path)[:100]!r} names a member of a non-object"
+                )
+            if step not in node:
+                self._budget.part()
+                node[step] = None
+
+    def _child(self, node: Any, step: str | int, empty: Any, path: str) -> Any:
+        """``node[step]`` as a container of this call's own (``empty`` when there is none)."""
+        self._slot(node, step, path)
+        child = node[step]
+        if child is None:
+            child = empty
+        elif isinstance(child, dict | list) and id(child) not in self._owned:
+            child = dict(child) if isinstance(child, dict) else list(child)
+        elif not isinstance(child, dict | list):
+            raise MalformedResponse(
+                f"partialArgs jsonPath {printable(path)[:100]!r} runs into a {type(child).__name__}"
+            )
+        if id(child) not in self._owned:
+            self._owned.add(id(child))
+            node[step] = child
+        return child
+
+    def as_part(self) -> dict[str, Any]:
+        """The call as a ``functionCall`` part, its streamed strings joined."""
+        for container, key, text in self._texts:
+            if container[key] is text:
+                container[key] = "".join(text.pieces)
+        self._texts.clear()
+        return {**self.extra, "functionCall": {**self.call, "args": self.args}}
 
 
 # -- Live API ----------------------------------------------------------------------------------

@@ -12,10 +12,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from toolwire.calls import RejectedCall, ToolCall, ToolResult, stable_call_id
+from toolwire.calls import RejectedCall, ToolCall, ToolResult
 from toolwire.errors import MalformedResponse
 from toolwire.providers import _openai
-from toolwire.providers._wire import as_data, split_calls
+from toolwire.providers._wire import (
+    CallIds,
+    StreamBudget,
+    StreamLimits,
+    as_data,
+    printable,
+    rejected_call,
+    sent_id,
+    split_calls,
+)
 from toolwire.tool import Tool, ToolSet
 
 __all__ = [
@@ -70,7 +79,7 @@ def _message(response: Any) -> Mapping[str, Any]:
     data = as_data(response)
     if isinstance(data, Mapping) and "choices" in data:
         choices = data.get("choices") or []
-        if not isinstance(choices, list):
+        if not isinstance(choices, list | tuple):
             raise MalformedResponse("choices is not a list")
         if not choices:
             return {}
@@ -90,51 +99,76 @@ def tool_message(call_id: str, content: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
+def _error_message(call_id: str, message: str) -> dict[str, Any]:
+    return tool_message(call_id, ERROR_PREFIX + message)
+
+
 def parse_calls(
     response: Any, toolset: ToolSet, *, strict: bool = True
 ) -> list[ToolCall | RejectedCall]:
-    """Every tool call of a chat completion (or of its assistant message), in order."""
-    raw_calls = _message(response).get("tool_calls") or []
-    if not isinstance(raw_calls, list):
+    """Every tool call of a chat completion (or of its assistant message), in order.
+
+    Every entry of ``tool_calls`` is a call and gets exactly one item: a function call that
+    resolves is a :class:`ToolCall`; anything else (an unknown name, arguments that are not
+    a JSON object, a ``custom`` tool call, an entry that is not a call object, an id an
+    earlier call already has) is a :class:`RejectedCall` answering its ``tool_call_id``.
+
+    Raises:
+        MalformedResponse: when the completion itself is not shaped as Chat sends it.
+    """
+    raw_calls = _message(response).get("tool_calls")
+    if raw_calls is None:
+        return []
+    if not isinstance(raw_calls, list | tuple):
         raise MalformedResponse("message.tool_calls is not a list")
-    items: list[ToolCall | RejectedCall] = []
-    for index, raw in enumerate(raw_calls):
-        raw = as_data(raw)
-        function = as_data(raw.get("function")) if isinstance(raw, Mapping) else None
-        call_id = raw.get("id") if isinstance(raw, Mapping) else None
-        call_id = call_id if isinstance(call_id, str) and call_id else None
-        if not isinstance(function, Mapping):
-            local = call_id or stable_call_id("", {}, index + 1)
-            message = "Malformed tool call: no function."
-            items.append(
-                RejectedCall(
-                    name="",
-                    call_id=call_id,
-                    index=index,
-                    error_kind="invalid_arguments",
-                    message=message,
-                    answer=tool_message(local, ERROR_PREFIX + message),
-                )
-            )
-            continue
-        name = function.get("name")
-        local_id = call_id or stable_call_id(
-            str(name), {"arguments": function.get("arguments")}, index + 1
+    entries = [as_data(raw) for raw in raw_calls]
+    ids = CallIds(
+        call_id
+        for call_id in (sent_id(e.get("id")) for e in entries if isinstance(e, Mapping))
+        if call_id is not None
+    )
+    return [_parse_entry(entry, index, ids, toolset, strict) for index, entry in enumerate(entries)]
+
+
+def _parse_entry(
+    entry: Any, index: int, ids: CallIds, toolset: ToolSet, strict: bool
+) -> ToolCall | RejectedCall:
+    if not isinstance(entry, Mapping):
+        message = f"Malformed tool call: expected an object, got {type(entry).__name__}."
+        return rejected_call("", None, index, "invalid_arguments", message, ids, _error_message)
+    call_id = sent_id(entry.get("id"))
+    # The type decides: some compatible hosts send an empty "custom" beside a function call.
+    kind = entry.get("type")
+    body = as_data(entry.get("custom" if kind == "custom" else "function"))
+    raw_name = body.get("name") if isinstance(body, Mapping) else None
+    name = raw_name if isinstance(raw_name, str) else ""
+    if call_id is not None and not ids.keep(call_id):
+        message = ids.duplicate(call_id)
+        return rejected_call(
+            name, call_id, index, "invalid_arguments", message, ids, _error_message
         )
-        items.append(
-            _openai.resolve_or_reject(
-                toolset,
-                NAME,
-                strict,
-                name=name,
-                call_id=call_id,
-                raw_arguments=function.get("arguments"),
-                index=index,
-                local_id=local_id,
-                error_answer=lambda m, i=local_id: tool_message(i, ERROR_PREFIX + m),
-            )
+    if kind == "custom":
+        message = (
+            f"{printable(name)!r} is a custom tool call (free-form input); the tools here "
+            "take JSON arguments. Call one of them as a function."
         )
-    return items
+        return rejected_call(name, call_id, index, "not_found", message, ids, _error_message)
+    if not isinstance(body, Mapping):
+        message = "Malformed tool call: no function."
+        return rejected_call(
+            name, call_id, index, "invalid_arguments", message, ids, _error_message
+        )
+    return _openai.resolve_or_reject(
+        toolset,
+        NAME,
+        strict,
+        name=name,
+        call_id=call_id,
+        raw_arguments=body.get("arguments"),
+        index=index,
+        ids=ids,
+        error_answer=_error_message,
+    )
 
 
 def tool_calls(
@@ -152,68 +186,158 @@ def answer(
     return tool_message(call.call_id or call.local_id, _openai.output_text(result, error_prefix))
 
 
+class _StreamedCall:
+    """One tool call being streamed: its pieces are joined when the message is built."""
+
+    __slots__ = ("arguments", "call_id", "kind", "name", "whole_arguments")
+
+    def __init__(self, call_id: str | None) -> None:
+        self.call_id = call_id
+        self.kind = "function"
+        self.name: list[str] = []
+        self.arguments: list[str] = []
+        self.whole_arguments: dict[str, Any] | None = None  # an object, from some servers
+
+    def as_entry(self) -> dict[str, Any]:
+        name = "".join(self.name)
+        if self.kind == "custom":
+            body: dict[str, Any] = {"name": name, "input": "".join(self.arguments)}
+            return {"id": self.call_id, "type": "custom", "custom": body}
+        arguments: Any = (
+            dict(self.whole_arguments)
+            if self.whole_arguments is not None
+            else "".join(self.arguments)
+        )
+        return {
+            "id": self.call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
+
+
 class ChatStreamAccumulator:
     """Turns chat completion chunks into the assistant message they add up to.
 
     Tool call deltas are joined by ``index``; a delta carrying a new ``id`` at an index that
     already has one starts a new call (some compatible servers never increment the index), and
     a delta without an index continues the last call unless it brings an id.
+
+    Bounded: at most ``limits.max_parts`` tool calls (100,000 by default), indices below that,
+    and ``limits.max_chars`` characters (32 million) of text, names and arguments in all.
+    A chunk that is not shaped as Chat streams them, or a stream past a limit, raises
+    :class:`~toolwire.errors.MalformedResponse`; choices other than the first are ignored.
+
+    Args:
+        limits: the bounds (the defaults are far above any real stream).
     """
 
-    def __init__(self) -> None:
-        self.content = ""
-        self.calls: list[dict[str, Any]] = []
-        self._by_index: dict[int, dict[str, Any]] = {}
+    def __init__(self, *, limits: StreamLimits | None = None) -> None:
+        self._budget = StreamBudget("chat completion stream", limits)
+        self._content: list[str] = []
+        self._calls: list[_StreamedCall] = []
+        self._by_index: dict[int, _StreamedCall] = {}
         self.finish_reason: str | None = None
         self.usage: Any = None
 
+    @property
+    def content(self) -> str:
+        """The text so far."""
+        return "".join(self._content)
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        """The tool calls so far, as ``tool_calls`` entries."""
+        return [call.as_entry() for call in self._calls]
+
     def add(self, chunk: Any) -> None:
+        """Add one chunk (a dict or the SDK's ``ChatCompletionChunk``).
+
+        Raises:
+            MalformedResponse: for a chunk not shaped as Chat streams them, or past a limit.
+        """
         data = as_data(chunk)
         if not isinstance(data, Mapping):
             raise MalformedResponse(f"a chunk must be an object, not {type(chunk).__name__}")
         if data.get("usage"):
             self.usage = data["usage"]
-        for choice in data.get("choices") or []:
-            choice = as_data(choice)
-            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
-                continue
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
-            delta = as_data(choice.get("delta") or {})
-            if isinstance(delta.get("content"), str):
-                self.content += delta["content"]
-            for piece in delta.get("tool_calls") or []:
-                self._add_call_delta(as_data(piece))
+        choices = data.get("choices")
+        if choices is None:
+            return
+        if not isinstance(choices, list | tuple):
+            raise MalformedResponse("a chunk's choices is not a list")
+        for raw_choice in choices:
+            choice = as_data(raw_choice)
+            if not isinstance(choice, Mapping):
+                raise MalformedResponse("a chunk's choice is not an object")
+            if choice.get("index", 0) != 0:
+                continue  # another of n choices: not the message being assembled
+            self._add_choice(choice)
+
+    def _add_choice(self, choice: Mapping[str, Any]) -> None:
+        finish_reason = choice.get("finish_reason")
+        if isinstance(finish_reason, str) and finish_reason:
+            self.finish_reason = finish_reason
+        delta = as_data(choice.get("delta"))
+        if delta is None:
+            return
+        if not isinstance(delta, Mapping):
+            raise MalformedResponse("a choice's delta is not an object")
+        content = delta.get("content")
+        if content is not None:
+            self._content.append(self._budget.text(content, "delta.content"))
+        pieces = delta.get("tool_calls")
+        if pieces is None:
+            return
+        if not isinstance(pieces, list | tuple):
+            raise MalformedResponse("delta.tool_calls is not a list")
+        for piece in pieces:
+            piece = as_data(piece)
+            if not isinstance(piece, Mapping):
+                raise MalformedResponse("a tool call delta is not an object")
+            self._add_call_delta(piece)
 
     def _add_call_delta(self, piece: Mapping[str, Any]) -> None:
-        index = piece.get("index")
+        raw_index = piece.get("index")
+        index = None if raw_index is None else self._budget.index(raw_index, "tool call index")
         call_id = piece.get("id")
+        if call_id is not None and not isinstance(call_id, str):
+            raise MalformedResponse("a tool call delta's id is not a string")
+        call_id = call_id or None
         current = (
             self._by_index.get(index)
-            if isinstance(index, int)
-            else (self.calls[-1] if self.calls else None)
+            if index is not None
+            else (self._calls[-1] if self._calls else None)
         )
-        if current is None or (call_id and current.get("id") and call_id != current["id"]):
-            current = {"id": call_id, "type": "function", "function": {"name": "", "arguments": ""}}
-            self.calls.append(current)
-            if isinstance(index, int):
+        if current is None or (call_id and current.call_id and call_id != current.call_id):
+            self._budget.part()
+            current = _StreamedCall(call_id)
+            self._calls.append(current)
+            if index is not None:
                 self._by_index[index] = current
-        elif call_id and not current.get("id"):
-            current["id"] = call_id
-        function = as_data(piece.get("function") or {})
-        if function.get("name"):
-            current["function"]["name"] += function["name"]
-        arguments = function.get("arguments")
-        if isinstance(arguments, str):
-            current["function"]["arguments"] += arguments
-        elif isinstance(arguments, Mapping):
-            current["function"]["arguments"] = dict(arguments)
+        elif call_id and not current.call_id:
+            current.call_id = call_id
+        if piece.get("type") == "custom":
+            current.kind = "custom"
+        function = as_data(piece.get("custom" if current.kind == "custom" else "function"))
+        if function is None:
+            return
+        if not isinstance(function, Mapping):
+            raise MalformedResponse("a tool call delta's function is not an object")
+        name = function.get("name")
+        if name:
+            current.name.append(self._budget.text(name, "function.name"))
+        arguments = function.get("input" if current.kind == "custom" else "arguments")
+        if isinstance(arguments, Mapping):
+            current.whole_arguments = dict(arguments)
+        elif arguments is not None:
+            current.arguments.append(self._budget.text(arguments, "function.arguments"))
 
     def message(self) -> dict[str, Any]:
         """The assistant message so far (``tool_calls`` only when there are calls)."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content or None}
-        if self.calls:
-            message["tool_calls"] = [dict(c, function=dict(c["function"])) for c in self.calls]
+        content = self.content
+        message: dict[str, Any] = {"role": "assistant", "content": content or None}
+        if self._calls:
+            message["tool_calls"] = self.calls
         return message
 
     def response(self) -> dict[str, Any]:

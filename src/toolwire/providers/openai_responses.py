@@ -10,7 +10,7 @@ of ``input_text`` / ``input_image`` items when the result carries an image.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from toolwire.calls import (
@@ -23,7 +23,17 @@ from toolwire.calls import (
 )
 from toolwire.errors import MalformedResponse
 from toolwire.providers import _openai
-from toolwire.providers._wire import as_data, listed, split_calls
+from toolwire.providers._wire import (
+    CallIds,
+    StreamBudget,
+    StreamLimits,
+    as_data,
+    listed,
+    printable,
+    rejected_call,
+    sent_id,
+    split_calls,
+)
 from toolwire.tool import Tool, ToolSet
 
 __all__ = [
@@ -78,35 +88,150 @@ def function_call_output(call_id: str, output: str | list[dict[str, Any]]) -> di
     return {"type": "function_call_output", "call_id": call_id, "output": output}
 
 
+# A 1x1 white PNG: a computer_call_output carries a screenshot and nothing else.
+_BLANK_SCREENSHOT = (
+    "data:image/png;base64,"
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGP4DwABAQEAsTj2FAAAAABJRU5ErkJggg=="
+)
+
+
+def _function_error(call_id: str, message: str) -> dict[str, Any]:
+    return function_call_output(call_id, ERROR_PREFIX + message)
+
+
+def _custom_error(call_id: str, message: str) -> dict[str, Any]:
+    return {"type": "custom_tool_call_output", "call_id": call_id, "output": ERROR_PREFIX + message}
+
+
+def _local_shell_error(call_id: str, message: str) -> dict[str, Any]:
+    # the output item names the call by the model's call id, under "id"
+    return {"type": "local_shell_call_output", "id": call_id, "output": ERROR_PREFIX + message}
+
+
+def _shell_error(call_id: str, message: str) -> dict[str, Any]:
+    outcome = {
+        "stdout": "",
+        "stderr": ERROR_PREFIX + message,
+        "outcome": {"type": "exit", "exit_code": 1},
+    }
+    return {"type": "shell_call_output", "call_id": call_id, "output": [outcome]}
+
+
+def _apply_patch_error(call_id: str, message: str) -> dict[str, Any]:
+    return {
+        "type": "apply_patch_call_output",
+        "call_id": call_id,
+        "status": "failed",
+        "output": ERROR_PREFIX + message,
+    }
+
+
+def _computer_error(call_id: str, message: str) -> dict[str, Any]:
+    screenshot = {"type": "computer_screenshot", "image_url": _BLANK_SCREENSHOT}
+    return {"type": "computer_call_output", "call_id": call_id, "output": screenshot}
+
+
+def _tool_search_error(call_id: str, message: str) -> dict[str, Any]:
+    return {
+        "type": "tool_search_output",
+        "call_id": call_id,
+        "execution": "client",
+        "status": "completed",
+        "tools": [],
+    }
+
+
+_CLIENT_CALLS: Mapping[str, tuple[str, Callable[[str, str], dict[str, Any]]]] = {
+    "custom_tool_call": ("", _custom_error),
+    "local_shell_call": ("local_shell", _local_shell_error),
+    "shell_call": ("shell", _shell_error),
+    "apply_patch_call": ("apply_patch", _apply_patch_error),
+    "computer_call": ("computer", _computer_error),
+    "tool_search_call": ("tool_search", _tool_search_error),
+}
+"""Output items other than ``function_call`` that the client must answer, with the tool they
+stand for and their error answer. Items of hosted tools (``web_search_call``,
+``file_search_call``, ``code_interpreter_call``, ``mcp_call``, ...) are the API's own and get
+no answer; so does a ``tool_search_call`` the server ran."""
+
+
+def _is_client_call(item: Mapping[str, Any]) -> bool:
+    kind = item.get("type")
+    if kind == "function_call":
+        return True
+    if kind == "tool_search_call":
+        return item.get("execution") == "client"
+    return kind in _CLIENT_CALLS
+
+
 def parse_calls(
     response: Any, toolset: ToolSet, *, strict: bool = True
 ) -> list[ToolCall | RejectedCall]:
-    """Every ``function_call`` item of a response (or of a list of items), in order."""
-    items: list[ToolCall | RejectedCall] = []
-    for raw in listed(response, "output", "a response or a list of output items"):
+    """Every call the client must answer in a response (or a list of output items), in order.
+
+    A ``function_call`` that resolves is a :class:`ToolCall`. Every other item the client must
+    answer is a :class:`RejectedCall` with an answer of its own type: a ``function_call`` to
+    an unknown name or with arguments that are not a JSON object, a ``custom_tool_call``,
+    ``local_shell_call``, ``shell_call``, ``apply_patch_call``, ``computer_call`` or
+    client-side ``tool_search_call``, and any call whose ``call_id`` an earlier one has.
+    Items the API handles itself (messages, reasoning, hosted tools) are skipped.
+
+    Raises:
+        MalformedResponse: when the response, or one of its output items, is not an object.
+    """
+    entries = []
+    for position, raw in enumerate(
+        listed(response, "output", "a response or a list of output items")
+    ):
         item = as_data(raw)
-        if not isinstance(item, Mapping) or item.get("type") != "function_call":
-            continue
-        index = len(items)
-        call_id = item.get("call_id")
-        call_id = call_id if isinstance(call_id, str) and call_id else None
-        local_id = call_id or f"call_{index}"
-        extras = {"id": item["id"]} if isinstance(item.get("id"), str) else {}
-        items.append(
-            _openai.resolve_or_reject(
-                toolset,
-                NAME,
-                strict,
-                name=item.get("name"),
-                call_id=call_id,
-                raw_arguments=item.get("arguments"),
-                index=index,
-                local_id=local_id,
-                error_answer=lambda m, i=local_id: function_call_output(i, ERROR_PREFIX + m),
-                extras=extras,
-            )
+        if not isinstance(item, Mapping):
+            raise MalformedResponse(f"output[{position}] is not an object")
+        if _is_client_call(item):
+            entries.append(item)
+    ids = CallIds(
+        call_id
+        for call_id in (sent_id(item.get("call_id")) for item in entries)
+        if call_id is not None
+    )
+    return [_parse_item(item, index, ids, toolset, strict) for index, item in enumerate(entries)]
+
+
+def _parse_item(
+    item: Mapping[str, Any], index: int, ids: CallIds, toolset: ToolSet, strict: bool
+) -> ToolCall | RejectedCall:
+    kind = item.get("type")
+    call_id = sent_id(item.get("call_id"))
+    what, error_answer = _CLIENT_CALLS.get(kind, ("", _function_error))  # type: ignore[arg-type]
+    raw_name = item.get("name") if kind in ("function_call", "custom_tool_call") else what
+    name = raw_name if isinstance(raw_name, str) else ""
+    if call_id is not None and not ids.keep(call_id):
+        message = ids.duplicate(call_id)
+        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error_answer)
+    if kind == "custom_tool_call":
+        message = (
+            f"Not run: {printable(name)!r} is a custom tool (free-form input); only the "
+            "function tools declared here run."
         )
-    return items
+        return rejected_call(name, call_id, index, "not_found", message, ids, error_answer)
+    if kind != "function_call":
+        message = (
+            f"Not run: {kind} items are not handled here; only the function tools declared "
+            "here run."
+        )
+        return rejected_call(name, call_id, index, "not_found", message, ids, error_answer)
+    extras = {"id": item["id"]} if isinstance(item.get("id"), str) else {}
+    return _openai.resolve_or_reject(
+        toolset,
+        NAME,
+        strict,
+        name=name,
+        call_id=call_id,
+        raw_arguments=item.get("arguments"),
+        index=index,
+        ids=ids,
+        error_answer=_function_error,
+        extras=extras,
+    )
 
 
 def function_calls(
@@ -144,50 +269,119 @@ def answer(
     return function_call_output(call_id, parts)
 
 
+_STREAMED_FIELD = {
+    "response.function_call_arguments.delta": "arguments",
+    "response.function_call_arguments.done": "arguments",
+    "response.custom_tool_call_input.delta": "input",
+    "response.custom_tool_call_input.done": "input",
+}
+"""Events that stream a field of an output item, and the field."""
+
+
 class ResponsesStreamAccumulator:
     """Turns Responses stream events into the output items they add up to.
 
     Function call arguments arrive as ``response.function_call_arguments.delta`` events
-    joined by item; ``.done`` and ``response.output_item.done`` events carry the final values,
-    and ``response.completed`` the whole response, which wins when it comes.
+    joined by item (custom tool call input as ``response.custom_tool_call_input.delta``);
+    ``.done`` and ``response.output_item.done`` events carry the final values, and
+    ``response.completed`` the whole response, which wins when it comes.
+
+    Bounded: at most ``limits.max_parts`` output items (100,000 by default), output indices
+    below that, and ``limits.max_chars`` characters (32 million) of arguments in all. An event
+    not shaped as the API streams it (an item that is not an object, an index that is not a
+    small integer, arguments for an item never announced), or a stream past a limit, raises
+    :class:`~toolwire.errors.MalformedResponse`. Other events are ignored.
+
+    Args:
+        limits: the bounds (the defaults are far above any real stream).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, limits: StreamLimits | None = None) -> None:
+        self._budget = StreamBudget("Responses stream", limits)
         self._items: dict[int, dict[str, Any]] = {}
+        self._pieces: dict[int, tuple[str, list[str]]] = {}  # a streamed field's pieces
         self._ids: dict[str, int] = {}
         self._completed: dict[str, Any] | None = None
 
     def add(self, event: Any) -> None:
+        """Add one event (a dict or the SDK's event object).
+
+        Raises:
+            MalformedResponse: for an event not shaped as the API streams it, or past a limit.
+        """
         data = as_data(event)
         if not isinstance(data, Mapping):
             raise MalformedResponse(f"an event must be an object, not {type(event).__name__}")
         kind = data.get("type")
         if kind in ("response.output_item.added", "response.output_item.done"):
-            item = as_data(data.get("item") or {})
-            index = data.get("output_index", len(self._items))
-            merged = {**self._items.get(index, {}), **dict(item)}
-            self._items[index] = merged
-            if isinstance(merged.get("id"), str):
-                self._ids[merged["id"]] = index
-        elif kind in (
-            "response.function_call_arguments.delta",
-            "response.function_call_arguments.done",
-        ):
-            index = data.get("output_index")
-            if not isinstance(index, int):
-                index = self._ids.get(str(data.get("item_id")), -1)
-            item = self._items.setdefault(index, {"type": "function_call", "arguments": ""})
-            if kind.endswith(".delta"):
-                item["arguments"] = str(item.get("arguments") or "") + str(data.get("delta", ""))
-            elif isinstance(data.get("arguments"), str):
-                item["arguments"] = data["arguments"]
+            self._add_item(data)
+        elif kind in _STREAMED_FIELD:
+            self._add_piece(data, _STREAMED_FIELD[kind], kind.endswith(".delta"))
         elif kind == "response.completed":
             response = as_data(data.get("response"))
-            if isinstance(response, Mapping):
-                self._completed = dict(response)
+            if not isinstance(response, Mapping):
+                raise MalformedResponse("response.completed carries no response object")
+            self._completed = dict(response)
+
+    def _slot(self, raw_index: Any) -> int:
+        index = self._budget.index(raw_index, "output_index")
+        if index not in self._items:
+            self._budget.part()
+            self._items[index] = {}
+        return index
+
+    def _add_item(self, data: Mapping[str, Any]) -> None:
+        item = as_data(data.get("item"))
+        if not isinstance(item, Mapping):
+            raise MalformedResponse(f"{data.get('type')} carries no item object")
+        index = self._slot(data.get("output_index", len(self._items)))
+        merged = {**self._items[index], **item}
+        self._items[index] = merged
+        for field in ("arguments", "input"):  # a final value replaces the pieces so far
+            value = item.get(field)
+            if isinstance(value, str):
+                self._pieces[index] = (field, [self._budget.text(value, f"item.{field}")])
+            elif value is not None:  # an object, from some compatible servers: kept as sent
+                self._pieces.pop(index, None)
+        item_id = merged.get("id")
+        if isinstance(item_id, str):
+            self._ids[item_id] = index
+
+    def _add_piece(self, data: Mapping[str, Any], field: str, is_delta: bool) -> None:
+        raw_index = data.get("output_index")
+        if raw_index is None:
+            item_id = data.get("item_id")
+            found = self._ids.get(item_id) if isinstance(item_id, str) else None
+            if found is None:
+                raise MalformedResponse(
+                    f"{data.get('type')} for an output item that was never added"
+                )
+            index = found
+        else:
+            index = self._slot(raw_index)
+        if not self._items[index]:
+            self._items[index] = {
+                "type": "custom_tool_call" if field == "input" else "function_call"
+            }
+        if is_delta:
+            piece = self._budget.text(data.get("delta", ""), "delta")
+            streamed, pieces = self._pieces.get(index, (field, []))
+            if streamed != field:
+                raise MalformedResponse(f"output item {index} streams both arguments and input")
+            pieces.append(piece)
+            self._pieces[index] = (field, pieces)
+        elif field in data:
+            self._pieces[index] = (field, [self._budget.text(data[field], field)])
 
     def response(self) -> dict[str, Any]:
         """A response-shaped dict with the output items so far (or the completed response)."""
         if self._completed is not None:
             return self._completed
-        return {"output": [self._items[i] for i in sorted(self._items)]}
+        output = []
+        for index in sorted(self._items):
+            item = dict(self._items[index])
+            if index in self._pieces:
+                field, pieces = self._pieces[index]
+                item[field] = "".join(pieces)
+            output.append(item)
+        return {"output": output}
