@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import enum
 import hashlib
 import json
 import math
@@ -276,16 +278,6 @@ def _is_plain_json(value: Any) -> bool:
     return True
 
 
-def _fallback(value: Any) -> Any:
-    # What pydantic's JSON mode cannot serialize: other mappings as dicts, the rest as text.
-    if isinstance(value, Mapping):
-        return dict(value)
-    text = str(value)
-    if not isinstance(text, str):
-        raise _Unencodable(f"str() of a {type(value).__name__} is not a string")
-    return text
-
-
 def json_safe(value: Any) -> Any:
     """``value`` as plain JSON data (see :meth:`ToolResult.from_value` for the conversions).
 
@@ -294,47 +286,81 @@ def json_safe(value: Any) -> Any:
     """
     if _is_plain_json(value):
         return value
-    try:
+    return _converted(value, 0, set())
+
+
+def _converted(node: Any, depth: int, open_ids: set[int]) -> Any:
+    """One value made plain JSON: containers walked here (so text is made valid and cycles are
+    seen), other values converted by pydantic's JSON mode, then walked again."""
+    kind = node.__class__
+    if kind is str:
+        return safe_text(node)
+    if node is None or kind is bool:
+        return node
+    if kind is int or kind is float:
+        return _number(node)
+    if isinstance(node, enum.Enum):
+        return _converted(node.value, depth, open_ids)
+    if isinstance(node, str):
+        return safe_text(str.__str__(node))
+    if isinstance(node, bool | int | float):
+        return _number(bool(node) if isinstance(node, bool) else node)
+    if isinstance(node, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(node)).decode("ascii")
+    if depth >= MAX_RESULT_DEPTH:
+        raise _Unencodable(f"it is nested deeper than {MAX_RESULT_DEPTH} levels")
+    if isinstance(node, Mapping | list | tuple | set | frozenset):
+        if id(node) in open_ids:
+            raise _Unencodable("it refers to itself (a cycle)")
+        open_ids.add(id(node))
+        try:
+            if isinstance(node, Mapping):
+                return {
+                    _key(key): _converted(inner, depth + 1, open_ids) for key, inner in node.items()
+                }
+            return [_converted(inner, depth + 1, open_ids) for inner in node]
+        finally:
+            open_ids.discard(id(node))
+    try:  # datetimes, Decimal, UUID, paths, models, dataclasses, ...
         data = pydantic_core.to_jsonable_python(
-            value, bytes_mode="base64", inf_nan_mode="constants", fallback=_fallback
+            node, bytes_mode="base64", inf_nan_mode="constants", fallback=_text_of
         )
     except _Unencodable:
         raise
-    except Exception as exc:  # a cycle, too deep, an object whose str() raises, ...
-        raise _Unencodable(_conversion_failure(exc)) from None
-    return _sanitized(data, 0)
+    except Exception as exc:
+        raise _Unencodable(describe_exception(exc)) from None
+    return _converted(data, depth + 1, open_ids)
 
 
-def _conversion_failure(exc: Exception) -> str:
-    text = describe_exception(exc)
-    if "Circular reference" in text:
-        return "it refers to itself (a cycle)"
-    if "depth" in text.lower() or isinstance(exc, RecursionError):
-        return f"it is nested deeper than {MAX_RESULT_DEPTH} levels"
+def _number(value: int | float) -> int | float:
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _Unencodable(f"{float.__repr__(value)} is not a JSON number")
+        return float(value)
+    if int.bit_length(value) > _MAX_INTEGER_BITS:
+        raise _Unencodable(f"an integer has more than {MAX_INTEGER_DIGITS} digits")
+    return int(value)
+
+
+def _key(key: Any) -> str:
+    """An object key as JSON text: what ``json.dumps`` makes of scalar keys, else its text."""
+    if isinstance(key, str):
+        return safe_text(str.__str__(key))
+    if isinstance(key, enum.Enum):
+        return _key(key.value)
+    if key is None or isinstance(key, bool | float):
+        return json.dumps(key)
+    if isinstance(key, int):
+        return str(_number(key))
+    return safe_text(_text_of(key))
+
+
+def _text_of(value: Any) -> str:
+    # What neither the walk nor pydantic's JSON mode can convert is given as its text.
+    text = str(value)
+    if not isinstance(text, str):
+        raise _Unencodable(f"str() of a {type(value).__name__} is not a string")
     return text
-
-
-def _sanitized(node: Any, depth: int) -> Any:
-    """Converted data made plain: text made valid, numbers checked, depth bounded."""
-    if isinstance(node, str):
-        return safe_text(str.__str__(node))
-    if node is None or isinstance(node, bool):
-        return node
-    if isinstance(node, int):
-        if int.bit_length(node) > _MAX_INTEGER_BITS:
-            raise _Unencodable(f"an integer has more than {MAX_INTEGER_DIGITS} digits")
-        return int(node)
-    if isinstance(node, float):
-        if not math.isfinite(node):
-            raise _Unencodable(f"{float.__repr__(node)} is not a JSON number")
-        return float(node)
-    if depth >= MAX_RESULT_DEPTH:
-        raise _Unencodable(f"it is nested deeper than {MAX_RESULT_DEPTH} levels")
-    if isinstance(node, dict):
-        return {safe_text(str(key)): _sanitized(inner, depth + 1) for key, inner in node.items()}
-    if isinstance(node, list | tuple):
-        return [_sanitized(inner, depth + 1) for inner in node]
-    raise _Unencodable(f"a value of type {type(node).__name__} is not JSON")
 
 
 def _checked(result: ToolResult) -> ToolResult:

@@ -400,6 +400,7 @@ class Executor:
                 self._finish(
                     turn, index, ToolResult.error("invalid_arguments", f"Not run: {problem}.")
                 )
+                turn.settled.add(index)  # not the run's to keep: its id is not its own
                 continue
             taken.add(call_id)
             ids.append(call_id)
