@@ -67,19 +67,26 @@ _NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions
 def _keywords(schema: Any) -> Counter[str]:
     """How often each keyword appears in ``schema`` (property names are not keywords)."""
     counts: Counter[str] = Counter()
-    stack, budget = [schema], 100_000
-    while stack and budget:
-        budget -= 1
+    stack: list[Any] = [schema]
+    budget = 100_000  # values queued, not only visited: a wide node is counted as wide
+    while stack:
         node = stack.pop()
         if isinstance(node, list):
-            stack.extend(node)
+            children: list[Any] = node
         elif isinstance(node, Mapping):
+            children = []
             for key, value in node.items():
                 counts[key] += 1
                 if key in _NAME_MAPS and isinstance(value, Mapping):
-                    stack.extend(value.values())
+                    children.extend(value.values())
                 elif isinstance(value, Mapping | list) and key not in ("enum", "const", "default"):
-                    stack.append(value)
+                    children.append(value)
+        else:
+            continue
+        budget -= len(children)
+        if budget < 0:
+            break
+        stack.extend(children)
     return counts
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "MAX_NODES",
     "ConversionNote",
     "Lowering",
+    "UniqueValues",
     "escape_pointer",
 ]
 
@@ -153,6 +154,26 @@ class ConversionNote:
     message: str
 
 
+class UniqueValues:
+    """Values kept once each (equal as JSON), in order, in time linear in their size: a
+    list's ``in`` would compare each new value with all the others."""
+
+    __slots__ = ("_keys", "values")
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+        self._keys: set[str] = set()
+
+    def add(self, value: Any) -> None:
+        try:
+            key = json.dumps(value, sort_keys=True, separators=(",", ":"))
+        except (TypeError, ValueError, RecursionError):  # not JSON: kept by identity
+            key = f"id:{id(value)}"
+        if key not in self._keys:
+            self._keys.add(key)
+            self.values.append(value)
+
+
 def escape_pointer(segment: str) -> str:
     """Escape one JSON-pointer segment (RFC 6901)."""
     if "~" in segment or "/" in segment:
@@ -234,6 +255,8 @@ class Lowering:
         self.notes: list[ConversionNote] = []
         self._nodes = 0
         self._def_names: dict[str, str] = {}
+        self._taken: set[str] = set()
+        self._next_suffix: dict[str, int] = {}
 
     # -- bookkeeping ---------------------------------------------------------------------------
 
@@ -307,12 +330,16 @@ class Lowering:
             return name, False
         last = _unescape_pointer(ref.rsplit("/", 1)[-1]) if "/" in ref else "root"
         base = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in last)
-        name = base or "def"
-        taken = set(self._def_names.values())
-        n = 2
-        while name in taken:
-            name = f"{base or 'def'}_{n}"
+        base = base or "def"
+        name = base
+        # The next free suffix per base is remembered: many references ending alike
+        # (`#/$defs/a/x`, `#/$defs/b/x`, ...) must not each count up from 2.
+        n = self._next_suffix.get(base, 2)
+        while name in self._taken:
+            name = f"{base}_{n}"
             n += 1
+        self._next_suffix[base] = n
+        self._taken.add(name)
         self._def_names[ref] = name
         return name, True
 
@@ -326,6 +353,10 @@ class Lowering:
         if not isinstance(members, list):
             self.note(path, "allOf is not a list; dropped")
             return merged
+        # Built in place (copies of the node's own), so many members cost what they hold.
+        props: dict[Any, Any] | None = None
+        required: list[Any] | None = None
+        required_seen: set[Any] = set()
         for i, member in enumerate(members):
             member_path = f"{path}/allOf/{i}"
             self.visit(member_path, depth + 1)
@@ -344,7 +375,10 @@ class Lowering:
                 continue
             for key, value in member.items():
                 if key == "properties" and isinstance(value, Mapping):
-                    props = dict(merged.get("properties") or {})
+                    if props is None:
+                        own = merged.get("properties")
+                        props = dict(own) if isinstance(own, Mapping) else {}
+                        merged["properties"] = props
                     for name, sub in value.items():
                         # Both definitions of a property apply: keep both, merged later.
                         props[name] = (
@@ -352,11 +386,19 @@ class Lowering:
                             if name not in props or props[name] == sub
                             else {"allOf": [props[name], sub]}
                         )
-                    merged["properties"] = props
                 elif key == "required" and isinstance(value, list):
-                    required = list(merged.get("required") or [])
-                    required += [r for r in value if r not in required]
-                    merged["required"] = required
+                    if required is None:
+                        own = merged.get("required")
+                        required = list(own) if isinstance(own, list) else []
+                        required_seen = {r for r in required if isinstance(r, str)}
+                        merged["required"] = required
+                    for r in value:
+                        if isinstance(r, str):
+                            if r not in required_seen:
+                                required_seen.add(r)
+                                required.append(r)
+                        elif r not in required:  # unhashable or odd: pruned later anyway
+                            required.append(r)
                 elif (
                     key in ("items", "additionalProperties")
                     and isinstance(merged.get(key), Mapping)
@@ -463,22 +505,24 @@ class Lowering:
         """An ``anyOf``/``oneOf`` of objects as one object: the node's and every variant's
         properties; required where the node or every variant requires it."""
         variants = self._union_variants(node[key], f"{path}/{key}", depth)
-        choices: dict[str, list[Any]] = {
-            name: [sub] for name, sub in (node.get("properties") or {}).items()
-        }
+        own_props = node.get("properties")
+        choices: dict[str, UniqueValues] = {}
+        for name, sub in own_props.items() if isinstance(own_props, Mapping) else ():
+            choices.setdefault(name, UniqueValues()).add(sub)
         required_sets = []
         for variant in variants:
             props = variant.get("properties")
             if isinstance(props, Mapping):
                 for name, sub in props.items():
-                    seen = choices.setdefault(name, [])
-                    if sub not in seen:
-                        seen.append(sub)
+                    choices.setdefault(name, UniqueValues()).add(sub)
             req = variant.get("required")
-            required_sets.append(set(req) if isinstance(req, list) else set())
+            required_sets.append(
+                {r for r in req if isinstance(r, str)} if isinstance(req, list) else set()
+            )
         # A property the variants define differently may take any of their shapes.
         properties = {
-            name: subs[0] if len(subs) == 1 else {"anyOf": subs} for name, subs in choices.items()
+            name: subs.values[0] if len(subs.values) == 1 else {"anyOf": subs.values}
+            for name, subs in choices.items()
         }
         common = set.intersection(*required_sets) if required_sets else set()
         own = node.get("required")

@@ -22,6 +22,11 @@ from toolwire.schema._base import (
 
 __all__ = ["gemini_violations", "openai_strict_violations", "property_paths"]
 
+_WALK_BUDGET = 200_000
+"""Schema nodes one check may queue."""
+_REF_CHAIN = 32
+"""References :func:`property_paths` follows along one path."""
+
 _JSON_KEYWORDS = frozenset(
     {
         "$ref",
@@ -115,6 +120,7 @@ class _Checker:
         self.vertex = backend == "vertex"
         self.found: list[ConversionNote] = []
         self.nodes = 0
+        self.stopped = False
 
     def bad(self, path: str, message: str) -> None:
         self.found.append(ConversionNote(path, message))
@@ -142,9 +148,12 @@ class _Checker:
         self.node({k: v for k, v in root.items() if k != defs_key}, "#", 0)
 
     def node(self, node: Any, path: str, depth: int) -> None:
+        if self.stopped:
+            return
         self.nodes += 1
-        if depth > MAX_DEPTH or self.nodes > 200_000:
+        if depth > MAX_DEPTH or self.nodes > _WALK_BUDGET:
             self.bad(path, "schema too deep or too large to check")
+            self.stopped = True  # one note, and no more work
             return
         if self.json and isinstance(node, bool):
             return
@@ -276,40 +285,56 @@ def property_paths(schema: Any, *, max_depth: int = 10) -> set[str]:
     """Every named property path the schema describes, like ``"filter.tags[].name"``.
 
     ``anyOf``/``oneOf``/``allOf`` branches add no segment, array items add ``[]``; local
-    references (``$ref``, and Vertex's ``ref``) are followed, each at most once along a path;
-    paths stop at ``max_depth`` segments.
+    references (``$ref``, and Vertex's ``ref``) are followed, each at most once along a path
+    and at most 32 along one; paths stop at ``max_depth`` segments. The walk queues at most
+    200,000 nodes (a larger schema's paths are reported as far as it got).
     Used to measure what a conversion lost.
     """
     paths: set[str] = set()
     stack: list[tuple[Any, str, tuple[str, ...], int]] = [(schema, "", (), 0)]
-    budget = 200_000
+    # Every entry pushed counts (not only those popped): a node with many branches reached
+    # through many references would otherwise fill the stack long before the budget runs out.
+    budget = _WALK_BUDGET
+
+    def push(entries: list[tuple[Any, str, tuple[str, ...], int]]) -> None:
+        nonlocal budget
+        budget -= len(entries)
+        if budget >= 0:
+            stack.extend(entries)
+
     while stack and budget > 0:
         node, prefix, seen, depth = stack.pop()
-        budget -= 1
         if not isinstance(node, Mapping) or depth > max_depth:
             continue
         for ref_key in ("$ref", "ref"):
             ref = node.get(ref_key)
-            if isinstance(ref, str) and ref.startswith("#") and ref not in seen:
-                stack.append((follow_pointer(schema, ref, None), prefix, (*seen, ref), depth))
+            if (
+                isinstance(ref, str)
+                and ref.startswith("#")
+                and len(seen) < _REF_CHAIN
+                and ref not in seen
+            ):
+                push([(follow_pointer(schema, ref, None), prefix, (*seen, ref), depth)])
         props = node.get("properties")
         if isinstance(props, Mapping):
+            entries = []
             for name, sub in props.items():
                 path = f"{prefix}.{name}" if prefix else str(name)
                 paths.add(path)
-                stack.append((sub, path, seen, depth + 1))
+                entries.append((sub, path, seen, depth + 1))
+            push(entries)
         for key in ("anyOf", "oneOf", "allOf"):
             branches = node.get(key)
             if isinstance(branches, list):
-                stack.extend((b, prefix, seen, depth) for b in branches)
+                push([(b, prefix, seen, depth) for b in branches])
         items = node.get("items")
         if isinstance(items, list):
-            stack.extend((b, prefix + "[]", seen, depth + 1) for b in items)
+            push([(b, prefix + "[]", seen, depth + 1) for b in items])
         elif items is not None:
-            stack.append((items, prefix + "[]", seen, depth + 1))
+            push([(items, prefix + "[]", seen, depth + 1)])
         prefix_items = node.get("prefixItems")
         if isinstance(prefix_items, list):
-            stack.extend((b, prefix + "[]", seen, depth + 1) for b in prefix_items)
+            push([(b, prefix + "[]", seen, depth + 1) for b in prefix_items])
     return paths
 
 
@@ -349,9 +374,8 @@ def openai_strict_violations(schema: Any) -> list[ConversionNote]:
     if not isinstance(schema, Mapping) or schema.get("type") != "object":
         return [ConversionNote("#", "the root must be an object")]
     stack: list[tuple[Any, str]] = [(schema, "#")]
-    budget = 200_000
-    while stack and budget:
-        budget -= 1
+    budget = _WALK_BUDGET  # entries pushed, as in property_paths
+    while stack:
         node, path = stack.pop()
         if not isinstance(node, Mapping):
             found.append(ConversionNote(path, "a schema must be an object"))
@@ -365,15 +389,21 @@ def openai_strict_violations(schema: Any) -> list[ConversionNote]:
                 found.append(ConversionNote(path, "every property must be required"))
         if not {"type", "anyOf", "enum", "const", "$ref"} & set(node):
             found.append(ConversionNote(path, "the value has no type"))
+        children: list[tuple[Any, str]] = []
         for key in ("items", "additionalProperties"):
             if isinstance(node.get(key), Mapping):
-                stack.append((node[key], f"{path}/{key}"))
+                children.append((node[key], f"{path}/{key}"))
         for key in ("properties", "$defs", "definitions"):
             if isinstance(node.get(key), Mapping):
-                stack.extend(
+                children.extend(
                     (sub, f"{path}/{key}/{escape_pointer(str(name))}")
                     for name, sub in node[key].items()
                 )
         if isinstance(node.get("anyOf"), list):
-            stack.extend((sub, f"{path}/anyOf/{i}") for i, sub in enumerate(node["anyOf"]))
+            children.extend((sub, f"{path}/anyOf/{i}") for i, sub in enumerate(node["anyOf"]))
+        budget -= len(children)
+        if budget < 0:
+            found.append(ConversionNote(path, "schema too large to check"))
+            break
+        stack.extend(children)
     return found

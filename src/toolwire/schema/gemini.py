@@ -31,14 +31,22 @@ from toolwire.schema._base import (
     MAX_NODES,
     ConversionNote,
     Lowering,
+    UniqueValues,
     escape_pointer,
+    follow_pointer,
     is_count,
     is_number,
     json_type_of,
     short_json,
 )
 
-__all__ = ["Backend", "inline_gemini_defs", "to_gemini_json_schema", "to_gemini_openapi_schema"]
+__all__ = [
+    "Backend",
+    "coerce_whole_floats",
+    "inline_gemini_defs",
+    "to_gemini_json_schema",
+    "to_gemini_openapi_schema",
+]
 
 Backend = Literal["gemini", "vertex"]
 
@@ -74,6 +82,30 @@ def _enum_hint(values: list[Any]) -> str:
     )
 
 
+def _tree_size(node: Any, sizes: dict[int, int]) -> int:
+    """Nodes ``node`` has written out as JSON, where shared values count once per use (memoized
+    by identity, so a shared structure costs one visit however often it is used)."""
+    if not isinstance(node, dict | list):
+        return 1
+    stack: list[tuple[Any, bool]] = [(node, False)]
+    while stack:
+        current, children_done = stack.pop()
+        if id(current) in sizes:
+            continue
+        children = [
+            c
+            for c in (current.values() if isinstance(current, dict) else current)
+            if isinstance(c, dict | list)
+        ]
+        if children_done:
+            total = len(current) + 1 - len(children)
+            sizes[id(current)] = total + sum(sizes[id(c)] for c in children)
+        else:
+            stack.append((current, True))
+            stack.extend((c, False) for c in children)
+    return sizes.get(id(node), 1)
+
+
 class _JsonLowering(Lowering):
     """JSON Schema → the subset ``parametersJsonSchema`` documents."""
 
@@ -83,6 +115,8 @@ class _JsonLowering(Lowering):
         self._pending: list[tuple[str, str]] = []
         self._inlined: dict[str, Any] = {}
         self._inlining: set[str] = set()
+        self._copied = 0
+        self._sizes: dict[int, int] = {}
 
     def run(self) -> dict[str, Any]:
         out: dict[str, Any] = self.lower(self.object_root(), "#", 0)
@@ -112,12 +146,16 @@ class _JsonLowering(Lowering):
         """
         ref = node["$ref"]
         lowered = self._inlined.get(ref)
+        if lowered is not None:
+            # Each use is a copy in the JSON sent, and a target may inline others in turn:
+            # past a budget of copied nodes, the rest refer to the definition instead.
+            self._copied += _tree_size(lowered, self._sizes)
+        if ref in self._inlining or self._copied > _INLINE_BUDGET:
+            return {
+                "anyOf": [self.def_ref(ref, path)],
+                "description": self.describe(node["description"], []),
+            }
         if lowered is None:
-            if ref in self._inlining:  # recursive: refer to it instead
-                return {
-                    "anyOf": [self.def_ref(ref, path)],
-                    "description": self.describe(node["description"], []),
-                }
             self._inlining.add(ref)
             try:
                 lowered = self.lower(self.merge_ref_siblings({"$ref": ref}, path), path, depth + 1)
@@ -747,8 +785,12 @@ class _OpenApiLowering(Lowering):
                 self.lower(p, f"{path}/prefixItems/{i}", depth + 1, refs)
                 for i, p in enumerate(positional)
             ]
-            unique = [p for i, p in enumerate(lowered) if p is not None and p not in lowered[:i]]
-            out["items"] = unique[0] if len(unique) == 1 else {"anyOf": unique}
+            unique = UniqueValues()
+            for p in lowered:
+                if p is not None:
+                    unique.add(p)
+            values = unique.values
+            out["items"] = values[0] if len(values) == 1 else {"anyOf": values}
             self.note(path, "positional items merged into one item schema")
             return
         item = self.lower(items if items is not None else True, f"{path}/items", depth + 1, refs)
@@ -867,12 +909,28 @@ def inline_gemini_defs(schema: Mapping[str, Any], *, unroll: int = 2) -> dict[st
 
     A recursive definition is inlined ``unroll`` times along a path, then replaced by an
     object with a note.
+
+    Raises:
+        SchemaConversionError: when the inlined schema would have more than ``MAX_NODES``
+            nodes (definitions that each use the next several times grow exponentially) or
+            be nested deeper than twice ``MAX_DEPTH``.
     """
     defs = schema.get("$defs") or {}
+    made = 0
 
-    def walk(node: Any, stack: tuple[str, ...]) -> Any:
+    def walk(node: Any, stack: tuple[str, ...], depth: int) -> Any:
+        nonlocal made
+        made += 1
+        if made > MAX_NODES:
+            raise SchemaConversionError(
+                f"inlining the definitions would make more than {MAX_NODES} nodes"
+            )
+        if depth > 2 * MAX_DEPTH:
+            raise SchemaConversionError(
+                f"inlining the definitions would nest deeper than {2 * MAX_DEPTH} levels"
+            )
         if isinstance(node, list):
-            return [walk(item, stack) for item in node]
+            return [walk(item, stack, depth + 1) for item in node]
         if not isinstance(node, Mapping):
             return node
         ref = node.get("$ref")
@@ -883,15 +941,118 @@ def inline_gemini_defs(schema: Mapping[str, Any], *, unroll: int = 2) -> dict[st
                     "type": "object",
                     "description": "(recursive structure; not described further)",
                 }
-            return walk(defs[name], (*stack, name))
+            return walk(defs[name], (*stack, name), depth + 1)
         return {
             key: (
-                {k: walk(v, stack) for k, v in value.items()}
+                {k: walk(v, stack, depth + 1) for k, v in value.items()}
                 if key == "properties" and isinstance(value, Mapping)
-                else walk(value, stack)
+                else walk(value, stack, depth + 1)
             )
             for key, value in node.items()
             if key != "$defs"
         }
 
-    return walk(schema, ())  # type: ignore[no-any-return]
+    return walk(schema, (), 0)  # type: ignore[no-any-return]
+
+
+# -- whole-number floats ---------------------------------------------------------------------------
+
+_COERCE_DEPTH = 32
+"""Nesting levels of arguments (and of unions in the schema) the coercion looks into."""
+_COERCE_BUDGET = 10_000
+"""Distinct schema nodes one coercion may look at; past that, nothing is coerced."""
+_REF_HOPS = 8
+
+
+class _CoercionBudget(Exception):
+    """The coercion looked at too much of the schema: it gives up, changing nothing."""
+
+
+class _Coercion:
+    """One coercion of one call's arguments. What each schema node wants is decided once
+    (memoized by identity), so unions that refer back to themselves cost one visit each."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        self.left = _COERCE_BUDGET
+        self.wants: dict[int, bool] = {}
+
+    def deref(self, schema: Any) -> Any:
+        """``schema`` with a short chain of local ``$ref``s followed (None where it dangles)."""
+        for _ in range(_REF_HOPS):
+            if not (isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str)):
+                break
+            schema = follow_pointer(self.root, schema["$ref"], None)
+        return schema
+
+    def wants_integer(self, schema: Any, depth: int = 0) -> bool:
+        known = self.wants.get(id(schema))
+        if known is not None:
+            return known
+        if depth > _COERCE_DEPTH:
+            return False
+        self.left -= 1
+        if self.left < 0:
+            raise _CoercionBudget
+        # A branch that refers back to this node (a cycle) adds nothing while it is decided.
+        self.wants[id(schema)] = False
+        target = self.deref(schema)
+        answer = isinstance(target, Mapping) and self._decide(target, depth)
+        self.wants[id(schema)] = answer
+        return answer
+
+    def _decide(self, schema: Mapping[str, Any], depth: int) -> bool:
+        types = schema.get("type")
+        types = [types] if isinstance(types, str) else (types if isinstance(types, list) else [])
+        types = [t.lower() for t in types if isinstance(t, str)]
+        if "integer" in types and "number" not in types:
+            return True
+        branches = [
+            b for k in ("anyOf", "oneOf") if isinstance(schema.get(k), list) for b in schema[k]
+        ]
+        return (
+            bool(branches)
+            and not any(isinstance(b, Mapping) and b.get("type") == "number" for b in branches)
+            and any(self.wants_integer(b, depth + 1) for b in branches)
+        )
+
+    def subschema(self, schema: Any, key: str) -> Any:
+        schema = self.deref(schema)
+        return schema.get(key) if isinstance(schema, Mapping) else None
+
+    def coerce(self, value: Any, schema: Any, depth: int) -> Any:
+        if depth > _COERCE_DEPTH or schema is None:
+            return value
+        if isinstance(value, float):
+            return int(value) if value.is_integer() and self.wants_integer(schema) else value
+        if isinstance(value, dict):
+            props = self.subschema(schema, "properties")
+            props = props if isinstance(props, Mapping) else {}
+            extra = self.subschema(schema, "additionalProperties")
+            return {
+                key: self.coerce(item, props.get(key, extra), depth + 1)
+                if isinstance(item, (float, dict, list))
+                else item
+                for key, item in value.items()
+            }
+        if isinstance(value, list):
+            items = self.subschema(schema, "items")
+            if isinstance(items, Mapping):
+                return [self.coerce(v, items, depth + 1) for v in value]
+        return value
+
+
+def coerce_whole_floats(arguments: dict[str, Any], schema: Any) -> dict[str, Any]:
+    """``arguments`` with each whole-number float (``3.0``) turned into an int where ``schema``
+    wants an integer: Gemini sends every number as a float (protobuf ``Struct``).
+
+    Nothing else changes; containers are copied, never mutated. The work is bounded: each
+    schema node is looked at once, at most ``_COERCE_BUDGET`` of them; past that the arguments
+    are returned as they are (the validator still decides; JSON Schema counts ``3.0`` as an
+    integer).
+    """
+    try:
+        coerced: dict[str, Any] = _Coercion(schema).coerce(arguments, schema, 0)
+    except _CoercionBudget:
+        return arguments
+    return coerced
