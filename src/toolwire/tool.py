@@ -26,7 +26,7 @@ from toolwire.errors import (
     ToolNotFound,
 )
 from toolwire.schema._base import escape_pointer
-from toolwire.schema._rewrite import for_validation
+from toolwire.schema._rewrite import for_validation, short_text
 
 __all__ = ["Tool", "ToolSet", "exposed_name_for", "tool"]
 
@@ -146,7 +146,7 @@ class Tool:
         )
         raise InvalidArguments(
             self.name,
-            [(json_path(error.instance_path), _short(error.message)) for error in failures],
+            [(json_path(error.instance_path), short_text(error.message)) for error in failures],
         )
 
     def check_schema(self) -> None:
@@ -180,7 +180,6 @@ class Tool:
 _LINEAR_PATTERNS = jsonschema_rs.RegexOptions()
 # The `email` format is an address (RFC 5321), not a display name with one.
 _EMAIL = jsonschema_rs.EmailOptions(allow_display_text=False)
-_MESSAGE_LIMIT = 500
 
 
 def _compile(schema: Mapping[str, Any]) -> jsonschema_rs.Validator | str:
@@ -199,20 +198,13 @@ def _compile(schema: Mapping[str, Any]) -> jsonschema_rs.Validator | str:
         )
     except jsonschema_rs.ValidationError as exc:  # the schema breaks JSON Schema's own rules
         where = "#" + "".join(f"/{escape_pointer(str(p))}" for p in exc.instance_path)
-        reason = f"{where}: {_short(exc.message)}"
+        reason = f"{where}: {short_text(exc.message)}"
         kind = exc.kind
         if isinstance(kind, jsonschema_rs.ValidationErrorKind.Format) and kind.format == "regex":
             reason += " (patterns must compile without look-around or backreferences)"
         return reason
     except (jsonschema_rs.ReferencingError, ValueError, TypeError, OverflowError) as exc:
-        return _short(str(exc).split("\n", 1)[0])
-
-
-def _short(message: str) -> str:
-    """A message cut to a readable length (jsonschema-rs quotes the failing value)."""
-    if len(message) <= _MESSAGE_LIMIT:
-        return message
-    return message[: _MESSAGE_LIMIT - 3] + "..."
+        return short_text(str(exc).split("\n", 1)[0])
 
 
 def _path_order(path: list[str | int]) -> list[tuple[int, int, str]]:

@@ -24,7 +24,7 @@ from toolwire.providers._wire import (
     rejected_call,
     unknown_tool,
 )
-from toolwire.schema._base import Lowering
+from toolwire.schema._rewrite import declared_object
 from toolwire.schema.openai import NullPath, StrictSchemaError, strict_schema
 from toolwire.tool import Tool, ToolSet
 
@@ -47,12 +47,19 @@ class Declared:
     """Why ``strict`` is false, when it is."""
 
 
-def _plain_object(schema: Any, tool: Tool) -> dict[str, Any]:
+def _plain_object(tool: Tool) -> dict[str, Any]:
+    """The tool's schema as sent without strict mode, and what strict mode converts: as it is
+    validated, descriptions cleaned at every depth, an object root, no ``$schema``.
+
+    Raises:
+        SchemaConversionError: naming the tool, for a schema that is not valid JSON Schema.
+    """
     try:
-        root = Lowering(schema).object_root()
+        root, _ = declared_object(tool.input_schema)
     except SchemaConversionError as exc:
         raise exc.for_tool(tool.qualified_name) from None
-    return {k: v for k, v in root.items() if k != "$schema"}
+    root.pop("$schema", None)  # a new top-level dict
+    return root
 
 
 def declared(toolset: ToolSet, provider: str, strict: bool) -> list[Declared]:
@@ -64,16 +71,17 @@ def declared(toolset: ToolSet, provider: str, strict: bool) -> list[Declared]:
         for tool in toolset:
             if tool.providers is not None and provider not in tool.providers:
                 continue
+            plain = _plain_object(tool)
             reason = None
             if strict:
                 try:
-                    parameters, paths = strict_schema(tool.input_schema)
+                    parameters, paths = strict_schema(plain)
                 except StrictSchemaError as exc:
                     reason = f"{exc.path}: {exc.reason}"
             else:
                 reason = "strict mode was turned off"
             if reason is not None:
-                parameters, paths = _plain_object(tool.input_schema, tool), []
+                parameters, paths = plain, []
             out.append(
                 Declared(
                     name=toolset.exposed_name(tool),

@@ -49,8 +49,13 @@ from toolwire.providers._wire import (
     split_calls,
     unknown_tool,
 )
-from toolwire.schema._base import ConversionNote, follow_pointer
-from toolwire.schema.gemini import Backend, to_gemini_json_schema, to_gemini_openapi_schema
+from toolwire.schema._base import ConversionNote
+from toolwire.schema.gemini import (
+    Backend,
+    coerce_whole_floats,
+    to_gemini_json_schema,
+    to_gemini_openapi_schema,
+)
 from toolwire.tool import Tool, ToolSet
 
 __all__ = [
@@ -328,11 +333,7 @@ def _parse_call(
         return _rejected(name, call_id, index, "invalid_arguments", problem)
     exposed, tool = resolved
     flat = not any(isinstance(v, (dict, list, float)) for v in args.values())
-    arguments = (
-        dict(args)
-        if flat
-        else _coerce_whole_floats(dict(args), tool.input_schema, tool.input_schema, 0)
-    )
+    arguments = dict(args) if flat else coerce_whole_floats(dict(args), tool.input_schema)
     signature = get_field(part, "thoughtSignature", "thought_signature")
     extras = {"thoughtSignature": signature} if signature is not None else _NO_EXTRAS
     return ToolCall(
@@ -359,64 +360,6 @@ def function_calls(
     floats are turned into ints where the schema wants an integer.
     """
     return split_calls(parse_calls(response, ToolSet.of(toolset)))
-
-
-_COERCE_DEPTH = 32
-
-
-def _deref(schema: Any, root: Any) -> Any:
-    """``schema`` with a short chain of local ``$ref``s followed (None where it dangles)."""
-    for _ in range(8):
-        if not (isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str)):
-            break
-        schema = follow_pointer(root, schema["$ref"], None)
-    return schema
-
-
-def _wants_integer(schema: Any, root: Any, depth: int = 0) -> bool:
-    schema = _deref(schema, root)
-    if not isinstance(schema, Mapping) or depth > _COERCE_DEPTH:
-        return False
-    types = schema.get("type")
-    types = [types] if isinstance(types, str) else (types or [])
-    types = [t.lower() for t in types if isinstance(t, str)]
-    if "integer" in types and "number" not in types:
-        return True
-    branches = [b for k in ("anyOf", "oneOf") for b in (schema.get(k) or [])]
-    return (
-        bool(branches)
-        and any(_wants_integer(b, root, depth + 1) for b in branches)
-        and not any(isinstance(b, Mapping) and b.get("type") == "number" for b in branches)
-    )
-
-
-def _subschema(schema: Any, root: Any, key: str) -> Any:
-    schema = _deref(schema, root)
-    return schema.get(key) if isinstance(schema, Mapping) else None
-
-
-def _coerce_whole_floats(value: Any, schema: Any, root: Any, depth: int) -> Any:
-    """Gemini sends every number as a float (protobuf Struct): ``3.0`` becomes ``3`` where the
-    schema wants an integer. Nothing else changes; containers are copied, never mutated."""
-    if depth > _COERCE_DEPTH or schema is None:
-        return value
-    if isinstance(value, float):
-        return int(value) if value.is_integer() and _wants_integer(schema, root) else value
-    if isinstance(value, dict):
-        props = _subschema(schema, root, "properties")
-        props = props if isinstance(props, Mapping) else {}
-        extra = _subschema(schema, root, "additionalProperties")
-        return {
-            key: _coerce_whole_floats(item, props.get(key, extra), root, depth + 1)
-            if isinstance(item, (float, dict, list))
-            else item
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        items = _subschema(schema, root, "items")
-        if isinstance(items, Mapping):
-            return [_coerce_whole_floats(v, items, root, depth + 1) for v in value]
-    return value
 
 
 # -- answer ----------------------------------------------------------------------------------------

@@ -4,13 +4,15 @@
   (``http(s)://``, ``file://``, ``urn:``, a path relative to a remote ``$id``) are removed, so
   the part they name accepts any value, exactly as every declaration says; nothing is ever
   retrieved. Spellings some servers publish that JSON Schema does not define are read as what
-  they mean: upper-case type names (``"STRING"``, Gemini's style), draft-4 tuple ``items`` and
-  boolean ``exclusiveMinimum``/``exclusiveMaximum`` in a schema of the default dialect, a
-  ``$schema`` that names no dialect jsonschema-rs has built in (it is dropped, so the default,
-  2020-12, applies; it is never fetched).
-- :func:`for_declaration`: the copy sent to providers that take JSON Schema as it is (Anthropic,
-  OpenAI): descriptions and titles cleaned at every depth (:func:`~toolwire._text.
-  clean_description`), references to other documents removed with a note.
+  they mean: upper-case type names (``"STRING"``, Gemini's style), a type name standing for a
+  schema (``"properties": {"q": "string"}``), draft-4 tuple ``items`` and boolean
+  ``exclusiveMinimum``/``exclusiveMaximum`` in a schema of the default dialect, a ``$schema``
+  naming no dialect jsonschema-rs has built in (dropped, so the default, 2020-12, applies;
+  never fetched).
+- :func:`for_declaration` and :func:`declared_object`: what providers that take JSON Schema as
+  it is (Anthropic, OpenAI) are sent: the schema as validated, with descriptions and titles
+  cleaned at every depth (:func:`~toolwire._text.clean_description`), so what the model is
+  told is what its arguments are checked against.
 - :func:`external_references`: where a schema names another document, for reports.
 
 Each walk visits schema positions only (``properties`` keys are names, ``enum``/``const``/
@@ -24,16 +26,32 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urldefrag, urljoin
 
+import jsonschema_rs
+
 from toolwire._text import clean_description
 from toolwire.errors import SchemaConversionError
-from toolwire.schema._base import JSON_TYPES, MAX_DEPTH, MAX_NODES, ConversionNote, escape_pointer
+from toolwire.schema._base import (
+    JSON_TYPES,
+    MAX_DEPTH,
+    MAX_NODES,
+    ConversionNote,
+    Lowering,
+    escape_pointer,
+)
 
-__all__ = ["external_references", "for_declaration", "for_validation"]
+__all__ = [
+    "declared_object",
+    "external_references",
+    "for_declaration",
+    "for_validation",
+    "short_text",
+]
 
 # Keywords whose value is data compared with (or shown beside) arguments, never a schema: a
 # walk does not look inside them, so `{"enum": [{"$ref": ...}]}` keeps its value.
 _DATA = frozenset(
     {
+        "type",
         "enum",
         "const",
         "default",
@@ -50,6 +68,29 @@ _DATA = frozenset(
 # Keywords whose value maps names (never keywords) to schemas.
 _NAME_MAPS = frozenset(
     {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
+# Keywords whose value is a schema, or a list of schemas (where a type name alone, "string", is
+# read as the schema of that type). Other keywords' objects are walked too, as schemas a local
+# reference may point into, but nothing in them is read as shorthand.
+_SUBSCHEMA = frozenset(
+    {
+        "additionalProperties",
+        "additionalItems",
+        "items",
+        "contains",
+        "propertyNames",
+        "not",
+        "if",
+        "then",
+        "else",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "contentSchema",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "prefixItems",
+    }
 )
 _REFERENCES = ("$ref", "$dynamicRef")
 _TEXT = ("description", "title")
@@ -96,6 +137,8 @@ class _Walk:
     def __init__(self, root: Mapping[str, Any]) -> None:
         self.root = root
         self.notes: list[ConversionNote] = []
+        self.references: list[ConversionNote] = []
+        """The notes on references to other documents."""
         self.dialect = _dialect(root.get("$schema")) or _LATEST
         # Draft 4 names a schema's own URI `id`; later drafts `$id`.
         self.id_key = "id" if self.dialect == _DRAFT_4 else "$id"
@@ -154,10 +197,11 @@ class _Walk:
 
     # -- the walk --------------------------------------------------------------------------------
 
-    def schema(self, node: Any, path: str, base: str, depth: int) -> Any:
-        """``node`` rewritten (the same object when nothing changes)."""
+    def schema(self, node: Any, path: str, base: str, depth: int, known: bool = True) -> Any:
+        """``node`` rewritten (the same object when nothing changes); ``known`` when it stands
+        where JSON Schema has a schema (not in an unknown keyword)."""
         if not isinstance(node, Mapping):
-            return node
+            return self.shorthand(node, path) if known else node
         self.count(path, depth)
         base = self.rebase(node, base)
         out = self.edit(node, path, base)
@@ -166,12 +210,13 @@ class _Walk:
             if key in _DATA or not isinstance(value, Mapping | list):
                 continue
             key_path = f"{path}/{escape_pointer(str(key))}"
+            known = key in _SUBSCHEMA or key in _NAME_MAPS
             if key in _NAME_MAPS and isinstance(value, Mapping):
                 new: Any = self._values(value, key_path, base, depth)
             elif isinstance(value, list):  # allOf, prefixItems, draft-4 tuple items, ...
-                new = self._items(value, key_path, base, depth)
+                new = self._items(value, key_path, base, depth, known)
             else:  # one subschema, or an unknown keyword's object (a `$ref` may point into it)
-                new = self.schema(value, key_path, base, depth + 1)
+                new = self.schema(value, key_path, base, depth + 1, known)
             if new is not value:
                 if out is None:
                     out = dict(source)
@@ -188,15 +233,23 @@ class _Walk:
                 out[name] = new
         return value if out is None else out
 
-    def _items(self, value: list[Any], path: str, base: str, depth: int) -> Any:
+    def _items(self, value: list[Any], path: str, base: str, depth: int, known: bool) -> Any:
         out: list[Any] | None = None
         for i, sub in enumerate(value):
-            new = self.schema(sub, f"{path}/{i}", base, depth + 1)
+            new = self.schema(sub, f"{path}/{i}", base, depth + 1, known)
             if new is not sub:
                 if out is None:
                     out = list(value)
                 out[i] = new
         return value if out is None else out
+
+    def shorthand(self, node: Any, path: str) -> Any:
+        """A type name where a schema belongs (``"string"``, some servers' shorthand) as the
+        schema of that type; anything else as it is."""
+        if isinstance(node, str) and node.lower() in JSON_TYPES:
+            self.note(path, f"type name {node!r} read as {{'type': {node.lower()!r}}}")
+            return {"type": node.lower()}
+        return node
 
     def edit(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
         """A copy of ``node`` with its own keywords changed (never its subschemas), or None
@@ -286,9 +339,9 @@ def _modern_spelling(node: Mapping[str, Any]) -> dict[str, Any] | None:
     return out
 
 
-class _ForDeclaration(_Walk):
+class _ForDeclaration(_ForValidation):
     def edit(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
-        out = self.drop_external(node, path, base)
+        out = super().edit(node, path, base)
         for key in _TEXT:
             text = node.get(key)
             if text is None or (text.__class__ is str and _plain(text)):
@@ -306,11 +359,6 @@ class _ForDeclaration(_Walk):
             if cleaned:
                 out[key] = cleaned
             else:
-                del out[key]
-        for key in _REFERENCES:
-            if key in node and not isinstance(node[key], str):
-                self.note(path, f"{key} is not a string; dropped")
-                out = dict(node) if out is None else out
                 del out[key]
         return out
 
@@ -333,9 +381,8 @@ def for_validation(schema: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def for_declaration(schema: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[ConversionNote]]:
-    """``schema`` as a provider that takes JSON Schema is sent it: descriptions and titles
-    cleaned at every depth, references to other documents removed (the part they name then
-    accepts any value); ``schema`` itself when nothing changes.
+    """``schema`` as it is validated (:func:`for_validation`), with descriptions and titles
+    cleaned at every depth; ``schema`` itself when nothing changes.
 
     Returns:
         The schema and a note for each change.
@@ -348,6 +395,47 @@ def for_declaration(schema: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[
     return walk.schema(schema, "#", _ROOT_URI, 0), walk.notes
 
 
+def declared_object(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[ConversionNote]]:
+    """What a provider that takes JSON Schema as it is (Anthropic; OpenAI without strict mode)
+    is sent: :func:`for_declaration`, with a plain object root (a root reference, ``allOf``
+    or union of objects merged), checked against JSON Schema's own rules, which those
+    providers enforce on the whole request.
+
+    Returns:
+        A new top-level dict (nested values may be shared with ``schema``; treat them as
+        read-only) and a note for each change.
+
+    Raises:
+        SchemaConversionError: for a schema that is not valid JSON Schema (``required: "x"``,
+            ``items: 5``, ...), nests beyond the bounds, or has no object root.
+    """
+    prepared, notes = for_declaration(schema)
+    problem = _rule_broken(prepared)
+    if problem is not None:
+        reason, where = problem
+        raise SchemaConversionError(reason, path=where)
+    lowering = Lowering(prepared)
+    root = lowering.object_root()
+    return (dict(root) if root is prepared else root), notes + lowering.notes
+
+
+def _rule_broken(schema: Mapping[str, Any]) -> tuple[str, str] | None:
+    """Why ``schema`` breaks its dialect's meta-schema (reason and path), or None."""
+    try:
+        jsonschema_rs.meta.validate(dict(schema))
+    except jsonschema_rs.ValidationError as exc:
+        where = "#" + "".join(f"/{escape_pointer(str(p))}" for p in exc.instance_path)
+        return f"not valid JSON Schema: {short_text(exc.message)}", where
+    except (jsonschema_rs.ReferencingError, ValueError, TypeError, OverflowError) as exc:
+        return f"not valid JSON Schema: {short_text(str(exc).split(chr(10), 1)[0])}", "#"
+    return None
+
+
+def short_text(message: str, limit: int = 500) -> str:
+    """``message`` cut to ``limit`` characters (jsonschema-rs quotes the failing value)."""
+    return message if len(message) <= limit else message[: limit - 3] + "..."
+
+
 def external_references(schema: Mapping[str, Any]) -> list[ConversionNote]:
     """A note for each ``$ref``/``$dynamicRef`` in ``schema`` that names another document
     (never fetched: the part it names accepts any value).
@@ -358,4 +446,4 @@ def external_references(schema: Mapping[str, Any]) -> list[ConversionNote]:
     """
     walk = _ForValidation(schema)
     walk.schema(schema, "#", _ROOT_URI, 0)
-    return walk.notes
+    return walk.references
