@@ -5,8 +5,13 @@ definitions (``name``, ``description``, ``inputSchema``) as MCP servers publish 
 server command (``stdio:CMD ARGS``), an MCP URL (``http://...``), or an ``mcp.json`` file
 (``mcpServers``).
 
-Exit status: 0 on success; 1 when ``check`` finds a tool a provider rejects or ``call``'s tool
-answers with an error; 2 for a bad SOURCE, an unreachable server, a missing extra or bad usage.
+For an MCP source, a server's tool the hub leaves out (a bad name, a schema a provider cannot
+take, a duplicate; see :attr:`toolwire.mcp.Hub.left_out`) is a ``rejected`` row in ``check``
+with the reason, and a warning on stderr for the other commands.
+
+Exit status: 0 on success; 1 when ``check`` finds a tool a provider rejects (or one the hub left
+out) or ``call``'s tool answers with an error; 2 for a bad SOURCE, an unreachable server, a
+missing extra or bad usage.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -29,6 +34,9 @@ import anyio
 from toolwire.errors import ToolNotFound, ToolwireError
 from toolwire.providers import get_provider, provider_names
 from toolwire.tool import Tool, ToolSet
+
+LeftOut = Mapping[str, Mapping[str, str]]
+"""Per MCP server, the tools its hub left out: name → why."""
 
 __all__ = ["load_source", "main", "open_source"]
 
@@ -137,10 +145,25 @@ def _server_name(argv: Sequence[str]) -> str:
 async def open_source(source: str) -> AsyncIterator[ToolSet]:
     """The tools SOURCE names, with any MCP servers connected while the context is open.
 
+    A tool an MCP server lists but its hub leaves out is named on stderr with the reason.
+
     Raises:
         SourceError: for a SOURCE that cannot be loaded or servers that cannot be reached.
         MissingDependency: for an MCP source without the ``mcp`` extra.
     """
+    async with _open(source) as (toolset, left_out):
+        for server, tools in left_out.items():
+            for name, why in tools.items():
+                print(
+                    f"toolwire: warning: left out {server}/{_shown(name)}: {_safe(why)}",
+                    file=sys.stderr,
+                )
+        yield toolset
+
+
+@asynccontextmanager
+async def _open(source: str) -> AsyncIterator[tuple[ToolSet, LeftOut]]:
+    """The tools SOURCE names and, for MCP servers, the tools their hub left out."""
     path = Path(source)
     if source.startswith("stdio:"):
         argv = shlex.split(source.removeprefix("stdio:"))
@@ -156,7 +179,7 @@ async def open_source(source: str) -> AsyncIterator[ToolSet]:
     elif path.suffix == ".json" and path.is_file() and _is_mcp_config(path):
         servers = path
     else:
-        yield load_source(source)
+        yield load_source(source), {}
         return
     from toolwire.mcp import Hub
 
@@ -167,8 +190,22 @@ async def open_source(source: str) -> AsyncIterator[ToolSet]:
             reasons = "; ".join(f"{name}: {why}" for name, why in down.items())
             raise SourceError(f"cannot reach the MCP server(s) of {source} ({reasons})")
         for name, why in down.items():
-            print(f"toolwire: warning: MCP server {name!r} is down: {why}", file=sys.stderr)
-        yield hub.as_toolset()
+            print(f"toolwire: warning: MCP server {name!r} is down: {_safe(why)}", file=sys.stderr)
+        yield hub.as_toolset(), {name: tools for name, tools in hub.left_out.items() if tools}
+
+
+def _shown(name: str) -> str:
+    """A tool's name fit for a terminal: quoted and escaped when it is blank or holds characters
+    that are not printable (controls, bidi overrides, zero-width characters)."""
+    return name if name and name.isprintable() and name.strip() == name else repr(name)
+
+
+def _safe(text: str) -> str:
+    """``text`` with each character that is not printable escaped (``\\u202e``), so a server's
+    names and schemas cannot drive or garble the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 def _colour(stream: Any) -> bool:
@@ -202,8 +239,8 @@ async def _check(args: argparse.Namespace) -> int:
     from toolwire.compat import check
 
     providers = args.provider or provider_names()
-    async with open_source(args.source) as toolset:
-        reports = check(toolset, providers)
+    async with _open(args.source) as (toolset, left_out):
+        reports = check(toolset, providers) + _left_out_reports(left_out, providers)
     if args.json:
         _print_json(
             [
@@ -222,11 +259,39 @@ async def _check(args: argparse.Namespace) -> int:
     return 1 if any(r.rejected for r in reports) else 0
 
 
+def _left_out_reports(left_out: LeftOut, providers: Sequence[str]) -> list[Any]:
+    """A rejected report per tool a hub left out, for every provider, with the reason; its
+    ``exposed_name`` is ``server/name``, as the tool has none."""
+    from toolwire.compat import ProviderVerdict, ToolReport
+
+    return [
+        ToolReport(
+            name=name,
+            exposed_name=f"{server}/{name}",
+            verdicts=tuple(
+                ProviderVerdict(provider, "rejected", (f"left out by the hub: {why}",))
+                for provider in providers
+            ),
+        )
+        for server, tools in left_out.items()
+        for name, why in tools.items()
+    ]
+
+
+def _label(report: Any) -> str:
+    if "/" in report.exposed_name:  # exposed names are portable: a tool the hub left out
+        server = report.exposed_name[: len(report.exposed_name) - len(report.name)]
+        return f"{server}{_shown(report.name)} (left out)"
+    if report.renamed:
+        return f"{report.exposed_name} (was {_shown(report.name)})"
+    return str(report.exposed_name)
+
+
 def _print_table(reports: Sequence[Any], providers: Sequence[str], *, colour: bool) -> None:
     def paint(text: str, status: str) -> str:
         return f"\033[{_STATUS_STYLE[status]}m{text}\033[0m" if colour else text
 
-    labels = [f"{r.exposed_name} (was {r.name})" if r.renamed else r.exposed_name for r in reports]
+    labels = [_label(r) for r in reports]
     width = max([len("tool"), *map(len, labels)]) + 2
     columns = [max(len(p), len("converted")) + 2 for p in providers]
     print(
@@ -241,7 +306,7 @@ def _print_table(reports: Sequence[Any], providers: Sequence[str], *, colour: bo
         for verdict in report.verdicts:
             if verdict.status in ("converted", "rejected"):
                 for note in verdict.notes[:3]:
-                    print(f"    {verdict.provider}: {note}")
+                    print(f"    {verdict.provider}: {_safe(note)}")
                 if len(verdict.notes) > 3:
                     print(f"    {verdict.provider}: ... {len(verdict.notes) - 3} more")
     counts = {
@@ -271,7 +336,8 @@ async def _call(args: argparse.Namespace) -> int:
             raise SourceError(
                 f"{args.source} has no tool {args.tool!r} (its tools: {known})"
             ) from None
-        # A server's tool that does not promise to be harmless needs approval.
+        # A tool whose annotations don't promise it is harmless (a server's tool without
+        # annotations included) needs approval, as Policy(destructive="ask") judges it.
         executor = Executor(
             toolset,
             policy=Policy(destructive="ask"),
@@ -383,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status: int = anyio.run(args.run, args)
     except ToolwireError as exc:
-        print(f"toolwire: error: {exc}", file=sys.stderr)
+        print(f"toolwire: error: {_safe(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

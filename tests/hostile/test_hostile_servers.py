@@ -1,0 +1,427 @@
+"""One hostile MCP server never breaks the hub: its bad tools are left out with their reasons,
+its odd answers are answered, and a well-behaved server beside it keeps working."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import toolwire
+from toolwire import ToolResult
+
+pytest.importorskip("mcp")
+from hostile_mcp_servers import PNG, stdio_args
+from provider_turns import PROVIDERS, answered_id, response_for
+
+from toolwire.mcp import Hub, InProcessServer, StdioServer, result_from_mcp
+
+pytestmark = pytest.mark.anyio
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def hostile(scenario: str, **options: Any) -> StdioServer:
+    return StdioServer(command=sys.executable, args=stdio_args("hostile", scenario), **options)
+
+
+def good() -> StdioServer:
+    return StdioServer(command=sys.executable, args=stdio_args("good"))
+
+
+@asynccontextmanager
+async def beside_good(scenario: str, **options: Any) -> AsyncIterator[Hub]:
+    """A hub of the hostile server ``evil`` (``scenario``) and the well-behaved ``good``."""
+    with anyio.fail_after(60):
+        async with Hub({"evil": hostile(scenario, **options), "good": good()}) as hub:
+            assert hub.status == {"evil": None, "good": None}
+            yield hub
+
+
+async def assert_good_server_works(hub: Hub) -> None:
+    """The good server's tools are declared for every provider and answer through the
+    governed pipeline, each answer for its own call."""
+    for provider in PROVIDERS:
+        listing = toolwire.tools(hub, provider)
+        assert {"good__add", "good__echo"} <= set(listing.toolset.exposed_names)
+        calls = [("good__add", {"a": 2, "b": 3}, "c1"), ("good__echo", {"text": "hi"}, "c2")]
+        with anyio.fail_after(30):
+            outcome = await toolwire.execute_tool_calls(
+                hub, provider, response_for(provider, calls), toolset=listing.toolset
+            )
+        assert [c.result.error_kind for c in outcome.calls] == [None, None]
+        assert [c.result.structured_content for c in outcome.calls] == [
+            {"result": 5},
+            {"result": "hi"},
+        ]
+        assert [answered_id(provider, a) for a in outcome.results] == ["c1", "c2"]
+
+
+# -- the reproduction: a tool named "" and one with a dangling $ref ----------------------------
+
+
+async def test_an_empty_name_and_a_dangling_ref_are_left_out_and_the_rest_is_declared() -> None:
+    from mcp.server.lowlevel import Server
+    from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
+
+    dangling = {"type": "object", "properties": {"x": {"$ref": "#/nope"}}}
+    tools = [
+        Tool(name="", input_schema={"type": "object"}),
+        Tool(name="a", input_schema=dangling),
+        Tool(name="fine", input_schema={"type": "object"}),
+    ]
+
+    async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
+        return ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: Any) -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=params.name)])
+
+    server = Server("bad", on_list_tools=list_tools, on_call_tool=call_tool)
+    with anyio.fail_after(60):
+        async with Hub({"bad": InProcessServer(server=server), "good": good()}) as hub:
+            for provider in PROVIDERS:
+                names = toolwire.tools(hub, provider).toolset.exposed_names
+                assert [n for n in names if n.startswith("bad__")] == ["bad__fine"]
+            left_out = hub.left_out
+            assert set(left_out["bad"]) == {"", "a"}
+            assert left_out["bad"][""] == "its name is empty or blank"
+            assert left_out["bad"]["a"].startswith("gemini cannot declare it: ")
+            assert "'#/nope'" in left_out["bad"]["a"]
+            assert left_out["good"] == {}
+            await assert_good_server_works(hub)
+
+
+# -- names ---------------------------------------------------------------------------------------
+
+
+async def test_bad_names_are_left_out_with_their_reasons() -> None:
+    async with beside_good("names") as hub:
+        left_out = hub.left_out["evil"]
+        exposed = [n for n in hub.as_toolset().exposed_names if n.startswith("evil__")]
+        await assert_good_server_works(hub)
+    assert left_out == {
+        "": "its name is empty or blank",
+        "   ": "its name is empty or blank",
+        "\u200b\u2060": "its name is empty or blank",
+        "5": "its definition is malformed: name: Input should be a valid string",
+        "<tool #4 without a name>": "its definition is malformed: name: Field required",
+        "twin": "the server lists it 2 times with different definitions",
+        "a_b": "its exposed name 'evil__a_b' is already that of 'a.b'",
+        "x" * 256 + "...": "its name is longer than 256 characters",
+        "delete.file": (
+            "its exposed name 'evil__delete_file' is already that of 'delete\\u200bfile'"
+        ),
+    }
+    # The same definition listed twice is one tool; odd but usable names are made portable.
+    assert exposed == ["evil__same", "evil__a_b", "evil__delete_file", "evil__ok"]
+
+
+async def test_a_listing_the_sdk_would_refuse_keeps_its_sound_tools_callable() -> None:
+    async with beside_good("names") as hub:
+        for provider in PROVIDERS:
+            call = [("evil__ok", {"text": "still here"}, "only")]
+            with anyio.fail_after(30):
+                outcome = await toolwire.execute_tool_calls(
+                    hub, provider, response_for(provider, call)
+                )
+            assert outcome.calls[0].result.text == "ok: still here"
+
+
+# -- schemas -------------------------------------------------------------------------------------
+
+
+async def test_schemas_that_cannot_be_used_are_left_out_and_the_others_still_work() -> None:
+    async with beside_good("schemas") as hub:
+        left_out = hub.left_out["evil"]
+        names = hub.as_toolset().exposed_names
+        await assert_good_server_works(hub)
+        outcome = await toolwire.execute_tool_calls(
+            hub, "anthropic", response_for("anthropic", [("evil__ok", {"text": "x"}, "t1")])
+        )
+    assert [n for n in names if n.startswith("evil__")] == ["evil__ok"]
+    assert left_out["dangling"].startswith("gemini cannot declare it: ")
+    assert left_out["listed"] == (
+        "its definition is malformed: inputSchema: "
+        "Input should be a valid dictionary or instance of InputSchema"
+    )
+    assert left_out["stringy"].startswith("its definition is malformed: inputSchema: ")
+    assert (
+        left_out["scalar"]
+        == "its definition is malformed: inputSchema.type: Input should be 'object'"
+    )
+    assert left_out["typeless"] == "its definition is malformed: inputSchema.type: Field required"
+    assert left_out["described"] == (
+        "its definition is malformed: description: Input should be a valid string"
+    )
+    assert outcome.calls[0].result.text == "ok: x"
+
+
+# -- huge listings -------------------------------------------------------------------------------
+
+
+async def test_five_thousand_tools_and_a_megabyte_description_are_bounded() -> None:
+    async with beside_good("big") as hub:
+        toolset = hub.as_toolset()
+        left_out = hub.left_out["evil"]
+        huge = toolset["evil__t0"].description or ""
+        await assert_good_server_works(hub)
+    evil = [n for n in toolset.exposed_names if n.startswith("evil__")]
+    assert len(evil) == 1000  # the first thousand tools of the server
+    assert evil[:2] == ["evil__ok", "evil__t0"]
+    assert len(left_out) == 4001  # ok and t0 ... t4999 were listed
+    assert set(left_out.values()) == {"the server lists more than 1000 tools"}
+    assert len(huge.encode()) <= 4096
+    assert huge.startswith("Huge. xxx")  # invisible and bidi characters removed
+    assert huge.endswith(" [truncated]")
+
+
+# -- odd answers ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_every_odd_answer_is_that_calls_own_answer_and_the_server_stays_up(
+    provider: str,
+) -> None:
+    async with beside_good("contents") as hub:
+        names = [
+            "unknown_kind",
+            "bad_base64",
+            "empty_image",
+            "good_image",
+            "bad_blob",
+            "listed_structure",
+            "content_not_list",
+            "garbage_blocks",
+            "number_mime",
+            "error_perhaps",
+        ]
+        calls = [(f"evil__{name}", {}, f"id_{name}") for name in names]
+        calls.append(("good__add", {"a": 1, "b": 1}, "id_good"))
+        with anyio.fail_after(60):
+            outcome = await toolwire.execute_tool_calls(
+                hub, provider, response_for(provider, calls)
+            )
+        results = {name: c.result for name, c in zip([*names, "good"], outcome.calls, strict=True)}
+        assert [answered_id(provider, a) for a in outcome.results] == [i for _, _, i in calls]
+        assert hub.status["good"] is None
+        await assert_good_server_works(hub)
+    assert results["good"].structured_content == {"result": 2}
+    assert results["good_image"].content == (toolwire.ImageContent(PNG, "image/png"),)
+    # Mapped by toolwire: never an empty or half-decoded payload passed on as the server's.
+    assert results["bad_base64"].text == "[image with invalid base64 data]"
+    assert results["empty_image"].text == "[image without data]"
+    assert results["bad_blob"].text == "[resource with invalid base64 data]"
+    assert results["listed_structure"].structured_content is None
+    # Refused by the SDK as not a CallToolResult: that call's failure, naming where.
+    for name, where in [
+        ("unknown_kind", "content.0"),
+        ("content_not_list", "content"),
+        ("garbage_blocks", "content.0"),
+        ("number_mime", "content.0"),
+        ("error_perhaps", "isError"),
+    ]:
+        assert results[name].error_kind == "failed", name
+        assert results[name].text.startswith(
+            f"Tool {name!r} answered with a malformed result: {where}"
+        ), results[name].text
+
+
+async def test_an_answer_the_sdk_cannot_read_times_out_and_the_server_stays_up() -> None:
+    # A JSON-RPC result that is not an object never reaches the SDK's caller: the call waits
+    # for its timeout, and the probe that follows finds the server answering.
+    async with beside_good("contents", timeout=1.0) as hub:
+        calls = [("evil__not_an_object", {}, "a"), ("good__add", {"a": 1, "b": 2}, "b")]
+        with anyio.fail_after(30):
+            outcome = await toolwire.execute_tool_calls(
+                hub, "anthropic", response_for("anthropic", calls)
+            )
+            assert await hub.check("evil")
+        assert [c.result.error_kind for c in outcome.calls] == ["timeout", None]
+        assert hub.status == {"evil": None, "good": None}
+
+
+# -- result_from_mcp is total --------------------------------------------------------------------
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner),
+    max_leaves=12,
+)
+_kinds = st.sampled_from(["text", "image", "audio", "resource", "resource_link", "video", 5])
+_fields = st.sampled_from(
+    ["type", "text", "data", "mimeType", "uri", "name", "resource", "blob", "description"]
+)
+_blocks = st.dictionaries(_fields, _json | _kinds | st.just("aGk=")).map(
+    lambda block: {**block, "type": block.get("type", "text")}
+)
+_results = st.fixed_dictionaries(
+    {},
+    optional={
+        "content": st.lists(_blocks | _json, max_size=5) | _json,
+        "structuredContent": _json,
+        "isError": _json,
+    },
+)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_results | _json)
+def test_result_from_mcp_never_raises_on_any_wire_value(value: Any) -> None:
+    result = result_from_mcp(value)
+    assert isinstance(result, ToolResult)
+    assert result.structured_content is None or all(
+        isinstance(k, str) for k in result.structured_content
+    )
+
+
+def test_a_result_that_is_not_a_tool_result_is_a_failure() -> None:
+    assert result_from_mcp(["a"]).error_kind == "failed"
+    assert result_from_mcp({"content": "text"}).error_kind == "failed"
+    assert result_from_mcp({"content": [{"type": "image", "data": "aGk="}]}).content == (
+        toolwire.ImageContent(b"hi", "image/png"),
+    )
+    assert result_from_mcp({"content": [{"type": "video"}]}).text == "[unsupported content: video]"
+
+
+# -- the hub's own surface raises only toolwire errors ------------------------------------------
+
+_configs = st.recursive(
+    _json | st.sampled_from(["command", "url", "args", "env", "headers", "cwd", "mcpServers"]),
+    lambda inner: (
+        st.dictionaries(
+            st.sampled_from(["mcpServers", "command", "url", "args", "env", "headers", "cwd", "s"]),
+            inner,
+        )
+        | st.lists(inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_configs)
+def test_from_config_raises_only_configuration_errors(config: Any) -> None:
+    try:
+        Hub.from_config({"mcpServers": config})
+        Hub.from_config(config)
+    except toolwire.ConfigurationError:
+        pass
+
+
+@pytest.mark.parametrize(
+    "servers",
+    [{}, {"": good()}, {"a/b": good()}, {"ok": {"command": "x"}}, [("ok", good())], None],
+)
+def test_bad_hub_setups_are_configuration_errors(servers: Any) -> None:
+    with pytest.raises(toolwire.ConfigurationError):
+        Hub(servers)
+
+
+def test_an_unreadable_config_file_is_a_configuration_error(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_bytes(b'{"mcpServers": {"\xff": {}}}')
+    with pytest.raises(toolwire.ConfigurationError, match="cannot read MCP config"):
+        Hub.from_config(path)
+
+
+async def test_closing_a_hub_that_is_not_open_does_nothing_and_opening_twice_is_refused() -> None:
+    hub = Hub({"good": good()})
+    await hub.__aexit__(None, None, None)
+    with anyio.fail_after(60):
+        async with hub:
+            with pytest.raises(toolwire.ConfigurationError, match="already open"):
+                await hub.__aenter__()
+
+
+# -- toolwire check / declare on a hostile MCP source --------------------------------------------
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT / "src"), env.get("PYTHONPATH")] if p)
+    return subprocess.run(
+        [sys.executable, "-m", "toolwire.cli", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def mcp_json(tmp_path: Path, **scenarios: str) -> str:
+    """An mcp.json of the hostile servers ``name=scenario`` and the good server ``good``."""
+    servers = {
+        name: {"command": sys.executable, "args": stdio_args("hostile", scenario)}
+        for name, scenario in scenarios.items()
+    }
+    servers["good"] = {"command": sys.executable, "args": stdio_args("good")}
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    return str(config)
+
+
+def statuses(row: dict[str, Any]) -> set[str]:
+    return {verdict["status"] for verdict in row["verdicts"].values()}
+
+
+def test_check_reports_left_out_tools_as_rejected_with_the_reason(tmp_path: Path) -> None:
+    result = cli("check", mcp_json(tmp_path, evil="names"), "--json")
+    assert result.returncode == 1, result.stderr
+    rows = {row["exposed_name"]: row for row in json.loads(result.stdout)}
+    for name in ("good__add", "good__echo", "evil__ok", "evil__same"):
+        assert "rejected" not in statuses(rows[name]), name
+    twin = rows["evil/twin"]
+    assert twin["name"] == "twin"
+    assert statuses(twin) == {"rejected"}
+    assert twin["verdicts"]["anthropic"]["notes"] == [
+        "left out by the hub: the server lists it 2 times with different definitions"
+    ]
+    assert rows["evil/"]["verdicts"]["gemini"]["notes"] == [
+        "left out by the hub: its name is empty or blank"
+    ]
+
+
+def test_check_prints_hostile_names_escaped_in_its_table(tmp_path: Path) -> None:
+    result = cli("check", mcp_json(tmp_path, evil="names"), "--provider", "gemini")
+    assert result.returncode == 1, result.stderr
+    assert "\u200b" not in result.stdout
+    assert "\u2060" not in result.stdout
+    assert "evil/'\\u200b\\u2060' (left out)" in result.stdout
+    assert "evil/'' (left out)" in result.stdout
+    assert "evil/'   ' (left out)" in result.stdout
+    assert "    gemini: left out by the hub: its name is empty or blank" in result.stdout
+
+
+def test_declare_warns_of_left_out_tools_and_declares_the_rest(tmp_path: Path) -> None:
+    source = mcp_json(tmp_path, evil="schemas")
+    result = cli("declare", source, "--provider", "anthropic")
+    assert result.returncode == 0, result.stderr
+    assert [t["name"] for t in json.loads(result.stdout)] == [
+        "evil__ok",
+        "good__add",
+        "good__echo",
+    ]
+    warnings = result.stderr.splitlines()
+    assert len(warnings) == 6
+    assert all(line.startswith("toolwire: warning: left out evil/") for line in warnings)
+
+
+def test_a_stdio_source_is_checked_like_a_config(tmp_path: Path) -> None:
+    command = " ".join([sys.executable, *stdio_args("hostile", "schemas")])
+    result = cli("check", f"stdio:{command}", "--json")
+    assert result.returncode == 1, result.stderr
+    rejected = [row["name"] for row in json.loads(result.stdout) if "rejected" in statuses(row)]
+    assert sorted(rejected) == ["dangling", "described", "listed", "scalar", "stringy", "typeless"]
