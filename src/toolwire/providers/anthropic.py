@@ -38,7 +38,7 @@ from toolwire.providers._wire import (
     split_calls,
     unknown_tool,
 )
-from toolwire.schema._base import Lowering
+from toolwire.schema._rewrite import declared_object
 from toolwire.tool import Tool, ToolSet
 
 __all__ = [
@@ -57,11 +57,10 @@ _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
 
 def _input_schema(tool: Tool) -> dict[str, Any]:
-    schema = tool.input_schema
-    if isinstance(schema, Mapping) and schema.get("type") == "object":
-        return dict(schema)
-    try:  # Anthropic wants an object root; normalise the rest
-        return Lowering(schema).object_root()
+    """The schema as it is validated, descriptions cleaned at every depth, an object root
+    (Anthropic wants one); references to other documents are never sent."""
+    try:
+        return declared_object(tool.input_schema)[0]
     except SchemaConversionError as exc:
         raise exc.for_tool(tool.qualified_name) from None
 
