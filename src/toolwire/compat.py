@@ -2,8 +2,9 @@
 
 :func:`check` gives, per tool and provider, one of three verdicts: ``accepted`` (declared as
 is), ``converted`` (declared, with notes on what was dropped or rewritten) or ``rejected``
-(cannot be declared, and why); ``skipped`` when the tool's own ``providers`` leave the
-provider out. It is what ``toolwire check`` prints.
+(cannot be declared, or its arguments cannot be validated, and why); ``skipped`` when the
+tool's own ``providers`` leave the provider out. References to other documents (never fetched)
+are noted for every provider. It is what ``toolwire check`` prints.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from toolwire.errors import ConfigurationError, ToolwireError
+from toolwire.errors import ConfigurationError, SchemaConversionError, ToolwireError
 from toolwire.providers import anthropic, gemini, provider_names
 from toolwire.providers._openai import declared
+from toolwire.schema._base import ConversionNote
+from toolwire.schema._rewrite import declared_object, external_references
 from toolwire.schema.checks import gemini_violations, property_paths
 from toolwire.tool import Tool, ToolSet
 
@@ -53,8 +56,8 @@ class ToolReport:
         return any(v.status == "rejected" for v in self.verdicts)
 
 
-def _lost_paths(original: Any, declared_schema: Any) -> list[str]:
-    lost = sorted(property_paths(original) - property_paths(declared_schema))
+def _lost_paths(original: set[str], declared_schema: Any) -> list[str]:
+    lost = sorted(original - property_paths(declared_schema))
     if not lost:
         return []
     shown = ", ".join(lost[:_NOTES_SHOWN]) + (" ..." if len(lost) > _NOTES_SHOWN else "")
@@ -99,54 +102,82 @@ def _changes(original: Any, declared_schema: Any) -> list[str]:
     return notes
 
 
+class _Rejected(Exception):
+    """A declaration a provider would refuse, with the reasons."""
+
+    def __init__(self, notes: list[str]) -> None:
+        self.notes = notes
+
+
+class _Original:
+    """The tool's own schema, and what is computed from it once for every provider."""
+
+    def __init__(self, tool: Tool) -> None:
+        self.schema = tool.input_schema
+        self._paths: set[str] | None = None
+
+    @property
+    def paths(self) -> set[str]:
+        if self._paths is None:
+            self._paths = property_paths(self.schema)
+        return self._paths
+
+
 def _verdict(
-    provider: str, original: Any, declared_schema: Any, notes: list[str]
+    provider: str, original: _Original, declared_schema: Any, notes: list[str]
 ) -> ProviderVerdict:
-    if declared_schema == original and not notes:
+    if declared_schema == original.schema and not notes:
         return ProviderVerdict(provider, "accepted")
-    notes = notes + _lost_paths(original, declared_schema) + _changes(original, declared_schema)
+    notes = (
+        notes
+        + _lost_paths(original.paths, declared_schema)
+        + _changes(original.schema, declared_schema)
+    )
     if not notes:
         notes = ["rewritten with the same keywords (references moved or inlined)"]
-    return ProviderVerdict(provider, "converted", tuple(notes))
+    return ProviderVerdict(provider, "converted", tuple(dict.fromkeys(notes)))
 
 
-def _gemini(tool: Tool) -> ProviderVerdict:
+def _texts(notes: Iterable[ConversionNote]) -> list[str]:
+    return [f"{n.path}: {n.message}" for n in notes]
+
+
+# Each declarer returns the schema a provider is sent and notes on what declaring changed,
+# or raises (a ToolwireError, or _Rejected).
+
+
+def _gemini(tool: Tool) -> tuple[Any, list[str]]:
     single = ToolSet([tool])
     (declaration,) = gemini.function_declarations(single)
     schema = declaration.get("parametersJsonSchema", {})
     violations = gemini_violations(schema)
     if violations:  # never expected: the lowering is built to the same rules
-        return ProviderVerdict(
-            "gemini", "rejected", tuple(f"{v.path}: {v.message}" for v in violations)
-        )
-    conversion = gemini.conversion_notes(single)[single.exposed_name(tool)]
-    notes = [f"{n.path}: {n.message}" for n in conversion]
-    return _verdict("gemini", tool.input_schema, schema, notes)
+        raise _Rejected(_texts(violations))
+    return schema, _texts(gemini.conversion_notes(single)[single.exposed_name(tool)])
 
 
-def _anthropic(tool: Tool) -> ProviderVerdict:
+def _anthropic(tool: Tool) -> tuple[Any, list[str]]:
     (entry,) = anthropic.tools([tool])
-    return _verdict("anthropic", tool.input_schema, entry["input_schema"], [])
+    return entry["input_schema"], _texts(declared_object(tool.input_schema)[1])
 
 
-def _openai(provider: str) -> Callable[[Tool], ProviderVerdict]:
-    def assess(tool: Tool) -> ProviderVerdict:
+def _openai(provider: str) -> Callable[[Tool], tuple[Any, list[str]]]:
+    def declare(tool: Tool) -> tuple[Any, list[str]]:
         (entry,) = declared(ToolSet([tool]), provider, True)
-        if entry.strict:
-            notes = []
-            if entry.null_paths:
-                notes.append(
-                    f"strict: {len(entry.null_paths)} optional argument(s) made nullable "
-                    "(nulls are stripped before the call)"
-                )
-            return _verdict(provider, tool.input_schema, entry.parameters, notes)
-        note = f"sent with strict: false ({entry.not_strict_because})"
-        return _verdict(provider, tool.input_schema, entry.parameters, [note])
+        notes = _texts(declared_object(tool.input_schema)[1])
+        if not entry.strict:
+            notes.insert(0, f"sent with strict: false ({entry.not_strict_because})")
+        elif entry.null_paths:
+            notes.append(
+                f"strict: {len(entry.null_paths)} optional argument(s) made nullable "
+                "(nulls are stripped before the call)"
+            )
+        return entry.parameters, notes
 
-    return assess
+    return declare
 
 
-_ASSESSORS: dict[str, Callable[[Tool], ProviderVerdict]] = {
+_DECLARERS: dict[str, Callable[[Tool], tuple[Any, list[str]]]] = {
     "gemini": _gemini,
     "anthropic": _anthropic,
     "openai-chat": _openai("openai-chat"),
@@ -154,14 +185,43 @@ _ASSESSORS: dict[str, Callable[[Tool], ProviderVerdict]] = {
 }
 
 
-def _assess(provider: str, tool: Tool) -> ProviderVerdict:
-    if tool.providers is not None and provider not in tool.providers:
-        only = ", ".join(sorted(tool.providers))
-        return ProviderVerdict(provider, "skipped", (f"the tool is declared to {only} only",))
+def _assess(tool: Tool, providers: Sequence[str]) -> tuple[ProviderVerdict, ...]:
+    """The tool's verdict for each provider.
+
+    A schema that cannot validate arguments is rejected for every provider: each call would
+    be answered with that error. References to other documents are noted for every provider
+    (never fetched; the part they name accepts any value).
+    """
+    unusable = None
+    external: list[str] = []
     try:
-        return _ASSESSORS[provider](tool)
-    except ToolwireError as exc:  # e.g. a SchemaConversionError naming the path
-        return ProviderVerdict(provider, "rejected", (str(exc),))
+        tool.check_schema()
+        external = _texts(external_references(tool.input_schema))
+    except ConfigurationError as exc:
+        unusable = str(exc)
+    except SchemaConversionError:
+        pass  # too large or deep: each declaration reports it
+    original = _Original(tool)
+    verdicts = []
+    for provider in providers:
+        if tool.providers is not None and provider not in tool.providers:
+            only = ", ".join(sorted(tool.providers))
+            verdicts.append(
+                ProviderVerdict(provider, "skipped", (f"the tool is declared to {only} only",))
+            )
+            continue
+        try:
+            schema, notes = _DECLARERS[provider](tool)
+        except _Rejected as exc:
+            verdicts.append(ProviderVerdict(provider, "rejected", tuple(exc.notes)))
+        except ToolwireError as exc:  # e.g. a SchemaConversionError naming the path
+            verdicts.append(ProviderVerdict(provider, "rejected", (str(exc),)))
+        else:
+            if unusable is not None:  # declared, but every call would fail
+                verdicts.append(ProviderVerdict(provider, "rejected", (unusable,)))
+            else:
+                verdicts.append(_verdict(provider, original, schema, notes + external))
+    return tuple(verdicts)
 
 
 def check(
@@ -175,15 +235,15 @@ def check(
     """
     names = list(providers) if providers is not None else provider_names()
     for name in names:
-        if name not in _ASSESSORS:
-            known = ", ".join(sorted(_ASSESSORS))
+        if name not in _DECLARERS:
+            known = ", ".join(sorted(_DECLARERS))
             raise ConfigurationError(f"unknown provider {name!r}; known: {known}")
     toolset = ToolSet.of(source)
     return [
         ToolReport(
             name=tool.name,
             exposed_name=exposed,
-            verdicts=tuple(_assess(provider, tool) for provider in names),
+            verdicts=_assess(tool, names),
         )
         for exposed, tool in zip(toolset.exposed_names, toolset, strict=True)
     ]
