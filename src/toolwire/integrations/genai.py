@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import core_schema
 
 from toolwire.approval import ApprovalPending, DeferredApproval
-from toolwire.calls import ToolCall
-from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
+from toolwire.calls import ToolCall, argument_problem
+from toolwire.errors import ConfigurationError, MalformedResponse, MissingDependency, ToolwireError
 from toolwire.executor import Executor, make_call
 from toolwire.providers import gemini
 from toolwire.schema.gemini import inline_gemini_defs
@@ -73,7 +73,7 @@ def _as_part(call: Any) -> Any:
         if "functionCall" in call or "function_call" in call:
             return call
         return {"functionCall": dict(call)}  # {"name", "args", "id"}
-    raise TypeError(f"not a function call: {call!r}")
+    raise MalformedResponse(f"not a function call: {type(call).__name__}")
 
 
 async def run_function_calls(
@@ -102,12 +102,15 @@ async def run_function_calls(
 
     Raises:
         ApprovalPending: with a deferred approver, as :meth:`Executor.run`.
+        MalformedResponse: when ``calls`` is not a list of function calls.
     """
     types = _types()
     if executor is None:
         if toolset is None:
             raise ConfigurationError("run_function_calls needs an executor or a toolset")
         executor = Executor(toolset)
+    if not isinstance(calls, list | tuple):
+        raise MalformedResponse(f"calls must be a list, not {type(calls).__name__}")
     items = gemini.parse_calls([_as_part(c) for c in calls], executor.toolset)
     outcomes = await executor.run(items, run_id=run_id, principal=principal, taint=taint)
     parts = []
@@ -208,6 +211,9 @@ def afc_callable(
             for k, v in kwargs.items()
             if k in original and not (v is None and original[k] not in required)
         }
+        problem = argument_problem(arguments)
+        if problem is not None:  # what genai decoded from the model is checked like any call's
+            raise ToolCallFailed(f"Invalid arguments for {name!r}: {problem}.")
         try:
             [outcome] = await executor.run([make_call(executor.toolset, name, arguments)])
         except ApprovalPending:

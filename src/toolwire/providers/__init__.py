@@ -2,7 +2,7 @@
 
 Every adapter module offers the same three steps under its provider's own vocabulary; the
 registry maps a provider name to a :class:`ProviderAdapter` so the core never branches on a
-provider's name.
+provider's name. :class:`StreamLimits` bounds what a stream accumulator of any provider keeps.
 """
 
 from __future__ import annotations
@@ -13,9 +13,16 @@ from typing import Any
 
 from toolwire.calls import RejectedCall, ToolCall
 from toolwire.errors import ConfigurationError
+from toolwire.providers._wire import StreamLimits
 from toolwire.tool import ToolSet
 
-__all__ = ["ProviderAdapter", "get_provider", "provider_names", "register_provider"]
+__all__ = [
+    "ProviderAdapter",
+    "StreamLimits",
+    "get_provider",
+    "provider_names",
+    "register_provider",
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -302,10 +302,11 @@ class AnthropicStreamAccumulator:
         delta = as_data(data.get("delta"))
         if not isinstance(delta, Mapping):
             raise MalformedResponse(f"a delta for content block {index} is not an object")
-        field = _DELTA_FIELDS.get(delta.get("type"))  # type: ignore[arg-type]
+        kind = delta.get("type")
+        field = _DELTA_FIELDS.get(kind) if isinstance(kind, str) else None
         if field is None:
             return  # e.g. citations_delta: nothing toolwire assembles
-        piece = self._budget.text(delta.get(field, ""), f"{delta.get('type')}.{field}")
+        piece = self._budget.text(delta.get(field, ""), f"{kind}.{field}")
         self._pieces.setdefault((index, field), []).append(piece)
 
     def message(self) -> dict[str, Any]:

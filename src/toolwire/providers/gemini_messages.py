@@ -19,10 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolwire.calls import ToolResult
-from toolwire.errors import ConfigurationError
+from toolwire.errors import ConfigurationError, MalformedResponse
 from toolwire.messages import MediaPart, Message, Role, ToolCallPart, ToolResultPart, Usage
 from toolwire.providers import gemini
-from toolwire.providers._wire import as_data, get_field
+from toolwire.providers._wire import as_data, get_field, sent_id
 
 __all__ = [
     "SKIP_THOUGHT_SIGNATURE",
@@ -40,6 +40,7 @@ SKIP_THOUGHT_SIGNATURE = "skip_thought_signature_validator"
 """The signature Gemini documents for history it did not produce."""
 
 _PROVIDER = "gemini"
+_OCTET_STREAM = "application/octet-stream"
 
 
 # -- messages → contents -------------------------------------------------------------------------
@@ -124,8 +125,10 @@ def to_format(
 def _decode(data: Any) -> bytes:
     if isinstance(data, bytes):
         return data
+    if not isinstance(data, str):
+        return b""
     try:
-        return base64.b64decode(str(data), validate=False)
+        return base64.b64decode(data, validate=False)
     except (binascii.Error, ValueError):
         return b""
 
@@ -142,17 +145,41 @@ def _result_of(response: Any) -> ToolResult:
     return ToolResult.from_value(output)
 
 
+def _text(value: Any, default: str = "") -> str:
+    return value if isinstance(value, str) else default
+
+
+def _call_part(part: Mapping[str, Any], call: Mapping[str, Any]) -> ToolCallPart:
+    args = call.get("args")
+    if args is None:
+        args = {}
+    if not isinstance(args, Mapping):
+        raise MalformedResponse(f"functionCall.args is not an object ({type(args).__name__})")
+    signature = get_field(part, "thoughtSignature", "thought_signature")
+    return ToolCallPart(
+        name=_text(call.get("name")),
+        arguments=dict(args),
+        call_id=sent_id(call.get("id")),
+        extras={"thoughtSignature": signature} if signature is not None else {},
+    )
+
+
 def _message_of(content: Any) -> Message:
     data = as_data(content)  # dicts or google-genai objects
     if not isinstance(data, Mapping):
-        raise ConfigurationError(f"not a Gemini content: {content!r}")
+        raise MalformedResponse(f"not a Gemini content: {type(content).__name__}")
     role: Role = "assistant" if data.get("role") == "model" else "user"
+    parts = data.get("parts")
+    if parts is None:
+        parts = []
+    if not isinstance(parts, list | tuple):
+        raise MalformedResponse("a content's parts is not a list")
     texts: list[str] = []
     thoughts: list[str] = []
     calls: list[ToolCallPart] = []
     results: list[ToolResultPart] = []
     media: list[MediaPart] = []
-    for part in data.get("parts") or []:
+    for part in parts:
         part = as_data(part)
         if not isinstance(part, Mapping):
             continue
@@ -161,35 +188,28 @@ def _message_of(content: Any) -> Message:
         inline = get_field(part, "inlineData", "inline_data")
         file = get_field(part, "fileData", "file_data")
         if isinstance(call, Mapping):
-            signature = get_field(part, "thoughtSignature", "thought_signature")
-            calls.append(
-                ToolCallPart(
-                    name=str(call.get("name", "")),
-                    arguments=dict(call.get("args") or {}),
-                    call_id=call.get("id") or None,
-                    extras={"thoughtSignature": signature} if signature is not None else {},
-                )
-            )
+            calls.append(_call_part(part, call))
         elif isinstance(answer, Mapping):
             results.append(
                 ToolResultPart(
-                    name=str(answer.get("name", "")),
-                    call_id=answer.get("id") or None,
+                    name=_text(answer.get("name")),
+                    call_id=sent_id(answer.get("id")),
                     result=_result_of(answer.get("response")),
                 )
             )
         elif isinstance(inline, Mapping):
             media.append(
                 MediaPart(
-                    mime_type=str(get_field(inline, "mimeType", "mime_type")),
+                    mime_type=_text(get_field(inline, "mimeType", "mime_type"), _OCTET_STREAM),
                     data=_decode(inline.get("data")),
                 )
             )
         elif isinstance(file, Mapping):
+            uri = get_field(file, "fileUri", "file_uri")
             media.append(
                 MediaPart(
-                    mime_type=str(get_field(file, "mimeType", "mime_type")),
-                    uri=get_field(file, "fileUri", "file_uri"),
+                    mime_type=_text(get_field(file, "mimeType", "mime_type"), _OCTET_STREAM),
+                    uri=uri if isinstance(uri, str) else None,
                 )
             )
         elif isinstance(part.get("text"), str):
@@ -207,7 +227,11 @@ def _message_of(content: Any) -> Message:
 
 
 def from_messages(contents: Iterable[Any]) -> list[Message]:
-    """Gemini ``contents`` (dicts or SDK objects) as messages; model contents keep ``raw``."""
+    """Gemini ``contents`` (dicts or SDK objects) as messages; model contents keep ``raw``.
+
+    Raises:
+        MalformedResponse: for a content that is not shaped as Gemini's.
+    """
     return [_message_of(content) for content in contents]
 
 
@@ -215,16 +239,28 @@ def from_response(response: Any) -> Message:
     """The first candidate of a generateContent response as an assistant message, with usage.
 
     A response without candidates (e.g. a blocked prompt) is an empty assistant message.
+
+    Raises:
+        MalformedResponse: for a response that is not shaped as Gemini's.
     """
     data = as_data(response)
-    usage = parse_usage(
-        get_field(data, "usageMetadata", "usage_metadata") if isinstance(data, Mapping) else None
-    )
-    candidates = data.get("candidates") if isinstance(data, Mapping) else None
+    if not isinstance(data, Mapping):
+        raise MalformedResponse(
+            f"expected a generateContent response, not {type(response).__name__}"
+        )
+    usage = parse_usage(get_field(data, "usageMetadata", "usage_metadata"))
+    candidates = data.get("candidates")
     if not candidates:
         return Message(role="assistant", usage=usage)
-    content = as_data(candidates[0]).get("content") or {"role": "model", "parts": []}
-    content = dict(as_data(content))
+    if not isinstance(candidates, list | tuple):
+        raise MalformedResponse("candidates is not a list")
+    candidate = as_data(candidates[0])
+    if not isinstance(candidate, Mapping):
+        raise MalformedResponse("candidates[0] is not an object")
+    content = as_data(candidate.get("content") or {"role": "model", "parts": []})
+    if not isinstance(content, Mapping):
+        raise MalformedResponse("candidates[0].content is not an object")
+    content = dict(content)
     content.setdefault("role", "model")
     message = _message_of(content)
     return Message(

@@ -161,7 +161,7 @@ def _is_client_call(item: Mapping[str, Any]) -> bool:
         return True
     if kind == "tool_search_call":
         return item.get("execution") == "client"
-    return kind in _CLIENT_CALLS
+    return isinstance(kind, str) and kind in _CLIENT_CALLS
 
 
 def parse_calls(
@@ -199,9 +199,9 @@ def parse_calls(
 def _parse_item(
     item: Mapping[str, Any], index: int, ids: CallIds, toolset: ToolSet, strict: bool
 ) -> ToolCall | RejectedCall:
-    kind = item.get("type")
+    kind = str(item.get("type"))  # a client call's type (see _is_client_call)
     call_id = sent_id(item.get("call_id"))
-    what, error_answer = _CLIENT_CALLS.get(kind, ("", _function_error))  # type: ignore[arg-type]
+    what, error_answer = _CLIENT_CALLS.get(kind, ("", _function_error))
     raw_name = item.get("name") if kind in ("function_call", "custom_tool_call") else what
     name = raw_name if isinstance(raw_name, str) else ""
     if call_id is not None and not ids.keep(call_id):
@@ -315,7 +315,7 @@ class ResponsesStreamAccumulator:
         kind = data.get("type")
         if kind in ("response.output_item.added", "response.output_item.done"):
             self._add_item(data)
-        elif kind in _STREAMED_FIELD:
+        elif isinstance(kind, str) and kind in _STREAMED_FIELD:
             self._add_piece(data, _STREAMED_FIELD[kind], kind.endswith(".delta"))
         elif kind == "response.completed":
             response = as_data(data.get("response"))
