@@ -307,6 +307,8 @@ class Lowering:
         ``allOf`` would combine them (properties united; the node's own keywords win)."""
         ref = node["$ref"]
         rest = {k: v for k, v in node.items() if k != "$ref"}
+        if self.is_external(ref, path):  # never fetched: what it names accepts any value
+            return rest
         if rest:
             extra = rest.get("allOf")
             rest["allOf"] = [{"$ref": ref}, *(extra if isinstance(extra, list) else [])]
@@ -496,6 +498,8 @@ class Lowering:
             if node.pop(key, None) is not None:
                 self.note("#", f"{key} on the root dropped")
         if not isinstance(node.get("properties"), Mapping):
+            if "properties" in node:
+                self.note("#", "properties is not an object; dropped")
             node["properties"] = {}
         return node
 

@@ -263,9 +263,11 @@ class _Walk:
         for key in _REFERENCES:
             reference = node.get(key)
             if isinstance(reference, str) and self.is_external(reference, base):
-                self.note(
+                note = ConversionNote(
                     path, f"external {key} {reference!r} not followed; any value accepted there"
                 )
+                self.notes.append(note)
+                self.references.append(note)
                 if out is None:
                     out = dict(node)
                 del out[key]
