@@ -91,7 +91,9 @@ def hostile_schemas(target: Target) -> dict[str, dict[str, Any]]:
         "relative ref (no $id)": at_q({"$ref": "secret.json"}),
         "urn ref": at_q({"$ref": "urn:example:secret"}),
         "ref with siblings": at_q({"$ref": f"{http}/schema.json", "type": "string"}),
-        "relative ref under a remote $id": at_q({"$ref": "other.json"}, **{"$id": f"{http}/r.json"}),
+        "relative ref under a remote $id": at_q(
+            {"$ref": "other.json"}, **{"$id": f"{http}/r.json"}
+        ),
         "relative ref under a file $id": at_q(
             {"$ref": "secret.json"}, **{"$id": target.secret_file.parent.as_uri() + "/root.json"}
         ),

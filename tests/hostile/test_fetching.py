@@ -17,10 +17,10 @@ from typing import Any
 
 import anyio
 import pytest
-
-import toolwire
 from fetch_targets import PROVIDERS, SECRET, Target, hostile_schemas, references, response, serving
 from fetching_mcp_server import HERE as MCP_SERVER
+
+import toolwire
 from toolwire import ConfigurationError, InvalidArguments, Tool, ToolSet, compat
 from toolwire.cli import main
 from toolwire.mcp import Hub, StdioServer
