@@ -163,7 +163,7 @@ odd_values = st.recursive(
 odd_arguments = st.dictionaries(odd_keys, odd_values, max_size=4)
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(PROVIDERS), odd_arguments, st.sampled_from(["c1", None]))
 def test_any_arguments_are_either_carried_unchanged_or_answered_as_invalid(
     provider: str, arguments: dict[str, Any], call_id: str | None

@@ -527,7 +527,7 @@ def run_stream(
 
 
 EXAMPLES = settings(
-    max_examples=800,
+    max_examples=600,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -472,7 +472,7 @@ def provider_id(provider: str, element: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-@settings(max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_random_responses_get_one_item_per_call_with_ids_that_hold(
