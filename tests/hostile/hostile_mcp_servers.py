@@ -3,7 +3,7 @@
 ``python hostile_mcp_servers.py good`` serves a well-behaved server built with the SDK's
 ``MCPServer``. ``python hostile_mcp_servers.py hostile SCENARIO`` serves a hand-written JSON-RPC
 server (the SDK refuses to send most of what it sends) whose listing and answers are SCENARIO's:
-see ``SCENARIOS``.
+see ``SCENARIOS``; ``hostile-http SCENARIO PORT`` serves it over streamable HTTP on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -203,38 +203,77 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {
 }
 
 
-def _send(message: dict[str, Any]) -> None:
-    print(json.dumps({"jsonrpc": "2.0", **message}), flush=True)
+def respond(message: dict[str, Any], scenario: Scenario, state: dict[str, Any]) -> list[Any]:
+    """What the server sends for one JSON-RPC message: its answer (none for a notification),
+    then a ``tools/list_changed`` notification when the scenario changed its listing."""
+    if "id" not in message:
+        return []
+    method, params = message.get("method"), message.get("params") or {}
+    if method == "initialize":
+        result: Any = {
+            "protocolVersion": params["protocolVersion"],
+            "capabilities": {"tools": {"listChanged": True}},
+            "serverInfo": {"name": "hostile", "version": "0"},
+        }
+    elif method == "tools/list":
+        result = {"tools": scenario.listing(state)}
+    elif method == "tools/call":
+        result = scenario.answer(params.get("name"), params.get("arguments") or {}, state)
+    else:
+        error = {"code": -32601, "message": "unknown method"}
+        return [{"jsonrpc": "2.0", "id": message["id"], "error": error}]
+    sent = [{"jsonrpc": "2.0", "id": message["id"], "result": result}]
+    if state.pop("changed", False):
+        sent.append({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    return sent
 
 
 def serve(scenario: Scenario) -> None:
     """Answer JSON-RPC lines on stdin as ``scenario`` says, until stdin closes."""
     state: dict[str, Any] = {}
     for line in sys.stdin:
-        message = json.loads(line)
-        if "id" not in message:
-            continue  # a notification
-        method, params = message.get("method"), message.get("params") or {}
-        if method == "initialize":
-            result: Any = {
-                "protocolVersion": params["protocolVersion"],
-                "capabilities": {"tools": {"listChanged": True}},
-                "serverInfo": {"name": "hostile", "version": "0"},
-            }
-        elif method == "tools/list":
-            result = {"tools": scenario.listing(state)}
-        elif method == "tools/call":
-            result = scenario.answer(params.get("name"), params.get("arguments") or {}, state)
-        else:
-            _send({"id": message["id"], "error": {"code": -32601, "message": "unknown method"}})
-            continue
-        _send({"id": message["id"], "result": result})
-        if state.pop("changed", False):
-            _send({"method": "notifications/tools/list_changed"})
+        for message in respond(json.loads(line), scenario, state):
+            print(json.dumps(message), flush=True)
+
+
+def serve_http(scenario: Scenario, port: int) -> None:
+    """Answer streamable-HTTP POSTs on 127.0.0.1:``port`` with plain JSON bodies (no event
+    stream: notifications to the client are not sent)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    state: dict[str, Any] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            answers = [m for m in respond(json.loads(body), scenario, state) if "id" in m]
+            if not answers:
+                self.send_response(202)
+                self.end_headers()
+                return
+            payload = json.dumps(answers[0]).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def do_GET(self) -> None:  # no event stream offered
+            self.send_response(405)
+            self.end_headers()
+
+        do_DELETE = do_GET
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "good":
         good().run(transport="stdio")
+    elif sys.argv[1] == "hostile-http":
+        serve_http(SCENARIOS[sys.argv[2]](), int(sys.argv[3]))
     else:
         serve(SCENARIOS[sys.argv[2]]())

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ pytest.importorskip("mcp")
 from hostile_mcp_servers import PNG, stdio_args
 from provider_turns import PROVIDERS, answered_id, response_for
 
-from toolwire.mcp import Hub, InProcessServer, StdioServer, result_from_mcp
+from toolwire.mcp import HttpServer, Hub, InProcessServer, StdioServer, result_from_mcp
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]
@@ -252,29 +254,30 @@ async def test_an_answer_the_sdk_cannot_read_times_out_and_the_server_stays_up()
 
 # -- result_from_mcp is total --------------------------------------------------------------------
 
+_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner),
-    max_leaves=12,
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=6,
 )
 _kinds = st.sampled_from(["text", "image", "audio", "resource", "resource_link", "video", 5])
 _fields = st.sampled_from(
     ["type", "text", "data", "mimeType", "uri", "name", "resource", "blob", "description"]
 )
-_blocks = st.dictionaries(_fields, _json | _kinds | st.just("aGk=")).map(
+_blocks = st.dictionaries(_fields, _scalars | _kinds | st.just("aGk=") | _json, max_size=5).map(
     lambda block: {**block, "type": block.get("type", "text")}
 )
 _results = st.fixed_dictionaries(
     {},
     optional={
-        "content": st.lists(_blocks | _json, max_size=5) | _json,
+        "content": st.lists(_blocks | _scalars, max_size=4) | _scalars,
         "structuredContent": _json,
-        "isError": _json,
+        "isError": _scalars,
     },
 )
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_results | _json)
 def test_result_from_mcp_never_raises_on_any_wire_value(value: Any) -> None:
     result = result_from_mcp(value)
@@ -295,27 +298,20 @@ def test_a_result_that_is_not_a_tool_result_is_a_failure() -> None:
 
 # -- the hub's own surface raises only toolwire errors ------------------------------------------
 
-_configs = st.recursive(
-    _json | st.sampled_from(["command", "url", "args", "env", "headers", "cwd", "mcpServers"]),
-    lambda inner: (
-        st.dictionaries(
-            st.sampled_from(["mcpServers", "command", "url", "args", "env", "headers", "cwd", "s"]),
-            inner,
-        )
-        | st.lists(inner, max_size=3)
-    ),
-    max_leaves=10,
-)
+_config_keys = st.sampled_from(["mcpServers", "command", "url", "args", "env", "headers", "cwd"])
+_entries = st.dictionaries(_config_keys, _json | _config_keys | st.lists(_scalars, max_size=2))
+_configs = st.dictionaries(st.text(max_size=3), _entries | _json, max_size=3) | _json
 
 
 @settings(max_examples=300, deadline=None)
 @given(_configs)
 def test_from_config_raises_only_configuration_errors(config: Any) -> None:
-    try:
-        Hub.from_config({"mcpServers": config})
-        Hub.from_config(config)
-    except toolwire.ConfigurationError:
-        pass
+    for whole in ({"mcpServers": config}, config):
+        try:
+            hub = Hub.from_config(whole)
+        except toolwire.ConfigurationError:
+            continue
+        assert set(hub.status) == set(whole["mcpServers"])
 
 
 @pytest.mark.parametrize(
@@ -405,23 +401,61 @@ def test_check_prints_hostile_names_escaped_in_its_table(tmp_path: Path) -> None
     assert "    gemini: left out by the hub: its name is empty or blank" in result.stdout
 
 
-def test_declare_warns_of_left_out_tools_and_declares_the_rest(tmp_path: Path) -> None:
-    source = mcp_json(tmp_path, evil="schemas")
-    result = cli("declare", source, "--provider", "anthropic")
-    assert result.returncode == 0, result.stderr
-    assert [t["name"] for t in json.loads(result.stdout)] == [
-        "evil__ok",
-        "good__add",
-        "good__echo",
+@pytest.fixture
+def names_over_http() -> Iterator[str]:
+    """The URL of the hostile "names" server over streamable HTTP on 127.0.0.1."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, *stdio_args("hostile-http", "names", str(port))],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the HTTP server did not start"
+                time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+async def test_over_http_a_listing_the_sdk_would_refuse_keeps_its_sound_tools(
+    names_over_http: str,
+) -> None:
+    with anyio.fail_after(60):
+        async with Hub({"evil": HttpServer(url=names_over_http), "good": good()}) as hub:
+            assert hub.status == {"evil": None, "good": None}
+            assert "5" in hub.left_out["evil"]
+            assert "evil__ok" in toolwire.tools(hub, "gemini").toolset
+            await assert_good_server_works(hub)
+
+
+def test_check_of_a_url_reports_left_out_tools(names_over_http: str) -> None:
+    result = cli("check", names_over_http, "--json")
+    assert result.returncode == 1, result.stderr
+    rows = {row["exposed_name"]: row for row in json.loads(result.stdout)}
+    assert "rejected" not in statuses(rows["mcp__ok"])
+    assert rows["mcp/5"]["verdicts"]["openai-chat"]["notes"] == [
+        "left out by the hub: its definition is malformed: name: Input should be a valid string"
     ]
+
+
+def test_declare_of_a_stdio_source_warns_of_left_out_tools_and_declares_the_rest() -> None:
+    command = " ".join([sys.executable, *stdio_args("hostile", "schemas")])
+    result = cli("declare", f"stdio:{command}", "--provider", "anthropic")
+    assert result.returncode == 0, result.stderr
+    [declared] = json.loads(result.stdout)
+    assert declared["name"].endswith("__ok")
     warnings = result.stderr.splitlines()
     assert len(warnings) == 6
-    assert all(line.startswith("toolwire: warning: left out evil/") for line in warnings)
-
-
-def test_a_stdio_source_is_checked_like_a_config(tmp_path: Path) -> None:
-    command = " ".join([sys.executable, *stdio_args("hostile", "schemas")])
-    result = cli("check", f"stdio:{command}", "--json")
-    assert result.returncode == 1, result.stderr
-    rejected = [row["name"] for row in json.loads(result.stdout) if "rejected" in statuses(row)]
-    assert sorted(rejected) == ["dangling", "described", "listed", "scalar", "stringy", "typeless"]
+    assert all(line.startswith("toolwire: warning: left out ") for line in warnings)
+    left_out = sorted(line.split("/", 1)[1].split(":", 1)[0] for line in warnings)
+    assert left_out == ["dangling", "described", "listed", "scalar", "stringy", "typeless"]
