@@ -991,15 +991,18 @@ class _Coercion:
             return known
         if depth > _COERCE_DEPTH:
             return False
-        self.left -= 1
-        if self.left < 0:
-            raise _CoercionBudget
-        # A branch that refers back to this node (a cycle) adds nothing while it is decided.
-        self.wants[id(schema)] = False
-        target = self.deref(schema)
-        answer = isinstance(target, Mapping) and self._decide(target, depth)
-        self.wants[id(schema)] = answer
-        return answer
+        target = self.deref(schema)  # references to one node share its decision
+        known = self.wants.get(id(target))
+        if known is None:
+            self.left -= 1
+            if self.left < 0:
+                raise _CoercionBudget
+            # A branch that refers back to this node (a cycle) adds nothing while it is decided.
+            self.wants[id(target)] = False
+            known = isinstance(target, Mapping) and self._decide(target, depth)
+            self.wants[id(target)] = known
+        self.wants[id(schema)] = known
+        return known
 
     def _decide(self, schema: Mapping[str, Any], depth: int) -> bool:
         types = schema.get("type")

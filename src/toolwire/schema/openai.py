@@ -100,6 +100,10 @@ class StrictLimits:
     large_enum: int = 250
     large_enum_budget: int = 15_000
     """Characters of one string enum's values when it has more than ``large_enum`` values."""
+    nodes: int = 25_000
+    """Schema nodes the conversion visits, references inlined (ours, not OpenAI's: a schema
+    within OpenAI's limits has far fewer; references used many times over, level after level,
+    would otherwise cost a hundred thousand visits per tool before being refused)."""
 
 
 def _accepts_null(schema: Mapping[str, Any]) -> bool:
@@ -169,6 +173,10 @@ class _Strict(Lowering):
         refs: tuple[str, ...],
     ) -> dict[str, Any]:
         self.visit(path, depth)
+        if self._nodes > self.limits.nodes:
+            raise self.refuse(
+                f"more than {self.limits.nodes} schema nodes once references are inlined", path
+            )
         if node is True or node == {}:
             raise self.refuse("a value of any type cannot be strict", path)
         if node is False:
