@@ -126,17 +126,18 @@ class Rule:
 
     def matches(self, context: PolicyContext) -> bool:
         """Whether the rule applies to the call; never raises (see :meth:`Policy.evaluate`)."""
-        return self._match(context)[0]
+        names = _names_of(context.tool, context.exposed_name) if self.effect != "allow" else None
+        return self._match(context, names)[0]
 
-    def _match(self, context: PolicyContext) -> tuple[bool, str | None]:
-        """Whether the rule applies, and a note when its ``when`` raised."""
+    def _match(
+        self, context: PolicyContext, names: frozenset[str] | None
+    ) -> tuple[bool, str | None]:
+        """Whether the rule applies, and a note when its ``when`` raised; ``names`` are the
+        tool's names (see :func:`_names_of`), needed by deny and ask rules."""
         if self.effect == "allow":
             if not _identity_matches(self.pattern, context.tool):
                 return False, None
-        elif not any(
-            fnmatch.fnmatchcase(name, self.pattern)
-            for name in _names_of(context.tool, context.exposed_name)
-        ):
+        elif not any(fnmatch.fnmatchcase(name, self.pattern) for name in names or ()):
             return False, None
         if self.when is None:
             return True, None
@@ -221,6 +222,7 @@ class Policy:
             if not isinstance(rule, Rule):
                 raise ConfigurationError(f"not a Rule: {rule!r}")
         self.rules = tuple(rules)
+        self._matches_names = any(rule.effect != "allow" for rule in self.rules)
         self.default: Effect = default
         self.destructive = destructive
         self.allows_everything = not self.rules and default == "allow" and destructive == "ignore"
@@ -245,8 +247,9 @@ class Policy:
     def evaluate(self, context: PolicyContext) -> Verdict:
         """The effect for one call. Never raises: a rule's ``when`` that raises fails closed."""
         decided: Verdict | None = None
+        names = _names_of(context.tool, context.exposed_name) if self._matches_names else None
         for rule in self.rules:
-            matched, note = rule._match(context)
+            matched, note = rule._match(context, names)
             if not matched:
                 continue
             if rule.effect == "deny":
