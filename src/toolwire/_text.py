@@ -20,19 +20,21 @@ _TRUNCATION_MARK = " [truncated]"
 
 
 def clean_description(text: str | None, *, limit: int = DESCRIPTION_LIMIT) -> str:
-    """Remove invisible and bidi-control characters and cap the UTF-8 size at ``limit`` bytes.
+    """Remove invisible and bidi-control characters and cap the UTF-8 size at ``limit`` bytes;
+    carriage returns become newlines.
 
     ``None`` gives ``""``. A capped text ends with ``" [truncated]"`` and never splits a
     character.
     """
     if not text:
         return ""
-    # Printable ASCII (the common case) has nothing to remove; newlines and tabs are fine.
+    # Printable ASCII (the common case) has nothing to remove; newlines and tabs are fine. A
+    # carriage return becomes a newline: alone, it makes a terminal overwrite the line.
     has_invisible = not text.isascii() or (
-        not text.isprintable() and _INVISIBLE.search(text) is not None
+        not text.isprintable() and (_INVISIBLE.search(text) is not None or "\r" in text)
     )
     if has_invisible:
-        text = _INVISIBLE.sub("", text.replace("\r\n", "\n"))
+        text = _INVISIBLE.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
     if len(text) <= limit // 4:  # fast path: 4 bytes per character at most
         return text
     encoded = text.encode("utf-8")
