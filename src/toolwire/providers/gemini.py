@@ -267,9 +267,11 @@ def _rejected(
     )
 
 
-def _function_calls_of(response: Any) -> list[tuple[Mapping[str, Any], Any]]:
-    """The parts of ``response`` that hold a function call, each with its call."""
+def _function_calls_of(response: Any) -> tuple[list[tuple[Mapping[str, Any], Any]], list[str]]:
+    """The parts of ``response`` that hold a function call, each with its call, and the ids
+    the calls were sent with."""
     found = []
+    sent = []
     for raw_part in _parts_of(response):
         part = raw_part if raw_part.__class__ is dict else as_data(raw_part)
         if not _is_mapping(part):
@@ -279,8 +281,14 @@ def _function_calls_of(response: Any) -> list[tuple[Mapping[str, Any], Any]]:
             call = part.get("function_call")
             if call is None:
                 continue
-        found.append((part, call if call.__class__ is dict else as_data(call)))
-    return found
+        if call.__class__ is not dict:
+            call = as_data(call)
+        if _is_mapping(call):
+            call_id = call.get("id")
+            if call_id.__class__ is str and call_id:
+                sent.append(call_id)
+        found.append((part, call))
+    return found, sent
 
 
 def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall]:
@@ -294,12 +302,8 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
     Raises:
         MalformedResponse: when the structure around the parts is not what Gemini sends.
     """
-    found = _function_calls_of(response)
-    ids = CallIds(
-        call_id
-        for call_id in (sent_id(call.get("id")) for _, call in found if _is_mapping(call))
-        if call_id is not None
-    )
+    found, sent = _function_calls_of(response)
+    ids = CallIds(sent)
     return [
         _parse_call(part, call, index, ids, toolset) for index, (part, call) in enumerate(found)
     ]
