@@ -357,11 +357,14 @@ def function_calls(
 ) -> tuple[list[ToolCall], list[dict[str, Any]]]:
     """The calls in ``response`` and the error answers for the ones that cannot run.
 
-    A call to an unknown or hidden name, or with ``args`` that are not an object, produces no
-    :class:`ToolCall` but a ``functionResponse`` error part in the second list. Missing
-    ``args`` are ``{}``; an empty ``id`` counts as none; a part's ``thoughtSignature`` is kept
-    in ``call.extras``; ``default_api.x`` resolves to ``x`` when ``x`` is declared; whole-number
-    floats are turned into ints where the schema wants an integer.
+    A call to an unknown or hidden name, with ``args`` that are not a JSON object toolwire can
+    carry (see :func:`toolwire.calls.argument_problem`), or with an ``id`` an earlier call of
+    the response already has, produces no :class:`ToolCall` but a ``functionResponse`` error
+    part in the second list. Missing ``args`` are ``{}``; an empty ``id`` counts as none; a
+    call without an id gets a ``local_id`` of its own, never sent to Gemini; a part's
+    ``thoughtSignature`` is kept in ``call.extras``; ``default_api.x`` resolves to ``x`` when
+    ``x`` is declared; whole-number floats are turned into ints where the schema wants an
+    integer.
     """
     return split_calls(parse_calls(response, ToolSet.of(toolset)))
 
