@@ -62,7 +62,8 @@ def serving(tmp_path: Path) -> Iterator[Target]:
     server = _Counting(("127.0.0.1", 0), _Handler)
     target = Target(port=server.server_address[1], secret_file=secret_file)
     server.target = target
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll: shutdown() waits for the serving loop to look up.
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         yield target

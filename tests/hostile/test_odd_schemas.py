@@ -197,7 +197,7 @@ ARGUMENTS = st.dictionaries(
 )
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ROOTS, ARGUMENTS)
 def test_structurally_random_schemas_give_only_toolwire_errors(
     schema: dict[str, Any], arguments: dict[str, Any]
