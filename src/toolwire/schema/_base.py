@@ -155,23 +155,37 @@ class ConversionNote:
 
 
 class UniqueValues:
-    """Values kept once each (equal as JSON), in order, in time linear in their size: a
-    list's ``in`` would compare each new value with all the others."""
+    """Values kept once each, in order. A few are compared directly; past that each is keyed
+    by its JSON, so many values cost time linear in their size (a list's ``in`` compares each
+    new value with all the others)."""
 
     __slots__ = ("_keys", "values")
 
+    _COMPARED = 8
+
     def __init__(self) -> None:
         self.values: list[Any] = []
-        self._keys: set[str] = set()
+        self._keys: set[str] | None = None
 
     def add(self, value: Any) -> None:
-        try:
-            key = json.dumps(value, sort_keys=True, separators=(",", ":"))
-        except (TypeError, ValueError, RecursionError):  # not JSON: kept by identity
-            key = f"id:{id(value)}"
+        if self._keys is None:
+            if value in self.values:
+                return
+            if len(self.values) < self._COMPARED:
+                self.values.append(value)
+                return
+            self._keys = {self._key(v) for v in self.values}
+        key = self._key(value)
         if key not in self._keys:
             self._keys.add(key)
             self.values.append(value)
+
+    @staticmethod
+    def _key(value: Any) -> str:
+        try:
+            return json.dumps(value, sort_keys=True, separators=(",", ":"))
+        except (TypeError, ValueError, RecursionError):  # not JSON: kept by identity
+            return f"id:{id(value)}"
 
 
 def escape_pointer(segment: str) -> str:

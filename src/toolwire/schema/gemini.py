@@ -82,30 +82,6 @@ def _enum_hint(values: list[Any]) -> str:
     )
 
 
-def _tree_size(node: Any, sizes: dict[int, int]) -> int:
-    """Nodes ``node`` has written out as JSON, where shared values count once per use (memoized
-    by identity, so a shared structure costs one visit however often it is used)."""
-    if not isinstance(node, dict | list):
-        return 1
-    stack: list[tuple[Any, bool]] = [(node, False)]
-    while stack:
-        current, children_done = stack.pop()
-        if id(current) in sizes:
-            continue
-        children = [
-            c
-            for c in (current.values() if isinstance(current, dict) else current)
-            if isinstance(c, dict | list)
-        ]
-        if children_done:
-            total = len(current) + 1 - len(children)
-            sizes[id(current)] = total + sum(sizes[id(c)] for c in children)
-        else:
-            stack.append((current, True))
-            stack.extend((c, False) for c in children)
-    return sizes.get(id(node), 1)
-
-
 class _JsonLowering(Lowering):
     """JSON Schema → the subset ``parametersJsonSchema`` documents."""
 
@@ -116,7 +92,7 @@ class _JsonLowering(Lowering):
         self._inlined: dict[str, Any] = {}
         self._inlining: set[str] = set()
         self._copied = 0
-        self._sizes: dict[int, int] = {}
+        self._sizes: dict[str, int] = {}
 
     def run(self) -> dict[str, Any]:
         out: dict[str, Any] = self.lower(self.object_root(), "#", 0)
@@ -149,19 +125,22 @@ class _JsonLowering(Lowering):
         if lowered is not None:
             # Each use is a copy in the JSON sent, and a target may inline others in turn:
             # past a budget of copied nodes, the rest refer to the definition instead.
-            self._copied += _tree_size(lowered, self._sizes)
+            self._copied += self._sizes[ref]
         if ref in self._inlining or self._copied > _INLINE_BUDGET:
             return {
                 "anyOf": [self.def_ref(ref, path)],
                 "description": self.describe(node["description"], []),
             }
         if lowered is None:
+            # Its size as sent: the nodes lowered for it, and the copies it made in turn.
+            before = self._nodes + self._copied
             self._inlining.add(ref)
             try:
                 lowered = self.lower(self.merge_ref_siblings({"$ref": ref}, path), path, depth + 1)
             finally:
                 self._inlining.discard(ref)
             self._inlined[ref] = lowered
+            self._sizes[ref] = self._nodes + self._copied - before
         if not isinstance(lowered, dict) or "$ref" in lowered:
             return None
         out = dict(lowered)
