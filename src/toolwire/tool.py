@@ -117,7 +117,7 @@ class Tool:
                 breaks JSON Schema's rules, or has a pattern the linear-time engine cannot
                 compile), naming the tool and the reason.
         """
-        if not isinstance(arguments, Mapping):
+        if arguments.__class__ is not dict and not isinstance(arguments, Mapping):
             raise InvalidArguments(
                 self.name, [("$", f"expected an object, got {type(arguments).__name__}")]
             )
@@ -212,33 +212,38 @@ def _path_order(path: list[str | int]) -> list[tuple[int, int, str]]:
     return [(0, p, "") if isinstance(p, int) else (1, 0, p) for p in path]
 
 
+_LEAVES = frozenset({str, int, bool, type(None)})
+
+
 def _non_finite(arguments: Mapping[str, Any]) -> tuple[str, str] | None:
     """The JSON path and message for the first ``NaN`` or infinity in ``arguments``, or None.
 
     Function tools may be handed Python objects by a hook, so only numbers are looked at;
     containers are visited once each (a cycle ends the walk, not the process).
     """
+    for value in arguments.values():  # the common case: flat, no float that could be NaN
+        kind = value.__class__
+        if kind in _LEAVES or (kind is float and math.isfinite(value)):
+            continue
+        break
+    else:
+        return None
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(arguments, ())]
     seen: set[int] = set()
     while stack:
         node, path = stack.pop()
-        if isinstance(node, float | decimal.Decimal):
-            if (
-                not node.is_finite()
-                if isinstance(node, decimal.Decimal)
-                else not math.isfinite(node)
-            ):
+        kind = node.__class__
+        if kind in _LEAVES:
+            continue
+        if kind is float or isinstance(node, float | decimal.Decimal):
+            if not (math.isfinite(node) if isinstance(node, float) else node.is_finite()):
                 return json_path(path), f"{node} is not a JSON number"
-        elif isinstance(node, Mapping | list | tuple):
+        elif kind is dict or kind is list or isinstance(node, Mapping | list | tuple):
             if id(node) in seen:
                 continue
             seen.add(id(node))
             items = node.items() if isinstance(node, Mapping) else enumerate(node)
-            stack.extend(
-                (value, (*path, key))
-                for key, value in items
-                if isinstance(value, float | decimal.Decimal | Mapping | list | tuple)
-            )
+            stack.extend((value, (*path, key)) for key, value in items)
     return None
 
 
