@@ -200,18 +200,22 @@ class _Walk:
     def schema(self, node: Any, path: str, base: str, depth: int, known: bool = True) -> Any:
         """``node`` rewritten (the same object when nothing changes); ``known`` when it stands
         where JSON Schema has a schema (not in an unknown keyword)."""
-        if not isinstance(node, Mapping):
+        if node.__class__ is not dict and not isinstance(node, Mapping):
             return self.shorthand(node, path) if known else node
         self.count(path, depth)
-        base = self.rebase(node, base)
+        if self.id_key in node:
+            base = self.rebase(node, base)
         out = self.edit(node, path, base)
         source: Mapping[str, Any] = node if out is None else out
         for key, value in source.items():
-            if key in _DATA or not isinstance(value, Mapping | list):
+            kind = value.__class__  # exact classes first: ABC checks cost more
+            if kind is not dict and kind is not list and not isinstance(value, Mapping | list):
                 continue
-            key_path = f"{path}/{escape_pointer(str(key))}"
+            if key in _DATA:
+                continue
+            key_path = f"{path}/{escape_pointer(key if key.__class__ is str else str(key))}"
             known = key in _SUBSCHEMA or key in _NAME_MAPS
-            if key in _NAME_MAPS and isinstance(value, Mapping):
+            if key in _NAME_MAPS and (kind is dict or isinstance(value, Mapping)):
                 new: Any = self._values(value, key_path, base, depth)
             elif isinstance(value, list):  # allOf, prefixItems, draft-4 tuple items, ...
                 new = self._items(value, key_path, base, depth, known)
@@ -291,7 +295,9 @@ def _children(node: Mapping[str, Any]) -> list[tuple[Any, Any]]:
 
 class _ForValidation(_Walk):
     def edit(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
-        out = self.drop_external(node, path, base)
+        out = None
+        if "$ref" in node or "$dynamicRef" in node:
+            out = self.drop_external(node, path, base)
         if "$schema" in node:
             dialect = _dialect(node["$schema"])
             if dialect != node["$schema"]:
@@ -306,7 +312,7 @@ class _ForValidation(_Walk):
             if lowered is not types:
                 out = dict(node) if out is None else out
                 out["type"] = lowered
-        if self.dialect == _LATEST:
+        if self.dialect == _LATEST and not _MODERN.isdisjoint(node):
             out = _modern_spelling(node if out is None else out) or out
         return out
 
@@ -319,6 +325,10 @@ def _lower_types(types: Any) -> Any:
     if isinstance(types, list) and any(isinstance(t, str) and t not in JSON_TYPES for t in types):
         return [_lower_types(t) for t in types]
     return types
+
+
+_MODERN = frozenset({"items", "exclusiveMinimum", "exclusiveMaximum"})
+"""The keywords :func:`_modern_spelling` may rewrite."""
 
 
 def _modern_spelling(node: Mapping[str, Any]) -> dict[str, Any] | None:
