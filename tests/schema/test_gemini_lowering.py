@@ -446,6 +446,7 @@ schema_like = st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(schema_like)
 @example({"items": {"$ref": []}})  # a non-string $ref once reached a dict lookup
+@example({"anyOf": [], "enum": [None]})  # a flattened root union kept the root's enum
 def test_arbitrary_input_gives_a_conforming_schema_or_a_conversion_error(schema: Any) -> None:
     before = json.dumps(schema, sort_keys=True)
     for mode, convert in (("json", to_gemini_json_schema), ("openapi", to_gemini_openapi_schema)):

@@ -497,7 +497,8 @@ class Lowering:
         types = self.normalize_types(node.get("type"), "#")
         union_key = next((k for k in ("anyOf", "oneOf") if isinstance(node.get(k), list)), None)
         if union_key and "properties" not in node and (types is None or types == ["object"]):
-            return self.flatten_union(node, union_key, "#", 0)
+            node = self.flatten_union(node, union_key, "#", 0)
+            types = ["object"]  # and the root's own enum/const/nullable still go, below
         if types is not None and "object" not in types:
             self.note(
                 "#",
