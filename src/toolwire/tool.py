@@ -28,7 +28,7 @@ from toolwire.errors import (
 from toolwire.schema._base import escape_pointer
 from toolwire.schema._rewrite import for_validation, short_text
 
-__all__ = ["Tool", "ToolSet", "exposed_name_for", "tool"]
+__all__ = ["Tool", "ToolSet", "compile_validator", "exposed_name_for", "tool"]
 
 EMPTY_OBJECT_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
 
@@ -161,7 +161,7 @@ class Tool:
     def _argument_validator(self) -> jsonschema_rs.Validator:
         validator = self._validator
         if validator is None:
-            validator = _compile(self.input_schema)
+            validator = compile_validator(self.input_schema)
             object.__setattr__(self, "_validator", validator)
         if isinstance(validator, str):
             raise ConfigurationError(
@@ -182,8 +182,9 @@ _LINEAR_PATTERNS = jsonschema_rs.RegexOptions()
 _EMAIL = jsonschema_rs.EmailOptions(allow_display_text=False)
 
 
-def _compile(schema: Mapping[str, Any]) -> jsonschema_rs.Validator | str:
-    """The validator for ``schema``, or why there is none."""
+def compile_validator(schema: Mapping[str, Any]) -> jsonschema_rs.Validator | str:
+    """The jsonschema-rs validator for ``schema`` as tools validate with it (formats asserted,
+    linear-time patterns, nothing retrieved), or why there is none."""
     try:
         prepared = for_validation(schema)
     except SchemaConversionError as exc:

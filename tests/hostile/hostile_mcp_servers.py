@@ -13,7 +13,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 HERE = Path(__file__).resolve()
 OBJECT = {"type": "object", "properties": {}}
@@ -192,7 +192,42 @@ class Annotated(Scenario):
         ] + super().listing(state)
 
 
+class OutputSchemas(Scenario):
+    """Tools with output schemas: one whose pattern backtracks exponentially in Python ``re``
+    on the result it returns, one it matches, one answering without structured content, one
+    whose pattern no linear-time engine compiles."""
+
+    SCHEMAS: ClassVar[dict[str, Any]] = {
+        "redos": {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}},
+        "matches": {"type": "object", "properties": {"n": {"type": "integer"}}},
+        "missing": {"type": "object", "properties": {"n": {"type": "integer"}}},
+        "lookaround": {
+            "type": "object",
+            "properties": {"s": {"type": "string", "pattern": "^(?=a)a+$"}},
+        },
+    }
+    STRUCTURED: ClassVar[dict[str, Any]] = {
+        "redos": {"s": "a" * 40 + "!"},
+        "matches": {"n": 3},
+        "lookaround": {"s": "aaa"},
+    }
+
+    def listing(self, state: dict[str, Any]) -> list[Any]:
+        return [
+            tool(name, OBJECT, outputSchema=schema) for name, schema in self.SCHEMAS.items()
+        ] + super().listing(state)
+
+    def answer(self, name: str, arguments: dict[str, Any], state: dict[str, Any]) -> Any:
+        if name not in self.SCHEMAS:
+            return super().answer(name, arguments, state)
+        answer: dict[str, Any] = {"content": [{"type": "text", "text": f"{name} done"}]}
+        if name in self.STRUCTURED:
+            answer["structuredContent"] = self.STRUCTURED[name]
+        return answer
+
+
 SCENARIOS: dict[str, Callable[[], Scenario]] = {
+    "output_schemas": OutputSchemas,
     "names": Names,
     "schemas": Schemas,
     "big": Big,

@@ -459,3 +459,36 @@ def test_declare_of_a_stdio_source_warns_of_left_out_tools_and_declares_the_rest
     assert all(line.startswith("toolwire: warning: left out ") for line in warnings)
     left_out = sorted(line.split("/", 1)[1].split(":", 1)[0] for line in warnings)
     assert left_out == ["dangling", "described", "listed", "scalar", "stringy", "typeless"]
+
+
+# -- output schemas: checked by jsonschema-rs, never by Python re on the event loop ------------
+
+
+async def test_output_schemas_are_checked_in_linear_time_and_each_call_answered() -> None:
+    async with beside_good("output_schemas") as hub:
+        calls = [
+            ("evil__redos", {}, "c1"),
+            ("evil__matches", {}, "c2"),
+            ("evil__missing", {}, "c3"),
+            ("evil__lookaround", {}, "c4"),
+        ]
+        # Python re needs about 2**40 steps to say "^(a+)+$" does not match "a" * 40 + "!".
+        with anyio.fail_after(20):
+            outcome = await toolwire.execute_tool_calls(
+                hub, "anthropic", response_for("anthropic", calls)
+            )
+        redos, matches, missing, lookaround = outcome.calls
+        assert redos.result.error_kind == "failed"
+        assert "does not match its output schema" in redos.result.text
+        assert matches.result.error_kind is None
+        assert matches.result.structured_content == {"n": 3}
+        assert missing.result.error_kind == "failed"
+        assert "no structured content" in missing.result.text
+        assert lookaround.result.error_kind == "failed"
+        assert "cannot check results" in lookaround.result.text
+        tools = {tool.name: tool for tool in hub.as_toolset()}
+        assert tools["redos"].output_schema == {
+            "type": "object",
+            "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}},
+        }
+        await assert_good_server_works(hub)

@@ -32,7 +32,7 @@ from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
 from toolwire.executor import acquire
 from toolwire.mcp._content import result_from_mcp
 from toolwire.providers import get_provider, provider_names
-from toolwire.tool import Tool, ToolSet, exposed_name_for
+from toolwire.tool import Tool, ToolSet, compile_validator, exposed_name_for
 
 __all__ = ["HttpServer", "Hub", "InProcessServer", "ServerSpec", "StdioServer"]
 
@@ -130,6 +130,11 @@ class _Server:
     """Tools of the last listing left out, name → why."""
     refused: dict[str, str] = field(default_factory=dict)
     """Tools the transport took out of a listing as malformed (see ``_listing``), name → why."""
+    output_schemas: dict[str, Any] = field(default_factory=dict)
+    """The output schemas the transport kept from the SDK (see ``_listing``), by tool name:
+    the hub checks results against them itself."""
+    output_validators: dict[str, Any] = field(default_factory=dict)
+    """Compiled output schemas (or why one does not compile), by tool name, per listing."""
     declarable: dict[tuple[str, str], str | None] = field(default_factory=dict)
     listed: bool = False
     """A listing succeeded once: tools that appear after it are new, not trusted."""
@@ -172,7 +177,7 @@ def _target(server: _Server) -> Any:
             http_client = httpx2.AsyncClient(headers=dict(spec.headers))
         # A fresh transport per connection attempt: it is a one-shot context manager.
         transport = streamable_http_client(spec.url, http_client=http_client)
-    return CheckedListings(transport, server.refused)
+    return CheckedListings(transport, server.refused, server.output_schemas)
 
 
 class Hub:
@@ -340,6 +345,8 @@ class Hub:
     async def _list(self, client: Any, server: _Server) -> None:
         """Read the server's listing, check it tool by tool and take it as the server's tools."""
         server.refused.clear()
+        server.output_schemas.clear()
+        server.output_validators.clear()
         listed: list[Any] = []
         cursor: str | None = None
         seen: set[str] = set()
@@ -440,7 +447,7 @@ class Hub:
                 name=name,
                 description=description,
                 input_schema=schema,
-                output_schema=listed.output_schema,
+                output_schema=server.output_schemas.get(name, listed.output_schema),
                 annotations=annotations,
                 server_id=server.name,
                 handler=partial(self._call, server, name),
@@ -519,7 +526,13 @@ class Hub:
             return self._failure(server, name, exc)
         finally:
             server.limiter.release()
-        return result_from_mcp(result)
+        answer = result_from_mcp(result)
+        schema = server.output_schemas.get(name)
+        if schema is not None and not answer.is_error:
+            problem = _output_problem(server, name, schema, answer.structured_content)
+            if problem is not None:
+                return ToolResult.error("failed", f"Tool {name!r} failed: {problem}")
+        return answer
 
     async def check(self, name: str) -> bool:
         """Probe server ``name`` with a ``tools/list`` request (every server answers it; the
@@ -590,6 +603,29 @@ class Hub:
         self._changed()
         server.wake.set()
         return message
+
+
+def _output_problem(server: _Server, name: str, schema: Any, structured: Any) -> str | None:
+    """Why a tool's structured result breaks its output schema, or None: what the SDK checks
+    (it must be there, and match), done by jsonschema-rs, in linear time."""
+    if structured is None:
+        return "it has an output schema but returned no structured content"
+    validator = server.output_validators.get(name)
+    if validator is None:
+        validator = server.output_validators[name] = (
+            compile_validator(schema)
+            if isinstance(schema, Mapping)
+            else "the output schema is not an object"
+        )
+    if isinstance(validator, str):
+        return f"its output schema cannot check results: {validator}"
+    try:
+        error = next(iter(validator.iter_errors(structured)), None)
+    except ValueError as exc:  # not JSON jsonschema-rs reads
+        return f"its structured content is not JSON: {_describe(exc)}"
+    if error is None:
+        return None
+    return f"its structured content does not match its output schema: {error.message[:_DESCRIBED]}"
 
 
 def _fingerprint_of(description: str, schema: Any, annotations: Any) -> str:

@@ -4,7 +4,12 @@ The SDK checks a listing as a whole: one malformed tool (a name that is not a st
 schema that is a list) fails the whole answer and the server contributes nothing. The streams
 here sit between the SDK and the server's own transport (stdio, streamable HTTP): they take such
 a tool out of the answer before the SDK reads it, and keep why, for the hub's ``left_out``.
-Everything else passes untouched. Imported only once the ``mcp`` extra is known to be there.
+
+They also keep each tool's ``outputSchema`` from the SDK, which would check structured results
+against it with the Python ``jsonschema`` package, running the server's patterns in Python
+``re`` on the event loop (a pattern like ``^(a+)+$`` and a matching result hang it); the hub
+checks results with jsonschema-rs instead. Everything else passes untouched. Imported only once
+the ``mcp`` extra is known to be there.
 """
 
 from __future__ import annotations
@@ -29,9 +34,15 @@ class CheckedListings:
     each tool of every ``tools/list`` answer checked against the negotiated protocol revision
     on its own; a tool that fails is removed and ``refused[name]`` says why."""
 
-    def __init__(self, transport: Any, refused: MutableMapping[str, str]) -> None:
+    def __init__(
+        self,
+        transport: Any,
+        refused: MutableMapping[str, str],
+        output_schemas: MutableMapping[str, Any],
+    ) -> None:
         self._transport = transport
         self._refused = refused
+        self._output_schemas = output_schemas
         self._pending: dict[Any, str] = {}
         """Request id → method, for the requests whose answers are read here."""
         self._version: str | None = None
@@ -64,12 +75,33 @@ class CheckedListings:
             version = message.result.get("protocolVersion")
             self._version = version if isinstance(version, str) else None
             return item
-        if self._version is None:
-            return item
-        result = _checked(message.result, self._version, self._refused)
-        if result is None:
+        result = message.result
+        if self._version is not None:
+            result = _checked(result, self._version, self._refused) or result
+        result = _without_output_schemas(result, self._output_schemas)
+        if result is message.result:
             return item
         return dataclasses.replace(item, message=message.model_copy(update={"result": result}))
+
+
+def _without_output_schemas(
+    result: dict[str, Any], output_schemas: MutableMapping[str, Any]
+) -> dict[str, Any]:
+    """``result`` with its tools' ``outputSchema`` moved into ``output_schemas`` (by name)."""
+    tools = result.get("tools")
+    if not isinstance(tools, list) or not any(
+        isinstance(tool, dict) and "outputSchema" in tool for tool in tools
+    ):
+        return result
+    kept = []
+    for tool in tools:
+        if isinstance(tool, dict) and "outputSchema" in tool:
+            schema = tool["outputSchema"]
+            if isinstance(tool.get("name"), str):
+                output_schemas[tool["name"]] = schema
+            tool = {key: value for key, value in tool.items() if key != "outputSchema"}
+        kept.append(tool)
+    return {**result, "tools": kept}
 
 
 def _checked(
