@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["DESCRIPTION_LIMIT", "clean_description"]
+__all__ = ["DESCRIPTION_LIMIT", "clean_description", "strip_invisible"]
 
 DESCRIPTION_LIMIT = 4096
 """Bytes of UTF-8 a description may take once cleaned (4 KiB)."""
@@ -42,3 +42,9 @@ def clean_description(text: str | None, *, limit: int = DESCRIPTION_LIMIT) -> st
         return text
     cut = encoded[: limit - len(_TRUNCATION_MARK)].decode("utf-8", errors="ignore")
     return cut + _TRUNCATION_MARK
+
+
+def strip_invisible(text: str) -> str:
+    """``text`` without the characters a reader cannot see (controls other than tab and
+    newline, zero-width and bidi controls, Unicode tags): what a name looks like on screen."""
+    return _INVISIBLE.sub("", text) if not text.isascii() or not text.isprintable() else text

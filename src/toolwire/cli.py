@@ -75,7 +75,7 @@ def _from_definitions(path: Path) -> ToolSet:
         else:
             data = json.loads(text)
             records = data.get("tools", data) if isinstance(data, dict) else data
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # malformed, too deep, an integer too long
         raise SourceError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(records, list):
         raise SourceError(f"{path}: expected a list of tool definitions")
@@ -83,16 +83,28 @@ def _from_definitions(path: Path) -> ToolSet:
     for i, record in enumerate(records):
         if not isinstance(record, dict) or not isinstance(record.get("name"), str):
             raise SourceError(f"{path}: entry {i} is not a tool definition with a name")
-        tools.append(
-            Tool(
-                name=record["name"],
-                description=record.get("description"),
-                input_schema=record.get("inputSchema") or record.get("input_schema") or {},
-                output_schema=record.get("outputSchema"),
-                annotations=record.get("annotations"),
+        schema = record.get("inputSchema", record.get("input_schema", {}))
+        output_schema = record.get("outputSchema")
+        annotations = record.get("annotations")
+        description = record.get("description")
+        if not isinstance(schema, dict) or not isinstance(output_schema, dict | None):
+            raise SourceError(f"{path}: entry {i} ({record['name']!r}): a schema is not an object")
+        try:
+            tools.append(
+                Tool(
+                    name=record["name"],
+                    description=description if isinstance(description, str) else None,
+                    input_schema=schema,
+                    output_schema=output_schema,
+                    annotations=annotations if isinstance(annotations, dict) else None,
+                )
             )
-        )
-    return ToolSet(tools)
+        except ToolwireError as exc:
+            raise SourceError(f"{path}: entry {i}: {exc}") from None
+    try:
+        return ToolSet(tools)
+    except ToolwireError as exc:
+        raise SourceError(f"{path}: {exc}") from None
 
 
 def load_source(source: str) -> ToolSet:

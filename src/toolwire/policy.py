@@ -39,8 +39,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-# The invisible-character set description cleaning uses: a name is compared without them.
-from toolwire._text import _INVISIBLE
+from toolwire._text import strip_invisible
 from toolwire.errors import ConfigurationError
 from toolwire.tool import Tool, exposed_name_for
 
@@ -70,7 +69,7 @@ class PolicyContext:
 
 def _plain(name: str) -> str:
     """``name`` without invisible characters, NFKC-normalized (fullwidth letters become ASCII)."""
-    return unicodedata.normalize("NFKC", _INVISIBLE.sub("", name))
+    return unicodedata.normalize("NFKC", strip_invisible(name))
 
 
 def _spellings(name: str) -> set[str]:

@@ -89,7 +89,8 @@ class Names(Scenario):
 
 
 class Schemas(Scenario):
-    """Input schemas that are a list, a string, not an object schema, or refer to nothing."""
+    """Input schemas that are a list, a string, not an object schema, refer to nothing, or
+    hold a pattern no linear-time engine compiles."""
 
     def listing(self, state: dict[str, Any]) -> list[Any]:
         return [
@@ -99,6 +100,10 @@ class Schemas(Scenario):
             tool("scalar", {"type": "string"}),
             tool("typeless", {}),
             tool("described", OBJECT, description=["not", "text"]),
+            tool(
+                "lookaround",
+                {"type": "object", "properties": {"s": {"type": "string", "pattern": "(?!x)"}}},
+            ),
             *super().listing(state),
         ]
 

@@ -165,6 +165,9 @@ async def test_schemas_that_cannot_be_used_are_left_out_and_the_others_still_wor
     assert left_out["described"] == (
         "its definition is malformed: description: Input should be a valid string"
     )
+    assert left_out["lookaround"].startswith(
+        "tool 'evil/lookaround': its input schema cannot validate arguments: "
+    )
     assert outcome.calls[0].result.text == "ok: x"
 
 
@@ -455,10 +458,18 @@ def test_declare_of_a_stdio_source_warns_of_left_out_tools_and_declares_the_rest
     [declared] = json.loads(result.stdout)
     assert declared["name"].endswith("__ok")
     warnings = result.stderr.splitlines()
-    assert len(warnings) == 6
+    assert len(warnings) == 7
     assert all(line.startswith("toolwire: warning: left out ") for line in warnings)
     left_out = sorted(line.split("/", 1)[1].split(":", 1)[0] for line in warnings)
-    assert left_out == ["dangling", "described", "listed", "scalar", "stringy", "typeless"]
+    assert left_out == [
+        "dangling",
+        "described",
+        "listed",
+        "lookaround",
+        "scalar",
+        "stringy",
+        "typeless",
+    ]
 
 
 # -- output schemas: checked by jsonschema-rs, never by Python re on the event loop ------------

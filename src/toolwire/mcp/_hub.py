@@ -25,8 +25,7 @@ import anyio.abc
 import anyio.to_thread
 import pydantic
 
-# The invisible-character set description cleaning uses: a name made only of them is blank.
-from toolwire._text import _INVISIBLE, clean_description
+from toolwire._text import clean_description, strip_invisible
 from toolwire.calls import ToolResult, canonical_json
 from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
 from toolwire.executor import acquire
@@ -427,7 +426,7 @@ class Hub:
             _LeftOut: saying why the tool cannot be offered.
         """
         name = listed.name
-        if not _INVISIBLE.sub("", name).strip():
+        if not strip_invisible(name).strip():
             raise _LeftOut("its name is empty or blank")
         if len(name) > _NAME_CAP:
             raise _LeftOut(f"its name is longer than {_NAME_CAP} characters")
@@ -685,7 +684,8 @@ def _key(name: Any) -> str:
 
 
 def _undeclarable(tool: Tool) -> str | None:
-    """Why a registered provider cannot declare ``tool``, or None when every one can."""
+    """Why ``tool`` cannot be offered (a registered provider cannot declare it, or its schema
+    cannot validate arguments, so every call would fail), or None."""
     single = ToolSet([tool])
     for provider in provider_names():
         try:
@@ -694,6 +694,10 @@ def _undeclarable(tool: Tool) -> str | None:
             return f"{provider} cannot declare it: {exc}"
         except Exception as exc:  # a provider failing on an untrusted schema in any way
             return f"{provider} cannot declare it: {_describe(exc)}"
+    try:
+        tool.check_schema()
+    except ToolwireError as exc:
+        return str(exc)
     return None
 
 
