@@ -147,3 +147,20 @@ def _calls(executor: Executor) -> list[Any]:
     from toolwire import make_call
 
     return [make_call(executor.toolset, "big", {}, call_id="c1")]
+
+
+async def test_an_image_over_anthropics_limit_is_named_not_sent_even_when_the_cap_allows() -> None:
+    from toolwire.providers.anthropic import IMAGE_LIMIT
+
+    fits = ImageContent(PNG + b"\x04" * 1_000, "image/png")
+    over = ImageContent(PNG + b"\x05" * (IMAGE_LIMIT * 3 // 4 + 10), "image/png")
+    toolset = _returning(ToolResult(content=(fits, over)))
+    executor = Executor(toolset, max_media_chars=4 * IMAGE_LIMIT)
+    outcome = await execute_tool_calls(
+        toolset, "anthropic", response_for("anthropic", [("big", {}, "c1")]), executor=executor
+    )
+    (answer,) = outcome.results
+    blocks = answer["content"]
+    assert [b["type"] for b in blocks] == ["image", "text"]
+    assert "not sent: over the API's limit for one image" in blocks[1]["text"]
+    assert _sent_size(answer) < 10_000

@@ -54,6 +54,24 @@ __all__ = [
 
 NAME = "anthropic"
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+IMAGE_LIMIT = 5 * 1024 * 1024
+"""Characters of base64 one image may have: the Messages API refuses a longer one ("image
+exceeds 5 MB maximum"), failing the whole request."""
+
+
+def _sendable(part: Any) -> bool:
+    return (
+        isinstance(part, ImageContent)
+        and part.mime_type in _IMAGE_TYPES
+        and 4 * ((len(part.data) + 2) // 3) <= IMAGE_LIMIT
+    )
+
+
+def _as_text(part: Any) -> str:
+    """A part the answer cannot carry as itself, as text."""
+    if isinstance(part, ImageContent) and part.mime_type in _IMAGE_TYPES:
+        return f"{placeholder(part)} (not sent: over the API's limit for one image)"
+    return placeholder(part)
 
 
 def _input_schema(tool: Tool) -> dict[str, Any]:
@@ -189,17 +207,16 @@ def answer(call: ToolCall, result: ToolResult) -> dict[str, Any]:
     """The ``tool_result`` block for ``call``: text, or text and image blocks; ``is_error`` on
     failure."""
     call_id = call.call_id or call.local_id
-    has_image = any(
-        isinstance(p, ImageContent) and p.mime_type in _IMAGE_TYPES for p in result.content
-    )
+    has_image = any(_sendable(p) for p in result.content)
     if not has_image:
-        text = "\n".join(placeholder(p) for p in result.content)
+        text = "\n".join(_as_text(p) for p in result.content)
         if result.structured_content is not None and not text:
             text = canonical_json(dict(result.structured_content))
         return tool_result(call_id, text, is_error=result.is_error)
     blocks: list[dict[str, Any]] = []
     for part in result.content:
-        if isinstance(part, ImageContent) and part.mime_type in _IMAGE_TYPES:
+        if _sendable(part):
+            assert isinstance(part, ImageContent)
             blocks.append(
                 {
                     "type": "image",
@@ -213,7 +230,7 @@ def answer(call: ToolCall, result: ToolResult) -> dict[str, Any]:
         elif isinstance(part, TextContent):
             blocks.append({"type": "text", "text": part.text})
         else:
-            blocks.append({"type": "text", "text": placeholder(part)})
+            blocks.append({"type": "text", "text": _as_text(part)})
     return tool_result(call_id, blocks, is_error=result.is_error)
 
 
