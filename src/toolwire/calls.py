@@ -59,6 +59,7 @@ of more than 4,300 digits into text (``sys.get_int_max_str_digits``), so a longe
 be encoded, hashed or answered."""
 _MAX_INTEGER_BITS = int(MAX_INTEGER_DIGITS * 3.3219280948873626)  # log2(10) bits per digit
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SMALL_INT = 2**64
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +164,13 @@ class ToolResult:
         :data:`MAX_INTEGER_DIGITS` digits, an object whose ``str()`` fails) gives a ``failed``
         result saying why.
         """
+        kind = value.__class__  # the commonest values first, without a call more
+        if kind is ToolResult and _plainly_safe(value):
+            return value  # type: ignore[no-any-return]
+        if kind is str and value.isascii():
+            return cls(content=(TextContent(value),))
+        if kind is int and -_SMALL_INT < value < _SMALL_INT:
+            return cls(content=(TextContent(str(value)),))
         try:
             return cls._from_value(value)
         except Exception as exc:  # the value, not toolwire, is at fault: the model is told
@@ -366,6 +374,8 @@ def _text_of(value: Any) -> str:
 def _checked(result: ToolResult) -> ToolResult:
     """A result built by a tool itself, made safe to shape: content parts of the known kinds
     with valid text, JSON-safe structured content, a known error kind."""
+    if _plainly_safe(result):
+        return result  # the common case, every answer step meets it: nothing to build
     content = result.content
     parts = content if content.__class__ is tuple else tuple(content)
     checked = tuple(_checked_part(part) for part in parts)
@@ -394,6 +404,27 @@ def _checked(result: ToolResult) -> ToolResult:
         is_error=is_error,
         error_kind=kind if is_error else None,
     )
+
+
+def _plainly_safe(result: ToolResult) -> bool:
+    """True when a cheap look (exact classes) shows ``result`` needs no checking: text parts
+    of ASCII, plain JSON structured content, a consistent error kind."""
+    if result.content.__class__ is not tuple:
+        return False
+    for part in result.content:
+        if part.__class__ is not TextContent:
+            return False
+        text = part.text
+        if text.__class__ is not str or not text.isascii():
+            return False
+    structured = result.structured_content
+    if structured is not None and (
+        structured.__class__ is not dict or not _is_plain_json(structured)
+    ):
+        return False
+    if result.is_error is False:
+        return result.error_kind is None
+    return result.is_error is True and result.error_kind in _ERROR_KINDS
 
 
 def _checked_part(part: Any) -> Content:
@@ -503,8 +534,24 @@ def argument_problem(arguments: Mapping[str, Any]) -> str | None:
     JSON), integers of at most :data:`MAX_INTEGER_DIGITS` digits, and strings that are valid
     Unicode (no lone surrogates). Each value is visited once.
     """
-    if arguments.__class__ is dict and _plain_flat(arguments):
-        return None  # the common call: a few ASCII strings and small numbers
+    if arguments.__class__ is dict:  # the common call: a few ASCII strings and small numbers,
+        for key, value in arguments.items():  # checked by exact class, before the walk
+            kind = value.__class__
+            if key.__class__ is not str or not key.isascii():
+                break
+            if kind is str:
+                if not value.isascii():
+                    break
+            elif kind is int:
+                if value.bit_length() > 64:
+                    break
+            elif kind is float:
+                if not math.isfinite(value):
+                    break
+            elif not (kind is bool or value is None):
+                break
+        else:
+            return None
     stack: list[tuple[Any, int]] = [(arguments, 0)]
     while stack:
         node, depth = stack.pop()
@@ -535,28 +582,6 @@ def argument_problem(arguments: Mapping[str, Any]) -> str | None:
         else:
             return f"a value of type {type(node).__name__} is not JSON"
     return None
-
-
-def _plain_flat(arguments: dict[str, Any]) -> bool:
-    """True when every key is ASCII text and every value an ASCII string, a bool, None, a
-    finite float or a small integer: checked by exact class, several times cheaper than the
-    walk."""
-    for key, value in arguments.items():
-        if key.__class__ is not str or not key.isascii():
-            return False
-        kind = value.__class__
-        if kind is str:
-            if not value.isascii():
-                return False
-        elif kind is int:
-            if value.bit_length() > 64:
-                return False
-        elif kind is float:
-            if not math.isfinite(value):
-                return False
-        elif not (kind is bool or value is None):
-            return False
-    return True
 
 
 def within_depth(value: Any, limit: int) -> bool:

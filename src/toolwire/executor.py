@@ -390,10 +390,12 @@ class Executor:
                 )
             call_id = item.local_id
             problem = (
-                "its id is not a string of valid Unicode text"
-                if not isinstance(call_id, str) or has_lone_surrogate(call_id)
+                "its id is not a string"
+                if not isinstance(call_id, str)
                 else f"an earlier call of this turn has the id {call_id!r}"
                 if call_id in taken
+                else "its id is not valid Unicode text"  # a store keeps ids as UTF-8 text
+                if turn.run_id is not None and has_lone_surrogate(call_id)
                 else None
             )
             if problem is not None:
@@ -469,9 +471,10 @@ class Executor:
         tool = call.tool
         if call.null_paths:  # nulls a strict schema made the model send mean "left out"
             call = replace(call, arguments=strip_nulls(call.arguments, call.null_paths))
-        kwargs = _validated(tool, call.arguments, "")
-        if isinstance(kwargs, ToolResult):
-            self._finish(turn, index, kwargs)
+        try:
+            kwargs = tool.validate_arguments(call.arguments)
+        except Exception as exc:
+            self._finish(turn, index, _invalid(tool, exc, ""))
             return
 
         arguments: Mapping[str, Any] = call.arguments
@@ -491,9 +494,11 @@ class Executor:
                 return
             if answer is not None:
                 arguments = answer
-                kwargs = _validated(tool, arguments, "A hook rewrote the arguments: ")
-                if isinstance(kwargs, ToolResult):
-                    self._finish(turn, index, kwargs)
+                try:
+                    kwargs = tool.validate_arguments(arguments)
+                except Exception as exc:
+                    prefix = "A hook rewrote the arguments: "
+                    self._finish(turn, index, _invalid(tool, exc, prefix))
                     return
                 context = _context(turn, call, arguments)
 
@@ -1005,19 +1010,15 @@ def _not_run(what: str, exc: BaseException) -> ToolResult:
     return ToolResult.error("failed", f"Not run: {what} failed ({_short(exc)}).")
 
 
-def _validated(
-    tool: Tool, arguments: Mapping[str, Any], prefix: str
-) -> dict[str, Any] | ToolResult:
-    """The handler's keyword arguments, or the answer saying why there are none."""
-    try:
-        return tool.validate_arguments(arguments)
-    except InvalidArguments as exc:
+def _invalid(tool: Tool, exc: Exception, prefix: str) -> ToolResult:
+    """The answer to a call whose arguments ``tool.validate_arguments`` refused with ``exc``."""
+    if isinstance(exc, InvalidArguments):
         return ToolResult.error("invalid_arguments", prefix + _describe(exc))
-    except ConfigurationError as exc:  # the tool's own schema is broken
+    if isinstance(exc, ConfigurationError):  # the tool's own schema is broken
         return ToolResult.error("failed", _truncate(str(exc), _MESSAGE_LIMIT))
-    except Exception as exc:  # never expected of a validator; the call does not run
-        _log.exception("validating the arguments of %s failed", tool.qualified_name)
-        return _not_run("validating its arguments", exc)
+    # Never expected of a validator: the call does not run.
+    _log.error("validating the arguments of %s failed", tool.qualified_name, exc_info=exc)
+    return _not_run("validating its arguments", exc)
 
 
 def _truncate(text: str, limit: int) -> str:

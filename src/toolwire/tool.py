@@ -122,9 +122,13 @@ class Tool:
                 self.name, [("$", f"expected an object, got {type(arguments).__name__}")]
             )
         if self.function is not None:
-            where = _non_finite(arguments)
-            if where is not None:
-                raise InvalidArguments(self.name, [where])
+            for value in arguments.values():  # the common case: flat, no float that is NaN
+                kind = value.__class__
+                if not (kind in _LEAVES or (kind is float and math.isfinite(value))):
+                    where = _non_finite(arguments)
+                    if where is not None:
+                        raise InvalidArguments(self.name, [where])
+                    break
             return self.function.validate(self.name, dict(arguments))
         problem = argument_problem(arguments)
         if problem is not None:
@@ -222,13 +226,6 @@ def _non_finite(arguments: Mapping[str, Any]) -> tuple[str, str] | None:
     Function tools may be handed Python objects by a hook, so only numbers are looked at;
     containers are visited once each (a cycle ends the walk, not the process).
     """
-    for value in arguments.values():  # the common case: flat, no float that could be NaN
-        kind = value.__class__
-        if kind in _LEAVES or (kind is float and math.isfinite(value)):
-            continue
-        break
-    else:
-        return None
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(arguments, ())]
     seen: set[int] = set()
     while stack:

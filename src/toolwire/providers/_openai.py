@@ -11,6 +11,7 @@ from toolwire.calls import (
     RejectedCall,
     ToolCall,
     ToolResult,
+    argument_problem,
     canonical_json,
     content_text,
 )
@@ -146,8 +147,8 @@ def parse_arguments(raw: Any, name: str, tool: Tool) -> dict[str, Any] | str:
             f"Invalid arguments for {shown!r}: expected a JSON object, got "
             f"{type(arguments).__name__}."
         )
-    problem = arguments_problem_message(name, arguments)
-    return problem if problem is not None else dict(arguments)
+    problem = argument_problem(arguments)
+    return arguments_problem_message(name, problem) if problem is not None else dict(arguments)
 
 
 def output_text(result: ToolResult, error_prefix: str) -> str:

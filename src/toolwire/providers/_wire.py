@@ -13,7 +13,6 @@ from toolwire.calls import (
     ErrorKind,
     RejectedCall,
     ToolCall,
-    argument_problem,
     canonical_json,
     has_lone_surrogate,
     stable_call_id,
@@ -109,12 +108,9 @@ def printable(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def arguments_problem_message(name: str, arguments: Mapping[str, Any]) -> str | None:
-    """What the model is told when ``arguments`` are not JSON toolwire can carry (see
-    :func:`toolwire.calls.argument_problem`), or None when they are."""
-    problem = argument_problem(arguments)
-    if problem is None:
-        return None
+def arguments_problem_message(name: str, problem: str) -> str:
+    """What the model is told when a call's arguments are not JSON toolwire can carry, with
+    ``problem`` from :func:`toolwire.calls.argument_problem` saying why."""
     return f"Invalid arguments for {printable(name)!r}: {problem}."
 
 

@@ -19,6 +19,7 @@ from toolwire.calls import (
     TextContent,
     ToolCall,
     ToolResult,
+    argument_problem,
     canonical_json,
     placeholder,
 )
@@ -182,9 +183,10 @@ def _parse_block(
             f"{type(arguments).__name__}."
         )
         return rejected_call(name, call_id, index, "invalid_arguments", message, ids, _error_result)
-    problem = arguments_problem_message(name, arguments)
+    problem = argument_problem(arguments)
     if problem is not None:
-        return rejected_call(name, call_id, index, "invalid_arguments", problem, ids, _error_result)
+        message = arguments_problem_message(name, problem)
+        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, _error_result)
     arguments = dict(arguments)
     return ToolCall(
         exposed_name=name,

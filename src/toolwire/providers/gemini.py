@@ -32,6 +32,7 @@ from toolwire.calls import (
     RejectedCall,
     ToolCall,
     ToolResult,
+    argument_problem,
     canonical_json,
     content_text,
 )
@@ -332,9 +333,10 @@ def _parse_call(
             f"{type(args).__name__}."
         )
         return _rejected(name, call_id, index, "invalid_arguments", message)
-    problem = arguments_problem_message(name, args)
+    problem = argument_problem(args)
     if problem is not None:
-        return _rejected(name, call_id, index, "invalid_arguments", problem)
+        message = arguments_problem_message(name, problem)
+        return _rejected(name, call_id, index, "invalid_arguments", message)
     exposed, tool = resolved
     flat = not any(isinstance(v, (dict, list, float)) for v in args.values())
     arguments = dict(args) if flat else coerce_whole_floats(dict(args), tool.input_schema)
@@ -396,7 +398,19 @@ def function_response(
     ``response`` is always an object: the output under ``"output"``, a failure under
     ``"error"``.
     """
-    result = ToolResult.from_value(outcome)
+    return _response_part(
+        name, ToolResult.from_value(outcome), id=id, structured=structured, media=media
+    )
+
+
+def _response_part(
+    name: str,
+    result: ToolResult,
+    *,
+    id: str | None = None,
+    structured: StructuredMode = "prefer",
+    media: MediaMode = "placeholder",
+) -> dict[str, Any]:
     body: dict[str, Any] = {"name": name}
     if id:
         body["id"] = id
@@ -458,8 +472,11 @@ def declare(
 
 
 def answer(call: ToolCall, result: ToolResult, **options: Any) -> dict[str, Any]:
-    """The ``functionResponse`` part for ``call``, echoing its id only when Gemini sent one."""
-    return function_response(call.exposed_name, result, id=call.call_id, **options)
+    """The ``functionResponse`` part for ``call``, echoing its id only when Gemini sent one.
+
+    ``result`` is an executor's (made safe to shape by ``ToolResult.from_value`` already);
+    :func:`function_response` takes any value."""
+    return _response_part(call.exposed_name, result, id=call.call_id, **options)
 
 
 # -- streaming ---------------------------------------------------------------------------------
