@@ -12,7 +12,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-PROVIDERS = ("gemini", "anthropic", "openai-chat", "openai-responses")
 SECRET = "TOP-SECRET-7f3a9c"
 """In the secret file, and in every document the HTTP server serves: if it is ever in an
 answer or an error, something was read."""
@@ -115,27 +114,6 @@ def hostile_schemas(target: Target) -> dict[str, dict[str, Any]]:
         "root ref": {"type": "object", "$ref": f"{http}/root.json"},
         "root allOf ref": {"type": "object", "allOf": [{"$ref": f"{http}/base.json"}]},
     }
-
-
-def response(provider: str, calls: list[tuple[str, str, dict[str, Any]]]) -> Any:
-    """``provider``'s response holding ``calls`` (id, tool name, arguments)."""
-    if provider == "gemini":
-        parts = [{"functionCall": {"name": n, "args": a, "id": i}} for i, n, a in calls]
-        return {"candidates": [{"content": {"role": "model", "parts": parts}}]}
-    if provider == "anthropic":
-        blocks = [{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in calls]
-        return {"role": "assistant", "content": blocks}
-    if provider == "openai-chat":
-        tool_calls = [
-            {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
-            for i, n, a in calls
-        ]
-        return {"choices": [{"message": {"role": "assistant", "tool_calls": tool_calls}}]}
-    items = [
-        {"type": "function_call", "call_id": i, "name": n, "arguments": json.dumps(a)}
-        for i, n, a in calls
-    ]
-    return {"output": items}
 
 
 def references(value: Any) -> list[str]:

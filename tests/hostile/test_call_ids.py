@@ -1,25 +1,32 @@
 """Ids are unique per response: a call never gets another call's answer, whatever ids the model
-sends (shared, missing, or equal to one toolwire would generate)."""
+sends (shared, missing, or equal to one toolwire would generate); and on the executor's side a
+stored record answers a call only when it is that call's, and a turn never runs two calls under
+one id."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from wire_calls import PROVIDERS, answer_text, answered_id, is_error_answer, parse, response_for
+from provider_turns import PROVIDERS, answer_text, answered_id, is_error_answer, parse, response_for
 
 from toolwire import (
+    Executor,
     MemoryStore,
     RejectedCall,
     ToolCall,
+    ToolResult,
     ToolSet,
     execute_tool_calls,
     execute_tool_calls_sync,
+    make_call,
     tool,
 )
 from toolwire.calls import stable_call_id
+from toolwire.store import CallRecord
 
 PAID: list[int] = []
 
@@ -237,3 +244,60 @@ def test_every_call_gets_one_answer_of_its_own(
     assert len(set(generated_ids)) == len(generated_ids)
     assert not sent & set(generated_ids)
     assert sorted(PAID) == sorted(ran)
+
+
+# -- the executor's side: a stored record answers a call only when it is that call's ------------
+
+
+class RecordArrivesAfterPlanning(MemoryStore):
+    """A store where another worker writes a call's record between this worker's planning read
+    and its claim (the planning read sees nothing)."""
+
+    async def get_many(self, run_id: str, call_ids: Sequence[str]) -> list[CallRecord | None]:
+        return [None for _ in call_ids]
+
+
+@pytest.mark.anyio
+async def test_a_claim_lost_to_another_calls_record_is_not_answered_from_it() -> None:
+    store = RecordArrivesAfterPlanning()
+    other = CallRecord(
+        call_id="c1",
+        tool="pay",
+        fingerprint="the fingerprint of pay(3)",
+        state="completed",
+        result=ToolResult.from_value("paid 3"),
+    )
+    assert await store.swap("r", None, other) is not None
+    executor = Executor(TOOLS, store=store)
+    (outcome,) = await executor.run(
+        [make_call(TOOLS, "pay", {"amount": 4}, call_id="c1")], run_id="r"
+    )
+    assert "paid 3" not in outcome.result.text
+    assert outcome.result.error_kind == "failed"
+    assert "another call" in outcome.result.text
+    assert PAID == []  # and it did not run either: the id is taken
+
+
+@pytest.mark.anyio
+async def test_a_record_with_the_same_fingerprint_does_answer() -> None:
+    store = MemoryStore()
+    executor = Executor(TOOLS, store=store)
+    call = make_call(TOOLS, "pay", {"amount": 3}, call_id="c1")
+    (first,) = await executor.run([call], run_id="r")
+    (again,) = await executor.run([call], run_id="r")
+    assert again.from_store
+    assert again.result == first.result
+    assert PAID == [3]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("run_id", [None, "r"])
+async def test_two_calls_with_one_id_in_a_turn_run_once(run_id: str | None) -> None:
+    executor = Executor(TOOLS, store=MemoryStore())
+    first = make_call(TOOLS, "pay", {"amount": 3}, call_id="c1")
+    second = make_call(TOOLS, "pay", {"amount": 4}, call_id="c1")
+    outcomes = await executor.run([first, second], run_id=run_id)
+    assert outcomes[0].result.text == "paid 3"
+    assert outcomes[1].result.error_kind == "invalid_arguments"
+    assert "paid" not in outcomes[1].result.text
+    assert PAID == [3]

@@ -67,7 +67,7 @@ async def test_a_tool_raising_cancelled_error_does_not_cancel_its_siblings(provi
     calls = [("fine", {}, "c1"), ("cancels_itself", {}, "c2"), ("fine", {}, "c3")]
     outcome = await execute_tool_calls(TOOLS, provider, response_for(provider, calls))
     assert [c.result.error_kind for c in outcome.calls] == [None, "failed", None]
-    assert "fine" in answer_text(provider, outcome.results[2])
+    assert "fine" in answer_text(outcome.results[2])
 
 
 async def test_a_tool_cancelling_itself_in_a_stored_run_leaves_no_claim(tmp_path: Any) -> None:
@@ -114,12 +114,12 @@ async def test_an_after_hook_that_raises_withholds_only_its_calls_result(
         TOOLS, provider, response_for(provider, calls), after_call=[redact_first]
     )
     assert len(outcome.results) == len(turn)
-    first = answer_text(provider, outcome.results[0])
+    first = answer_text(outcome.results[0])
     assert "withheld" in first
     assert "redactor down" in first
     assert "fine" not in first  # the unredacted result never reaches the model
     for answer in outcome.results[1:]:
-        assert "fine" in answer_text(provider, answer)
+        assert "fine" in answer_text(answer)
 
 
 async def test_a_before_hook_that_raises_stops_only_its_call() -> None:

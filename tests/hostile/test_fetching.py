@@ -17,8 +17,9 @@ from typing import Any
 
 import anyio
 import pytest
-from fetch_targets import PROVIDERS, SECRET, Target, hostile_schemas, references, response, serving
+from fetch_targets import SECRET, Target, hostile_schemas, references, serving
 from fetching_mcp_server import HERE as MCP_SERVER
+from provider_turns import DECLARATION_IDS, DECLARATIONS, PROVIDERS, response_for
 
 import toolwire
 from toolwire import ConfigurationError, InvalidArguments, Tool, ToolSet, compat
@@ -112,26 +113,17 @@ async def test_every_call_is_answered_without_fetching_for_every_provider(
     target: Target, provider: str
 ) -> None:
     toolset = toolset_of(target)
-    calls = [(f"call{i}", f"t{i}", arguments_for(name)) for i, name in enumerate(NAMES)]
+    calls = [(f"t{i}", arguments_for(name), f"call{i}") for i, name in enumerate(NAMES)]
     with anyio.fail_after(30):
-        outcome = await toolwire.execute_tool_calls(toolset, provider, response(provider, calls))
+        outcome = await toolwire.execute_tool_calls(
+            toolset, provider, response_for(provider, calls)
+        )
     assert len(outcome.results) == len(calls)
     assert [o.result.is_error for o in outcome.calls] == [False] * len(calls)
     assert SECRET not in json.dumps(outcome.results)
 
 
-@pytest.mark.parametrize(
-    ("provider", "options"),
-    [
-        ("gemini", {}),
-        ("gemini", {"schema": "openapi"}),
-        ("gemini", {"schema": "openapi", "backend": "vertex"}),
-        ("anthropic", {}),
-        ("openai-chat", {}),
-        ("openai-chat", {"strict": False}),
-        ("openai-responses", {}),
-    ],
-)
+@pytest.mark.parametrize(("provider", "options"), DECLARATIONS, ids=DECLARATION_IDS)
 def test_no_declaration_sends_a_reference_to_another_document(
     target: Target, provider: str, options: dict[str, Any]
 ) -> None:
@@ -192,11 +184,11 @@ async def test_an_mcp_server_over_stdio_publishing_such_schemas_is_declared_and_
                 listing = toolwire.tools(hub, provider)
                 assert [r for r in references(listing.tools) if not r.startswith("#")] == []
                 calls = [
-                    (f"{provider}-{i}", f"srv__t{i}", arguments_for(name))
+                    (f"srv__t{i}", arguments_for(name), f"{provider}-{i}")
                     for i, name in enumerate(NAMES)
                 ]
                 outcome = await toolwire.execute_tool_calls(
-                    hub, provider, response(provider, calls)
+                    hub, provider, response_for(provider, calls)
                 )
                 texts = [o.result.text for o in outcome.calls]
                 assert texts == [f"called t{i}" for i in range(len(NAMES))], provider

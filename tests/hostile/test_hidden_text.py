@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from provider_turns import DECLARATION_IDS, DECLARATIONS
 
 import toolwire
 from toolwire import Tool, ToolSet
@@ -44,17 +45,6 @@ INVISIBLE = frozenset(
     + [chr(c) for c in range(0x7F, 0xA0)]
 )
 LIMIT = 4096
-DECLARATIONS = [
-    ("gemini", {}),
-    ("gemini", {"schema": "openapi"}),
-    ("gemini", {"schema": "openapi", "backend": "vertex"}),
-    ("anthropic", {}),
-    ("openai-chat", {}),
-    ("openai-chat", {"strict": False}),
-    ("openai-responses", {}),
-    ("openai-responses", {"strict": False}),
-]
-DECLARATION_IDS = [f"{p}-{'-'.join(map(str, o.values())) or 'default'}" for p, o in DECLARATIONS]
 
 
 def poisoned(text: str = "Where to go.") -> str:

@@ -65,7 +65,7 @@ async def assert_good_server_works(hub: Hub) -> None:
             {"result": 5},
             {"result": "hi"},
         ]
-        assert [answered_id(provider, a) for a in outcome.results] == ["c1", "c2"]
+        assert [answered_id(a) for a in outcome.results] == ["c1", "c2"]
 
 
 # -- the reproduction: a tool named "" and one with a dangling $ref ----------------------------
@@ -217,7 +217,7 @@ async def test_every_odd_answer_is_that_calls_own_answer_and_the_server_stays_up
                 hub, provider, response_for(provider, calls)
             )
         results = {name: c.result for name, c in zip([*names, "good"], outcome.calls, strict=True)}
-        assert [answered_id(provider, a) for a in outcome.results] == [i for _, _, i in calls]
+        assert [answered_id(a) for a in outcome.results] == [i for _, _, i in calls]
         assert hub.status["good"] is None
         await assert_good_server_works(hub)
     assert results["good"].structured_content == {"result": 2}

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from wire_calls import PROVIDERS, answered_id, parse, response_for
+from provider_turns import PROVIDERS, answered_id, parse, response_for
 
 from toolwire import (
     MemoryStore,

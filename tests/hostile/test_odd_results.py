@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from provider_turns import PROVIDERS, answer_text, is_error, response_for, strict_json
+from provider_turns import PROVIDERS, answer_text, is_error_answer, response_for, strict_json
 
 from toolwire import (
     EmbeddedResource,
@@ -130,13 +130,13 @@ async def test_an_odd_result_is_answered_alone_and_as_strict_json(
             toolset, provider, response_for(provider, calls), run_id="r", store=store
         )
         assert [c.call_id for c in outcome.calls] == ["c1", "c2", "c3"]
-        assert answer_text(provider, outcome.results[0]).count("echo one") == 1
-        assert answer_text(provider, outcome.results[2]).count("echo two") == 1
-        assert not is_error(provider, outcome.results[0])
+        assert answer_text(outcome.results[0]).count("echo one") == 1
+        assert answer_text(outcome.results[2]).count("echo two") == 1
+        assert not is_error_answer(outcome.results[0])
         odd_answer = outcome.results[1]
-        assert is_error(provider, odd_answer) is unsendable
+        assert is_error_answer(odd_answer) is unsendable
         if unsendable:
-            assert "cannot be sent as JSON" in answer_text(provider, odd_answer)
+            assert "cannot be sent as JSON" in answer_text(odd_answer)
             assert outcome.calls[1].result.error_kind == "failed"
         for answer in outcome.results:
             strict_json(answer)  # no NaN, no lone surrogate, nothing json can't write
@@ -186,7 +186,7 @@ async def test_other_providers_get_json_text_not_python_reprs(provider: str) -> 
         provider,
         response_for(provider, [("odd", {}, "c1")]),
     )
-    text = answer_text(provider, outcome.results[0])
+    text = answer_text(outcome.results[0])
     assert "{1}" not in text
     assert "b'" not in text
     assert '"s":[1]' in text
@@ -211,9 +211,9 @@ async def test_an_exception_whose_str_raises_is_named_by_its_type(provider: str)
         toolset, provider, response_for(provider, [("fails", {}, "c1"), ("fine", {}, "c2")])
     )
     assert outcome.calls[0].result.error_kind == "failed"
-    assert "Mute" in answer_text(provider, outcome.results[0])
-    assert "fine" in answer_text(provider, outcome.results[1])
-    assert not is_error(provider, outcome.results[1])
+    assert "Mute" in answer_text(outcome.results[0])
+    assert "fine" in answer_text(outcome.results[1])
+    assert not is_error_answer(outcome.results[1])
 
 
 async def test_an_after_hook_returning_an_odd_value_is_made_safe_too() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from provider_turns import DECLARATIONS
 
 import toolwire
 from toolwire import (
@@ -25,16 +26,6 @@ from toolwire import (
     ToolSet,
     compat,
 )
-
-DECLARATIONS = [
-    ("gemini", {}),
-    ("gemini", {"schema": "openapi"}),
-    ("gemini", {"schema": "openapi", "backend": "vertex"}),
-    ("anthropic", {}),
-    ("openai-chat", {}),
-    ("openai-chat", {"strict": False}),
-    ("openai-responses", {}),
-]
 
 
 @pytest.mark.parametrize(

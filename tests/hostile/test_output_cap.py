@@ -64,9 +64,8 @@ async def test_no_content_kind_passes_the_cap(provider: str, content: Any) -> No
     # Under the 100,000-character text limit (plus the notices) or the media limit: 5 MiB of
     # base64 at most, and the 5 MB parts here are over both.
     assert _sent_size(answer) < 200_000
-    assert "left out" in answer_text(provider, answer) or "truncated" in answer_text(
-        provider, answer
-    )
+    text = answer_text(answer)
+    assert "left out" in text or "truncated" in text
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai-responses"])
@@ -79,7 +78,7 @@ async def test_images_within_the_media_limit_are_sent_and_the_rest_named(provide
         response_for(provider, [("big", {}, "c1")]),
     )
     (answer,) = outcome.results
-    text = answer_text(provider, answer)
+    text = answer_text(answer)
     assert base64.b64encode(small.data).decode() in text
     assert base64.b64encode(huge.data[:3000]).decode()[:100] not in text
     assert "[image: image/png, 6000008 bytes]" in text

@@ -196,14 +196,14 @@ def _check_turn(provider: str, calls: list[dict[str, Any]], outcome: Any) -> Non
     assert len(outcome.calls) == len(calls)
     tags = {_tag_of(c) for c in calls} - {None}
     for call, answer, settled in zip(calls, outcome.results, outcome.calls, strict=True):
-        text = answer_text(provider, answer)
+        text = answer_text(answer)
         json.dumps(answer, allow_nan=False).encode("utf-8")  # what the SDKs send
         own = _tag_of(call)
         for tag in tags - {own}:
             assert f'"{tag}"' not in text, "another call's answer"
             assert f"tag {tag}" not in text, "another call's answer"
         if provider != "gemini" and call["id"]:
-            assert answered_id(provider, answer) == call["id"]
+            assert answered_id(answer) == call["id"]
         if settled.result.error_kind is None and own is not None:
             assert own in text
     assert all(n == 1 for n in RUNS.values()), f"a call ran twice: {RUNS}"

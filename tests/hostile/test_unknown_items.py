@@ -10,7 +10,7 @@ import pydantic
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from wire_calls import PROVIDERS, answer_of, answer_text, answered_id, parse
+from provider_turns import PROVIDERS, answer_of, answer_text, answered_id, parse
 
 from conftest import load_corpus
 from toolwire import (

@@ -257,28 +257,24 @@ def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-class Lowering:
-    """One conversion of one schema. Subclasses implement :meth:`lower`.
-
-    ``notes`` collects what was dropped or rewritten, for reports; routine removals of
-    annotations (``title``, ``$schema``, ...) are not noted.
-    """
+class SchemaWalk:
+    """What every walk over one schema keeps: the root, notes on what it changed, and the
+    nodes it has visited, bounded."""
 
     def __init__(self, root: Any) -> None:
         self.root = root
         self.notes: list[ConversionNote] = []
         self._nodes = 0
-        self._def_names: dict[str, str] = {}
-        self._taken: set[str] = set()
-        self._next_suffix: dict[str, int] = {}
-
-    # -- bookkeeping ---------------------------------------------------------------------------
 
     def note(self, path: str, message: str) -> None:
         self.notes.append(ConversionNote(path, message))
 
     def visit(self, path: str, depth: int) -> None:
-        """Count a node and enforce the bounds."""
+        """Count a node and enforce the bounds.
+
+        Raises:
+            SchemaConversionError: past :data:`MAX_DEPTH` levels or :data:`MAX_NODES` nodes.
+        """
         self._nodes += 1
         if depth > MAX_DEPTH:
             raise SchemaConversionError(
@@ -286,6 +282,20 @@ class Lowering:
             )
         if self._nodes > MAX_NODES:
             raise SchemaConversionError(f"schema has more than {MAX_NODES} nodes", path=path)
+
+
+class Lowering(SchemaWalk):
+    """One conversion of one schema. Subclasses implement :meth:`lower`.
+
+    ``notes`` collects what was dropped or rewritten, for reports; routine removals of
+    annotations (``title``, ``$schema``, ...) are not noted.
+    """
+
+    def __init__(self, root: Any) -> None:
+        super().__init__(root)
+        self._def_names: dict[str, str] = {}
+        self._taken: set[str] = set()
+        self._next_suffix: dict[str, int] = {}
 
     # -- references ------------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from toolwire.schema._base import (
     MAX_NODES,
     ConversionNote,
     Lowering,
+    SchemaWalk,
     escape_pointer,
 )
 
@@ -131,33 +132,17 @@ def _join(base: str, reference: str) -> str | None:
         return None
 
 
-class _Walk:
+class _Walk(SchemaWalk):
     """One copy-on-write walk of one schema; ``edit`` decides what changes at each node."""
 
     def __init__(self, root: Mapping[str, Any]) -> None:
-        self.root = root
-        self.notes: list[ConversionNote] = []
+        super().__init__(root)
         self.references: list[ConversionNote] = []
         """The notes on references to other documents."""
         self.dialect = _dialect(root.get("$schema")) or _LATEST
         # Draft 4 names a schema's own URI `id`; later drafts `$id`.
         self.id_key = "id" if self.dialect == _DRAFT_4 else "$id"
-        self._nodes = 0
         self._documents: frozenset[str] | None = None
-
-    # -- bookkeeping -------------------------------------------------------------------------
-
-    def note(self, path: str, message: str) -> None:
-        self.notes.append(ConversionNote(path, message))
-
-    def count(self, path: str, depth: int) -> None:
-        self._nodes += 1
-        if depth > MAX_DEPTH:
-            raise SchemaConversionError(
-                f"schema is nested deeper than {MAX_DEPTH} levels", path=path
-            )
-        if self._nodes > MAX_NODES:
-            raise SchemaConversionError(f"schema has more than {MAX_NODES} nodes", path=path)
 
     # -- documents and references --------------------------------------------------------------
 
@@ -202,7 +187,7 @@ class _Walk:
         where JSON Schema has a schema (not in an unknown keyword)."""
         if node.__class__ is not dict and not isinstance(node, Mapping):
             return self.shorthand(node, path) if known else node
-        self.count(path, depth)
+        self.visit(path, depth)
         if self.id_key in node:
             base = self.rebase(node, base)
         out = self.edit(node, path, base)
