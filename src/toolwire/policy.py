@@ -25,8 +25,9 @@ Matching fails closed:
   written that way matches nothing.
 - ``deny`` and ``ask`` match any name a tool goes by: its canonical identity, its bare name,
   its exposed form (``server__tool``) and the exposed name the model used, and each of these
-  spelt portably (``delete.file`` → ``delete_file``) and with invisible characters removed and
-  NFKC applied, so ``files/delete_file`` also catches a server's ``delete\\u200bfile``.
+  spelt portably (``delete.file`` → ``delete_file``), with invisible characters removed and
+  NFKC applied, and case-folded, so ``files/delete_file`` also catches a server's
+  ``delete\\u200bfile`` and ``Delete_File``.
 - A rule's ``when`` that raises counts as matching for ``deny`` and ``ask``, and as not
   matching for ``allow``; :meth:`Policy.evaluate` never raises.
 """
@@ -88,6 +89,7 @@ def _names_of(tool: Tool, exposed_name: str | None = None) -> frozenset[str]:
         names.update(exposed_name_for(form, server) for form in spellings)
     if exposed_name:
         names.update((exposed_name, _plain(exposed_name)))
+    names.update([name.casefold() for name in names])  # `Delete_File` is still delete_file
     return frozenset(names)
 
 
@@ -136,7 +138,11 @@ class Rule:
         if self.effect == "allow":
             if not _identity_matches(self.pattern, context.tool):
                 return False, None
-        elif not any(fnmatch.fnmatchcase(name, self.pattern) for name in names or ()):
+        elif not any(
+            fnmatch.fnmatchcase(name, pattern)
+            for pattern in (self.pattern, self.pattern.casefold())
+            for name in names or ()
+        ):
             return False, None
         if self.when is None:
             return True, None

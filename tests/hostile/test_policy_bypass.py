@@ -68,6 +68,9 @@ def test_a_rule_in_the_exposed_form_denies_but_never_allows() -> None:
         f"{FULLWIDTH_DELETE}_file",
         "delete file",
         "\U000e0041delete_file",
+        "Delete_File",
+        "DELETE.FILE",
+        f"{FULLWIDTH_DELETE.upper()}_FILE",
     ],
 )
 def test_a_deny_catches_every_name_that_reads_the_same(name: str) -> None:
@@ -335,3 +338,12 @@ def test_toolwire_call_asks_for_a_server_tool_whose_annotations_contradict(
     for name, error_kind in [("contradiction", "approval_denied"), ("read_only", None)]:
         result = cli("call", str(config), f"evil__{name}", "--args", '{"text": "x"}', "--json")
         assert json.loads(result.stdout)["error_kind"] == error_kind, result.stderr
+
+
+def test_a_deny_written_in_capitals_catches_the_lower_case_tool_too() -> None:
+    assert decide(Policy(Rule("deny", "Files/Delete_*")), server_tool("delete_file")) == "deny"
+    # An allow stays exact: case differences never widen it.
+    allowed = decide(
+        Policy(Rule("allow", "files/Delete_File"), default="deny"), server_tool("delete_file")
+    )
+    assert allowed == "deny"
