@@ -132,8 +132,8 @@ class _Server:
     output_schemas: dict[str, Any] = field(default_factory=dict)
     """The output schemas the transport kept from the SDK (see ``_listing``), by tool name:
     the hub checks results against them itself."""
-    output_validators: dict[str, Any] = field(default_factory=dict)
-    """Compiled output schemas (or why one does not compile), by tool name, per listing."""
+    output_validators: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    """By tool name: the output schema last compiled, and its validator (or why it has none)."""
     declarable: dict[tuple[str, str], str | None] = field(default_factory=dict)
     listed: bool = False
     """A listing succeeded once: tools that appear after it are new, not trusted."""
@@ -344,8 +344,6 @@ class Hub:
     async def _list(self, client: Any, server: _Server) -> None:
         """Read the server's listing, check it tool by tool and take it as the server's tools."""
         server.refused.clear()
-        server.output_schemas.clear()
-        server.output_validators.clear()
         listed: list[Any] = []
         cursor: str | None = None
         seen: set[str] = set()
@@ -609,13 +607,16 @@ def _output_problem(server: _Server, name: str, schema: Any, structured: Any) ->
     (it must be there, and match), done by jsonschema-rs, in linear time."""
     if structured is None:
         return "it has an output schema but returned no structured content"
-    validator = server.output_validators.get(name)
-    if validator is None:
-        validator = server.output_validators[name] = (
+    compiled = server.output_validators.get(name)
+    if compiled is not None and compiled[0] is schema:
+        validator = compiled[1]
+    else:  # first use, or the server listed another schema since
+        validator = (
             compile_validator(schema)
             if isinstance(schema, Mapping)
             else "the output schema is not an object"
         )
+        server.output_validators[name] = (schema, validator)
     if isinstance(validator, str):
         return f"its output schema cannot check results: {validator}"
     try:

@@ -87,21 +87,24 @@ class CheckedListings:
 def _without_output_schemas(
     result: dict[str, Any], output_schemas: MutableMapping[str, Any]
 ) -> dict[str, Any]:
-    """``result`` with its tools' ``outputSchema`` moved into ``output_schemas`` (by name)."""
+    """``result`` with its tools' ``outputSchema`` moved into ``output_schemas`` (by name; a
+    listed tool without one is dropped from it, so a schema taken away is not kept)."""
     tools = result.get("tools")
-    if not isinstance(tools, list) or not any(
-        isinstance(tool, dict) and "outputSchema" in tool for tool in tools
-    ):
+    if not isinstance(tools, list):
         return result
     kept = []
     for tool in tools:
-        if isinstance(tool, dict) and "outputSchema" in tool:
-            schema = tool["outputSchema"]
-            if isinstance(tool.get("name"), str):
-                output_schemas[tool["name"]] = schema
-            tool = {key: value for key, value in tool.items() if key != "outputSchema"}
+        if isinstance(tool, dict):
+            name = tool.get("name")
+            if isinstance(name, str):
+                if "outputSchema" in tool:
+                    output_schemas[name] = tool["outputSchema"]
+                else:
+                    output_schemas.pop(name, None)
+            if "outputSchema" in tool:
+                tool = {key: value for key, value in tool.items() if key != "outputSchema"}
         kept.append(tool)
-    return {**result, "tools": kept}
+    return {**result, "tools": kept} if kept != tools else result
 
 
 def _checked(
