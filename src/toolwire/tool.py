@@ -181,7 +181,13 @@ class Tool:
 # match, not a call (the limit multiplies by every string the model sends), and its verdict
 # on reaching the limit depends on the input's length, not on the schema. The tool's calls are
 # answered with the reason and `toolwire check` reports it.
-_LINEAR_PATTERNS = jsonschema_rs.RegexOptions()
+# The linear engine's time is still the compiled pattern's size times the input's, so patterns
+# are capped at 256 KiB compiled (`\w{20000}`, megabytes of states, took 24 s on 40,000
+# characters; every schema of the corpus in tests/data compiles within the cap), and the lazy
+# DFA gets room to cache what such a pattern needs (8 MiB, grown only when used): with the
+# default 2 MiB, `\w{2500}\W` fell back to the slow engine, 10 s on 200,000 characters
+# instead of milliseconds.
+_LINEAR_PATTERNS = jsonschema_rs.RegexOptions(size_limit=256 * 1024, dfa_size_limit=8 << 20)
 # The `email` format is an address (RFC 5321), not a display name with one.
 _EMAIL = jsonschema_rs.EmailOptions(allow_display_text=False)
 
@@ -206,7 +212,9 @@ def compile_validator(schema: Mapping[str, Any]) -> jsonschema_rs.Validator | st
         reason = f"{where}: {short_text(exc.message)}"
         kind = exc.kind
         if isinstance(kind, jsonschema_rs.ValidationErrorKind.Format) and kind.format == "regex":
-            reason += " (patterns must compile without look-around or backreferences)"
+            reason += (
+                " (patterns must compile without look-around or backreferences, to at most 256 KiB)"
+            )
         return reason
     except (jsonschema_rs.ReferencingError, ValueError, TypeError, OverflowError) as exc:
         return short_text(str(exc).split("\n", 1)[0])

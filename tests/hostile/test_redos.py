@@ -234,3 +234,56 @@ async def test_such_a_tool_is_answered_failed_and_reported_by_check() -> None:
     (report,) = compat.check([subject])
     assert report.rejected
     assert {v.status for v in report.verdicts} == {"rejected"}
+
+
+# -- the linear engine's cost is the compiled pattern's size times the input's --------------------
+
+HUGE_PATTERNS = {
+    "a large counted repetition": "\\w{20000}\\W",
+    "a large class repetition": "[a-zé]{20000}!",
+    "a repeated alternation": "(?:\\w|\\d){30000}!",
+}
+
+
+@pytest.mark.parametrize("pattern", list(HUGE_PATTERNS.values()))
+def test_a_pattern_too_large_to_match_quickly_fails_closed(pattern: str) -> None:
+    subject = Tool(name="t", server_id="srv", input_schema=_object(q={"pattern": pattern}))
+    with pytest.raises(ConfigurationError) as info:
+        subject.validate_arguments({"q": "a" * 40_000})  # took 24 s before the cap
+    assert "to at most 256 KiB" in str(info.value)
+    (report,) = compat.check([subject])
+    assert report.rejected
+
+
+_BIG_INPUT_WORKER = textwrap.dedent(
+    """
+    import sys
+    from toolwire import InvalidArguments, Tool
+
+    for pattern in sys.argv[1:]:
+        subject = Tool(name="t", input_schema={
+            "type": "object", "properties": {"q": {"type": "string", "pattern": pattern}}})
+        for text in ("a" * 200_000, "ab!é " * 40_000):
+            for _ in range(20):
+                try:
+                    subject.validate_arguments({"q": text})
+                except InvalidArguments:
+                    pass
+    print("done")
+    """
+)
+
+
+def test_patterns_within_the_cap_decide_large_arguments_quickly() -> None:
+    # Patterns close to the cap, 2 x 20 checks of 200,000 characters each: well under 0.1 s a
+    # check here; the bound is for a slow, busy machine.
+    near_the_cap = ["\\w{2500}\\W", "\\w{1000}\\W\\w{1000}\\W", "(?:a|b|c|d|e){2000}!"]
+    result = subprocess.run(
+        [sys.executable, "-c", _BIG_INPUT_WORKER, *near_the_cap],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "done"
