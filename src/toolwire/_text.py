@@ -11,10 +11,11 @@ DESCRIPTION_LIMIT = 4096
 
 # Characters a reader cannot see but a model reads: C0/C1 controls other than tab and newline,
 # zero-width characters, bidi embeddings/overrides/isolates, word joiners, the BOM, and the
-# Unicode "tag" block used to smuggle hidden instructions.
+# Unicode "tag" block used to smuggle hidden instructions; and lone UTF-16 surrogates, which are
+# not text at all (no UTF-8 encoder takes them, so a request holding one cannot be sent).
 _INVISIBLE = re.compile(
     "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+    "\u2060-\u2064\u2066-\u206f\ud800-\udfff\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
 )
 _TRUNCATION_MARK = " [truncated]"
 

@@ -343,7 +343,7 @@ def exposed_name_for(name: str, server_id: str | None = None) -> str:
     if not candidate or not (candidate[0].isalpha() or candidate[0] == "_"):
         candidate = "_" + candidate
     if len(candidate) > _NAME_LIMIT:
-        digest = hashlib.sha256(raw.encode()).hexdigest()[:8]
+        digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:8]
         candidate = f"{candidate[: _NAME_LIMIT - 9]}_{digest}"
     return candidate
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from provider_turns import DECLARATION_IDS, DECLARATIONS
 
 import toolwire
-from toolwire import Tool, ToolSet
+from toolwire import Tool, ToolSet, compat
 from toolwire.schema._rewrite import for_declaration
 
 TAGS = "".join(chr(c) for c in range(0xE0020, 0xE007F))  # "ignore previous ..." in tags
@@ -236,3 +236,24 @@ def test_hidden_text_at_any_depth_reaches_no_provider(node: dict[str, Any], text
             assert not INVISIBLE & set(found), (provider, options, key, found)
     assert schema == before
     assert json.dumps(schema) == json.dumps(before)
+
+
+@pytest.mark.parametrize(("provider", "options"), DECLARATIONS, ids=DECLARATION_IDS)
+def test_lone_surrogates_in_names_and_descriptions_never_reach_a_request(
+    provider: str, options: dict[str, Any]
+) -> None:
+    # From json.loads of "\ud800" escapes: short and long texts, a long name.
+    subject = Tool(
+        name="n" * 70 + "\ud800",
+        description="x" * 1100 + "\ud800 and \udfff short",
+        input_schema={
+            "type": "object",
+            "title": "t\ud800",
+            "properties": {"a": {"type": "string", "description": "hi\udc00"}},
+        },
+    )
+    listing = toolwire.tools([subject], provider, **options)
+    sent = json.dumps(listing.tools, ensure_ascii=False)
+    sent.encode("utf-8")  # what an HTTP client does: it would raise on a lone surrogate
+    assert "\\ud800" not in json.dumps(listing.tools)
+    compat.check([subject])
