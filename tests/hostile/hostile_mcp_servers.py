@@ -231,7 +231,22 @@ class OutputSchemas(Scenario):
         return answer
 
 
+class Variants(Scenario):
+    """A schema that only some declaration options choke on (a ``$ref`` into an unknown
+    keyword holding values of odd types), beside ``ok``."""
+
+    def listing(self, state: dict[str, Any]) -> list[Any]:
+        hidden = {
+            "type": "object",
+            "propertyOrdering": [["a"]],
+            "properties": {"a": {"type": "string"}},
+        }
+        schema = {"type": "object", "x-hide": hidden, "properties": {"p": {"$ref": "#/x-hide"}}}
+        return [tool("tricky", schema), *super().listing(state)]
+
+
 SCENARIOS: dict[str, Callable[[], Scenario]] = {
+    "variants": Variants,
     "output_schemas": OutputSchemas,
     "names": Names,
     "schemas": Schemas,

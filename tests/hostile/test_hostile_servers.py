@@ -24,7 +24,7 @@ from toolwire import ToolResult
 
 pytest.importorskip("mcp")
 from hostile_mcp_servers import PNG, stdio_args
-from provider_turns import PROVIDERS, answered_id, response_for
+from provider_turns import DECLARATIONS, PROVIDERS, answered_id, response_for
 
 from toolwire.mcp import HttpServer, Hub, InProcessServer, StdioServer, result_from_mcp
 
@@ -502,4 +502,12 @@ async def test_output_schemas_are_checked_in_linear_time_and_each_call_answered(
             "type": "object",
             "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}},
         }
+        await assert_good_server_works(hub)
+
+
+async def test_every_declaration_option_of_every_provider_survives_a_servers_tool() -> None:
+    async with beside_good("variants") as hub:
+        for provider, options in DECLARATIONS:
+            listing = toolwire.tools(hub, provider, **options)  # never raises for the hub
+            assert {"good__add", "good__echo", "evil__ok"} <= set(listing.toolset.exposed_names)
         await assert_good_server_works(hub)

@@ -689,17 +689,26 @@ def _undeclarable(tool: Tool) -> str | None:
     cannot validate arguments, so every call would fail), or None."""
     single = ToolSet([tool])
     for provider in provider_names():
-        try:
-            get_provider(provider).declare(single)
-        except ToolwireError as exc:
-            return f"{provider} cannot declare it: {exc}"
-        except Exception as exc:  # a provider failing on an untrusted schema in any way
-            return f"{provider} cannot declare it: {_describe(exc)}"
+        adapter = get_provider(provider)
+        for options in adapter.declaration_options:
+            try:
+                adapter.declare(single, **options)
+            except ToolwireError as exc:
+                return f"{_declaration(provider, options)} cannot declare it: {exc}"
+            except Exception as exc:  # a provider failing on an untrusted schema in any way
+                return f"{_declaration(provider, options)} cannot declare it: {_describe(exc)}"
     try:
         tool.check_schema()
     except ToolwireError as exc:
         return str(exc)
     return None
+
+
+def _declaration(provider: str, options: Mapping[str, Any]) -> str:
+    """``gemini``, or ``gemini (schema=openapi)``: the declaration a reason is about."""
+    if not options:
+        return provider
+    return f"{provider} ({', '.join(f'{k}={v}' for k, v in options.items())})"
 
 
 def _spec(name: Any, entry: Any) -> ServerSpec:

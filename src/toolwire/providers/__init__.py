@@ -39,6 +39,9 @@ class ProviderAdapter:
     null_paths: Callable[..., Mapping[str, Any]] = lambda toolset, **options: {}
     """``null_paths(toolset, **options)`` → per exposed name, the paths strict mode made
     nullable (empty for providers without such a mode)."""
+    declaration_options: tuple[Mapping[str, Any], ...] = ({},)
+    """Every set of ``declare`` options that converts schemas differently: a tool from an
+    untrusted source is offered only when it can be declared under each (an MCP hub checks)."""
 
 
 _REGISTRY: dict[str, ProviderAdapter] = {}
@@ -72,7 +75,15 @@ def _register_builtin() -> None:
 
     register_provider(
         ProviderAdapter(
-            name=gemini.NAME, declare=gemini.declare, parse=gemini.parse_calls, answer=gemini.answer
+            name=gemini.NAME,
+            declare=gemini.declare,
+            parse=gemini.parse_calls,
+            answer=gemini.answer,
+            declaration_options=(
+                {},
+                {"schema": "openapi"},
+                {"schema": "openapi", "backend": "vertex"},
+            ),
         )
     )
     register_provider(
@@ -91,6 +102,7 @@ def _register_builtin() -> None:
                 parse=module.parse_calls,
                 answer=module.answer,
                 null_paths=module.null_paths,
+                declaration_options=({}, {"strict": False}),
             )
         )
 
