@@ -502,6 +502,11 @@ class Executor:
                     return
                 context = _context(turn, call, arguments)
 
+        recorded = record.decision if record is not None else None
+        if recorded is not None and not recorded.allowed:
+            # A human's deny (or halt) is final, whatever the policy says on this resume.
+            self._refuse(turn, index, recorded)
+            return
         if self.policy.allows_everything and not tool.needs_approval:
             turn.planned.append(_Planned(index, call, kwargs, context, record))
             return
@@ -534,14 +539,16 @@ class Executor:
             if decision is None:
                 return  # pending: recorded on the turn
             if not decision.allowed:
-                reason = decision.reason or "the call was not approved"
-                halted = decision.kind == "halt"
-                turn.halted = turn.halted or halted
-                self._finish(
-                    turn, index, ToolResult.error("approval_denied", f"Denied: {reason}."), halted
-                )
+                self._refuse(turn, index, decision)
                 return
         turn.planned.append(_Planned(index, call, kwargs, context, record))
+
+    def _refuse(self, turn: _Turn, index: int, decision: Decision) -> None:
+        """Answer a call an approver denied (or halted the turn on)."""
+        reason = decision.reason or "the call was not approved"
+        halted = decision.kind == "halt"
+        turn.halted = turn.halted or halted
+        self._finish(turn, index, ToolResult.error("approval_denied", f"Denied: {reason}."), halted)
 
     async def _unless_running(
         self, run_id: str, call_id: str, record: CallRecord | None

@@ -347,3 +347,43 @@ def test_a_deny_written_in_capitals_catches_the_lower_case_tool_too() -> None:
         Policy(Rule("allow", "files/Delete_File"), default="deny"), server_tool("delete_file")
     )
     assert allowed == "deny"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "decision", [toolwire.deny("customer 8 is protected"), toolwire.halt("stop")]
+)
+@pytest.mark.parametrize("resume_policy", [None, Policy(default="allow")])
+async def test_a_human_deny_holds_whatever_the_resuming_policy_says(
+    decision: Any, resume_policy: Policy | None
+) -> None:
+    deleted: list[int] = []
+
+    def delete_customer(customer: int) -> str:
+        deleted.append(customer)
+        return f"customer {customer} deleted"
+
+    subject = Tool(
+        name="delete_customer",
+        handler=delete_customer,
+        input_schema={"type": "object", "properties": {"customer": {"type": "integer"}}},
+    )
+    store = toolwire.MemoryStore()
+    response = response_for("anthropic", [("delete_customer", {"customer": 8}, "t1")])
+    with pytest.raises(toolwire.ApprovalPending) as pending:
+        await toolwire.execute_tool_calls(
+            [subject],
+            "anthropic",
+            response,
+            run_id="r",
+            store=store,
+            policy=Policy(Rule("ask", "delete_*")),
+            approver=toolwire.DeferredApproval(),
+        )
+    await toolwire.decide("r", pending.value.pending[0].call_id, decision, store=store)
+    outcome = await toolwire.execute_tool_calls(
+        [subject], "anthropic", response, run_id="r", store=store, policy=resume_policy
+    )
+    assert deleted == []
+    assert outcome.calls[0].result.error_kind == "approval_denied"
+    assert outcome.halted is (decision.kind == "halt")
