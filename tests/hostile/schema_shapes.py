@@ -24,7 +24,7 @@ from toolwire.schema.gemini import (
 )
 from toolwire.schema.openai import strict_schema
 
-WIDTH, LEVELS, MANY = 10, 30, 40_000
+WIDTH, LEVELS, MANY, LARGE = 10, 30, 40_000, 8_000
 
 
 def fan_out(*, described: bool = False, width: int = WIDTH, levels: int = LEVELS) -> Any:
@@ -86,6 +86,23 @@ SHAPES: dict[str, Callable[[], Any]] = {
         "properties": {f"p{i}": {"$ref": f"#/$defs/a{i}/x"} for i in range(MANY)},
         "$defs": {f"a{i}": {"x": {"type": "string"}} for i in range(MANY)},
     },
+    # The members are one definition of LARGE properties, met through LARGE references:
+    # merging read LARGE x LARGE properties (6 s at 8,000).
+    "allOf of many references to one large definition": lambda: {
+        "type": "object",
+        "$defs": {"P": {"properties": {f"p{i}": {} for i in range(LARGE)}}},
+        "allOf": [{"$ref": "#/$defs/P"} for _ in range(LARGE)],
+    },
+    "many references with siblings to one large definition": lambda: {
+        "type": "object",
+        "$defs": {"P": {"properties": {f"p{i}": {} for i in range(LARGE)}}},
+        "properties": {f"q{i}": {"$ref": "#/$defs/P", "type": "object"} for i in range(LARGE)},
+    },
+    "allOf requiring many values that are not names": lambda: {
+        "type": "object",
+        "properties": {},
+        "allOf": [{"required": list(range(MANY))}, {"required": list(range(MANY))}],
+    },
     "many positional items": lambda: {
         "type": "object",
         "properties": {
@@ -137,7 +154,16 @@ QUADRATIC = {
     "union of many variants of one property": ("gemini json", "gemini openapi", "openai strict"),
     "many references ending alike": ("gemini json", "vertex openapi"),
     "many positional items": ("gemini openapi", "vertex openapi"),
-}
+    "allOf of many references to one large definition": (
+        "gemini json", "gemini openapi", "openai strict", "declared object", "tools anthropic",
+    ),
+    "many references with siblings to one large definition": (
+        "gemini json", "gemini openapi", "openai strict", "declared object",
+    ),
+    "allOf requiring many values that are not names": (
+        "gemini json", "gemini openapi", "openai strict", "declared object",
+    ),
+}  # fmt: skip
 
 
 def pairs() -> list[tuple[str, str]]:

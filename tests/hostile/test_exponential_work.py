@@ -99,6 +99,31 @@ def test_past_its_budget_the_coercion_changes_nothing(decisions: list[int]) -> N
     assert Tool(name="t", input_schema=schema).validate_arguments(arguments) == arguments
 
 
+def test_many_arguments_under_one_reference_follow_it_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each of 20,000 objects in a list under one long pointer once followed it again: the
+    # work was the number of arguments times the pointer's length.
+    follows: list[str] = []
+    original = gemini_schema.follow_pointer
+
+    def counting(root: Any, pointer: str, missing: Any = None) -> Any:
+        follows.append(pointer)
+        return original(root, pointer, missing)
+
+    monkeypatch.setattr(gemini_schema, "follow_pointer", counting)
+    key = "k" * 5_000
+    schema = {
+        "type": "object",
+        "$defs": {key: {"type": "object", "properties": {"n": {"type": "integer"}}}},
+        "properties": {"xs": {"type": "array", "items": {"$ref": f"#/$defs/{key}"}}},
+    }
+    coerced = coerce_whole_floats({"xs": [{"n": 1.0}] * 20_000}, schema)
+    assert coerced["xs"][0] == {"n": 1}
+    assert type(coerced["xs"][-1]["n"]) is int
+    assert len(follows) == 1
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.recursive(

@@ -12,10 +12,18 @@ from __future__ import annotations
 import types
 from typing import Any
 
+import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from provider_turns import DECLARATIONS
+from provider_turns import (
+    DECLARATIONS,
+    PROVIDERS,
+    answer_text,
+    is_error_answer,
+    parse,
+    response_for,
+)
 
 import toolwire
 from toolwire import (
@@ -23,6 +31,7 @@ from toolwire import (
     InvalidArguments,
     SchemaConversionError,
     Tool,
+    ToolCall,
     ToolSet,
     compat,
 )
@@ -113,6 +122,24 @@ ODD = {
         "properties": {"a": {"type": "STRING", "nullable": True}},
     },
     "empty": {},
+    "$ref to itself beside a type": {"$ref": "#", "type": "object"},
+    "$ref to itself beside a type, in allOf": {"type": "object", "allOf": [{"$ref": "#"}]},
+    # References into an unknown keyword reach values no walk expected: lists in lists.
+    "propertyOrdering of lists, through a $ref": {
+        "type": "object",
+        "x-hide": {"type": "object", "properties": {"a": {}}, "propertyOrdering": [["a"]]},
+        "properties": {"p": {"$ref": "#/x-hide"}},
+    },
+    "required of lists, through a $ref": {
+        "type": "object",
+        "x-hide": {"type": "object", "properties": {"a": {}}, "required": [["a"]]},
+        "allOf": [{"$ref": "#/x-hide"}],
+    },
+    "a non-string keyword, through a $ref": {
+        "type": "object",
+        "x-hide": {"type": "object", 1: "x", "format": ["date"]},
+        "properties": {"p": {"$ref": "#/x-hide", "description": "d"}},
+    },
     "nested 200 deep": {"type": "object", "properties": {"a": {}}},  # filled in below
 }
 _deep: dict[str, Any] = ODD["nested 200 deep"]["properties"]["a"]
@@ -121,10 +148,54 @@ for _ in range(200):
     _deep = _deep["properties"]["a"]
 
 
+def _nested_list(levels: int) -> Any:
+    value: Any = 0
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+# Data values (enum, default, examples) as deep as JSON text can make them, and deeper (built in
+# Python): messages quote them, which once recursed until RecursionError.
+for _where in ("enum", "default", "examples", "const"):
+    for _levels in (990, 5000):
+        _value = (
+            [_nested_list(_levels)] if _where in ("enum", "examples") else _nested_list(_levels)
+        )
+        ODD[f"{_where} {_levels} deep"] = {
+            "type": "object",
+            "properties": {"a": {"type": "integer", _where: _value}},
+        }
+
+
 @pytest.mark.parametrize("name", list(ODD))
 def test_each_odd_schema_gives_only_toolwire_errors(name: str) -> None:
     said = exercise(ODD[name], [{}, {"a": 1}, {"a": "x", "b": [None]}, {"x": {"y": 1.5}}])
     assert said  # every entry point answered
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_tool_that_cannot_be_declared_does_not_break_calls_to_its_neighbours(
+    provider: str,
+) -> None:
+    # OpenAI parsing once declared the whole toolset to find one tool's strict nulls: one
+    # neighbour's schema cycle made every call fail with its error.
+    broken = Tool(name="broken", input_schema={"$ref": "#", "type": "object"}, handler=lambda: "")
+    fine = Tool(
+        name="fine",
+        input_schema={"type": "object", "properties": {"a": {"type": "string"}}},
+        handler=lambda a: f"ran with {a}",
+    )
+    toolset = ToolSet([broken, fine])
+    with pytest.raises(SchemaConversionError, match="leads back to itself"):
+        toolwire.tools(toolset, provider)
+    response = response_for(provider, [("fine", {"a": "x"}, "c1")])
+    (call,) = parse(provider, response, toolset)
+    assert isinstance(call, ToolCall)
+    assert call.arguments == {"a": "x"}
+    (answer,) = anyio.run(toolwire.execute_tool_calls, toolset, provider, response).results
+    assert "ran with x" in answer_text(answer)
+    assert not is_error_answer(answer)
 
 
 def test_a_broken_schema_is_rejected_by_check_for_every_provider() -> None:

@@ -63,39 +63,45 @@ def _plain_object(tool: Tool) -> dict[str, Any]:
     return root
 
 
-def declared(toolset: ToolSet, provider: str, strict: bool) -> list[Declared]:
-    """The toolset's tools for an OpenAI API, strict where they can be; cached per toolset."""
+def _declare(tool: Tool, toolset: ToolSet, provider: str, strict: bool) -> Declared:
+    """One tool for an OpenAI API, strict where it can be.
+
+    Raises:
+        SchemaConversionError: naming the tool, for a schema that cannot be declared.
+    """
     from toolwire._text import clean_description
 
-    def build() -> list[Declared]:
-        out = []
-        for tool in toolset:
-            if tool.providers is not None and provider not in tool.providers:
-                continue
-            plain = _plain_object(tool)
-            reason = None
-            if strict:
-                try:
-                    parameters, paths = strict_schema(plain)
-                except StrictSchemaError as exc:
-                    reason = f"{exc.path}: {exc.reason}"
-            else:
-                reason = "strict mode was turned off"
-            if reason is not None:
-                parameters, paths = plain, []
-            out.append(
-                Declared(
-                    name=toolset.exposed_name(tool),
-                    description=clean_description(tool.description),
-                    parameters=parameters,
-                    strict=reason is None,
-                    null_paths=tuple(paths),
-                    not_strict_because=reason,
-                )
-            )
-        return out
+    plain = _plain_object(tool)
+    reason = None
+    if strict:
+        try:
+            parameters, paths = strict_schema(plain)
+        except StrictSchemaError as exc:
+            reason = f"{exc.path}: {exc.reason}"
+    else:
+        reason = "strict mode was turned off"
+    if reason is not None:
+        parameters, paths = plain, []
+    return Declared(
+        name=toolset.exposed_name(tool),
+        description=clean_description(tool.description),
+        parameters=parameters,
+        strict=reason is None,
+        null_paths=tuple(paths),
+        not_strict_because=reason,
+    )
 
-    return toolset.cached(("openai", provider, strict), build)
+
+def declared(toolset: ToolSet, provider: str, strict: bool) -> list[Declared]:
+    """The toolset's tools for an OpenAI API, strict where they can be; cached per toolset."""
+    return toolset.cached(
+        ("openai", provider, strict),
+        lambda: [
+            _declare(tool, toolset, provider, strict)
+            for tool in toolset
+            if tool.providers is None or provider in tool.providers
+        ],
+    )
 
 
 def null_paths_by_name(
@@ -105,6 +111,26 @@ def null_paths_by_name(
         ("openai-null-paths", provider, strict),
         lambda: {d.name: d.null_paths for d in declared(toolset, provider, strict) if d.null_paths},
     )
+
+
+def _null_paths_of(
+    toolset: ToolSet, provider: str, strict: bool, tool: Tool
+) -> tuple[NullPath, ...]:
+    """The nulls a strict declaration of ``tool`` made the model send, for parsing one call.
+
+    Only the called tool is declared: a neighbour whose schema cannot be declared must not make
+    every other tool's calls fail. A tool that cannot be declared has none (it was never sent).
+    """
+
+    def build() -> tuple[NullPath, ...]:
+        if tool.providers is not None and provider not in tool.providers:
+            return ()
+        try:
+            return _declare(tool, toolset, provider, strict).null_paths
+        except SchemaConversionError:
+            return ()
+
+    return toolset.cached(("openai-null-paths-of", provider, strict, tool.qualified_name), build)
 
 
 def strict_reasons(toolset: ToolSet, provider: str, strict: bool) -> dict[str, str]:
@@ -199,5 +225,5 @@ def resolve_or_reject(
         local_id=call_id if call_id is not None else ids.make(name, arguments),
         index=index,
         extras=dict(extras or {}),
-        null_paths=null_paths_by_name(toolset, provider, strict).get(name, ()),
+        null_paths=_null_paths_of(toolset, provider, strict, tool),
     )

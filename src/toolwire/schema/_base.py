@@ -21,16 +21,22 @@ __all__ = [
     "ANNOUNCED_DROPS",
     "MAX_DEPTH",
     "MAX_NODES",
+    "MAX_WORK",
     "ConversionNote",
     "Lowering",
     "UniqueValues",
     "escape_pointer",
+    "same_value",
+    "shown",
 ]
 
 MAX_DEPTH = 100
 """Nesting levels a schema may have (after following references)."""
 MAX_NODES = 100_000
 """Schema nodes one conversion may visit."""
+MAX_WORK = 2_000_000
+"""Entries (keywords, properties, members, list items) one conversion may read, each time it
+reads them: a node reached through many references costs its size every time."""
 
 # Keywords whose value must be a non-negative integer.
 COUNT_KEYWORDS = frozenset(
@@ -157,35 +163,80 @@ class ConversionNote:
 class UniqueValues:
     """Values kept once each, in order. A few are compared directly; past that each is keyed
     by its JSON, so many values cost time linear in their size (a list's ``in`` compares each
-    new value with all the others)."""
+    new value with all the others). An object added again is known by identity, and the
+    characters keyed are spent on ``walk``: one large value met many times is keyed once, and
+    many large values make the walk stop rather than run long."""
 
-    __slots__ = ("_keys", "values")
+    __slots__ = ("_keys", "_known", "_path", "_walk", "values")
 
     _COMPARED = 8
 
-    def __init__(self) -> None:
+    def __init__(self, walk: SchemaWalk, path: str) -> None:
         self.values: list[Any] = []
         self._keys: set[str] | None = None
+        self._known: dict[int, Any] = {}  # id -> the object, kept so that its id stays its own
+        self._walk = walk
+        self._path = path
 
     def add(self, value: Any) -> None:
         if self._keys is None:
-            if value in self.values:
-                return
+            try:
+                if value in self.values:
+                    return
+            except RecursionError:  # data too deep to compare: kept as a value of its own
+                pass
             if len(self.values) < self._COMPARED:
                 self.values.append(value)
                 return
             self._keys = {self._key(v) for v in self.values}
+        if self._known.get(id(value)) is value:
+            return  # keyed before: present already
+        self._known[id(value)] = value
         key = self._key(value)
         if key not in self._keys:
             self._keys.add(key)
             self.values.append(value)
 
-    @staticmethod
-    def _key(value: Any) -> str:
+    def _key(self, value: Any) -> str:
         try:
-            return json.dumps(value, sort_keys=True, separators=(",", ":"))
+            key = json.dumps(value, sort_keys=True, separators=(",", ":"))
         except (TypeError, ValueError, RecursionError):  # not JSON: kept by identity
             return f"id:{id(value)}"
+        self._walk.spend(len(key) // 8, self._path)  # about one entry per 8 characters
+        return key
+
+
+class _Definitions:
+    """What several ``allOf`` members say under one name (a property, ``items``), merged into
+    ``target``: a name defined differently gets every definition, as an ``allOf`` merged when
+    it is lowered. A definition is compared with the name's first one once; met again (the
+    same object, through another reference) it is known by identity, so members sharing large
+    definitions cost their number, not their size."""
+
+    __slots__ = ("_every", "_same", "target")
+
+    def __init__(self, target: dict[Any, Any]) -> None:
+        self.target = target
+        self._every: dict[Any, list[Any]] = {}
+        self._same: dict[tuple[Any, int], Any] = {}  # (name, id) -> a definition equal to the first
+
+    def add(self, name: Any, definition: Any) -> None:
+        target = self.target
+        if name not in target:
+            target[name] = definition
+            return
+        every = self._every.get(name)
+        if every is not None:
+            every.append(definition)
+            return
+        first = target[name]
+        if first is definition or self._same.get((name, id(definition))) is definition:
+            return
+        if same_value(first, definition):
+            self._same[(name, id(definition))] = definition
+            return
+        every = self._every[name] = [first, definition]
+        target[name] = {"allOf": every}
 
 
 def escape_pointer(segment: str) -> str:
@@ -240,12 +291,76 @@ def json_type_of(value: Any) -> str | None:
 
 
 def short_json(value: Any) -> str:
-    """A value as compact JSON, cut to a readable length."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    except (TypeError, ValueError, RecursionError):
-        text = repr(value)
+    """A value as compact JSON, cut to a readable length.
+
+    Values are data of any size and depth: only what fits the length is ever looked at
+    (nesting past a few levels shows as ``...``), so this costs the same for any value.
+    """
+    text = _preview(value, _HINT_LIMIT, 0)
     return text if len(text) <= _HINT_LIMIT else text[: _HINT_LIMIT - 3] + "..."
+
+
+def shown(value: Any) -> str:
+    """A schema's value as a message quotes it: ``repr`` for a short string or a number,
+    :func:`short_json` for anything else (which may be too deep or too long to ``repr``)."""
+    kind = value.__class__
+    if (kind is str and len(value) <= _HINT_LIMIT) or kind in _SMALL_SCALARS:
+        return repr(value)
+    if kind is int and value.bit_length() <= _INT_BITS:
+        return repr(value)
+    return short_json(value)
+
+
+_SMALL_SCALARS = frozenset({bool, float, type(None)})
+_INT_BITS = 4_000
+"""Integers up to this many bits are written out (Python refuses past 4,300 digits)."""
+_PREVIEW_DEPTH = 16
+
+
+def _preview(value: Any, room: int, depth: int) -> str:
+    """Compact JSON of ``value`` up to about ``room`` characters; containers past
+    :data:`_PREVIEW_DEPTH` levels and entries past ``room`` are elided."""
+    if isinstance(value, str):
+        return json.dumps(value[:room], ensure_ascii=False)
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else ("true" if value else "false")
+    if isinstance(value, int):
+        if value.bit_length() > _INT_BITS:
+            return f"<an integer of about {int(value.bit_length() * 0.30103) + 1} digits>"
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return json.dumps(float(value))  # NaN and Infinity as JSON texts write them
+    is_map = isinstance(value, Mapping)
+    if not (is_map or isinstance(value, list | tuple)):
+        return f"<{type(value).__name__}>"  # never str(): a caller's object may raise
+    if depth >= _PREVIEW_DEPTH:
+        return "{...}" if is_map else "[...]"
+    parts: list[str] = []
+    for entry in value.items() if is_map else value:
+        if room <= 0:
+            parts.append("...")
+            break
+        if is_map:
+            key, item = entry
+            label = key if isinstance(key, str) else _preview(key, room, depth + 1)
+            text = _preview(label, room, depth) + ":"
+            text += _preview(item, room - len(text), depth + 1)
+        else:
+            text = _preview(entry, room, depth + 1)
+        parts.append(text)
+        room -= len(text) + 1
+    body = ",".join(parts)
+    return "{" + body + "}" if is_map else "[" + body + "]"
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """``a == b`` for schema values, False where they are too deep to compare."""
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except RecursionError:
+        return False
 
 
 def is_count(value: Any) -> bool:
@@ -259,12 +374,13 @@ def is_number(value: Any) -> bool:
 
 class SchemaWalk:
     """What every walk over one schema keeps: the root, notes on what it changed, and the
-    nodes it has visited, bounded."""
+    nodes it has visited and the entries it has read, both bounded."""
 
     def __init__(self, root: Any) -> None:
         self.root = root
         self.notes: list[ConversionNote] = []
         self._nodes = 0
+        self._work = 0
 
     def note(self, path: str, message: str) -> None:
         self.notes.append(ConversionNote(path, message))
@@ -282,6 +398,23 @@ class SchemaWalk:
             )
         if self._nodes > MAX_NODES:
             raise SchemaConversionError(f"schema has more than {MAX_NODES} nodes", path=path)
+        if self._work > MAX_WORK:  # entries counted where they are read, without a check
+            self.spend(0, path)
+
+    def spend(self, entries: int, path: str) -> None:
+        """Count ``entries`` read (a node's keywords, a merged member's properties, a list's
+        items): counting nodes alone bounds how many, not what each costs.
+
+        Raises:
+            SchemaConversionError: past :data:`MAX_WORK` entries.
+        """
+        self._work += entries
+        if self._work > MAX_WORK:
+            raise SchemaConversionError(
+                f"schema needs more than {MAX_WORK} entries read to convert (parts of it are "
+                "used too many times)",
+                path=path,
+            )
 
 
 class Lowering(SchemaWalk):
@@ -296,13 +429,16 @@ class Lowering(SchemaWalk):
         self._def_names: dict[str, str] = {}
         self._taken: set[str] = set()
         self._next_suffix: dict[str, int] = {}
+        # References whose target is being merged with sibling keywords, innermost last: one
+        # met again while it is merged is a cycle (`{"$ref": "#", "type": "object"}`).
+        self._merging: list[str] = []
 
     # -- references ------------------------------------------------------------------------------
 
     def is_external(self, ref: Any, path: str) -> bool:
         """True (and noted) for a reference to another document, which is never fetched."""
         if isinstance(ref, str) and not ref.startswith("#"):
-            self.note(path, f"external $ref {ref!r} not followed; any value accepted there")
+            self.note(path, f"external $ref {shown(ref)} not followed; any value accepted there")
             return True
         return False
 
@@ -314,34 +450,53 @@ class Lowering(SchemaWalk):
         """
         if not isinstance(ref, str) or not ref.startswith("#"):
             raise SchemaConversionError(
-                f"unsupported $ref {ref!r} (only local references)", path=path
+                f"unsupported $ref {shown(ref)} (only local references)", path=path
             )
         pointer = ref[1:]
         if pointer and not pointer.startswith("/"):
             raise SchemaConversionError(
-                f"unsupported $ref {ref!r} (anchors are not supported)", path=path
+                f"unsupported $ref {shown(ref)} (anchors are not supported)", path=path
             )
         node = follow_pointer(self.root, ref)
         if node is NOWHERE:
-            raise SchemaConversionError(f"$ref {ref!r} points to nothing", path=path)
+            raise SchemaConversionError(f"$ref {shown(ref)} points to nothing", path=path)
         return node
 
-    def merge_ref_siblings(self, node: Mapping[str, Any], path: str) -> dict[str, Any]:
+    def merge_ref_siblings(self, node: Mapping[str, Any], path: str, depth: int) -> dict[str, Any]:
         """Inline the target of ``node["$ref"]``, combined with the node's other keywords as
-        ``allOf`` would combine them (properties united; the node's own keywords win)."""
+        ``allOf`` would combine them (properties united; the node's own keywords win).
+
+        Raises:
+            SchemaConversionError: for a reference that cannot be followed, or one that leads
+                back to itself while its target is being merged.
+        """
         ref = node["$ref"]
+        self._work += len(node)  # checked at the next visit
         rest = {k: v for k, v in node.items() if k != "$ref"}
         if self.is_external(ref, path):  # never fetched: what it names accepts any value
             return rest
         if rest:
+            if ref.__class__ is not str:
+                self.resolve(ref, path)  # raises: only a string can be a reference
+            if ref in self._merging:
+                raise SchemaConversionError(
+                    f"$ref {shown(ref)} leads back to itself beside other keywords "
+                    "(a reference cycle through allOf)",
+                    path=path,
+                )
             extra = rest.get("allOf")
             rest["allOf"] = [{"$ref": ref}, *(extra if isinstance(extra, list) else [])]
-            return self.merge_all_of(rest, path, 0)
+            self._merging.append(ref)
+            try:
+                return self.merge_all_of(rest, path, depth + 1)
+            finally:
+                self._merging.pop()
         target = self.resolve(ref, path)
         if isinstance(target, bool):
             return {} if target else {"not": {}}
         if not isinstance(target, Mapping):
-            raise SchemaConversionError(f"$ref {ref!r} points to a non-schema", path=path)
+            raise SchemaConversionError(f"$ref {shown(ref)} points to a non-schema", path=path)
+        self._work += len(target)  # checked at the next visit
         # The target's own $ref (a chain) stays, for the caller to follow.
         return {k: v for k, v in target.items() if k not in ("$defs", "definitions")}
 
@@ -379,59 +534,57 @@ class Lowering(SchemaWalk):
         if not isinstance(members, list):
             self.note(path, "allOf is not a list; dropped")
             return merged
-        # Built in place (copies of the node's own), so many members cost what they hold.
-        props: dict[Any, Any] | None = None
+        # Built in place (copies of the node's own), so many members cost what they hold;
+        # each member's size is spent, as the same large member may be merged many times.
+        props: _Definitions | None = None
+        shapes = _Definitions(merged)  # items and additionalProperties, when both are schemas
         required: list[Any] | None = None
-        required_seen: set[Any] = set()
+        required_seen: set[str] = set()
         for i, member in enumerate(members):
             member_path = f"{path}/allOf/{i}"
             self.visit(member_path, depth + 1)
             hops = 0
             while isinstance(member, Mapping) and "$ref" in member:
-                member = self.merge_ref_siblings(member, member_path)
+                member = self.merge_ref_siblings(member, member_path, depth + 1 + hops)
                 hops += 1
                 if hops > MAX_DEPTH:
                     raise SchemaConversionError("$ref chain does not end", path=member_path)
             if isinstance(member, Mapping) and "allOf" in member:
                 member = self.merge_all_of(member, member_path, depth + 1)
-            if member is True or member == {}:
+            if member is True or (isinstance(member, Mapping) and not member):
                 continue
             if not isinstance(member, Mapping):
                 self.note(member_path, "allOf member is not a schema; dropped")
                 continue
+            self.spend(len(member), member_path)
             for key, value in member.items():
                 if key == "properties" and isinstance(value, Mapping):
+                    self.spend(len(value), member_path)
                     if props is None:
                         own = merged.get("properties")
-                        props = dict(own) if isinstance(own, Mapping) else {}
-                        merged["properties"] = props
+                        props = _Definitions(dict(own) if isinstance(own, Mapping) else {})
+                        merged["properties"] = props.target
                     for name, sub in value.items():
-                        # Both definitions of a property apply: keep both, merged later.
-                        props[name] = (
-                            sub
-                            if name not in props or props[name] == sub
-                            else {"allOf": [props[name], sub]}
-                        )
+                        props.add(name, sub)
                 elif key == "required" and isinstance(value, list):
+                    self.spend(len(value), member_path)
                     if required is None:
                         own = merged.get("required")
                         required = list(own) if isinstance(own, list) else []
-                        required_seen = {r for r in required if isinstance(r, str)}
+                        required_seen = {r for r in required if r.__class__ is str}
                         merged["required"] = required
                     for r in value:
-                        if isinstance(r, str):
-                            if r not in required_seen:
-                                required_seen.add(r)
-                                required.append(r)
-                        elif r not in required:  # unhashable or odd: pruned later anyway
+                        if r.__class__ is not str:
+                            required.append(r)  # not a name: pruned or refused later
+                        elif r not in required_seen:
+                            required_seen.add(r)
                             required.append(r)
                 elif (
                     key in ("items", "additionalProperties")
                     and isinstance(merged.get(key), Mapping)
                     and isinstance(value, Mapping)
-                    and (merged[key] != value)
                 ):
-                    merged[key] = {"allOf": [merged[key], value]}
+                    shapes.add(key, value)
                 elif key == "description" and "description" in merged:
                     continue
                 else:
@@ -471,7 +624,7 @@ class Lowering(SchemaWalk):
                 if t not in types:
                     types.append(t)
             else:
-                self.note(path, f"unknown type {value!r} dropped")
+                self.note(path, f"unknown type {shown(value)} dropped")
         return types or None
 
     # -- the root --------------------------------------------------------------------------------
@@ -494,11 +647,11 @@ class Lowering(SchemaWalk):
                 f"the input schema must be a JSON object, not {type(root).__name__}"
             )
         node: dict[str, Any] = dict(root)
-        for _ in range(MAX_DEPTH):
+        for hop in range(MAX_DEPTH):
             if "$ref" in node:
-                node = self.merge_ref_siblings(node, "#")
+                node = self.merge_ref_siblings(node, "#", hop)
             elif isinstance(node.get("allOf"), list):
-                node = self.merge_all_of(node, "#", 0)
+                node = self.merge_all_of(node, "#", hop)
             else:
                 break
         else:
@@ -512,7 +665,7 @@ class Lowering(SchemaWalk):
         if types is not None and "object" not in types:
             self.note(
                 "#",
-                f"the root is not an object (type {node.get('type')!r}); "
+                f"the root is not an object (type {shown(node.get('type'))}); "
                 "declared with no parameters",
             )
             return {"type": "object", "properties": {}}
@@ -537,16 +690,26 @@ class Lowering(SchemaWalk):
         own_props = node.get("properties")
         choices: dict[str, UniqueValues] = {}
         for name, sub in own_props.items() if isinstance(own_props, Mapping) else ():
-            choices.setdefault(name, UniqueValues()).add(sub)
+            choices[name] = UniqueValues(self, path)
+            choices[name].add(sub)
         required_sets = []
         for variant in variants:
             props = variant.get("properties")
+            req = variant.get("required")
+            # The same large variant may stand many times in the union: spend what each holds.
+            self.spend(
+                (len(props) if isinstance(props, Mapping) else 0)
+                + (len(req) if isinstance(req, list) else 0),
+                path,
+            )
             if isinstance(props, Mapping):
                 for name, sub in props.items():
-                    choices.setdefault(name, UniqueValues()).add(sub)
-            req = variant.get("required")
+                    subs = choices.get(name)
+                    if subs is None:
+                        subs = choices[name] = UniqueValues(self, path)
+                    subs.add(sub)
             required_sets.append(
-                {r for r in req if isinstance(r, str)} if isinstance(req, list) else set()
+                {r for r in req if r.__class__ is str} if isinstance(req, list) else set()
             )
         # A property the variants define differently may take any of their shapes.
         properties = {
@@ -571,9 +734,9 @@ class Lowering(SchemaWalk):
         for i, variant in enumerate(branches):
             branch_path = f"{path}/{i}"
             self.visit(branch_path, level + 1)
-            for _ in range(MAX_DEPTH):
+            for hop in range(MAX_DEPTH):
                 if isinstance(variant, Mapping) and "$ref" in variant:
-                    variant = self.merge_ref_siblings(variant, branch_path)
+                    variant = self.merge_ref_siblings(variant, branch_path, level + 1 + hop)
                 elif isinstance(variant, Mapping) and isinstance(variant.get("allOf"), list):
                     variant = self.merge_all_of(variant, branch_path, level + 1)
                 else:
@@ -599,6 +762,7 @@ class Lowering(SchemaWalk):
             if required is not None:
                 self.note(path, "required is not a list; dropped")
             return None
+        self.spend(len(required), path)
         try:
             unique = set(required)
             if len(unique) == len(required) and properties.keys() >= unique:

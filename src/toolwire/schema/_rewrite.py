@@ -38,6 +38,7 @@ from toolwire.schema._base import (
     Lowering,
     SchemaWalk,
     escape_pointer,
+    shown,
 )
 
 __all__ = [
@@ -253,7 +254,8 @@ class _Walk(SchemaWalk):
             reference = node.get(key)
             if isinstance(reference, str) and self.is_external(reference, base):
                 note = ConversionNote(
-                    path, f"external {key} {reference!r} not followed; any value accepted there"
+                    path,
+                    f"external {key} {shown(reference)} not followed; any value accepted there",
                 )
                 self.notes.append(note)
                 self.references.append(note)

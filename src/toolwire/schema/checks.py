@@ -18,6 +18,7 @@ from toolwire.schema._base import (
     follow_pointer,
     is_count,
     is_number,
+    shown,
 )
 
 __all__ = ["gemini_violations", "openai_strict_violations", "property_paths"]
@@ -142,7 +143,7 @@ class _Checker:
                     self.bad(f"#/{defs_key}", "definitions must be an object")
                 else:
                     for name, sub in defs.items():
-                        self.node(sub, f"#/{defs_key}/{escape_pointer(name)}", 1)
+                        self.node(sub, f"#/{defs_key}/{escape_pointer(str(name))}", 1)
             else:
                 self.bad("#/defs", "defs is not supported by the Gemini API")
         self.node({k: v for k, v in root.items() if k != defs_key}, "#", 0)
@@ -197,14 +198,14 @@ class _Checker:
                 names = props if isinstance(props, Mapping) else {}
                 for r in required:
                     if not isinstance(r, str) or r not in names:
-                        self.bad(path, f"required names {r!r}, which is not a property")
+                        self.bad(path, f"required names {shown(r)}, which is not a property")
         if "description" in node and not isinstance(node["description"], str):
             self.bad(path, "description must be a string")
 
     def json_node(self, node: Mapping[str, Any], path: str) -> None:
         for key in node:
             if key not in _JSON_KEYWORDS:
-                self.bad(path, f"keyword {key!r} is not supported")
+                self.bad(path, f"keyword {shown(key)} is not supported")
         if "$ref" in node:
             ref = node["$ref"]
             others = [k for k in node if not k.startswith("$")]
@@ -221,10 +222,10 @@ class _Checker:
                 or not isinstance(defs, Mapping)
                 or (target.replace("~1", "/").replace("~0", "~") not in defs)
             ):
-                self.bad(path, f"$ref {ref!r} does not point into the root $defs")
+                self.bad(path, f"$ref {shown(ref)} does not point into the root $defs")
         t = node.get("type")
         if t is not None and not (isinstance(t, str) and t in _JSON_TYPES):
-            self.bad(path, f"type must be one JSON type name, not {t!r}")
+            self.bad(path, f"type must be one JSON type name, not {shown(t)}")
         enum = node.get("enum")
         if enum is not None and (
             not isinstance(enum, list)
@@ -241,11 +242,11 @@ class _Checker:
         allowed = _OPENAPI_KEYWORDS | (_VERTEX_EXTRA if self.vertex else frozenset())
         for key in node:
             if key not in allowed:
-                self.bad(path, f"keyword {key!r} is not supported")
+                self.bad(path, f"keyword {shown(key)} is not supported")
         if "ref" in node:
             others = set(node) - {"ref", "description", "default"}
             if others:
-                self.bad(path, f"ref has sibling keywords {sorted(others)}")
+                self.bad(path, f"ref has sibling keywords {sorted(map(str, others))}")
             return
         t = node.get("type")
         if "anyOf" in node:
@@ -257,7 +258,7 @@ class _Checker:
             self.bad(path, "type must be specified when not using anyOf")
         t_upper = t.upper() if isinstance(t, str) else None
         if t is not None and t_upper not in _OPENAPI_TYPES:
-            self.bad(path, f"type must be one of {sorted(_OPENAPI_TYPES)}, not {t!r}")
+            self.bad(path, f"type must be one of {sorted(_OPENAPI_TYPES)}, not {shown(t)}")
         for key, only in _ONLY_FOR.items():
             if key in node and t_upper is not None and t_upper != only:
                 self.bad(path, f"{key} is only allowed for {only}")
@@ -272,7 +273,7 @@ class _Checker:
         if fmt is not None and not (
             isinstance(fmt, str) and fmt in _FORMATS.get(t_upper or "", ())
         ):
-            self.bad(path, f"format {fmt!r} is not supported for {t}")
+            self.bad(path, f"format {shown(fmt)} is not supported for {shown(t)}")
         if fmt == "enum" and not enum:
             self.bad(path, "format enum needs a non-empty enum")
         additional = node.get("additionalProperties")
@@ -366,6 +367,15 @@ _OPENAI_STRICT_KEYWORDS = frozenset(
 )
 
 
+def _all_required(required: Any, properties: Any) -> bool:
+    """``required`` names every property and nothing else (any value may stand in either)."""
+    names = properties.keys() if isinstance(properties, Mapping) else ()
+    listed = required if isinstance(required, list) else ()
+    if not all(r.__class__ is str for r in listed):
+        return False
+    return set(listed) == set(names)
+
+
 def openai_strict_violations(schema: Any) -> list[ConversionNote]:
     """Where ``schema`` breaks OpenAI's strict-mode rules: an object root; every object closed
     (``additionalProperties: false``) with every property required; supported keywords only;
@@ -380,12 +390,12 @@ def openai_strict_violations(schema: Any) -> list[ConversionNote]:
         if not isinstance(node, Mapping):
             found.append(ConversionNote(path, "a schema must be an object"))
             continue
-        if extra := sorted(set(node) - _OPENAI_STRICT_KEYWORDS):
+        if extra := sorted(map(str, set(node) - _OPENAI_STRICT_KEYWORDS)):
             found.append(ConversionNote(path, f"unsupported keywords {extra}"))
         if "properties" in node or node.get("type") == "object":
             if node.get("additionalProperties") is not False:
                 found.append(ConversionNote(path, "an object must set additionalProperties: false"))
-            if set(node.get("required") or []) != set(node.get("properties") or {}):
+            if not _all_required(node.get("required"), node.get("properties")):
                 found.append(ConversionNote(path, "every property must be required"))
         if not {"type", "anyOf", "enum", "const", "$ref"} & set(node):
             found.append(ConversionNote(path, "the value has no type"))

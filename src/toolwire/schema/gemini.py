@@ -29,6 +29,7 @@ from toolwire.schema._base import (
     JSON_TYPES,
     MAX_DEPTH,
     MAX_NODES,
+    MAX_WORK,
     ConversionNote,
     Lowering,
     UniqueValues,
@@ -38,6 +39,7 @@ from toolwire.schema._base import (
     is_number,
     json_type_of,
     short_json,
+    shown,
 )
 
 __all__ = [
@@ -72,6 +74,11 @@ _OPENAPI_FORMATS: Mapping[str, frozenset[str]] = {
     "NUMBER": frozenset({"float", "double"}),
     "INTEGER": frozenset({"int32", "int64"}),
 }
+
+
+def _is_extension(key: Any) -> bool:
+    """An ``x-`` keyword: a vendor's, dropped without a note."""
+    return key.__class__ is str and key.startswith("x-")
 
 
 def _enum_hint(values: list[Any]) -> str:
@@ -136,7 +143,8 @@ class _JsonLowering(Lowering):
             before = self._nodes + self._copied
             self._inlining.add(ref)
             try:
-                lowered = self.lower(self.merge_ref_siblings({"$ref": ref}, path), path, depth + 1)
+                target = self.merge_ref_siblings({"$ref": ref}, path, depth)
+                lowered = self.lower(target, path, depth + 1)
             finally:
                 self._inlining.discard(ref)
             self._inlined[ref] = lowered
@@ -199,12 +207,16 @@ class _JsonLowering(Lowering):
         if t is not None:
             out["type"] = t
 
+        # A node inlined under many references is read every time (MAX_WORK, inlined).
+        self._work += len(node)
+        if self._work > MAX_WORK:
+            self.spend(0, path)  # raises the right error
         hints: list[str] = []
         for key, value in node.items():
             action = _JSON_ACTIONS.get(key)
             if action is None:
-                if not key.startswith("x-"):
-                    self.note(path, f"unknown keyword {key!r} dropped")
+                if not _is_extension(key):
+                    self.note(path, f"unknown keyword {shown(key)} dropped")
             elif action == _SKIP:
                 continue
             elif action == _PROPERTIES:
@@ -238,18 +250,20 @@ class _JsonLowering(Lowering):
                 if is_count(value):
                     out[key] = value
                 else:
-                    self.note(path, f"{key} {value!r} is not a non-negative integer; dropped")
+                    self.note(path, f"{key} {shown(value)} is not a non-negative integer; dropped")
             elif action == _BOUND:
                 if is_number(value):
                     out[key] = value
                 else:
-                    self.note(path, f"{key} {value!r} is not a number; dropped")
+                    self.note(path, f"{key} {shown(value)} is not a number; dropped")
             elif action == _FORMAT:
                 if isinstance(value, str):
                     out["format"] = value
             elif action == _ORDERING:
-                if isinstance(value, list) and all(isinstance(v, str) for v in value):
-                    out["propertyOrdering"] = value
+                if isinstance(value, list):
+                    self.spend(len(value), path)
+                    if all(isinstance(v, str) for v in value):
+                        out["propertyOrdering"] = value
             elif action == _DEFAULT:
                 if value is not None:  # "default: null" tells the model nothing
                     hints.append(f"default: {short_json(value)}")
@@ -280,7 +294,9 @@ class _JsonLowering(Lowering):
         if self.is_external(node["$ref"], path):
             node = {k: v for k, v in node.items() if k != "$ref"}
             return self.lower(node, path, depth + 1)
-        siblings = [k for k in node if not (k.startswith("$") or k in ANNOTATIONS)]
+        siblings = [
+            k for k in node if not ((k.__class__ is str and k.startswith("$")) or k in ANNOTATIONS)
+        ]
         if not siblings:
             return self.def_ref(node["$ref"], path)
         if siblings == ["description"]:
@@ -288,7 +304,7 @@ class _JsonLowering(Lowering):
             if inlined is not None:
                 return inlined
         # Gemini allows nothing beside $ref: inline the target under its siblings.
-        return self.lower(self.merge_ref_siblings(node, path), path, depth + 1)
+        return self.lower(self.merge_ref_siblings(node, path, depth), path, depth + 1)
 
     def _properties(self, out: dict[str, Any], value: Any, path: str, depth: int) -> None:
         if not isinstance(value, Mapping):
@@ -323,6 +339,7 @@ class _JsonLowering(Lowering):
                 return False
         else:
             return False
+        self.spend(len(values), path)
         if all(v.__class__ is str for v in values):  # the common case
             out["enum"] = list(dict.fromkeys(values))
             if "type" not in out and "anyOf" not in out:
@@ -494,6 +511,8 @@ class _OpenApiLowering(Lowering):
             raise SchemaConversionError(
                 f"a schema must be an object or a boolean, not {type(node).__name__}", path=path
             )
+        # Inlined references read a node's keywords every time; checked at the next visit.
+        self._work += len(node)
 
         if "$ref" in node:
             ref = node["$ref"]
@@ -504,7 +523,8 @@ class _OpenApiLowering(Lowering):
                 self._out_nodes > _INLINE_BUDGET
             ):
                 return self._cut(node, ref, path, refs)
-            return self.lower(self.merge_ref_siblings(node, path), path, depth + 1, (*refs, ref))
+            merged = self.merge_ref_siblings(node, path, depth)
+            return self.lower(merged, path, depth + 1, (*refs, ref))
         if "allOf" in node:
             return self.lower(self.merge_all_of(node, path, depth), path, depth + 1, refs)
 
@@ -569,10 +589,10 @@ class _OpenApiLowering(Lowering):
                 self.describe_constraint(key, value, path, hints)
             elif key in ANNOUNCED_DROPS:
                 self.note(path, f"{key} dropped (not supported by Gemini)")
-            elif key in ANNOTATIONS or key.startswith("x-") or key in _OPENAPI_IGNORED:
+            elif key in ANNOTATIONS or key in _OPENAPI_IGNORED or _is_extension(key):
                 continue
             else:
-                self.note(path, f"unknown keyword {key!r} dropped")
+                self.note(path, f"unknown keyword {shown(key)} dropped")
 
         if t == "OBJECT":
             self._object(out, node, path, depth, refs, hints)
@@ -704,7 +724,8 @@ class _OpenApiLowering(Lowering):
                 out["description"] = text
             dropped = set(rest) - {"description", "title", "type", "nullable", "default"}
             if dropped - ANNOTATIONS:
-                self.note(path, f"{', '.join(sorted(dropped - ANNOTATIONS))} beside {key} dropped")
+                names = ", ".join(sorted(map(str, dropped - ANNOTATIONS)))
+                self.note(path, f"{names} beside {key} dropped")
         if nullable and "anyOf" not in out:
             out["nullable"] = True
         return out
@@ -734,8 +755,10 @@ class _OpenApiLowering(Lowering):
             if required:
                 out["required"] = required
             ordering = node.get("propertyOrdering")
-            if isinstance(ordering, list) and all(o in lowered_props for o in ordering):
-                out["propertyOrdering"] = list(ordering)
+            if isinstance(ordering, list):
+                self.spend(len(ordering), path)
+                if all(o.__class__ is str and o in lowered_props for o in ordering):
+                    out["propertyOrdering"] = list(ordering)
         additional = node.get("additionalProperties")
         if additional is None or additional is False:
             return
@@ -764,7 +787,7 @@ class _OpenApiLowering(Lowering):
                 self.lower(p, f"{path}/prefixItems/{i}", depth + 1, refs)
                 for i, p in enumerate(positional)
             ]
-            unique = UniqueValues()
+            unique = UniqueValues(self, f"{path}/prefixItems")
             for p in lowered:
                 if p is not None:
                     unique.add(p)
@@ -791,6 +814,7 @@ class _OpenApiLowering(Lowering):
             if "enum" in node:
                 self.note(path, "enum is not a non-empty list; dropped")
             return False
+        self.spend(len(values), path)
         nullable = None in values
         values = [v for v in values if v is not None]
         if not values:
@@ -948,21 +972,31 @@ class _CoercionBudget(Exception):
 
 
 class _Coercion:
-    """One coercion of one call's arguments. What each schema node wants is decided once
-    (memoized by identity), so unions that refer back to themselves cost one visit each."""
+    """One coercion of one call's arguments. What each schema node wants, and where each
+    reference leads, is decided once (memoized by identity): unions that refer back to
+    themselves cost one visit each, and many arguments under one reference follow it once."""
 
     def __init__(self, root: Any) -> None:
         self.root = root
         self.left = _COERCE_BUDGET
         self.wants: dict[int, bool] = {}
+        # id -> (the node, what it leads to); the node is kept so that its id stays its own.
+        self.targets: dict[int, tuple[Any, Any]] = {}
 
     def deref(self, schema: Any) -> Any:
         """``schema`` with a short chain of local ``$ref``s followed (None where it dangles)."""
+        if not (isinstance(schema, Mapping) and "$ref" in schema):
+            return schema
+        known = self.targets.get(id(schema))
+        if known is not None:
+            return known[1]
+        target = schema
         for _ in range(_REF_HOPS):
-            if not (isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str)):
+            if not (isinstance(target, Mapping) and isinstance(target.get("$ref"), str)):
                 break
-            schema = follow_pointer(self.root, schema["$ref"], None)
-        return schema
+            target = follow_pointer(self.root, target["$ref"], None)
+        self.targets[id(schema)] = (schema, target)
+        return target
 
     def wants_integer(self, schema: Any, depth: int = 0) -> bool:
         known = self.wants.get(id(schema))

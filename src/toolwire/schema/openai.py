@@ -24,6 +24,7 @@ from toolwire.schema._base import (
     escape_pointer,
     json_type_of,
     short_json,
+    shown,
 )
 
 __all__ = ["NullPath", "StrictLimits", "StrictSchemaError", "strict_schema"]
@@ -156,7 +157,7 @@ class _Strict(Lowering):
             raise self.refuse("the root must be an object", "#")
         return out
 
-    def spend(self, text: str) -> None:
+    def spend_text(self, text: str) -> None:
         self.budget += len(text)
         if self.budget > self.limits.string_budget:
             raise self.refuse(
@@ -183,13 +184,15 @@ class _Strict(Lowering):
             raise self.refuse("a schema that accepts nothing cannot be strict", path)
         if not isinstance(node, Mapping):
             raise self.refuse(f"a schema must be an object, not {type(node).__name__}", path)
+        # Inlined references read a node's keywords every time; checked at the next visit.
+        self._work += len(node)
         if "$ref" in node:
             ref = node["$ref"]
             if not isinstance(ref, str) or not ref.startswith("#"):
-                raise self.refuse(f"non-local $ref {ref!r}", path)
+                raise self.refuse(f"non-local $ref {shown(ref)}", path)
             if ref in refs:
                 raise self.refuse(f"recursive $ref {ref!r}", path)
-            merged = self.merge_ref_siblings(node, path)
+            merged = self.merge_ref_siblings(node, path, depth)
             return self.convert(merged, path, instance, depth + 1, objects, (*refs, ref))
         if "allOf" in node:
             return self.convert(
@@ -223,10 +226,11 @@ class _Strict(Lowering):
             if key in _KEPT:
                 out[key] = value
             elif key == "format":
-                if value in _FORMATS:
+                if value.__class__ is str and value in _FORMATS:
                     out[key] = value
                 else:
-                    hints.append(f"format: {value}")
+                    shown_format = value if isinstance(value, str) else short_json(value)
+                    hints.append(f"format: {shown_format}")
             elif key in _DESCRIBED and not (key == "default" and value is None):
                 hints.append(f"{key}: {short_json(value)}")
         self._enum(node, out, path)
@@ -251,6 +255,7 @@ class _Strict(Lowering):
                 for v in values
             ):
                 raise self.refuse("enum values must be primitive", path)
+            self.spend(len(values), path)
             self.enum_values += len(values)
             if self.enum_values > self.limits.enum_values:
                 raise self.refuse(f"more than {self.limits.enum_values} enum values", path)
@@ -262,11 +267,11 @@ class _Strict(Lowering):
                     f"{self.limits.large_enum_budget} characters",
                     path,
                 )
-            self.spend("".join(strings))
+            self.spend_text("".join(strings))
             out["enum"] = list(values)
         if "const" in node:
             if isinstance(node["const"], str):
-                self.spend(node["const"])
+                self.spend_text(node["const"])
             out["const"] = node["const"]
 
     def _object(
@@ -288,14 +293,18 @@ class _Strict(Lowering):
         if not isinstance(props, Mapping):
             raise self.refuse("properties must be an object", path)
         required = node.get("required")
-        required = set(required) if isinstance(required, list) else set()
+        if isinstance(required, list):
+            self.spend(len(required), path)
+            required = {r for r in required if r.__class__ is str}  # other entries name nothing
+        else:
+            required = set()
         converted: dict[str, Any] = {}
         for name, sub in props.items():
             name = str(name)
             self.properties += 1
             if self.properties > self.limits.properties:
                 raise self.refuse(f"more than {self.limits.properties} properties", path)
-            self.spend(name)
+            self.spend_text(name)
             prop_path = f"{path}/properties/{escape_pointer(name)}"
             schema = self.convert(sub, prop_path, (*instance, name), depth + 1, objects, refs)
             if name not in required and not _accepts_null(schema):
