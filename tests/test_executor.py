@@ -302,7 +302,7 @@ async def test_deciding_an_unknown_call_is_an_error() -> None:
 async def test_a_reused_call_id_with_other_arguments_is_refused() -> None:
     executor = Executor(TOOLSET)
     await executor.run(calls(("add", {"a": 1, "b": 1}, "c1")), run_id="r")
-    with pytest.raises(ConfigurationError, match="other arguments"):
+    with pytest.raises(ConfigurationError, match="another model response"):
         await executor.run(calls(("add", {"a": 9, "b": 9}, "c1")), run_id="r")
 
 
@@ -504,11 +504,11 @@ async def test_a_turn_cancelled_before_its_call_starts_does_not_run_it() -> None
             self.claiming = anyio.Event()
             self.release = anyio.Event()
 
-        async def swap(self, run_id: str, expected: Any, record: Any) -> Any:
+        async def swap(self, run_id: str, expected: Any, record: Any, **options: Any) -> Any:
             if record.state == "running":
                 self.claiming.set()
                 await self.release.wait()
-            return await super().swap(run_id, expected, record)
+            return await super().swap(run_id, expected, record, **options)
 
     store = SlowStore()
     executor = Executor(TOOLSET, store=store)

@@ -10,6 +10,8 @@ from toolwire._api import (
     decide,
     execute_tool_calls,
     execute_tool_calls_sync,
+    history,
+    pending,
     tools,
 )
 from toolwire.approval import (
@@ -41,12 +43,14 @@ from toolwire.errors import (
     MalformedResponse,
     MissingDependency,
     NameCollisionError,
+    RunBindingConflict,
     SchemaConversionError,
     StoreUnavailable,
     ToolNotFound,
     ToolwireError,
 )
 from toolwire.executor import CallContext, CallOutcome, Executor, Veto, make_call
+from toolwire.ledger import CallTrail
 from toolwire.policy import Policy, Rule, tainted_by
 from toolwire.store import MemoryStore, RunStore, SQLiteStore
 from toolwire.tool import Tool, ToolSet, tool
@@ -60,6 +64,7 @@ __all__ = [
     "AutoApprove",
     "CallContext",
     "CallOutcome",
+    "CallTrail",
     "CallbackApproval",
     "ConfigurationError",
     "Content",
@@ -80,6 +85,7 @@ __all__ = [
     "RejectedCall",
     "ResourceLink",
     "Rule",
+    "RunBindingConflict",
     "RunStore",
     "SQLiteStore",
     "SchemaConversionError",
@@ -99,7 +105,9 @@ __all__ = [
     "execute_tool_calls",
     "execute_tool_calls_sync",
     "halt",
+    "history",
     "make_call",
+    "pending",
     "tainted_by",
     "tool",
     "tools",

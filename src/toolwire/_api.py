@@ -9,16 +9,27 @@ from typing import Any, Literal
 
 import anyio
 
+from toolwire import ledger
 from toolwire.approval import ApprovalRequest, Approver, Decision
 from toolwire.calls import RejectedCall, ToolCall, ToolResult, describe_exception
 from toolwire.errors import ConfigurationError
 from toolwire.executor import AfterHook, BeforeHook, CallOutcome, Executor
+from toolwire.ledger import CallTrail
 from toolwire.policy import Policy
 from toolwire.providers import get_provider
 from toolwire.store import RunStore, default_store
 from toolwire.tool import Tool, ToolSet
 
-__all__ = ["Listing", "Outcome", "decide", "execute_tool_calls", "execute_tool_calls_sync", "tools"]
+__all__ = [
+    "Listing",
+    "Outcome",
+    "decide",
+    "execute_tool_calls",
+    "execute_tool_calls_sync",
+    "history",
+    "pending",
+    "tools",
+]
 
 Source = ToolSet | Iterable[Tool | Callable[..., Any]]
 
@@ -91,7 +102,7 @@ async def execute_tool_calls(
     before_call: Sequence[BeforeHook] = (),
     after_call: Sequence[AfterHook] = (),
     on_interrupted: Literal["error", "rerun_idempotent"] = "error",
-    wait_for_running: float = 0.0,
+    wait_for_running: float | None = None,
     **answer_options: Any,
 ) -> Outcome:
     """Parse ``response``'s tool calls, run them through the governed pipeline, answer each.
@@ -182,13 +193,53 @@ def execute_tool_calls_sync(
 
 
 async def decide(
-    run_id: str, call_id: str, decision: Decision, *, store: RunStore | None = None
+    run_id: str,
+    call_id: str,
+    decision: Decision,
+    *,
+    store: RunStore | None = None,
+    by: Any = None,
 ) -> None:
-    """Record a decision for a call that :class:`~toolwire.approval.ApprovalPending` listed.
+    """Record a decision, who made it (``by``, any JSON value) and when, for a call that
+    waits in ``run_id`` (see :func:`pending`).
 
-    Uses the process-wide store unless ``store`` is given (it must be the store the turn ran
-    with).
+    ``allow(arguments=...)`` approves with edited arguments: they are checked against the
+    tool's schema now (invalid ones raise :class:`~toolwire.errors.InvalidArguments` and
+    record nothing) and the call runs with them. Uses the process-wide store unless ``store``
+    is given (it must be the store the turn ran with).
+
+    Raises:
+        InvalidArguments: edited arguments that do not fit the tool's schema.
+        ToolwireError: the run has no such call waiting, or its request expired.
+        StoreUnavailable: the run store cannot be reached.
     """
-    await Executor((), store=store if store is not None else default_store()).decide(
-        run_id, call_id, decision
+    await ledger.decide(_store_or_default(store), run_id, call_id, decision, by=by)
+
+
+async def pending(
+    *,
+    store: RunStore | None = None,
+    principal: Any = None,
+    run_id: str | None = None,
+    limit: int = 100,
+) -> list[ApprovalRequest]:
+    """The calls waiting for a decision, across runs, oldest request first: what an approval
+    screen lists. Only ``principal``'s (compared by JSON form), or ``run_id``'s, when given.
+
+    Each request carries what the run kept: exposed name, server and tool name, arguments (as
+    the executor's ``redact`` left them), principal, the policy's reason, ``requested_at`` and
+    ``expires_at``; its ``tool`` is None. ``request.to_dict()`` is its JSON form.
+    """
+    return await ledger.pending(
+        _store_or_default(store), principal=principal, run_id=run_id, limit=limit
     )
+
+
+async def history(run_id: str, *, store: RunStore | None = None) -> list[CallTrail]:
+    """Each call of ``run_id`` with its trail: requested, decided (by, at, reason, edited or
+    not), claimed (worker), finished (state, error kind, duration)."""
+    return await ledger.history(_store_or_default(store), run_id)
+
+
+def _store_or_default(store: RunStore | None) -> RunStore:
+    return store if store is not None else default_store()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from toolwire.errors import ConfigurationError, ToolwireError
@@ -36,15 +36,18 @@ class Decision:
 
     kind: Literal["allow", "deny", "halt"]
     reason: str | None = None
+    arguments: Mapping[str, Any] | None = field(default=None, kw_only=True)
+    """For an allow: the arguments to run with instead of the model's (edited by the human;
+    validated against the tool's schema when the decision is recorded)."""
 
     @property
     def allowed(self) -> bool:
         return self.kind == "allow"
 
 
-def allow() -> Decision:
-    """Run the call."""
-    return Decision("allow")
+def allow(*, arguments: Mapping[str, Any] | None = None) -> Decision:
+    """Run the call; with ``arguments``, with those instead of the model's."""
+    return Decision("allow", arguments=dict(arguments) if arguments is not None else None)
 
 
 def deny(reason: str | None = None) -> Decision:
@@ -59,18 +62,92 @@ def halt(reason: str | None = None) -> Decision:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalRequest:
-    """A call waiting for a decision."""
+    """A call waiting for a decision: what an approver, or a human's approval screen, is shown.
+
+    Read back from a run store (:func:`toolwire.pending`), it carries everything but the
+    ``Tool`` object (``tool`` is None there): :meth:`to_dict` and :meth:`from_dict` give and
+    take its JSON form.
+    """
 
     run_id: str
     call_id: str
     """The call's local id (the provider's id when it sent one); key decisions by it."""
-    tool: Tool
+    tool: Tool | None
+    """The tool, when the request comes from the executor asking now."""
     exposed_name: str
+    """The name the model called the tool by."""
     arguments: Mapping[str, Any]
-    """The validated arguments the tool would run with."""
+    """The validated arguments the tool would run with (as stored: passed through the
+    executor's ``redact``, when it has one)."""
     principal: Any
+    """Who the turn runs for (its JSON form, when read from a store)."""
     reason: str | None
     """Why the policy asked."""
+    server: str | None = None
+    """The MCP server the tool comes from, if any."""
+    tool_name: str | None = None
+    """The tool's own name (on its server), which may differ from ``exposed_name``."""
+    requested_at: float | None = None
+    """When the call was asked about (seconds since the epoch)."""
+    expires_at: float | None = None
+    """When the request expires unanswered (the executor's ``approval_ttl``); None: never."""
+
+    def __post_init__(self) -> None:
+        if self.tool is not None:
+            if self.server is None:
+                object.__setattr__(self, "server", self.tool.server_id)
+            if self.tool_name is None:
+                object.__setattr__(self, "tool_name", self.tool.name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The request as JSON values (the principal as its JSON form)."""
+        from toolwire.ledger import principal_json
+
+        return {
+            "run_id": self.run_id,
+            "call_id": self.call_id,
+            "exposed_name": self.exposed_name,
+            "server": self.server,
+            "tool_name": self.tool_name,
+            "arguments": principal_json(self.arguments),
+            "principal": principal_json(self.principal),
+            "reason": self.reason,
+            "requested_at": self.requested_at,
+            "expires_at": self.expires_at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ApprovalRequest:
+        """A request from its :meth:`to_dict` form (``tool`` is None).
+
+        Raises:
+            ConfigurationError: ``data`` is not such a form.
+        """
+        try:
+            run_id, call_id, exposed = data["run_id"], data["call_id"], data["exposed_name"]
+            arguments = data.get("arguments") or {}
+            if not (
+                isinstance(run_id, str)
+                and isinstance(call_id, str)
+                and isinstance(exposed, str)
+                and isinstance(arguments, Mapping)
+            ):
+                raise TypeError("run_id, call_id and exposed_name are strings")
+            return cls(
+                run_id=run_id,
+                call_id=call_id,
+                tool=None,
+                exposed_name=exposed,
+                arguments=dict(arguments),
+                principal=data.get("principal"),
+                reason=data.get("reason"),
+                server=data.get("server"),
+                tool_name=data.get("tool_name"),
+                requested_at=data.get("requested_at"),
+                expires_at=data.get("expires_at"),
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ConfigurationError(f"not an approval request: {exc}") from None
 
 
 @runtime_checkable

@@ -26,6 +26,7 @@ __all__ = [
     "MalformedResponse",
     "MissingDependency",
     "NameCollisionError",
+    "RunBindingConflict",
     "SchemaConversionError",
     "StoreUnavailable",
     "ToolNotFound",
@@ -51,6 +52,11 @@ class NameCollisionError(ConfigurationError):
         super().__init__(
             f"tools {first!r} and {second!r} both want the exposed name {exposed_name!r}"
         )
+
+
+class RunBindingConflict(ConfigurationError):
+    """A run id was used for another principal, or for another model response (other calls):
+    a run is resumed only for what it was started for."""
 
 
 class SchemaConversionError(ToolwireError):

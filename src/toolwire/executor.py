@@ -19,6 +19,7 @@ it runs, and its answer is stored as soon as it returns.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import inspect
 import logging
 import math
@@ -27,7 +28,7 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Literal
@@ -35,6 +36,7 @@ from typing import Any, Literal
 import anyio
 import anyio.abc
 
+from toolwire import ledger
 from toolwire._tracing import end_tool_span, global_tracing, make_tracer, tool_span
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
 from toolwire.calls import (
@@ -49,7 +51,6 @@ from toolwire.calls import (
     ToolResult,
     canonical_json,
     describe_exception,
-    has_lone_surrogate,
     placeholder,
     stable_call_id,
     strip_nulls,
@@ -87,15 +88,13 @@ DEFAULT_MEDIA_LIMIT = 5 * 1024 * 1024
 """Characters of base64 media one result may carry (5 MiB: Anthropic's limit for one image)."""
 _NOT_RUN = ToolResult.error("approval_denied", "Not run: an approver halted this turn.")
 _CANCELLED = ToolResult.error("cancelled", "The call was cancelled before it finished.")
-_INTERRUPTED = ToolResult.error(
-    "interrupted",
-    "The call was started earlier and never finished (its worker stopped); it is not run "
-    "again, so whether it took effect is unknown.",
-)
-_SWAP_ATTEMPTS = 8
-"""Compare-and-swap retries before a store write gives up (each retry means another worker
-wrote the same call in between; more than a few is a store out of order)."""
-_UNSTORED_KINDS = frozenset({"cancelled", "interrupted", "unavailable"})
+_SWAP_ATTEMPTS = ledger.SWAP_ATTEMPTS
+DEFAULT_LEASE = 30.0
+"""Seconds a claim on a running call holds without renewal; the running worker renews it
+every third of that while the call runs."""
+_UNTIMED_WAIT = 300.0
+"""Seconds a worker waits for another's call that has no timeout, beyond its lease."""
+_UNSTORED_KINDS = frozenset({"cancelled", "unavailable"})
 """Answers a run does not keep: they say what happened to this attempt, not to the call."""
 
 
@@ -166,7 +165,12 @@ class _Turn:
     taint: frozenset[str]
     outcomes: list[CallOutcome | None] = field(default_factory=list)
     planned: list[_Planned] = field(default_factory=list)
-    pending: list[tuple[int, ApprovalRequest]] = field(default_factory=list)
+    pending: list[tuple[int, ApprovalRequest, Mapping[str, Any]]] = field(default_factory=list)
+    """Calls waiting for a decision: index, request, and the arguments the run keeps."""
+    admitted: list[ToolCall] = field(default_factory=list)
+    """The calls admitted to the turn (what its run is bound to)."""
+    binding: str | None = None
+    """What the run is for (see :func:`toolwire.ledger.binding_for`), once it has a run id."""
     known: dict[str, CallRecord] = field(default_factory=dict)
     """The run's records of the turn's calls when it started, by call id."""
     seen: dict[int, CallRecord] = field(default_factory=dict)
@@ -182,10 +186,7 @@ class _Turn:
     """Where the turn's spans go; None when nothing would record them."""
 
 
-def _fingerprint(call: ToolCall) -> str:
-    """The call's tool and arguments, hashed (stripped nulls don't count)."""
-    arguments = strip_nulls(call.arguments, call.null_paths) if call.null_paths else call.arguments
-    return stable_call_id(call.exposed_name, arguments, 0)
+_fingerprint = ledger.fingerprint
 
 
 def make_call(
@@ -231,13 +232,23 @@ class Executor:
             explicit notice.
         max_media_chars: characters of base64-encoded media (images, audio, resource blobs) a
             result may carry; parts beyond it are left out, named in a notice.
-        on_interrupted: what to do with a call the run's store shows ``running`` when a turn
-            resumes (a worker stopped while running it, or is running it now):
-            ``"error"`` answers it with an ``interrupted`` error and never runs it again;
-            ``"rerun_idempotent"`` runs it again when its tool is marked ``idempotent``.
-        wait_for_running: seconds to wait, polling the store, for a call another worker is
-            running to be answered, before treating it as interrupted (for duplicate requests
-            resuming the same run at once); 0 does not wait.
+        on_interrupted: what to do with a call the run's store shows ``running`` whose worker
+            stopped (its lease ran out, or its process is gone): ``"error"`` answers it with
+            an ``interrupted`` error and never runs it again; ``"rerun_idempotent"`` runs it
+            again when its tool is marked ``idempotent``.
+        wait_for_running: a call another live worker is running (its lease renewed) is
+            waited for, polling the store, and answered with that worker's answer; this is
+            the most seconds to wait. None (the default) waits up to the call's timeout plus
+            one lease (300 s plus a lease for a call without a timeout). A call still running
+            when the wait ends is answered ``unavailable`` (not kept by the run).
+        lease: seconds a claim on a running call holds; the running worker renews it every
+            third of that while the call runs, so a claim whose lease ran out belongs to a
+            worker that stopped.
+        approval_ttl: seconds a request for approval waits; once past, the call is answered
+            ``approval_denied`` ("expired"). None: requests never expire.
+        redact: called with each :class:`~toolwire.approval.ApprovalRequest` before the run
+            keeps it; returns the arguments to keep (what an approval screen shows). The call
+            still runs with the model's arguments.
         tracer_provider: an OpenTelemetry ``TracerProvider`` for the ``execute_tool`` spans;
             the global one when None (spans cost nothing without ``toolwire[otel]``).
     """
@@ -258,7 +269,10 @@ class Executor:
         max_output_chars: int = DEFAULT_OUTPUT_LIMIT,
         max_media_chars: int = DEFAULT_MEDIA_LIMIT,
         on_interrupted: Literal["error", "rerun_idempotent"] = "error",
-        wait_for_running: float = 0.0,
+        wait_for_running: float | None = None,
+        lease: float = DEFAULT_LEASE,
+        approval_ttl: float | None = None,
+        redact: Callable[[ApprovalRequest], Mapping[str, Any]] | None = None,
         tracer_provider: Any = None,
     ) -> None:
         if on_unknown not in ("answer", "raise"):
@@ -275,8 +289,12 @@ class Executor:
             raise ConfigurationError("max_concurrency must be at least 1")
         if max_concurrency_per_server is not None and max_concurrency_per_server < 1:
             raise ConfigurationError("max_concurrency_per_server must be at least 1 (or None)")
-        if not wait_for_running >= 0:
+        if wait_for_running is not None and not wait_for_running >= 0:
             raise ConfigurationError("wait_for_running must be a number of seconds, 0 or more")
+        if not lease > 0:
+            raise ConfigurationError("lease must be a positive number of seconds")
+        if approval_ttl is not None and not approval_ttl > 0:
+            raise ConfigurationError("approval_ttl must be a positive number of seconds, or None")
         if timeout is not None and not timeout > 0:
             raise ConfigurationError("timeout must be a positive number of seconds")
         self.toolset = ToolSet.of(toolset)
@@ -296,6 +314,9 @@ class Executor:
         self._turns: set[_Turn] = set()
         self.on_interrupted = on_interrupted
         self.wait_for_running = wait_for_running
+        self.lease = lease
+        self.approval_ttl = approval_ttl
+        self.redact = redact
         self._tracer = make_tracer(tracer_provider)
         self._own_tracer = tracer_provider is not None
         self._token = uuid.uuid4().hex[:8]
@@ -330,15 +351,18 @@ class Executor:
                 stored under ``exc.run_id``.
             StoreUnavailable: the run store failed (see its ``outcomes``).
             ToolNotFound: only with ``on_unknown="raise"``.
+            RunBindingConflict: ``run_id`` was started for another principal, or for other
+                calls (another model response): a run id names one model response.
             ConfigurationError: e.g. a policy asked for approval and there is no approver.
         """
-        if run_id is not None and (not isinstance(run_id, str) or has_lone_surrogate(run_id)):
-            raise ConfigurationError("a run id must be a string of valid Unicode text")
+        if run_id is not None and not ledger.valid_id(run_id):
+            raise ConfigurationError("a run id must be a string of valid Unicode text without NUL")
         turn = _Turn(items=list(items), run_id=run_id, principal=principal, taint=frozenset(taint))
         turn.outcomes = [None] * len(turn.items)
         ids = self._admit(turn)
         if run_id is not None:  # what the run already knows, in one round trip
-            records = await self.store.get_many(run_id, ids)
+            binding, records = await self.store.load(run_id, ids)
+            ledger.check_binding(run_id, binding, self._binding(turn))
             turn.known = {i: r for i, r in zip(ids, records, strict=True) if r is not None}
         for index, item in enumerate(turn.items):
             if turn.outcomes[index] is not None:
@@ -370,8 +394,14 @@ class Executor:
             ) from turn.store_error
         if turn.pending:
             assert turn.run_id is not None
-            raise ApprovalPending(turn.run_id, [request for _, request in turn.pending])
+            raise ApprovalPending(turn.run_id, [request for _, request, _ in turn.pending])
         return outcomes
+
+    def _binding(self, turn: _Turn) -> str:
+        """The turn's run binding: its principal and its admitted calls (computed once)."""
+        if turn.binding is None:
+            turn.binding = ledger.binding_for(turn.principal, ledger.ids_of(turn.admitted))
+        return turn.binding
 
     def _admit(self, turn: _Turn) -> list[str]:
         """The ids of the turn's calls, each once: a call reusing an earlier call's id, or with
@@ -394,8 +424,8 @@ class Executor:
                 if not isinstance(call_id, str)
                 else f"an earlier call of this turn has the id {call_id!r}"
                 if call_id in taken
-                else "its id is not valid Unicode text"  # a store keeps ids as UTF-8 text
-                if turn.run_id is not None and has_lone_surrogate(call_id)
+                else "its id is not valid Unicode text without NUL"  # what a store keeps
+                if turn.run_id is not None and not ledger.valid_id(call_id)
                 else None
             )
             if problem is not None:
@@ -406,34 +436,15 @@ class Executor:
                 continue
             taken.add(call_id)
             ids.append(call_id)
+            turn.admitted.append(item)
         return ids
 
-    async def decide(self, run_id: str, call_id: str, decision: Decision) -> None:
-        """Record a decision for a pending call of ``run_id`` (see :class:`ApprovalPending`).
-
-        Raises:
-            ToolwireError: when the run has no such call waiting (a decided call that has not
-                run yet may be decided again).
-            StoreUnavailable: the run store cannot be reached.
-        """
-        if not isinstance(decision, Decision):
-            raise ConfigurationError(f"a decision is a Decision, not a {type(decision).__name__}")
-        for value in (run_id, call_id):
-            if not isinstance(value, str) or has_lone_surrogate(value):
-                raise ConfigurationError("run and call ids are strings of valid Unicode text")
-        state: CallState = "approved" if decision.allowed else "denied"
-        for _ in range(_SWAP_ATTEMPTS):
-            record = await self.store.get(run_id, call_id)
-            if (
-                record is None
-                or record.result is not None
-                or record.state not in ("pending", "approved", "denied")
-            ):
-                raise ToolwireError(f"run {run_id!r} has no call {call_id!r} waiting for approval")
-            changed = record.with_(state=state, decision=decision)
-            if await self.store.swap(run_id, record, changed) is not None:
-                return
-        raise ToolwireError(f"run {run_id!r}: call {call_id!r} kept changing; decide again")
+    async def decide(
+        self, run_id: str, call_id: str, decision: Decision, *, by: Any = None
+    ) -> None:
+        """Record a decision, and who made it, for a pending call of ``run_id`` (see
+        :func:`toolwire.ledger.decide`)."""
+        await ledger.decide(self.store, run_id, call_id, decision, by=by)
 
     def cancel(self, run_id: str | None = None) -> None:
         """Cancel the turns in progress (only the one named ``run_id``, when given).
@@ -456,7 +467,7 @@ class Executor:
         if turn.known:
             assert turn.run_id is not None  # records are known of named runs only
             record = await self._unless_running(
-                turn.run_id, call.local_id, turn.known.get(call.local_id)
+                turn.run_id, call.local_id, turn.known.get(call.local_id), call.tool
             )
             if record is not None:
                 if record.fingerprint != _fingerprint(call):
@@ -502,12 +513,29 @@ class Executor:
                     return
                 context = _context(turn, call, arguments)
 
+        # A recorded decision governs the call, if it was made for this tool as defined now;
+        # one made for another tool (renamed, reordered) or an older definition is void, and
+        # the call waits for a new one whatever the policy says.
         recorded = record.decision if record is not None else None
-        if recorded is not None and not recorded.allowed:
+        void = (
+            record is not None
+            and (recorded is not None or record.state == "pending")
+            and not ledger.decided_for(record, tool)
+        )
+        if void:
+            recorded = None
+        elif recorded is not None and not recorded.allowed:
             # A human's deny (or halt) is final, whatever the policy says on this resume.
             self._refuse(turn, index, recorded)
             return
-        if self.policy.allows_everything and not tool.needs_approval:
+        elif recorded is None and record is not None and ledger.expired(record):
+            self._finish(
+                turn,
+                index,
+                ToolResult.error("approval_denied", "Denied: the approval request expired."),
+            )
+            return
+        if self.policy.allows_everything and not tool.needs_approval and not void:
             turn.planned.append(_Planned(index, call, kwargs, context, record))
             return
         try:
@@ -523,7 +551,7 @@ class Executor:
         except Exception as exc:  # fail closed
             _log.exception("the policy failed on %s", call.exposed_name)
             verdict = Verdict("deny", f"the policy could not be evaluated ({_short(exc)})")
-        if verdict.effect == "deny":
+        if verdict.effect == "deny":  # a recorded allow yields to a policy's deny
             self._finish(
                 turn,
                 index,
@@ -532,15 +560,30 @@ class Executor:
                 ),
             )
             return
-        if verdict.effect == "ask":
-            decision = record.decision if record is not None else None
+        if verdict.effect == "ask" or void:
+            decision = recorded
             if decision is None:
-                decision = await self._ask(turn, index, call, arguments, verdict.reason)
+                reason = verdict.reason if verdict.effect == "ask" else None
+                if void:
+                    reason = "the tool changed since the call was decided" + (
+                        f"; {reason}" if reason else ""
+                    )
+                decision = await self._ask(turn, index, call, arguments, reason, deferred=void)
             if decision is None:
                 return  # pending: recorded on the turn
             if not decision.allowed:
                 self._refuse(turn, index, decision)
                 return
+            if decision.arguments is not None:  # a human edited them: those run
+                arguments = dict(decision.arguments)
+                try:
+                    kwargs = tool.validate_arguments(arguments)
+                except Exception as exc:
+                    prefix = "The approver edited the arguments: "
+                    self._finish(turn, index, _invalid(tool, exc, prefix))
+                    return
+                if context is not None:
+                    context = _context(turn, call, arguments)
         turn.planned.append(_Planned(index, call, kwargs, context, record))
 
     def _refuse(self, turn: _Turn, index: int, decision: Decision) -> None:
@@ -550,21 +593,27 @@ class Executor:
         turn.halted = turn.halted or halted
         self._finish(turn, index, ToolResult.error("approval_denied", f"Denied: {reason}."), halted)
 
+    def _wait_bound(self, tool: Tool | None) -> float:
+        if self.wait_for_running is not None:
+            return self.wait_for_running
+        timeout = tool.timeout if tool is not None and tool.timeout is not None else self.timeout
+        return (timeout if timeout is not None else _UNTIMED_WAIT) + self.lease
+
     async def _unless_running(
-        self, run_id: str, call_id: str, record: CallRecord | None
+        self, run_id: str, call_id: str, record: CallRecord | None, tool: Tool | None
     ) -> CallRecord | None:
-        """``record`` as read, or, when another worker is running the call, the record it
-        leaves once it is done (waited for up to ``wait_for_running``, polling the store)."""
-        if record is None or record.state != "running" or self.wait_for_running <= 0:
+        """``record`` as read, or, when another live worker is running the call (its lease
+        renewed), the record it leaves once it is done, polled for up to the wait bound."""
+        if record is None or record.state != "running" or not _held(record):
             return record
-        deadline = time.monotonic() + self.wait_for_running
+        deadline = time.monotonic() + self._wait_bound(tool)
         pause = 0.005
-        while record is not None and record.state == "running":
+        while record is not None and record.state == "running" and _held(record):
             left = deadline - time.monotonic()
-            if left <= 0 or _owner_gone(record.owner):
+            if left <= 0:
                 break
             await anyio.sleep(min(pause, left))
-            pause = min(pause * 2, 0.1)
+            pause = min(pause * 2, 0.25)
             record = await self.store.get(run_id, call_id)
         return record
 
@@ -573,8 +622,12 @@ class Executor:
         item = turn.items[index]
         if record.result is not None:
             turn.outcomes[index] = CallOutcome(item=item, result=record.result, from_store=True)
+        elif record.state == "running" and _held(record):
+            self._finish(turn, index, _still_running(record))
         elif record.state == "running" and not self._may_rerun(item):
-            self._finish(turn, index, _INTERRUPTED)
+            # Not settled: the run keeps this verdict, so every worker gives the same answer.
+            self._finish(turn, index, _interrupted(record))
+            return True
         else:
             return False
         turn.settled.add(index)
@@ -594,14 +647,29 @@ class Executor:
         call: ToolCall,
         arguments: Mapping[str, Any],
         reason: str | None,
+        *,
+        deferred: bool = False,
     ) -> Decision | None:
-        if self.approver is None:
+        """The approver's decision on the call, or None when it waits (recorded on the turn).
+        A ``deferred`` call waits without asking an immediate approver."""
+        if self.approver is None and not deferred:
             raise ConfigurationError(
                 f"the policy asks for approval of {call.tool.qualified_name!r} but the "
                 "executor has no approver"
             )
         if turn.run_id is None:
+            if not ledger.valid_id(call.local_id):  # the run is about to keep it
+                self._finish(
+                    turn,
+                    index,
+                    ToolResult.error(
+                        "invalid_arguments",
+                        "Not run: its id is not valid Unicode text without NUL.",
+                    ),
+                )
+                return None
             turn.run_id = f"run_{uuid.uuid4().hex}"
+        now = time.time()
         request = ApprovalRequest(
             run_id=turn.run_id,
             call_id=call.local_id,
@@ -610,16 +678,27 @@ class Executor:
             arguments=arguments,
             principal=turn.principal,
             reason=reason,
+            requested_at=now,
+            expires_at=now + self.approval_ttl if self.approval_ttl is not None else None,
         )
-        try:
-            decision = await _maybe_await(self.approver(request))
-        except ToolwireError:
-            raise
-        except Exception as exc:  # fail closed: an approver that fails has not approved
-            _log.exception("the approver failed on %s", call.exposed_name)
-            return Decision("deny", f"the approver failed ({_short(exc)})")
+        decision = None
+        if self.approver is not None and not deferred:
+            try:
+                decision = await _maybe_await(self.approver(request))
+            except ToolwireError:
+                raise
+            except Exception as exc:  # fail closed: an approver that fails has not approved
+                _log.exception("the approver failed on %s", call.exposed_name)
+                return Decision("deny", f"the approver failed ({_short(exc)})")
         if decision is None:
-            turn.pending.append((index, request))
+            try:
+                kept = request.arguments if self.redact is None else self.redact(request)
+                kept = dict(kept)
+            except Exception as exc:  # fail closed: nothing unredacted is kept
+                _log.exception("redacting the request of %s failed", call.exposed_name)
+                self._finish(turn, index, _not_run("redacting its approval request", exc))
+                return None
+            turn.pending.append((index, request, kept))
             return None
         if not isinstance(decision, Decision):
             raise ConfigurationError(
@@ -669,27 +748,50 @@ class Executor:
     async def _execute(self, turn: _Turn, planned: _Planned) -> None:
         """Claim, run, store and answer one call: its failure boundary. Whatever goes wrong
         in here is this call's answer; the turn's other calls are untouched."""
-        claim = None
-        if turn.run_id is not None:
-            claim = await self._claim(turn, planned)
-            if claim is None:
-                return  # answered from the run, or not to be run
+        if turn.run_id is None:
+            self._finish(turn, planned.index, await self._answer_of(turn, planned))
+            return
+        claim = await self._claim(turn, planned)
+        if claim is None:
+            return  # answered from the run, or not to be run
+        held = [claim]  # the claim as last written: the lease renewals bump its version
+        async with anyio.create_task_group() as renewing:
+            renewing.start_soon(self._renew, turn.run_id, held)
+            result = await self._answer_of(turn, planned)
+            renewing.cancel_scope.cancel()
+        result = await self._store_answer(turn, planned.index, held[0], result)
+        self._finish(turn, planned.index, result)
+
+    async def _answer_of(self, turn: _Turn, planned: _Planned) -> ToolResult:
         try:
             if turn.tracer is None:
-                result = await self._run_call(turn, planned, None)
-            else:
-                with tool_span(turn.tracer, planned.call, turn.run_id) as span:
-                    result = await self._run_call(turn, planned, span)
+                return await self._run_call(turn, planned, None)
+            with tool_span(turn.tracer, planned.call, turn.run_id) as span:
+                return await self._run_call(turn, planned, span)
         except Exception as exc:  # toolwire's own step failed after the tool may have run
             _log.exception("answering %s failed", planned.call.exposed_name)
-            result = ToolResult.error(
+            return ToolResult.error(
                 "failed",
                 f"The call's answer could not be made ({_short(exc)}); whether it took effect "
                 "is unknown.",
             )
-        if claim is not None:
-            result = await self._store_answer(turn, planned.index, claim, result)
-        self._finish(turn, planned.index, result)
+
+    async def _renew(self, run_id: str, held: list[CallRecord]) -> None:
+        """Renew the claim's lease every third of it while the call runs, so other workers
+        know this one is alive (cancelled once the call is answered)."""
+        while True:
+            await anyio.sleep(self.lease / 3)
+            current = held[0]
+            try:
+                renewed = await self.store.swap(
+                    run_id, current, current.with_(lease_until=time.time() + self.lease)
+                )
+            except Exception:  # the store is away: the next renewal may reach it
+                _log.warning("renewing the lease of %s failed", current.call_id, exc_info=True)
+                continue
+            if renewed is None:
+                return  # no longer this worker's claim (taken over after a lapse)
+            held[0] = renewed
 
     async def _run_call(self, turn: _Turn, planned: _Planned, span: Any) -> ToolResult:
         call = planned.call
@@ -796,21 +898,38 @@ class Executor:
         seen = planned.record
         fingerprint = _fingerprint(call)
         for _ in range(_SWAP_ATTEMPTS):
-            claim = CallRecord(
-                call_id=call.local_id,
-                tool=call.exposed_name,
-                fingerprint=fingerprint,
-                state="running",
-                decision=seen.decision if seen is not None else None,
-                owner=self.worker_id,
-                started_at=time.time(),
+            now = time.time()
+            claim = (
+                # keeps the request and the decision the record carries
+                seen.with_(
+                    state="running",
+                    owner=self.worker_id,
+                    started_at=now,
+                    lease_until=now + self.lease,
+                )
+                if seen is not None
+                else CallRecord(
+                    call_id=call.local_id,
+                    tool=call.exposed_name,
+                    fingerprint=fingerprint,
+                    tool_id=call.tool.qualified_name,
+                    state="running",
+                    owner=self.worker_id,
+                    started_at=now,
+                    lease_until=now + self.lease,
+                )
             )
             try:
-                stored = await self.store.swap(turn.run_id, seen, claim)
+                stored = await self.store.swap(
+                    turn.run_id, seen, claim, binding=self._binding(turn)
+                )
                 if stored is not None:
                     return stored
                 seen = await self._unless_running(  # another worker wrote first: see what
-                    turn.run_id, call.local_id, await self.store.get(turn.run_id, call.local_id)
+                    turn.run_id,
+                    call.local_id,
+                    await self.store.get(turn.run_id, call.local_id),
+                    call.tool,
                 )
             except StoreUnavailable as exc:
                 turn.store_error = turn.store_error or exc
@@ -854,14 +973,18 @@ class Executor:
         assert turn.run_id is not None
         turn.settled.add(index)
         if result.error_kind in _UNSTORED_KINDS:
-            return result  # e.g. cancelled mid-run: the claim stays, a resume says interrupted
+            # e.g. cancelled mid-run: the claim stays, its lease ended now, so a resume says
+            # interrupted at once rather than waiting for a worker that is not running it
+            with suppress(Exception):
+                await self._write_own(turn.run_id, claim, claim.with_(lease_until=time.time()))
+            return result
         answered = claim.with_(
-            state=_answered_state(result), result=result, owner=None, started_at=None
+            state=_answered_state(result), result=result, lease_until=None, finished_at=time.time()
         )
         try:
-            # A failed swap means another worker took the claim over (an idempotent rerun):
-            # its answer is the run's.
-            await self.store.swap(turn.run_id, claim, answered)
+            # A write refused means another worker took the claim over (an idempotent rerun
+            # after a lapse): its answer is the run's.
+            await self._write_own(turn.run_id, claim, answered)
         except StoreUnavailable as exc:
             turn.store_error = turn.store_error or exc
         except Exception as exc:  # never expected: the answer could not be written
@@ -881,6 +1004,23 @@ class Executor:
                 )
         return result
 
+    async def _write_own(self, run_id: str, claim: CallRecord, record: CallRecord) -> None:
+        """Replace this worker's claim with ``record``. A renewal cut off by the end of the
+        call may have bumped the claim's version unseen: the claim read back is still ours
+        if the owner and start are."""
+        for _ in range(_SWAP_ATTEMPTS):
+            if await self.store.swap(run_id, claim, record) is not None:
+                return
+            current = await self.store.get(run_id, claim.call_id)
+            if (
+                current is None
+                or current.state != "running"
+                or current.owner != claim.owner
+                or current.started_at != claim.started_at
+            ):
+                return
+            claim = current
+
     async def _remember(self, turn: _Turn) -> None:
         """Store the answers decided without running (invalid arguments, denials...), and the
         calls waiting for a decision as pending."""
@@ -896,36 +1036,86 @@ class Executor:
                 continue
             call = outcome.item
             seen = turn.seen.get(index)
-            await self.store.swap(
+            state, now = _answered_state(outcome.result), time.time()
+            stored = await self.store.swap(
                 turn.run_id,
                 seen,
-                CallRecord(
+                seen.with_(state=state, result=outcome.result, finished_at=now, lease_until=None)
+                if seen is not None
+                else CallRecord(
                     call_id=call.local_id,
                     tool=call.exposed_name,
                     fingerprint=_fingerprint(call),
-                    state=_answered_state(outcome.result),
-                    decision=seen.decision if seen is not None else None,
+                    tool_id=call.tool.qualified_name,
+                    state=state,
                     result=outcome.result,
+                    finished_at=now,
                 ),
-            )  # a failed swap: another worker answered it first, and that answer stands
-        for index, request in turn.pending:
-            if index in turn.seen:
-                continue  # already pending in the run
+                binding=self._binding(turn),
+            )
+            if stored is None:  # another worker answered it first: that answer stands, for all
+                current = await self.store.get(turn.run_id, call.local_id)
+                if current is not None and current.result is not None:
+                    turn.outcomes[index] = CallOutcome(
+                        item=call, result=current.result, from_store=True
+                    )
+        for index, request, kept in turn.pending:
+            seen = turn.seen.get(index)
             item = turn.items[index]
             assert isinstance(item, ToolCall)
+            if seen is not None and seen.state == "pending" and ledger.decided_for(seen, item.tool):
+                continue  # already waiting in the run, for this tool as it is
             await self.store.swap(
                 turn.run_id,
-                None,
-                CallRecord(
-                    call_id=request.call_id,
-                    tool=request.exposed_name,
-                    fingerprint=_fingerprint(item),
-                    state="pending",
-                ),
-            )
+                seen,
+                ledger.request_record(request, item, kept),
+                binding=self._binding(turn),
+            )  # a failed swap: the call was decided meanwhile; the next resume reads it
 
 
 _HOST = socket.gethostname()
+
+
+def _held(record: CallRecord) -> bool:
+    """True while a running call's claim is held: its lease not run out, its owner not a
+    process of this machine known to be gone."""
+    lease = record.lease_until
+    return lease is not None and lease > time.time() and not _owner_gone(record.owner)
+
+
+def _when(at: float | None) -> str:
+    if at is None:
+        return "at an unknown time"
+    return datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("at %Y-%m-%d %H:%M:%S UTC")
+
+
+def _interrupted(record: CallRecord) -> ToolResult:
+    """The answer to a call whose worker stopped while running it, saying what is known."""
+    owner = record.owner or "an unknown worker"
+    started = _when(record.started_at)
+    if _owner_gone(record.owner):
+        what = f"by worker {owner} {started}, whose process has stopped"
+    elif record.lease_until is not None:
+        ago = max(0.0, time.time() - record.lease_until)
+        what = (
+            f"by worker {owner} {started}; its lease ran out {ago:.0f} s ago without an "
+            "answer (the worker stopped, or lost the store)"
+        )
+    else:
+        what = f"by worker {owner} {started} and never finished (its worker stopped)"
+    return ToolResult.error(
+        "interrupted",
+        f"The call was started {what}; it is not run again, so whether it took effect is unknown.",
+    )
+
+
+def _still_running(record: CallRecord) -> ToolResult:
+    """The answer to a call another live worker is still running when the wait ends."""
+    return ToolResult.error(
+        "unavailable",
+        f"The call is still running in worker {record.owner} (started "
+        f"{_when(record.started_at)[3:]}); its answer will be kept in the run: resume it later.",
+    )
 
 
 def _owner_gone(owner: str | None) -> bool:

@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar, overload
 import jsonschema_rs
 
 from toolwire._function_schema import FunctionSchema, function_schema, json_path
-from toolwire.calls import argument_problem
+from toolwire.calls import argument_problem, canonical_json
 from toolwire.errors import (
     ConfigurationError,
     InvalidArguments,
@@ -81,6 +81,7 @@ class Tool:
     """The compiled jsonschema-rs validator, or why the schema has none (compiled once)."""
     is_async: bool = field(default=False, init=False, repr=False)
     """True when the handler is a coroutine function (run on the event loop, not a thread)."""
+    _definition_hash: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -101,6 +102,16 @@ class Tool:
     def qualified_name(self) -> str:
         """``server/name`` for a server's tool, else ``name``: what policies match."""
         return f"{self.server_id}/{self.name}" if self.server_id else self.name
+
+    @property
+    def definition_hash(self) -> str:
+        """What a model is told about the tool (description, input schema, annotations),
+        hashed: a recorded decision holds only while this is unchanged."""
+        digest = self._definition_hash
+        if digest is None:
+            digest = definition_hash(self.description or "", self.input_schema, self.annotations)
+            object.__setattr__(self, "_definition_hash", digest)
+        return digest
 
     def validate_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Check ``arguments`` against the input schema; returns the handler's keyword arguments.
@@ -173,6 +184,14 @@ class Tool:
                 f"{validator}"
             )
         return validator  # type: ignore[no-any-return]
+
+
+def definition_hash(description: str, schema: Any, annotations: Any) -> str:
+    """A tool definition's description, input schema and annotations, hashed."""
+    payload = canonical_json(
+        {"description": description, "schema": schema, "annotations": annotations}
+    )
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # Patterns run on model input, so only the `regex` crate's engine, linear in the input. A

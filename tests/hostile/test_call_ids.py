@@ -253,8 +253,10 @@ class RecordArrivesAfterPlanning(MemoryStore):
     """A store where another worker writes a call's record between this worker's planning read
     and its claim (the planning read sees nothing)."""
 
-    async def get_many(self, run_id: str, call_ids: Sequence[str]) -> list[CallRecord | None]:
-        return [None for _ in call_ids]
+    async def load(
+        self, run_id: str, call_ids: Sequence[str]
+    ) -> tuple[str | None, list[CallRecord | None]]:
+        return None, [None for _ in call_ids]
 
 
 @pytest.mark.anyio

@@ -307,13 +307,29 @@ class FailingAfter:
     async def get_many(self, run_id: str, call_ids: Sequence[str]) -> list[CallRecord | None]:
         return await self.inner.get_many(run_id, call_ids)
 
+    async def load(
+        self, run_id: str, call_ids: Sequence[str]
+    ) -> tuple[str | None, list[CallRecord | None]]:
+        return await self.inner.load(run_id, call_ids)
+
+    async def records(self, run_id: str) -> list[CallRecord]:
+        return await self.inner.records(run_id)
+
+    async def pending(self, **options: Any) -> list[tuple[str, CallRecord]]:
+        return await self.inner.pending(**options)
+
     async def swap(
-        self, run_id: str, expected: CallRecord | None, record: CallRecord
+        self,
+        run_id: str,
+        expected: CallRecord | None,
+        record: CallRecord,
+        *,
+        binding: str | None = None,
     ) -> CallRecord | None:
         if self.writes <= 0:
             raise StoreUnavailable("the store went away")
         self.writes -= 1
-        return await self.inner.swap(run_id, expected, record)
+        return await self.inner.swap(run_id, expected, record, binding=binding)
 
 
 async def test_a_store_failing_mid_turn_raises_with_every_answer() -> None:
@@ -407,31 +423,42 @@ async def test_running_calls_are_interrupted_or_rerun_only_if_idempotent(
     ]
     from toolwire.executor import _fingerprint
 
-    for call in calls:  # a worker claimed both and died
-        claim = CallRecord(
-            call_id=call.local_id,
-            tool=call.exposed_name,
-            fingerprint=_fingerprint(call),
-            state="running",
-            owner="dead-worker",
-            started_at=time.time(),
-        )
-        assert await store.swap("r", None, claim) is not None
+    for run_id in ("r1", "r2"):
+        for call in calls:  # a worker claimed both and died
+            claim = CallRecord(
+                call_id=call.local_id,
+                tool=call.exposed_name,
+                fingerprint=_fingerprint(call),
+                state="running",
+                owner="dead-worker",
+                started_at=time.time(),
+            )
+            assert await store.swap(run_id, None, claim) is not None
 
-    plain = await Executor(TOOLS, store=store).run(calls, run_id="r")
+    plain = await Executor(TOOLS, store=store).run(calls, run_id="r1")
     assert [o.result.error_kind for o in plain] == ["interrupted", "interrupted"]
+    assert not RUNS
+    # The run keeps the verdict: whoever resumes it next gives the same answers.
+    again = await Executor(TOOLS, store=store, on_interrupted="rerun_idempotent").run(
+        calls, run_id="r1"
+    )
+    assert [o.result for o in again] == [o.result for o in plain]
     assert not RUNS
 
     rerun = await Executor(TOOLS, store=store, on_interrupted="rerun_idempotent").run(
-        calls, run_id="r"
+        calls, run_id="r2"
     )
     assert [o.result.error_kind for o in rerun] == ["interrupted", None]
     assert rerun[1].result.text == "K"
     assert RUNS == {"lookup": 1}
-    stored = await store.get("r", "c2")
+    stored = await store.get("r2", "c2")
     assert stored is not None
     assert stored.state == "completed"
-    assert (await store.get("r", "c1")).state == "running"  # type: ignore[union-attr]
+    interrupted = await store.get("r2", "c1")
+    assert interrupted is not None
+    assert interrupted.state == "failed"
+    assert interrupted.result is not None
+    assert interrupted.result.error_kind == "interrupted"
 
 
 async def test_a_worker_waits_for_a_call_another_is_running(store: RunStore) -> None:
@@ -472,7 +499,7 @@ async def test_a_worker_waits_for_a_call_another_is_running(store: RunStore) -> 
 async def test_a_run_id_reused_for_other_arguments_is_refused(store: RunStore) -> None:
     executor = Executor(TOOLS, store=store)
     await executor.run([make_call(TOOLS, "add", {"a": 1, "b": 2}, call_id="c1")], run_id="r")
-    with pytest.raises(ToolwireError, match="other arguments"):
+    with pytest.raises(ToolwireError, match="another model response"):
         await executor.run([make_call(TOOLS, "add", {"a": 5, "b": 2}, call_id="c1")], run_id="r")
 
 
@@ -619,10 +646,11 @@ async def test_execute_tool_calls_takes_the_resume_options() -> None:
         call_id="c1", tool="lookup", fingerprint=_fingerprint(call), state="running", owner="x"
     )
     await store.swap("r", None, claim)
+    await store.swap("r2", None, claim)
     plain = await execute_tool_calls(TOOLS, "gemini", response, run_id="r", store=store)
     assert plain.calls[0].result.error_kind == "interrupted"
     rerun = await execute_tool_calls(
-        TOOLS, "gemini", response, run_id="r", store=store, on_interrupted="rerun_idempotent"
+        TOOLS, "gemini", response, run_id="r2", store=store, on_interrupted="rerun_idempotent"
     )
     assert rerun.results == [
         {"functionResponse": {"name": "lookup", "id": "c1", "response": {"output": "K"}}}

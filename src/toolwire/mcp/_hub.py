@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -26,12 +25,12 @@ import anyio.to_thread
 import pydantic
 
 from toolwire._text import clean_description, strip_invisible
-from toolwire.calls import ToolResult, canonical_json
+from toolwire.calls import ToolResult
 from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
 from toolwire.executor import acquire
 from toolwire.mcp._content import result_from_mcp
 from toolwire.providers import get_provider, provider_names
-from toolwire.tool import Tool, ToolSet, compile_validator, exposed_name_for
+from toolwire.tool import Tool, ToolSet, compile_validator, definition_hash, exposed_name_for
 
 __all__ = ["HttpServer", "Hub", "InProcessServer", "ServerSpec", "StdioServer"]
 
@@ -451,7 +450,7 @@ class Hub:
                 # The executor times the call out; cancelled, the SDK tells the server.
                 timeout=server.spec.timeout,
             )
-            fingerprint = _fingerprint_of(description, schema, annotations)
+            fingerprint = definition_hash(description, schema, annotations)
         except ToolwireError as exc:
             raise _LeftOut(str(exc)) from None
         except Exception as exc:  # e.g. a schema too deep to encode
@@ -501,7 +500,7 @@ class Hub:
         """
         tool = self.as_toolset()[exposed_name]
         assert tool.server_id is not None
-        self._approved[(tool.server_id, tool.name)] = _fingerprint(tool)
+        self._approved[(tool.server_id, tool.name)] = tool.definition_hash
         self._changed()
 
     async def _call(self, server: _Server, name: str, /, **arguments: Any) -> ToolResult:
@@ -626,18 +625,6 @@ def _output_problem(server: _Server, name: str, schema: Any, structured: Any) ->
     if error is None:
         return None
     return f"its structured content does not match its output schema: {error.message[:_DESCRIBED]}"
-
-
-def _fingerprint_of(description: str, schema: Any, annotations: Any) -> str:
-    payload = canonical_json(
-        {"description": description, "schema": schema, "annotations": annotations}
-    )
-    return hashlib.sha256(payload.encode()).hexdigest()
-
-
-def _fingerprint(tool: Tool) -> str:
-    """What a model is told about a tool, hashed."""
-    return _fingerprint_of(tool.description or "", tool.input_schema, tool.annotations)
 
 
 def _selected(spec: ServerSpec, name: str) -> bool:

@@ -20,9 +20,18 @@ from toolwire.calls import (
     TextContent,
     ToolResult,
 )
-from toolwire.errors import StoreUnavailable
+from toolwire.errors import RunBindingConflict, StoreUnavailable
 
-__all__ = ["DEFAULT_TTL", "CallRecord", "CallState", "RunStore", "decode_record", "encode_record"]
+__all__ = [
+    "DEFAULT_TTL",
+    "CallRecord",
+    "CallState",
+    "RunBindingConflict",
+    "RunStore",
+    "decode_record",
+    "encode_record",
+    "pending_since",
+]
 
 DEFAULT_TTL = 7 * 24 * 3600.0
 """Seconds a durable store keeps a run after its last write (a week: long enough for a human
@@ -51,9 +60,25 @@ class CallRecord:
     result: ToolResult | None = None
     """The answer, once the call is answered; resuming the run replays it."""
     owner: str | None = None
-    """Who claimed the call to run it (an executor's worker id), while ``running``."""
+    """Who claimed the call to run it (an executor's worker id); kept once it is answered."""
     started_at: float | None = None
     """When it was claimed (seconds since the epoch)."""
+    lease_until: float | None = None
+    """While ``running``: until when the owner is known to be alive (it renews the lease as
+    the call runs); past it, with no answer, the owner stopped."""
+    finished_at: float | None = None
+    """When the answer was recorded."""
+    tool_id: str | None = None
+    """The tool's identity (``server/name``, its original name) when the call was asked about:
+    a decision holds only for the tool it was made for."""
+    definition: str | None = None
+    """The tool's :attr:`~toolwire.Tool.definition_hash` when the call was asked about."""
+    request: dict[str, Any] | None = None
+    """For a call that waited for a decision, what a human is shown (JSON values): see
+    :meth:`toolwire.ApprovalRequest.to_dict`."""
+    decided_by: Any = None
+    """Who decided (a JSON value the decider gave)."""
+    decided_at: float | None = None
     version: int = 0
     """Bumped by the store on every write; what a compare-and-swap compares."""
 
@@ -84,17 +109,59 @@ class RunStore(Protocol):
         ...
 
     async def swap(
-        self, run_id: str, expected: CallRecord | None, record: CallRecord
+        self,
+        run_id: str,
+        expected: CallRecord | None,
+        record: CallRecord,
+        *,
+        binding: str | None = None,
     ) -> CallRecord | None:
         """Store ``record`` if the call's record is still ``expected`` (None: there is none).
 
         Compares versions, not contents. Returns the stored record (its ``version`` one more
         than ``expected``'s), or None when another writer got there first: read it again.
 
+        ``binding`` (what the run is for: its principal and its calls) is kept with the run by
+        its first write that gives one; a later write giving another is refused. A record in
+        state ``pending`` is listed by :meth:`pending` until it leaves that state.
+
         Raises:
+            RunBindingConflict: the run is bound to another principal or other calls.
             StoreUnavailable: the store cannot be reached.
         """
         ...
+
+    async def load(
+        self, run_id: str, call_ids: Sequence[str]
+    ) -> tuple[str | None, list[CallRecord | None]]:
+        """The run's binding (None before its first bound write) and the records of
+        ``call_ids``, in order, in one round trip."""
+        ...
+
+    async def records(self, run_id: str) -> list[CallRecord]:
+        """Every record of the run (its calls' trail)."""
+        ...
+
+    async def pending(
+        self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
+    ) -> list[tuple[str, CallRecord]]:
+        """Calls waiting for a decision, as ``(run_id, record)``, oldest request first, from an
+        index (never a scan of every run); only those of ``run_id`` and of the principal whose
+        key is ``principal_key`` when given."""
+        ...
+
+
+def pending_since(record: CallRecord) -> tuple[float, str] | None:
+    """Where a record stands in the pending index: (requested at, principal key), or None
+    when it waits for nothing."""
+    request = record.request
+    if record.state != "pending" or request is None:
+        return None
+    requested_at = request.get("requested_at")
+    return (
+        float(requested_at) if isinstance(requested_at, int | float) else 0.0,
+        str(request.get("principal_key") or ""),
+    )
 
 
 # -- the JSON form ------------------------------------------------------------------------------
@@ -109,12 +176,16 @@ def encode_record(record: CallRecord) -> str:
         "state": record.state,
     }
     if record.decision is not None:
-        body["decision"] = {"kind": record.decision.kind, "reason": record.decision.reason}
+        decision = record.decision
+        body["decision"] = {"kind": decision.kind, "reason": decision.reason}
+        if decision.arguments is not None:
+            body["decision"]["arguments"] = dict(decision.arguments)
     if record.result is not None:
         body["result"] = _encode_result(record.result)
-    if record.owner is not None:
-        body["owner"] = record.owner
-        body["started_at"] = record.started_at
+    for name in _OPTIONAL_FIELDS:
+        value = getattr(record, name)
+        if value is not None:
+            body[name] = value
     # pydantic_core writes what json can't (datetimes, UUIDs...) that tools put in structured
     # content; anything stranger is kept as its str().
     return pydantic_core.to_json(body, fallback=str).decode()
@@ -139,17 +210,37 @@ def _decode_record(text: str | bytes, version: int) -> CallRecord:
     body = json.loads(text)
     decision = body.get("decision")
     result = body.get("result")
+    if body["state"] not in _STATES:
+        raise ValueError(f"unknown state {body['state']!r}")
     return CallRecord(
         call_id=body["call_id"],
         tool=body["tool"],
         fingerprint=body["fingerprint"],
         state=body["state"],
-        decision=Decision(decision["kind"], decision["reason"]) if decision else None,
+        decision=(
+            Decision(decision["kind"], decision["reason"], arguments=decision.get("arguments"))
+            if decision
+            else None
+        ),
         result=_decode_result(result) if result is not None else None,
-        owner=body.get("owner"),
-        started_at=body.get("started_at"),
         version=version,
+        **{name: body.get(name) for name in _OPTIONAL_FIELDS},
     )
+
+
+_OPTIONAL_FIELDS = (
+    "owner",
+    "started_at",
+    "lease_until",
+    "finished_at",
+    "tool_id",
+    "definition",
+    "request",
+    "decided_by",
+    "decided_at",
+)
+"""Fields written only when set (the JSON form of older records lacks them)."""
+_STATES = frozenset(("pending", "approved", "denied", "running", "completed", "failed"))
 
 
 def _encode_result(result: ToolResult) -> dict[str, Any]:

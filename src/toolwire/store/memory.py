@@ -8,21 +8,32 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from toolwire.store._base import CallRecord
+from toolwire.errors import StoreUnavailable
+from toolwire.store._base import CallRecord, RunBindingConflict, pending_since
 
 __all__ = ["MemoryStore"]
+
+_UNFINISHED = frozenset({"pending", "approved", "running"})
 
 
 @dataclass(slots=True)
 class _Run:
     calls: dict[str, CallRecord] = field(default_factory=dict)
     touched: float = 0.0
+    binding: str | None = None
+    unfinished: int = 0
+    """Calls waiting for a decision, decided but not run, or running: a run with any is never
+    evicted."""
 
 
 class MemoryStore:
-    """Runs kept in this process: the ``max_runs`` most recently written, each for ``ttl``
-    seconds after its last write (None: until evicted).
+    """Runs kept in this process: up to ``max_runs``, each for ``ttl`` seconds after its last
+    write (None: until evicted).
 
+    When a new run needs room, the least recently written run with nothing unfinished (no
+    call waiting for a decision, approved but not run, or running) is forgotten; when every
+    run kept is unfinished, starting another raises
+    :class:`~toolwire.errors.StoreUnavailable`, so a paused run is never forgotten silently.
     Nothing survives the process; use :class:`~toolwire.store.SQLiteStore` or
     :class:`~toolwire.store.redis.RedisStore` when a turn may resume elsewhere.
     """
@@ -35,6 +46,8 @@ class MemoryStore:
         self.max_runs = max_runs
         self.ttl = ttl
         self._runs: OrderedDict[str, _Run] = OrderedDict()
+        # (run id, call id) -> (requested at, principal key), for the calls waiting
+        self._pending: dict[tuple[str, str], tuple[float, str]] = {}
         self._lock = threading.Lock()  # callers may share a store across event loops
 
     async def get(self, run_id: str, call_id: str) -> CallRecord | None:
@@ -49,30 +62,102 @@ class MemoryStore:
                 return [None] * len(call_ids)
             return [run.calls.get(call_id) for call_id in call_ids]
 
+    async def load(
+        self, run_id: str, call_ids: Sequence[str]
+    ) -> tuple[str | None, list[CallRecord | None]]:
+        with self._lock:
+            run = self._live(run_id)
+            if run is None:
+                return None, [None] * len(call_ids)
+            return run.binding, [run.calls.get(call_id) for call_id in call_ids]
+
+    async def records(self, run_id: str) -> list[CallRecord]:
+        with self._lock:
+            run = self._live(run_id)
+            return list(run.calls.values()) if run is not None else []
+
+    async def pending(
+        self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
+    ) -> list[tuple[str, CallRecord]]:
+        with self._lock:
+            waiting = sorted(
+                (since, key)
+                for key, (since, principal) in self._pending.items()
+                if (run_id is None or key[0] == run_id)
+                and (principal_key is None or principal == principal_key)
+            )
+            found = []
+            for _, (run, call_id) in waiting:
+                live = self._live(run)
+                if live is not None and call_id in live.calls:
+                    found.append((run, live.calls[call_id]))
+                    if len(found) >= limit:
+                        break
+            return found
+
     async def swap(
-        self, run_id: str, expected: CallRecord | None, record: CallRecord
+        self,
+        run_id: str,
+        expected: CallRecord | None,
+        record: CallRecord,
+        *,
+        binding: str | None = None,
     ) -> CallRecord | None:
         with self._lock:
             run = self._live(run_id)
             current = run.calls.get(record.call_id) if run is not None else None
             if (current.version if current else 0) != (expected.version if expected else 0):
                 return None
+            if run is not None and binding is not None and run.binding not in (None, binding):
+                raise RunBindingConflict(
+                    f"run {run_id!r} was started for another principal or another model "
+                    "response; use a new run id per model response"
+                )
             if run is None:
+                self._make_room()
                 run = self._runs[run_id] = _Run()
-                while len(self._runs) > self.max_runs:
-                    self._runs.popitem(last=False)
             else:
                 self._runs.move_to_end(run_id)
+            if run.binding is None:
+                run.binding = binding
             run.touched = time.monotonic()
             stored = run.calls[record.call_id] = record.with_(
                 version=(current.version if current else 0) + 1
             )
+            run.unfinished += (stored.state in _UNFINISHED) - (
+                current is not None and current.state in _UNFINISHED
+            )
+            key = (run_id, record.call_id)
+            since = pending_since(stored)
+            if since is not None:
+                self._pending[key] = since
+            else:
+                self._pending.pop(key, None)
             return stored
+
+    def _make_room(self) -> None:
+        """Forget the least recently written finished run while the store is full."""
+        while len(self._runs) >= self.max_runs:
+            for run_id, run in self._runs.items():  # oldest first
+                if not run.unfinished:
+                    self._forget(run_id)
+                    break
+            else:
+                raise StoreUnavailable(
+                    f"the in-memory store holds {len(self._runs)} runs with calls waiting or "
+                    "running (its max_runs); decide or finish some, or use a larger or durable "
+                    "store"
+                )
+
+    def _forget(self, run_id: str) -> None:
+        run = self._runs.pop(run_id)
+        for call_id in run.calls:
+            self._pending.pop((run_id, call_id), None)
 
     def _live(self, run_id: str) -> _Run | None:
         run = self._runs.get(run_id)
         if run is not None and self.ttl is not None and time.monotonic() - run.touched > self.ttl:
-            del self._runs[run_id]
+            self._forget(run_id)
             return None
         return run
 

@@ -1,20 +1,30 @@
 """Runs in Redis, for several workers and machines (extra ``toolwire[redis]``).
 
-One hash per run (``<prefix><run_id>``), one field per call holding ``<version>:<record JSON>``.
-The compare-and-swap is a Lua script, so it is atomic on the server whatever the number of
-clients; the run's expiry is renewed on every write.
+One hash per run (``<prefix><run_id>``), one field per call holding ``<version>:<record JSON>``
+and the field ``"\\0binding"`` holding the run's binding (ids never hold NUL). Calls waiting for
+a decision are listed in one sorted set (``<prefix>\\0pending``), scored by when they were
+asked about. The compare-and-swap is a Lua script, so it is atomic on the server whatever the
+number of clients; the run's expiry is renewed on every write.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from toolwire.errors import ConfigurationError, MissingDependency, StoreUnavailable
-from toolwire.store._base import DEFAULT_TTL, CallRecord, decode_record, encode_record
+from toolwire.store._base import (
+    DEFAULT_TTL,
+    CallRecord,
+    RunBindingConflict,
+    decode_record,
+    encode_record,
+    pending_since,
+)
 
 try:
     import redis.asyncio as aioredis
@@ -27,7 +37,9 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisStore"]
 
-# KEYS[1] the run's hash; ARGV: call id, expected version, record JSON, ttl in ms ("" for none).
+# KEYS[1] the run's hash, KEYS[2] the pending index; ARGV: call id, expected version, record
+# JSON, ttl in ms ("" for none), binding ("" for none), the binding's field, the pending score
+# ("" when the call waits for nothing), the call's member in the index.
 _SWAP = """
 local current = redis.call('HGET', KEYS[1], ARGV[1])
 local version = 0
@@ -37,12 +49,28 @@ end
 if version ~= tonumber(ARGV[2]) then
     return -1
 end
+if ARGV[5] ~= '' then
+    local bound = redis.call('HGET', KEYS[1], ARGV[6])
+    if bound and bound ~= ARGV[5] then
+        return -2
+    end
+    if not bound then
+        redis.call('HSET', KEYS[1], ARGV[6], ARGV[5])
+    end
+end
 redis.call('HSET', KEYS[1], ARGV[1], (version + 1) .. ':' .. ARGV[3])
 if ARGV[4] ~= '' then
     redis.call('PEXPIRE', KEYS[1], ARGV[4])
 end
+if ARGV[7] ~= '' then
+    redis.call('ZADD', KEYS[2], ARGV[7], ARGV[8])
+else
+    redis.call('ZREM', KEYS[2], ARGV[8])
+end
 return version + 1
 """
+_BINDING = "\0binding"
+"""The run hash's field holding its binding (no call id holds NUL)."""
 
 
 class RedisStore:
@@ -95,8 +123,76 @@ class RedisStore:
             values = await self._connection().hmget(self.prefix + run_id, list(call_ids))
         return [_decoded(value) for value in values]
 
+    async def load(
+        self, run_id: str, call_ids: Sequence[str]
+    ) -> tuple[str | None, list[CallRecord | None]]:
+        with self._reaching():
+            values = await self._connection().hmget(self.prefix + run_id, [_BINDING, *call_ids])
+        binding = values[0]
+        if isinstance(binding, bytes):
+            binding = binding.decode("utf-8", "replace")  # compared, never trusted
+        return binding, [_decoded(value) for value in values[1:]]
+
+    async def records(self, run_id: str) -> list[CallRecord]:
+        with self._reaching():
+            values = await self._connection().hgetall(self.prefix + run_id)
+        return [
+            record
+            for field, value in values.items()
+            if field not in (_BINDING, _BINDING.encode())
+            and (record := _decoded(value)) is not None
+        ]
+
+    async def pending(
+        self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
+    ) -> list[tuple[str, CallRecord]]:
+        if run_id is not None:  # one run: its own hash is the smaller index
+            waiting = sorted(
+                (since, record.call_id, record)
+                for record in await self.records(run_id)
+                if (since := pending_since(record)) is not None
+                and (principal_key is None or since[1] == principal_key)
+            )
+            return [(run_id, record) for _, _, record in waiting[:limit]]
+        client = self._connection()
+        found: list[tuple[str, CallRecord]] = []
+        start, page = 0, max(limit * 2, 64)
+        while len(found) < limit:
+            with self._reaching():
+                members: list[Any] = await client.zrange(self._pending_key, start, start + page - 1)
+            if not members:
+                break
+            start += page
+            keys = [json.loads(member) for member in members]
+            with self._reaching():
+                async with client.pipeline(transaction=False) as pipe:
+                    for run, call_id in keys:
+                        pipe.hget(self.prefix + run, call_id)
+                    values = await pipe.execute()
+            gone = []
+            for member, (run, _), value in zip(members, keys, values, strict=True):
+                record = _decoded(value)
+                since = pending_since(record) if record is not None else None
+                if record is None or since is None:
+                    gone.append(member)  # its run expired (or was deleted)
+                    continue
+                if principal_key is None or since[1] == principal_key:
+                    found.append((run, record))
+                    if len(found) >= limit:
+                        break
+            if gone:
+                with self._reaching():
+                    await client.zrem(self._pending_key, *gone)
+                start -= len(gone)
+        return found
+
     async def swap(
-        self, run_id: str, expected: CallRecord | None, record: CallRecord
+        self,
+        run_id: str,
+        expected: CallRecord | None,
+        record: CallRecord,
+        *,
+        binding: str | None = None,
     ) -> CallRecord | None:
         client = self._connection()
         script = self._scripts.get(client)
@@ -104,12 +200,33 @@ class RedisStore:
             script = self._scripts[client] = client.register_script(_SWAP)
         ttl_ms = str(max(1, int(self.ttl * 1000))) if self.ttl is not None else ""
         expected_version = expected.version if expected is not None else 0
+        since = pending_since(record)
         with self._reaching():
-            version = await script(
-                keys=[self.prefix + run_id],
-                args=[record.call_id, expected_version, encode_record(record), ttl_ms],
+            version = int(
+                await script(
+                    keys=[self.prefix + run_id, self._pending_key],
+                    args=[
+                        record.call_id,
+                        expected_version,
+                        encode_record(record),
+                        ttl_ms,
+                        binding or "",
+                        _BINDING,
+                        repr(since[0]) if since is not None else "",
+                        json.dumps([run_id, record.call_id]),
+                    ],
+                )
             )
-        return record.with_(version=int(version)) if int(version) > 0 else None
+        if version == -2:
+            raise RunBindingConflict(
+                f"run {run_id!r} was started for another principal or another model "
+                "response; use a new run id per model response"
+            )
+        return record.with_(version=version) if version > 0 else None
+
+    @property
+    def _pending_key(self) -> str:
+        return self.prefix + "\0pending"
 
     # -- housekeeping ----------------------------------------------------------------------------
 

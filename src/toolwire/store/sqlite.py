@@ -16,7 +16,14 @@ from typing import Literal, TypeVar
 import anyio.to_thread
 
 from toolwire.errors import StoreUnavailable
-from toolwire.store._base import DEFAULT_TTL, CallRecord, decode_record, encode_record
+from toolwire.store._base import (
+    DEFAULT_TTL,
+    CallRecord,
+    RunBindingConflict,
+    decode_record,
+    encode_record,
+    pending_since,
+)
 
 __all__ = ["SQLiteStore"]
 
@@ -35,6 +42,15 @@ CREATE TABLE IF NOT EXISTS toolwire_calls (
     record TEXT NOT NULL,
     PRIMARY KEY (run_id, call_id)
 );
+"""
+# Columns added after the first release, to files made before it.
+_ADDED_COLUMNS = {
+    "toolwire_runs": {"binding": "TEXT"},
+    "toolwire_calls": {"pending_since": "REAL", "principal_key": "TEXT"},
+}
+_PENDING_INDEX = """
+CREATE INDEX IF NOT EXISTS toolwire_calls_pending
+    ON toolwire_calls (pending_since) WHERE pending_since IS NOT NULL;
 """
 _PURGE_EVERY = 256
 """Writes between two sweeps of expired runs (reads ignore them meanwhile)."""
@@ -90,12 +106,39 @@ class SQLiteStore:
         found = await self._run(partial(self._get_many, run_id, list(call_ids)))
         return [found.get(call_id) for call_id in call_ids]
 
+    async def load(
+        self, run_id: str, call_ids: Sequence[str]
+    ) -> tuple[str | None, list[CallRecord | None]]:
+        binding, found = await self._run(partial(self._load, run_id, list(call_ids)))
+        return binding, [found.get(call_id) for call_id in call_ids]
+
+    async def records(self, run_id: str) -> list[CallRecord]:
+        return await self._run(partial(self._records, run_id))
+
+    async def pending(
+        self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
+    ) -> list[tuple[str, CallRecord]]:
+        return await self._run(partial(self._pending, run_id, principal_key, limit))
+
     async def swap(
-        self, run_id: str, expected: CallRecord | None, record: CallRecord
+        self,
+        run_id: str,
+        expected: CallRecord | None,
+        record: CallRecord,
+        *,
+        binding: str | None = None,
     ) -> CallRecord | None:
         expected_version = expected.version if expected is not None else 0
         version = await self._run(
-            partial(self._swap, run_id, record.call_id, expected_version, encode_record(record))
+            partial(
+                self._swap,
+                run_id,
+                record.call_id,
+                expected_version,
+                encode_record(record),
+                pending_since(record),
+                binding,
+            )
         )
         return record.with_(version=version) if version is not None else None
 
@@ -164,32 +207,84 @@ class SQLiteStore:
         ).fetchall()
         return {call_id: decode_record(encoded, version) for call_id, version, encoded in rows}
 
+    def _load(
+        self, run_id: str, call_ids: list[str], db: sqlite3.Connection
+    ) -> tuple[str | None, dict[str, CallRecord]]:
+        run = db.execute(
+            "SELECT binding FROM toolwire_runs WHERE run_id = ?"
+            " AND (expires_at IS NULL OR expires_at > ?)",
+            (run_id, time.time()),
+        ).fetchone()
+        if run is None:
+            return None, {}
+        return run[0], self._get_many(run_id, call_ids, db)
+
+    def _records(self, run_id: str, db: sqlite3.Connection) -> list[CallRecord]:
+        rows = db.execute(
+            "SELECT c.version, c.record FROM toolwire_calls c"
+            " JOIN toolwire_runs r ON r.run_id = c.run_id"
+            " WHERE c.run_id = ? AND (r.expires_at IS NULL OR r.expires_at > ?)",
+            (run_id, time.time()),
+        ).fetchall()
+        return [decode_record(encoded, version) for version, encoded in rows]
+
+    def _pending(
+        self, run_id: str | None, principal_key: str | None, limit: int, db: sqlite3.Connection
+    ) -> list[tuple[str, CallRecord]]:
+        rows = db.execute(
+            "SELECT c.run_id, c.version, c.record FROM toolwire_calls c"
+            " JOIN toolwire_runs r ON r.run_id = c.run_id"
+            " WHERE c.pending_since IS NOT NULL"
+            " AND (? IS NULL OR c.run_id = ?) AND (? IS NULL OR c.principal_key = ?)"
+            " AND (r.expires_at IS NULL OR r.expires_at > ?)"
+            " ORDER BY c.pending_since LIMIT ?",
+            (run_id, run_id, principal_key, principal_key, time.time(), limit),
+        ).fetchall()
+        return [(run, decode_record(encoded, version)) for run, version, encoded in rows]
+
     def _swap(
-        self, run_id: str, call_id: str, expected: int, encoded: str, db: sqlite3.Connection
+        self,
+        run_id: str,
+        call_id: str,
+        expected: int,
+        encoded: str,
+        pending: tuple[float, str] | None,
+        binding: str | None,
+        db: sqlite3.Connection,
     ) -> int | None:
         now = time.time()
         with _transaction(db):
             run = db.execute(
-                "SELECT expires_at FROM toolwire_runs WHERE run_id = ?", (run_id,)
+                "SELECT expires_at, binding FROM toolwire_runs WHERE run_id = ?", (run_id,)
             ).fetchone()
             if run is not None and run[0] is not None and run[0] <= now:
                 _delete_runs(db, "run_id = ?", (run_id,))
+                run = None
             row = db.execute(
                 "SELECT version FROM toolwire_calls WHERE run_id = ? AND call_id = ?",
                 (run_id, call_id),
             ).fetchone()
             if (row[0] if row is not None else 0) != expected:
                 return None
+            if run is not None and binding is not None and run[1] not in (None, binding):
+                raise RunBindingConflict(
+                    f"run {run_id!r} was started for another principal or another model "
+                    "response; use a new run id per model response"
+                )
+            since, principal_key = pending if pending is not None else (None, None)
             db.execute(
-                "INSERT INTO toolwire_calls (run_id, call_id, version, record)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT (run_id, call_id)"
-                " DO UPDATE SET version = excluded.version, record = excluded.record",
-                (run_id, call_id, expected + 1, encoded),
+                "INSERT INTO toolwire_calls"
+                " (run_id, call_id, version, record, pending_since, principal_key)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, call_id)"
+                " DO UPDATE SET version = excluded.version, record = excluded.record,"
+                " pending_since = excluded.pending_since, principal_key = excluded.principal_key",
+                (run_id, call_id, expected + 1, encoded, since, principal_key),
             )
             db.execute(
-                "INSERT INTO toolwire_runs (run_id, expires_at) VALUES (?, ?)"
-                " ON CONFLICT (run_id) DO UPDATE SET expires_at = excluded.expires_at",
-                (run_id, now + self.ttl if self.ttl is not None else None),
+                "INSERT INTO toolwire_runs (run_id, expires_at, binding) VALUES (?, ?, ?)"
+                " ON CONFLICT (run_id) DO UPDATE SET expires_at = excluded.expires_at,"
+                " binding = coalesce(toolwire_runs.binding, excluded.binding)",
+                (run_id, now + self.ttl if self.ttl is not None else None, binding),
             )
             self._writes += 1
             if self._writes % _PURGE_EVERY == 0:
@@ -220,11 +315,23 @@ class SQLiteStore:
             if setup:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.executescript(_SCHEMA)
+                _add_columns(db)
             db.execute(f"PRAGMA synchronous={self.synchronous}")  # per connection
             db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"{self!r} cannot be opened: {exc}") from exc
         return db
+
+
+def _add_columns(db: sqlite3.Connection) -> None:
+    """Bring a file made by an earlier release up to date (columns are only ever added)."""
+    for table, columns in _ADDED_COLUMNS.items():
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        for name, kind in columns.items():
+            if name not in have:
+                with suppress(sqlite3.OperationalError):  # another process added it meanwhile
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+    db.executescript(_PENDING_INDEX)
 
 
 class _Connection:

@@ -1,0 +1,317 @@
+"""The run ledger: what a run store keeps about calls, and the operations on it that need no
+executor (deciding, listing what waits, reading a run's history).
+
+A run is bound to what it was started for: its principal and its calls (ids and
+fingerprints). Each waiting call keeps its request (what a human is shown), and each decision
+the tool it was made for (identity and definition hash): a decision made for another tool, or
+for a definition that has changed since, is void.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic_core
+
+from toolwire.approval import ApprovalRequest, Decision
+from toolwire.calls import ToolCall, canonical_json, has_lone_surrogate, stable_call_id, strip_nulls
+from toolwire.errors import ConfigurationError, RunBindingConflict, ToolwireError
+from toolwire.store import CallRecord, CallState, RunStore
+from toolwire.store._base import pending_since
+from toolwire.tool import Tool
+
+__all__ = [
+    "CallTrail",
+    "binding_for",
+    "check_binding",
+    "decide",
+    "fingerprint",
+    "history",
+    "pending",
+    "principal_json",
+    "principal_key",
+    "request_record",
+    "valid_id",
+]
+
+SWAP_ATTEMPTS = 8
+"""Compare-and-swap retries before a store write gives up (each retry means another worker
+wrote the same call in between; more than a few is a store out of order)."""
+
+
+# -- what identifies calls, principals and runs ------------------------------------------------
+
+
+def fingerprint(call: ToolCall) -> str:
+    """The call's tool and arguments, hashed (stripped nulls don't count)."""
+    arguments = strip_nulls(call.arguments, call.null_paths) if call.null_paths else call.arguments
+    return stable_call_id(call.exposed_name, arguments, 0)
+
+
+def principal_json(value: Any) -> Any:
+    """``value`` as JSON values (what a store keeps of a principal or of arguments): pydantic's
+    JSON mode, anything else by its ``str()``."""
+    return pydantic_core.to_jsonable_python(value, fallback=str)
+
+
+def principal_key(principal: Any) -> str:
+    """A short key for a principal: equal JSON forms give equal keys."""
+    encoded = canonical_json(principal_json(principal))
+    return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def binding_for(principal: Any, calls: Iterable[tuple[str, str]]) -> str:
+    """What a run is for: its principal's key and its calls' ``(id, fingerprint)`` pairs."""
+    listed = canonical_json(sorted(calls))
+    digest = hashlib.sha256(listed.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return canonical_json({"principal": principal_key(principal), "calls": digest})
+
+
+def check_binding(run_id: str, stored: str | None, wanted: str) -> None:
+    """Raise when a run is resumed for another principal or another model response.
+
+    Raises:
+        RunBindingConflict: saying which.
+    """
+    if stored is None or stored == wanted:
+        return
+    try:
+        before = pydantic_core.from_json(stored)
+        now = pydantic_core.from_json(wanted)
+        other_principal = before.get("principal") != now.get("principal")
+    except (ValueError, AttributeError):
+        other_principal = False
+    if other_principal:
+        raise RunBindingConflict(
+            f"run {run_id!r} belongs to another principal; a run is resumed only by the "
+            "principal it was started for"
+        )
+    raise RunBindingConflict(
+        f"run id {run_id!r} already used for another model response (other calls); choose "
+        "a new run id per model response"
+    )
+
+
+def valid_id(value: Any) -> bool:
+    """A run or call id a store can keep: a string of valid Unicode text without NUL."""
+    return isinstance(value, str) and "\x00" not in value and not has_lone_surrogate(value)
+
+
+# -- the request a waiting call keeps ---------------------------------------------------------
+
+
+def request_record(
+    request: ApprovalRequest, call: ToolCall, stored_arguments: Mapping[str, Any]
+) -> CallRecord:
+    """The ``pending`` record of a call waiting for a decision, keeping its request."""
+    tool = call.tool
+    return CallRecord(
+        call_id=request.call_id,
+        tool=request.exposed_name,
+        fingerprint=fingerprint(call),
+        state="pending",
+        tool_id=tool.qualified_name,
+        definition=tool.definition_hash,
+        request={
+            **request.to_dict(),
+            "arguments": principal_json(stored_arguments),
+            "principal_key": principal_key(request.principal),
+            "input_schema": principal_json(tool.input_schema),
+        },
+    )
+
+
+def decided_for(record: CallRecord, tool: Tool) -> bool:
+    """True when ``record``'s decision was made for ``tool`` as it is defined now."""
+    return record.tool_id == tool.qualified_name and record.definition == tool.definition_hash
+
+
+def request_of(run_id: str, record: CallRecord) -> ApprovalRequest:
+    """The request a ``pending`` record keeps, as an :class:`ApprovalRequest` (no ``Tool``)."""
+    kept = dict(record.request or {})
+    kept.update(run_id=run_id, call_id=record.call_id)
+    kept.setdefault("exposed_name", record.tool)
+    return ApprovalRequest.from_dict(kept)
+
+
+def expired(record: CallRecord, now: float | None = None) -> bool:
+    """True for a request whose ``expires_at`` has passed."""
+    expires = (record.request or {}).get("expires_at")
+    return isinstance(expires, int | float) and (now or time.time()) >= expires
+
+
+# -- operations ------------------------------------------------------------------------------
+
+
+async def decide(
+    store: RunStore, run_id: str, call_id: str, decision: Decision, *, by: Any = None
+) -> None:
+    """Record ``decision`` (and who made it, and when) for a waiting call of ``run_id``.
+
+    An allow with ``arguments`` is checked against the tool's schema as the request kept it:
+    invalid arguments record nothing.
+
+    Raises:
+        InvalidArguments: the edited arguments do not fit the tool's schema.
+        ToolwireError: the run has no such call waiting (a decided call that has not run yet
+            may be decided again), or its request expired.
+        StoreUnavailable: the run store cannot be reached.
+    """
+    if not isinstance(decision, Decision):
+        raise ConfigurationError(f"a decision is a Decision, not a {type(decision).__name__}")
+    for value in (run_id, call_id):
+        if not valid_id(value):
+            raise ConfigurationError(
+                "run and call ids are strings of valid Unicode text without NUL"
+            )
+    if decision.arguments is not None and not decision.allowed:
+        raise ConfigurationError("only an allow may carry arguments")
+    state: CallState = "approved" if decision.allowed else "denied"
+    checked = False
+    for _ in range(SWAP_ATTEMPTS):
+        record = await store.get(run_id, call_id)
+        if (
+            record is None
+            or record.result is not None
+            or record.state not in ("pending", "approved", "denied")
+        ):
+            raise ToolwireError(f"run {run_id!r} has no call {call_id!r} waiting for approval")
+        if expired(record):
+            raise ToolwireError(f"run {run_id!r}: the approval request of call {call_id!r} expired")
+        if decision.arguments is not None and not checked:
+            _check_edited(record, decision.arguments)
+            checked = True
+        changed = record.with_(
+            state=state, decision=decision, decided_by=principal_json(by), decided_at=time.time()
+        )
+        if await store.swap(run_id, record, changed) is not None:
+            return
+    raise ToolwireError(f"run {run_id!r}: call {call_id!r} kept changing; decide again")
+
+
+def _check_edited(record: CallRecord, arguments: Mapping[str, Any]) -> None:
+    schema = (record.request or {}).get("input_schema")
+    if not isinstance(schema, Mapping):
+        raise ToolwireError(
+            f"call {record.call_id!r}: its request keeps no schema to check edited arguments "
+            "against"
+        )
+    Tool(name=record.tool, input_schema=schema).validate_arguments(arguments)
+
+
+async def pending(
+    store: RunStore,
+    *,
+    principal: Any = None,
+    run_id: str | None = None,
+    limit: int = 100,
+) -> list[ApprovalRequest]:
+    """The calls waiting for a decision, oldest request first, across runs (only
+    ``principal``'s, or ``run_id``'s, when given)."""
+    if limit < 1:
+        raise ConfigurationError("limit must be at least 1")
+    key = principal_key(principal) if principal is not None else None
+    found = await store.pending(run_id=run_id, principal_key=key, limit=limit)
+    return [request_of(run, record) for run, record in found]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallTrail:
+    """What a run's ledger says happened to one call, step by step (each step None when it
+    did not happen): ``requested`` (``at``, ``reason``, ``expires_at``), ``decided`` (``by``,
+    ``at``, ``kind``, ``reason``, ``edited``), ``claimed`` (``worker``, ``at``) and
+    ``finished`` (``state``, ``error_kind``, ``at``, ``duration``)."""
+
+    call_id: str
+    exposed_name: str
+    state: CallState
+    requested: dict[str, Any] | None = None
+    decided: dict[str, Any] | None = None
+    claimed: dict[str, Any] | None = None
+    finished: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "call_id": self.call_id,
+            "exposed_name": self.exposed_name,
+            "state": self.state,
+            "requested": self.requested,
+            "decided": self.decided,
+            "claimed": self.claimed,
+            "finished": self.finished,
+        }
+
+
+def trail_of(record: CallRecord) -> CallTrail:
+    request = record.request
+    decision = record.decision
+    result = record.result
+    finished_at = record.finished_at
+    return CallTrail(
+        call_id=record.call_id,
+        exposed_name=record.tool,
+        state=record.state,
+        requested=(
+            {
+                "at": request.get("requested_at"),
+                "reason": request.get("reason"),
+                "expires_at": request.get("expires_at"),
+            }
+            if request is not None
+            else None
+        ),
+        decided=(
+            {
+                "by": record.decided_by,
+                "at": record.decided_at,
+                "kind": decision.kind,
+                "reason": decision.reason,
+                "edited": decision.arguments is not None,
+            }
+            if decision is not None
+            else None
+        ),
+        claimed=(
+            {"worker": record.owner, "at": record.started_at} if record.owner is not None else None
+        ),
+        finished=(
+            {
+                "state": record.state,
+                "error_kind": result.error_kind,
+                "at": finished_at,
+                "duration": (
+                    finished_at - record.started_at
+                    if finished_at is not None and record.started_at is not None
+                    else None
+                ),
+            }
+            if result is not None
+            else None
+        ),
+    )
+
+
+async def history(store: RunStore, run_id: str) -> list[CallTrail]:
+    """Each call of ``run_id`` with its trail, oldest first (by when it was asked about or
+    claimed)."""
+    records = await store.records(run_id)
+
+    def first_seen(record: CallRecord) -> float:
+        since = pending_since(record)
+        request = record.request or {}
+        at = request.get("requested_at") if since is None else since[0]
+        for value in (at, record.started_at, record.finished_at):
+            if isinstance(value, int | float):
+                return float(value)
+        return float("inf")
+
+    return [trail_of(record) for record in sorted(records, key=first_seen)]
+
+
+def ids_of(calls: Sequence[ToolCall]) -> list[tuple[str, str]]:
+    """The ``(id, fingerprint)`` pairs a run's binding is made of."""
+    return [(call.local_id, fingerprint(call)) for call in calls]
