@@ -22,10 +22,12 @@ def corpus_id(record: dict[str, Any]) -> str:
     return f"{record['source'].split(':')[0]}:{record['name']}"
 
 
+import itertools  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
 import socket  # noqa: E402
 import subprocess  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import AsyncIterator, Iterator  # noqa: E402
 
@@ -101,7 +103,72 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         process.wait(timeout=10)
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+# -- a real PostgreSQL server on 127.0.0.1, from Debian's postgresql package (.ci/run installs
+# it): initdb in a temporary directory, one server for the session
+
+
+def _postgres_binary(name: str) -> str | None:
+    found = shutil.which(name)
+    if found is not None:
+        return found
+    candidates = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))
+    return str(candidates[-1]) if candidates else None
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    initdb, postgres = _postgres_binary("initdb"), _postgres_binary("postgres")
+    if initdb is None or postgres is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is not installed (.ci/run installs it)")
+        pytest.skip("PostgreSQL is not installed")
+    # initdb refuses to run as root: then the server runs as Debian's postgres user, in a
+    # directory of its own (the session's temporary directories are root's alone).
+    user = "postgres" if os.geteuid() == 0 else None
+    workdir = Path(tempfile.mkdtemp(prefix="toolwire-pg-"))
+    if user is not None:
+        shutil.chown(workdir, user=user)
+    data = workdir / "data"
+    subprocess.run(
+        [initdb, "-D", str(data), "-U", "toolwire", "--auth=trust", "-E", "UTF8", "--no-sync"],
+        check=True,
+        capture_output=True,
+        user=user,
+    )
+    port = _free_port()
+    server = subprocess.Popen(
+        [
+            postgres, "-D", str(data), "-p", str(port), "-k", str(workdir),
+            "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        user=user,
+    )  # fmt: skip
+    url = f"postgresql://toolwire@127.0.0.1:{port}/postgres"
+    try:
+        import psycopg
+
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                psycopg.connect(url, connect_timeout=2).close()
+                break
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    pytest.fail(f"PostgreSQL did not start on port {port}")
+                time.sleep(0.1)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+_prefixes = itertools.count()
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunStore]:
     """Each store, fresh."""
     if request.param == "memory":
@@ -110,10 +177,17 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         with_file = SQLiteStore(tmp_path / "runs.db")
         yield with_file
         with_file.close()
-    else:
+    elif request.param == "redis":
         from toolwire.store.redis import RedisStore
 
         url = request.getfixturevalue("redis_url")
         # a prefix per test: the server is shared by the session
         async with RedisStore(url, prefix=f"t:{request.node.name}:") as redis_store:
             yield redis_store
+    else:
+        from toolwire.store.postgres import PostgresStore
+
+        url = request.getfixturevalue("postgres_url")
+        # tables of its own per test: the server is shared by the session
+        async with PostgresStore(url, prefix=f"t{next(_prefixes)}_") as postgres_store:
+            yield postgres_store

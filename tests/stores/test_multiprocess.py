@@ -38,9 +38,10 @@ DEADLINE = 120.0
 
 
 def _spec(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """The store's URL, as a worker opens it with ``toolwire.store.from_url``."""
     if kind == "sqlite":
-        return f"sqlite:{tmp_path / 'runs.db'}"
-    return f"redis:{request.getfixturevalue('redis_url')}"
+        return f"sqlite:///{tmp_path / 'runs.db'}"
+    return request.getfixturevalue(f"{kind}_url")
 
 
 class Worker:
@@ -89,7 +90,7 @@ def gather(workers: list[Worker]) -> dict[int, dict[str, Any] | None]:
     return answers
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("kind", ["sqlite", "redis", "postgres"])
 def test_racing_workers_never_run_a_call_twice_and_answer_every_call(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -188,7 +189,7 @@ def test_racing_workers_never_run_a_call_twice_and_answer_every_call(
     assert any(len(pids) > 1 for pids in runners.values())
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("kind", ["sqlite", "redis", "postgres"])
 def test_a_turn_pending_in_one_process_decided_in_another_completes_in_a_third(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:

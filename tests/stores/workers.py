@@ -32,11 +32,11 @@ from toolwire import (
     Policy,
     Rule,
     RunStore,
-    SQLiteStore,
     ToolSet,
     make_call,
     tool,
 )
+from toolwire.store import from_url
 
 LEDGER_SCHEMA = "CREATE TABLE IF NOT EXISTS runs (tag TEXT NOT NULL, pid INTEGER NOT NULL)"
 KILL: dict[str, str | None] = {"tag": None}
@@ -83,15 +83,8 @@ TOOLS = ToolSet([effect, guarded])
 POLICY = Policy(Rule("ask", "guarded"))
 
 
-def open_store(spec: str) -> RunStore:
-    kind, _, where = spec.partition(":")
-    if kind == "sqlite":
-        return SQLiteStore(where)
-    if kind == "redis":
-        from toolwire.store.redis import RedisStore
-
-        return RedisStore(where)
-    raise ValueError(f"unknown store {spec!r}")
+def open_store(url: str) -> RunStore:
+    return from_url(url)
 
 
 def executor(store: RunStore, **options: Any) -> Executor:

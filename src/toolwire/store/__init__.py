@@ -6,7 +6,11 @@ when approval is pending). Three stores implement :class:`RunStore`:
 - :class:`MemoryStore`: bounded, in this process (the default);
 - :class:`SQLiteStore`: a file, shared by the processes of one machine (the durable default);
 - :class:`~toolwire.store.redis.RedisStore` (extra ``toolwire[redis]``): several workers and
-  machines.
+  machines;
+- :class:`~toolwire.store.postgres.PostgresStore` (extra ``toolwire[postgres]``): teams whose
+  application already runs on PostgreSQL.
+
+:func:`from_url` makes any of them from a URL, for configuration files and the CLI.
 
 Every write is a compare-and-swap on the record's version, so two workers resuming the same run
 cannot both move a call to ``running``: the one that loses sees the winner's record.
@@ -17,11 +21,13 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
+from toolwire.errors import ConfigurationError
 from toolwire.store._base import DEFAULT_TTL, CallRecord, CallState, RunStore
 from toolwire.store.memory import MemoryStore
 from toolwire.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
+    from toolwire.store.postgres import PostgresStore
     from toolwire.store.redis import RedisStore
 
 __all__ = [
@@ -29,10 +35,12 @@ __all__ = [
     "CallRecord",
     "CallState",
     "MemoryStore",
+    "PostgresStore",
     "RedisStore",
     "RunStore",
     "SQLiteStore",
     "default_store",
+    "from_url",
 ]
 
 
@@ -41,7 +49,101 @@ def __getattr__(name: str) -> Any:
         from toolwire.store.redis import RedisStore
 
         return RedisStore
+    if name == "PostgresStore":  # imported on use: it needs the ``postgres`` extra
+        from toolwire.store.postgres import PostgresStore
+
+        return PostgresStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def from_url(url: str) -> RunStore:
+    """A store from a URL:
+
+    - ``memory://`` (optionally ``memory://?max_runs=N``): a :class:`MemoryStore`;
+    - ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``: a
+      :class:`SQLiteStore`;
+    - ``redis://...``, ``rediss://...``, ``unix://...``: a
+      :class:`~toolwire.store.redis.RedisStore` (extra ``toolwire[redis]``);
+    - ``postgresql://...`` or ``postgres://...``: a
+      :class:`~toolwire.store.postgres.PostgresStore` (extra ``toolwire[postgres]``).
+
+    Any of them takes ``ttl`` (seconds, or ``none``) in its query string; the rest of a URL
+    goes to the driver unchanged.
+
+    Raises:
+        ConfigurationError: for a URL of no known kind, or a bad ``ttl`` or ``max_runs``.
+        MissingDependency: when the store's extra is not installed.
+    """
+    scheme, sep, rest = url.partition("://") if isinstance(url, str) else ("", "", "")
+    if not sep:
+        raise ConfigurationError(f"a store URL looks like kind://..., not {url!r}")
+    scheme = scheme.lower()
+    target, options = _split_options(rest)
+    ttl = _ttl(options)
+    if scheme == "memory":
+        max_runs = options.pop("max_runs", "1024")
+        _no_more(options, url)
+        if not max_runs.isdigit() or int(max_runs) < 1:
+            raise ConfigurationError(f"max_runs must be a positive integer, not {max_runs!r}")
+        return MemoryStore(int(max_runs), ttl=ttl if ttl is not _DEFAULT else None)
+    if scheme == "sqlite":
+        _no_more(options, url)
+        if not target.startswith("/") or target == "/":
+            raise ConfigurationError(
+                "a SQLite URL is sqlite:///relative/path or sqlite:////absolute/path"
+            )
+        path = target[1:]
+        return SQLiteStore(path) if ttl is _DEFAULT else SQLiteStore(path, ttl=ttl)
+    driver_url = f"{scheme}://{target}" + (f"?{_join(options)}" if options else "")
+    if scheme in ("redis", "rediss", "unix"):
+        from toolwire.store.redis import RedisStore
+
+        return RedisStore(driver_url) if ttl is _DEFAULT else RedisStore(driver_url, ttl=ttl)
+    if scheme in ("postgresql", "postgres"):
+        from toolwire.store.postgres import PostgresStore
+
+        if ttl is _DEFAULT:
+            return PostgresStore(driver_url)
+        return PostgresStore(driver_url, ttl=ttl)
+    raise ConfigurationError(
+        f"unknown store URL scheme {scheme!r} (memory, sqlite, redis, postgresql)"
+    )
+
+
+_DEFAULT: Any = object()
+
+
+def _split_options(rest: str) -> tuple[str, dict[str, str]]:
+    from urllib.parse import parse_qsl
+
+    target, _, query = rest.partition("?")
+    return target, dict(parse_qsl(query, keep_blank_values=True))
+
+
+def _join(options: dict[str, str]) -> str:
+    from urllib.parse import urlencode
+
+    return urlencode(options)
+
+
+def _ttl(options: dict[str, str]) -> Any:
+    if "ttl" not in options:
+        return _DEFAULT
+    text = options.pop("ttl")
+    if text.lower() == "none":
+        return None
+    try:
+        ttl = float(text)
+    except ValueError:
+        ttl = -1.0
+    if not ttl > 0:
+        raise ConfigurationError(f"ttl must be a positive number of seconds or none, not {text!r}")
+    return ttl
+
+
+def _no_more(options: dict[str, str], url: str) -> None:
+    if options:
+        raise ConfigurationError(f"unknown options {sorted(options)} in store URL {url!r}")
 
 
 _default: MemoryStore | None = None
