@@ -372,6 +372,8 @@ class Executor:
                     item=item, result=ToolResult.error(item.error_kind, item.message)
                 )
             elif turn.halted:  # nobody is asked anything more once a turn is halted
+                if item.local_id in turn.known:  # what the run's answer replaces
+                    turn.seen[index] = turn.known[item.local_id]
                 self._finish(turn, index, _NOT_RUN)
             else:
                 await self._plan(turn, index, item)
@@ -424,8 +426,9 @@ class Executor:
                 if not isinstance(call_id, str)
                 else f"an earlier call of this turn has the id {call_id!r}"
                 if call_id in taken
-                else "its id is not valid Unicode text without NUL"  # what a store keeps
-                if turn.run_id is not None and not ledger.valid_id(call_id)
+                # what a store keeps (a run id may be made later in the turn, for a call that waits)
+                else "its id is not valid Unicode text without NUL"
+                if not ledger.valid_id(call_id)
                 else None
             )
             if problem is not None:
@@ -480,15 +483,46 @@ class Executor:
                     return
 
         tool = call.tool
-        if call.null_paths:  # nulls a strict schema made the model send mean "left out"
-            call = replace(call, arguments=strip_nulls(call.arguments, call.null_paths))
+        # A recorded decision governs the call. A deny (or halt) is final, whatever the policy
+        # says on this resume and even if the tool changed (decisions only tighten); an allow
+        # holds only for the tool it was made for, as defined then: one made for another tool
+        # (renamed, reordered) or an older definition is void. A call asked about and not
+        # decided (or whose allow is void) waits, whatever the policy says.
+        recorded = record.decision if record is not None else None
+        if recorded is not None and not recorded.allowed:
+            self._refuse(turn, index, recorded)
+            return
+        void = (
+            record is not None
+            and (recorded is not None or record.state == "pending")
+            and not ledger.decided_for(record, tool)
+        )
+        if void:
+            recorded = None
+        elif recorded is None and record is not None and ledger.expired(record):
+            self._finish(
+                turn,
+                index,
+                ToolResult.error("approval_denied", "Denied: the approval request expired."),
+            )
+            return
+        undecided = void or (record is not None and recorded is None and record.state == "pending")
+
+        # Arguments a human edited are what runs, so validation, hooks and policy see them.
+        edited = recorded.arguments if recorded is not None else None
+        if edited is not None:
+            arguments: Mapping[str, Any] = dict(edited)
+        else:
+            if call.null_paths:  # nulls a strict schema made the model send mean "left out"
+                call = replace(call, arguments=strip_nulls(call.arguments, call.null_paths))
+            arguments = call.arguments
         try:
-            kwargs = tool.validate_arguments(call.arguments)
+            kwargs = tool.validate_arguments(arguments)
         except Exception as exc:
-            self._finish(turn, index, _invalid(tool, exc, ""))
+            prefix = "The approver edited the arguments: " if edited is not None else ""
+            self._finish(turn, index, _invalid(tool, exc, prefix))
             return
 
-        arguments: Mapping[str, Any] = call.arguments
         context = _context(turn, call, arguments) if self.before_call or self.after_call else None
         for hook in self.before_call:
             assert context is not None  # made whenever there are hooks
@@ -513,35 +547,52 @@ class Executor:
                     return
                 context = _context(turn, call, arguments)
 
-        # A recorded decision governs the call, if it was made for this tool as defined now;
-        # one made for another tool (renamed, reordered) or an older definition is void, and
-        # the call waits for a new one whatever the policy says.
-        recorded = record.decision if record is not None else None
-        void = (
-            record is not None
-            and (recorded is not None or record.state == "pending")
-            and not ledger.decided_for(record, tool)
-        )
-        if void:
-            recorded = None
-        elif recorded is not None and not recorded.allowed:
-            # A human's deny (or halt) is final, whatever the policy says on this resume.
-            self._refuse(turn, index, recorded)
-            return
-        elif recorded is None and record is not None and ledger.expired(record):
-            self._finish(
-                turn,
-                index,
-                ToolResult.error("approval_denied", "Denied: the approval request expired."),
-            )
-            return
-        if self.policy.allows_everything and not tool.needs_approval and not void:
+        if self.policy.allows_everything and not tool.needs_approval and not undecided:
             turn.planned.append(_Planned(index, call, kwargs, context, record))
             return
+        verdict = self._verdict(turn, call, arguments)
+        if verdict.effect == "deny":  # a recorded allow yields to a policy's deny
+            self._finish(turn, index, _denied(verdict))
+            return
+        if verdict.effect == "ask" or undecided:
+            decision = recorded
+            if decision is None:
+                reason = verdict.reason if verdict.effect == "ask" else None
+                if void:
+                    reason = "the tool changed since the call was decided" + (
+                        f"; {reason}" if reason else ""
+                    )
+                elif undecided and record is not None:
+                    reason = reason or (record.request or {}).get("reason")
+                deferred = undecided and self.approver is None
+                decision = await self._ask(turn, index, call, arguments, reason, deferred=deferred)
+                if decision is None:
+                    return  # pending: recorded on the turn
+                if decision.allowed and decision.arguments is not None:
+                    # An approver answering now edited them: they run, if the policy agrees.
+                    arguments = dict(decision.arguments)
+                    try:
+                        kwargs = tool.validate_arguments(arguments)
+                    except Exception as exc:
+                        prefix = "The approver edited the arguments: "
+                        self._finish(turn, index, _invalid(tool, exc, prefix))
+                        return
+                    verdict = self._verdict(turn, call, arguments)
+                    if verdict.effect == "deny":
+                        self._finish(turn, index, _denied(verdict))
+                        return
+                    if context is not None:
+                        context = _context(turn, call, arguments)
+            if not decision.allowed:
+                self._refuse(turn, index, decision)
+                return
+        turn.planned.append(_Planned(index, call, kwargs, context, record))
+
+    def _verdict(self, turn: _Turn, call: ToolCall, arguments: Mapping[str, Any]) -> Verdict:
         try:
-            verdict = self.policy.evaluate(
+            return self.policy.evaluate(
                 PolicyContext(
-                    tool=tool,
+                    tool=call.tool,
                     arguments=arguments,
                     principal=turn.principal,
                     taint=turn.taint,
@@ -550,41 +601,7 @@ class Executor:
             )
         except Exception as exc:  # fail closed
             _log.exception("the policy failed on %s", call.exposed_name)
-            verdict = Verdict("deny", f"the policy could not be evaluated ({_short(exc)})")
-        if verdict.effect == "deny":  # a recorded allow yields to a policy's deny
-            self._finish(
-                turn,
-                index,
-                ToolResult.error(
-                    "denied", f"Denied: {verdict.reason or 'the policy does not allow this call'}."
-                ),
-            )
-            return
-        if verdict.effect == "ask" or void:
-            decision = recorded
-            if decision is None:
-                reason = verdict.reason if verdict.effect == "ask" else None
-                if void:
-                    reason = "the tool changed since the call was decided" + (
-                        f"; {reason}" if reason else ""
-                    )
-                decision = await self._ask(turn, index, call, arguments, reason, deferred=void)
-            if decision is None:
-                return  # pending: recorded on the turn
-            if not decision.allowed:
-                self._refuse(turn, index, decision)
-                return
-            if decision.arguments is not None:  # a human edited them: those run
-                arguments = dict(decision.arguments)
-                try:
-                    kwargs = tool.validate_arguments(arguments)
-                except Exception as exc:
-                    prefix = "The approver edited the arguments: "
-                    self._finish(turn, index, _invalid(tool, exc, prefix))
-                    return
-                if context is not None:
-                    context = _context(turn, call, arguments)
-        turn.planned.append(_Planned(index, call, kwargs, context, record))
+            return Verdict("deny", f"the policy could not be evaluated ({_short(exc)})")
 
     def _refuse(self, turn: _Turn, index: int, decision: Decision) -> None:
         """Answer a call an approver denied (or halted the turn on)."""
@@ -621,7 +638,11 @@ class Executor:
         """Answer the call from its record when the record says how; False to go on."""
         item = turn.items[index]
         if record.result is not None:
-            turn.outcomes[index] = CallOutcome(item=item, result=record.result, from_store=True)
+            halted = record.decision is not None and record.decision.kind == "halt"
+            turn.halted = turn.halted or halted  # a replayed halt still stops the turn
+            turn.outcomes[index] = CallOutcome(
+                item=item, result=record.result, from_store=True, halted=halted
+            )
         elif record.state == "running" and _held(record):
             self._finish(turn, index, _still_running(record))
         elif record.state == "running" and not self._may_rerun(item):
@@ -658,16 +679,6 @@ class Executor:
                 "executor has no approver"
             )
         if turn.run_id is None:
-            if not ledger.valid_id(call.local_id):  # the run is about to keep it
-                self._finish(
-                    turn,
-                    index,
-                    ToolResult.error(
-                        "invalid_arguments",
-                        "Not run: its id is not valid Unicode text without NUL.",
-                    ),
-                )
-                return None
             turn.run_id = f"run_{uuid.uuid4().hex}"
         now = time.time()
         request = ApprovalRequest(
@@ -698,7 +709,8 @@ class Executor:
                 _log.exception("redacting the request of %s failed", call.exposed_name)
                 self._finish(turn, index, _not_run("redacting its approval request", exc))
                 return None
-            turn.pending.append((index, request, kept))
+            # What the run keeps is what the application is shown: the redacted arguments.
+            turn.pending.append((index, replace(request, arguments=kept), kept))
             return None
         if not isinstance(decision, Decision):
             raise ConfigurationError(
@@ -755,10 +767,17 @@ class Executor:
         if claim is None:
             return  # answered from the run, or not to be run
         held = [claim]  # the claim as last written: the lease renewals bump its version
-        async with anyio.create_task_group() as renewing:
-            renewing.start_soon(self._renew, turn.run_id, held)
-            result = await self._answer_of(turn, planned)
-            renewing.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as renewing:
+                renewing.start_soon(self._renew, turn.run_id, held)
+                result = await self._answer_of(turn, planned)
+                renewing.cancel_scope.cancel()
+        except BaseException:
+            # Cancelled mid-call (the turn, or the task): end the lease now, so a resume
+            # answers the call interrupted at once instead of waiting for it to run out.
+            with anyio.CancelScope(shield=True), suppress(Exception):
+                await self._write_own(turn.run_id, held[0], held[0].with_(lease_until=time.time()))
+            raise
         result = await self._store_answer(turn, planned.index, held[0], result)
         self._finish(turn, planned.index, result)
 
@@ -982,9 +1001,12 @@ class Executor:
             state=_answered_state(result), result=result, lease_until=None, finished_at=time.time()
         )
         try:
-            # A write refused means another worker took the claim over (an idempotent rerun
-            # after a lapse): its answer is the run's.
-            await self._write_own(turn.run_id, claim, answered)
+            # A write refused means another worker took the claim over after its lease lapsed
+            # (answered it interrupted, or reran an idempotent call): its answer is the run's,
+            # and so the one every worker gives.
+            kept = await self._write_own(turn.run_id, claim, answered)
+            if kept is not None:
+                return kept
         except StoreUnavailable as exc:
             turn.store_error = turn.store_error or exc
         except Exception as exc:  # never expected: the answer could not be written
@@ -1004,22 +1026,29 @@ class Executor:
                 )
         return result
 
-    async def _write_own(self, run_id: str, claim: CallRecord, record: CallRecord) -> None:
-        """Replace this worker's claim with ``record``. A renewal cut off by the end of the
-        call may have bumped the claim's version unseen: the claim read back is still ours
-        if the owner and start are."""
+    async def _write_own(
+        self, run_id: str, claim: CallRecord, record: CallRecord
+    ) -> ToolResult | None:
+        """Replace this worker's claim with ``record``; returns the answer the run kept
+        instead, when another worker answered the call meanwhile (this one's lease lapsed).
+
+        A renewal cut off by the end of the call may have bumped the claim's version unseen:
+        the claim read back is still ours if the owner and start are."""
         for _ in range(_SWAP_ATTEMPTS):
             if await self.store.swap(run_id, claim, record) is not None:
-                return
+                return None
             current = await self.store.get(run_id, claim.call_id)
+            if current is not None and current.result is not None:
+                return current.result
             if (
                 current is None
                 or current.state != "running"
                 or current.owner != claim.owner
                 or current.started_at != claim.started_at
             ):
-                return
+                return None
             claim = current
+        return None
 
     async def _remember(self, turn: _Turn) -> None:
         """Store the answers decided without running (invalid arguments, denials...), and the
@@ -1053,12 +1082,24 @@ class Executor:
                 ),
                 binding=self._binding(turn),
             )
-            if stored is None:  # another worker answered it first: that answer stands, for all
+            for _ in range(_SWAP_ATTEMPTS):
+                if stored is not None:
+                    break
+                # Written meanwhile: another worker's answer stands, for all; a decision made
+                # meanwhile does not undo this answer (the model has it), so it is stored over.
                 current = await self.store.get(turn.run_id, call.local_id)
                 if current is not None and current.result is not None:
                     turn.outcomes[index] = CallOutcome(
                         item=call, result=current.result, from_store=True
                     )
+                    break
+                if current is None or current.state == "running":
+                    break  # claimed by a worker that will answer it
+                stored = await self.store.swap(
+                    turn.run_id,
+                    current,
+                    current.with_(state=state, result=outcome.result, finished_at=now),
+                )
         for index, request, kept in turn.pending:
             seen = turn.seen.get(index)
             item = turn.items[index]
@@ -1201,6 +1242,12 @@ def _failure_message(name: str, exc: BaseException) -> str:
 
 def _short(exc: BaseException) -> str:
     return _truncate(describe_exception(exc), 300)
+
+
+def _denied(verdict: Verdict) -> ToolResult:
+    return ToolResult.error(
+        "denied", f"Denied: {verdict.reason or 'the policy does not allow this call'}."
+    )
 
 
 def _not_run(what: str, exc: BaseException) -> ToolResult:

@@ -10,6 +10,7 @@ for a definition that has changed since, is void.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,8 +55,49 @@ def fingerprint(call: ToolCall) -> str:
 
 def principal_json(value: Any) -> Any:
     """``value`` as JSON values (what a store keeps of a principal or of arguments): pydantic's
-    JSON mode, anything else by its ``str()``."""
-    return pydantic_core.to_jsonable_python(value, fallback=str)
+    JSON mode, sets as sorted lists (the same in every process), anything else by its
+    ``str()``.
+
+    Raises:
+        ConfigurationError: for a value that cannot be kept (NaN or infinity, too deep, an
+            object whose ``str()`` fails).
+    """
+    try:
+        jsonable = pydantic_core.to_jsonable_python(_sets_sorted(value, 0), fallback=str)
+        json.dumps(jsonable, allow_nan=False)  # what every store can write and read back
+    except (ValueError, TypeError, RecursionError, pydantic_core.PydanticSerializationError) as exc:
+        raise ConfigurationError(f"a value the run keeps is not JSON: {_short(exc)}") from None
+    except Exception as exc:  # e.g. a str() that raises
+        raise ConfigurationError(
+            f"a value the run keeps cannot be written: {_short(exc)}"
+        ) from None
+    return jsonable
+
+
+_MAX_DEPTH = 100
+
+
+def _sets_sorted(value: Any, depth: int) -> Any:
+    """``value`` with every set made a list in a stable order (a set's own order depends on
+    the process's string hashing)."""
+    if depth > _MAX_DEPTH:
+        raise ValueError(f"nested more than {_MAX_DEPTH} levels")
+    kind = value.__class__
+    if kind in (str, int, float, bool) or value is None:
+        return value
+    if isinstance(value, set | frozenset):
+        items = [_sets_sorted(item, depth + 1) for item in value]
+        return sorted(items, key=lambda item: canonical_json(item))
+    if isinstance(value, Mapping):
+        return {key: _sets_sorted(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_sets_sorted(item, depth + 1) for item in value]
+    return value
+
+
+def _short(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def principal_key(principal: Any) -> str:
@@ -168,10 +210,17 @@ async def decide(
             raise ConfigurationError(
                 "run and call ids are strings of valid Unicode text without NUL"
             )
+    if decision.kind not in ("allow", "deny", "halt"):
+        raise ConfigurationError(f"a decision is allow, deny or halt, not {decision.kind!r}")
+    if decision.reason is not None and not isinstance(decision.reason, str):
+        raise ConfigurationError("a decision's reason is a string (or None)")
     if decision.arguments is not None and not decision.allowed:
         raise ConfigurationError("only an allow may carry arguments")
+    if decision.arguments is not None and not isinstance(decision.arguments, Mapping):
+        raise ConfigurationError("edited arguments are an object (a mapping)")
     state: CallState = "approved" if decision.allowed else "denied"
     checked = False
+    by = principal_json(by)
     for _ in range(SWAP_ATTEMPTS):
         record = await store.get(run_id, call_id)
         if (
@@ -182,15 +231,28 @@ async def decide(
             raise ToolwireError(f"run {run_id!r} has no call {call_id!r} waiting for approval")
         if expired(record):
             raise ToolwireError(f"run {run_id!r}: the approval request of call {call_id!r} expired")
+        earlier = record.decision
+        if earlier is not None and not _tightens(earlier, decision):
+            if earlier == decision:
+                return  # said again
+            raise ToolwireError(
+                f"run {run_id!r}: call {call_id!r} is already decided ({earlier.kind}); a "
+                "decision is final, and may only be tightened (an allow to a deny or halt)"
+            )
         if decision.arguments is not None and not checked:
             _check_edited(record, decision.arguments)
             checked = True
         changed = record.with_(
-            state=state, decision=decision, decided_by=principal_json(by), decided_at=time.time()
+            state=state, decision=decision, decided_by=by, decided_at=time.time()
         )
         if await store.swap(run_id, record, changed) is not None:
             return
     raise ToolwireError(f"run {run_id!r}: call {call_id!r} kept changing; decide again")
+
+
+def _tightens(earlier: Decision, later: Decision) -> bool:
+    """True when ``later`` allows less than ``earlier``: only an allow may be taken back."""
+    return earlier.allowed and not later.allowed
 
 
 def _check_edited(record: CallRecord, arguments: Mapping[str, Any]) -> None:
@@ -212,11 +274,17 @@ async def pending(
 ) -> list[ApprovalRequest]:
     """The calls waiting for a decision, oldest request first, across runs (only
     ``principal``'s, or ``run_id``'s, when given)."""
-    if limit < 1:
-        raise ConfigurationError("limit must be at least 1")
+    if limit.__class__ is not int or not 1 <= limit <= _MAX_LISTED:
+        raise ConfigurationError(f"limit is an integer from 1 to {_MAX_LISTED}")
+    if run_id is not None and not valid_id(run_id):
+        raise ConfigurationError("a run id is a string of valid Unicode text without NUL")
     key = principal_key(principal) if principal is not None else None
     found = await store.pending(run_id=run_id, principal_key=key, limit=limit)
-    return [request_of(run, record) for run, record in found]
+    now = time.time()  # an expired request waits for nothing: it is answered denied on resume
+    return [request_of(run, record) for run, record in found if not expired(record, now)]
+
+
+_MAX_LISTED = 10_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -298,6 +366,8 @@ def trail_of(record: CallRecord) -> CallTrail:
 async def history(store: RunStore, run_id: str) -> list[CallTrail]:
     """Each call of ``run_id`` with its trail, oldest first (by when it was asked about or
     claimed)."""
+    if not valid_id(run_id):
+        raise ConfigurationError("a run id is a string of valid Unicode text without NUL")
     records = await store.records(run_id)
 
     def first_seen(record: CallRecord) -> float:

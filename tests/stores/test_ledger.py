@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from functools import partial
 from typing import Any
 
 import anyio
@@ -373,3 +374,168 @@ async def test_decisions_record_when_and_by_whom(store: RunStore) -> None:
     assert record.decided_by == {"user": "bob", "role": "admin"}
     assert record.decided_at is not None
     assert record.decided_at >= before
+
+
+# -- found by an outside review: each a way around the promises above -----------------------------
+
+
+async def test_edited_arguments_pass_through_the_policy_and_the_hooks(store: RunStore) -> None:
+    protected = Policy(
+        Rule("deny", "delete_customer", when=lambda ctx: ctx.arguments.get("customer") == 1),
+        Rule("ask", "delete_customer"),
+    )
+    vetoed: list[Any] = []
+
+    def veto_one(context: Any) -> Any:
+        if context.arguments.get("customer") == 1:
+            vetoed.append(1)
+        return None
+
+    executor = Executor(
+        TOOLS, policy=protected, approver=DeferredApproval(), store=store, before_call=[veto_one]
+    )
+    with pytest.raises(ApprovalPending):
+        await executor.run(delete(7), run_id="r")
+    await toolwire.decide("r", "c1", allow(arguments={"customer": 1}), store=store)
+    [outcome] = await executor.run(delete(7), run_id="r")
+    assert outcome.result.error_kind == "denied"
+    assert vetoed == [1]  # the hook saw the arguments that would have run
+    assert not RAN
+
+
+async def test_edited_arguments_run_when_the_resume_has_no_policy(store: RunStore) -> None:
+    await pause(store, customer=7)
+    await toolwire.decide("r", "c1", allow(arguments={"customer": 1}), store=store)
+    [outcome] = await Executor(TOOLS, store=store).run(delete(7), run_id="r", principal="alice")
+    assert outcome.result.text == "customer 1 deleted"
+    assert RAN == {"delete 1": 1}
+
+
+async def test_a_call_waiting_for_a_decision_waits_whatever_the_resuming_policy(
+    store: RunStore,
+) -> None:
+    await pause(store)
+    for _ in range(2):  # resumed twice without a policy, or an approver: still waiting
+        with pytest.raises(ApprovalPending):
+            await Executor(TOOLS, store=store).run(delete(8), run_id="r", principal="alice")
+    assert not RAN
+    assert len(await toolwire.pending(store=store)) == 1
+
+
+async def test_a_deny_holds_even_once_the_tool_changed(store: RunStore) -> None:
+    await pause(store)
+    await toolwire.decide("r", "c1", deny("no"), store=store)
+    changed = Tool(
+        name="delete_customer", description="Other words.", input_schema=DELETE.input_schema
+    )
+    toolset = ToolSet([changed])
+    for _ in range(2):
+        [outcome] = await Executor(toolset, store=store).run(
+            delete(8, toolset=toolset), run_id="r", principal="alice"
+        )
+        assert outcome.result.text == "Denied: no."
+
+
+async def test_a_decision_only_tightens(store: RunStore) -> None:
+    await pause(store)
+    await toolwire.decide("r", "c1", allow(), store=store)
+    await toolwire.decide("r", "c1", allow(), store=store)  # said again: nothing changes
+    await toolwire.decide("r", "c1", deny("changed my mind"), store=store)  # tighter: kept
+    with pytest.raises(ToolwireError, match="final"):
+        await toolwire.decide("r", "c1", allow(), store=store)
+    [outcome] = await asking(store).run(delete(8), run_id="r", principal="alice")
+    assert outcome.result.text == "Denied: changed my mind."
+
+
+@pytest.mark.parametrize(
+    "decision",
+    [Decision("maybe"), Decision("deny", 5), Decision("allow", arguments=[1])],  # type: ignore[arg-type]
+)
+async def test_a_malformed_decision_is_refused(store: RunStore, decision: Decision) -> None:
+    await pause(store)
+    with pytest.raises(ToolwireError):
+        await toolwire.decide("r", "c1", decision, store=store)
+    assert len(await toolwire.pending(store=store)) == 1
+
+
+async def test_a_halted_run_replayed_stays_halted_and_runs_nothing_after(store: RunStore) -> None:
+    calls = [*delete(1, "c1"), *delete(2, "c2"), *delete(3, "c3")]
+    with pytest.raises(ApprovalPending):
+        await asking(store).run(calls, run_id="r")
+    await toolwire.decide("r", "c1", allow(), store=store)
+    await toolwire.decide("r", "c2", halt("stop"), store=store)
+    await toolwire.decide("r", "c3", allow(), store=store)
+    for _ in range(2):
+        outcomes = await asking(store).run(calls, run_id="r")
+        assert [o.halted for o in outcomes] == [False, True, False]
+        assert [o.result.error_kind for o in outcomes] == ["approval_denied"] * 3
+    assert not RAN  # a halt stops the whole turn, the calls allowed before it included
+
+
+async def test_a_cancelled_turn_resumes_as_interrupted_at_once(store: RunStore) -> None:
+    async def slow(n: int) -> str:
+        RAN[f"slow {n}"] += 1
+        await anyio.sleep(30)
+        return "done"
+
+    toolset = ToolSet([Tool(name="slow", input_schema={"type": "object"}, handler=slow)])
+    calls = [make_call(toolset, "slow", {"n": n}, call_id=f"c{n}") for n in range(2)]
+    executor = Executor(toolset, store=store, lease=30)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(partial(executor.run, calls, run_id="r"))
+        while len(RAN) < 2:
+            await anyio.sleep(0.01)
+        executor.cancel("r")
+    with anyio.fail_after(10):  # not a lease (30 s): the cancelled worker ended its claims
+        outcomes = await Executor(toolset, store=store, lease=30).run(calls, run_id="r")
+    assert [o.result.error_kind for o in outcomes] == ["interrupted", "interrupted"]
+
+
+async def test_the_pending_exception_carries_the_redacted_arguments(store: RunStore) -> None:
+    with pytest.raises(ApprovalPending) as waiting:
+        await asking(store, redact=lambda request: {"customer": "***"}).run(delete(8), run_id="r")
+    assert waiting.value.pending[0].arguments == {"customer": "***"}
+
+
+async def test_a_finished_run_is_evicted_before_a_denied_one_not_yet_answered() -> None:
+    store = MemoryStore(max_runs=1)
+    await pause(store, run_id="A")
+    await toolwire.decide("A", "c1", deny("no"), store=store)
+    with pytest.raises(StoreUnavailable):  # A is decided, not answered: it is kept
+        await Executor(TOOLS, store=store).run(delete(3, "x"), run_id="B")
+    [outcome] = await Executor(TOOLS, store=store).run(delete(8), run_id="A", principal="alice")
+    assert outcome.result.text == "Denied: no."
+    assert not RAN
+
+
+@pytest.mark.parametrize(
+    ("principal", "kept"),
+    [
+        ({"roles": {"ops", "billing", "admin", "x", "y"}}, True),  # a set: kept in one order
+        (float("nan"), False),
+        ({"user": float("inf")}, False),
+    ],
+)
+async def test_principals_are_kept_as_stable_json_or_refused(
+    store: RunStore, principal: Any, kept: bool
+) -> None:
+    if not kept:
+        with pytest.raises(ToolwireError, match="not JSON"):
+            await asking(store).run(delete(8), run_id="r", principal=principal)
+        assert not RAN
+        return
+    with pytest.raises(ApprovalPending):
+        await asking(store).run(delete(8), run_id="r", principal=principal)
+    [request] = await toolwire.pending(store=store, principal=principal)
+    assert request.principal == {"roles": ["admin", "billing", "ops", "x", "y"]}
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"limit": 0}, {"limit": 2**63}, {"limit": 1.5}, {"run_id": "a\x00"}, {"run_id": 123}],
+)
+async def test_odd_inbox_queries_are_configuration_errors(
+    store: RunStore, options: dict[str, Any]
+) -> None:
+    with pytest.raises(toolwire.ConfigurationError):
+        await toolwire.pending(store=store, **options)

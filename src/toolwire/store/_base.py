@@ -154,9 +154,9 @@ class RunStore(Protocol):
 def pending_since(record: CallRecord) -> tuple[float, str] | None:
     """Where a record stands in the pending index: (requested at, principal key), or None
     when it waits for nothing."""
-    request = record.request
-    if record.state != "pending" or request is None:
+    if record.state != "pending":
         return None
+    request = record.request or {}  # a record of an earlier release keeps none: listed first
     requested_at = request.get("requested_at")
     return (
         float(requested_at) if isinstance(requested_at, int | float) else 0.0,

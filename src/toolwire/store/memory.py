@@ -13,8 +13,6 @@ from toolwire.store._base import CallRecord, RunBindingConflict, pending_since
 
 __all__ = ["MemoryStore"]
 
-_UNFINISHED = frozenset({"pending", "approved", "running"})
-
 
 @dataclass(slots=True)
 class _Run:
@@ -22,8 +20,8 @@ class _Run:
     touched: float = 0.0
     binding: str | None = None
     unfinished: int = 0
-    """Calls waiting for a decision, decided but not run, or running: a run with any is never
-    evicted."""
+    """Calls not answered yet (waiting for a decision, decided but not run or answered,
+    running): a run with any is never evicted."""
 
 
 class MemoryStore:
@@ -124,8 +122,8 @@ class MemoryStore:
             stored = run.calls[record.call_id] = record.with_(
                 version=(current.version if current else 0) + 1
             )
-            run.unfinished += (stored.state in _UNFINISHED) - (
-                current is not None and current.state in _UNFINISHED
+            run.unfinished += (stored.result is None) - (
+                current is not None and current.result is None
             )
             key = (run_id, record.call_id)
             since = pending_since(stored)
@@ -136,7 +134,11 @@ class MemoryStore:
             return stored
 
     def _make_room(self) -> None:
-        """Forget the least recently written finished run while the store is full."""
+        """Forget the least recently written finished run while the store is full (expired
+        runs first)."""
+        if len(self._runs) >= self.max_runs and self.ttl is not None:
+            for run_id in list(self._runs):
+                self._live(run_id)
         while len(self._runs) >= self.max_runs:
             for run_id, run in self._runs.items():  # oldest first
                 if not run.unfinished:
