@@ -1,4 +1,4 @@
-"""What a durable run store costs per call, against the in-memory one.
+"""What a durable run store costs per call, against the in-memory one and against its floor.
 
 For each store, turns of a trivial async tool run with a fresh ``run_id`` each (so every call
 is claimed, run and its answer stored: one read and two compare-and-swap writes), then the same
@@ -6,17 +6,29 @@ turns again (a resume: every call answered from the store, one read each). Turns
 10 calls. The stores take turns block by block and medians are reported, so a busy moment of
 the machine lands on all of them alike.
 
+The floor of a durable store is the same reads and writes done directly with its driver
+(sqlite3, redis, psycopg) on the same database, with records encoded beforehand: what no
+library on top of that database can go below. ``vs floor`` is the store's time per call in a
+new run over its floor's.
+
     python benchmarks/store.py [--turns 200] [--blocks 7] [--redis-url redis://...]
+        [--postgres-url postgresql://...]
 
 Without ``--redis-url`` a ``redis-server`` on the PATH is started on a free loopback port (and
-stopped); without either, Redis is left out.
+stopped); without ``--postgres-url`` a PostgreSQL server is made with ``initdb`` in a temporary
+directory (as the ``postgres`` user when run as root) and stopped. A server that cannot be had
+is left out.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
+import json
+import os
 import shutil
 import socket
+import sqlite3
 import statistics
 import subprocess
 import tempfile
@@ -24,10 +36,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 from toolwire import Executor, MemoryStore, RunStore, SQLiteStore, ToolSet, make_call, tool
+from toolwire.calls import ToolResult
+from toolwire.store import CallRecord
+from toolwire.store._base import encode_record
 
 
 @tool
@@ -70,6 +86,168 @@ def redis_server(url: str | None) -> Iterator[str | None]:
             server.wait()
 
 
+@contextmanager
+def postgres_server(url: str | None) -> Iterator[str | None]:
+    if url is not None:
+        yield url
+        return
+    found = shutil.which("initdb") or next(
+        iter(sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), reverse=True)), None
+    )
+    if found is None:
+        yield None
+        return
+    bin_dir = Path(found).parent
+    user = "postgres" if os.geteuid() == 0 else None  # initdb refuses to run as root
+    workdir = Path(tempfile.mkdtemp(prefix="toolwire-bench-pg-"))
+    if user is not None:
+        shutil.chown(workdir, user=user)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = workdir / "data"
+    subprocess.run(
+        [bin_dir / "initdb", "-D", data, "-U", "bench", "--auth=trust", "--no-sync"],
+        check=True,
+        capture_output=True,
+        user=user,
+    )
+    # Durable settings (fsync on), as a team's server runs.
+    server = subprocess.Popen(
+        [bin_dir / "postgres", "-D", data, "-p", str(port), "-k", workdir,
+         "-c", "listen_addresses=127.0.0.1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        user=user,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        time.sleep(0.5)  # accepting connections a moment after it listens
+        yield f"postgresql://bench@127.0.0.1:{port}/postgres"
+    finally:
+        server.terminate()
+        server.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+# -- the floors: the same reads and writes, straight to the driver ----------------------------------
+
+_RECORD = CallRecord(call_id="c", tool="add", fingerprint="f" * 27, state="running", owner="w")
+_CLAIM = encode_record(_RECORD)
+_ANSWER = encode_record(_RECORD.with_(state="completed", result=ToolResult.from_value(3)))
+_BINDING = json.dumps({"principal": "p" * 32, "calls": "c" * 32})
+
+
+def sqlite_floor(path: Path) -> Any:
+    """A new run of ``size`` calls, as SQLiteStore does it: one read, two writes per call."""
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA synchronous=NORMAL")
+    SQLiteStore(path).close()  # its tables
+
+    def write(run_id: str, call_id: str, expected: int, record: str) -> None:
+        db.execute("BEGIN IMMEDIATE")
+        db.execute(
+            "SELECT expires_at, binding FROM toolwire_runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        db.execute(
+            "SELECT version FROM toolwire_calls WHERE run_id = ? AND call_id = ?",
+            (run_id, call_id),
+        ).fetchone()
+        db.execute(
+            "INSERT INTO toolwire_calls"
+            " (run_id, call_id, version, record, pending_since, principal_key)"
+            " VALUES (?, ?, ?, ?, NULL, NULL) ON CONFLICT (run_id, call_id)"
+            " DO UPDATE SET version = excluded.version, record = excluded.record,"
+            " pending_since = excluded.pending_since, principal_key = excluded.principal_key",
+            (run_id, call_id, expected + 1, record),
+        )
+        db.execute(
+            "INSERT INTO toolwire_runs (run_id, expires_at, binding) VALUES (?, ?, ?)"
+            " ON CONFLICT (run_id) DO UPDATE SET expires_at = excluded.expires_at,"
+            " binding = coalesce(toolwire_runs.binding, excluded.binding)",
+            (run_id, time.time() + 3600, _BINDING),
+        )
+        db.execute("COMMIT")
+
+    async def turn(run_id: str, size: int) -> None:
+        ids = [f"c{i}" for i in range(size)]
+        db.execute(
+            "SELECT binding FROM toolwire_runs WHERE run_id = ?"
+            " AND (expires_at IS NULL OR expires_at > ?)",
+            (run_id, time.time()),
+        ).fetchone()
+        for call_id in ids:
+            write(run_id, call_id, 0, _CLAIM)
+            write(run_id, call_id, 1, _ANSWER)
+
+    return turn
+
+
+def redis_floor(url: str) -> Any:
+    import redis.asyncio as aioredis
+
+    from toolwire.store.redis import _SWAP
+
+    client = aioredis.Redis.from_url(url)
+    script = client.register_script(_SWAP)
+
+    async def turn(run_id: str, size: int) -> None:
+        key = "floor:" + run_id
+        ids = [f"c{i}" for i in range(size)]
+        await client.hmget(key, ["\0binding", *ids])
+        for call_id in ids:
+            member = json.dumps([run_id, call_id])
+            for expected, record in ((0, _CLAIM), (1, _ANSWER)):
+                args = [call_id, expected, record, "3600000", _BINDING, "\0binding", "", member]
+                await script(keys=[key, "floor:\0pending"], args=args)
+
+    return turn
+
+
+async def postgres_floor(url: str) -> Any:
+    import psycopg
+
+    from toolwire.store.postgres import PostgresStore
+
+    async with PostgresStore(url, prefix="floor_") as store:  # its tables and function
+        await store.get("none", "none")
+    connection = await psycopg.AsyncConnection.connect(url, autocommit=True)
+
+    async def turn(run_id: str, size: int) -> None:
+        ids = [f"c{i}" for i in range(size)]
+        cursor = await connection.execute(
+            "SELECT r.binding, c.call_id, c.version, c.record FROM floor_runs r"
+            " LEFT JOIN floor_calls c ON c.run_id = r.run_id AND c.call_id = ANY(%s)"
+            " WHERE r.run_id = %s AND (r.expires_at IS NULL OR r.expires_at > %s)",
+            (ids, run_id, time.time()),
+        )
+        await cursor.fetchall()
+        for call_id in ids:
+            for expected, record in ((0, _CLAIM), (1, _ANSWER)):
+                now = time.time()
+                cursor = await connection.execute(
+                    "SELECT floor_swap(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    (run_id, call_id, expected, record, None, None, _BINDING, now, now + 3600),
+                )
+                await cursor.fetchall()
+
+    turn.close = connection.close  # type: ignore[attr-defined]
+    return turn
+
+
+async def timed_floor(turn: Any, turns: int, size: int, tag: str) -> float:
+    start = time.perf_counter()
+    for t in range(turns):
+        await turn(f"{tag}-{t}", size)
+    return (time.perf_counter() - start) / (turns * size)
+
+
 async def timed_turns(
     executor: Executor, turns: int, size: int, tag: str, *, with_run: bool
 ) -> tuple[float, float]:
@@ -90,7 +268,9 @@ async def timed_turns(
     return fresh, resumed
 
 
-async def main(turns: int, blocks: int, redis_url: str | None, workdir: Path) -> None:
+async def main(
+    turns: int, blocks: int, redis_url: str | None, postgres_url: str | None, workdir: Path
+) -> None:
     stores: dict[str, RunStore | None] = {
         "no run_id (no store)": None,
         "MemoryStore": MemoryStore(max_runs=100_000),
@@ -103,6 +283,17 @@ async def main(turns: int, blocks: int, redis_url: str | None, workdir: Path) ->
         from toolwire.store.redis import RedisStore
 
         stores["RedisStore (loopback)"] = RedisStore(redis_url, prefix="bench:")
+    if postgres_url is not None:
+        from toolwire.store.postgres import PostgresStore
+
+        stores["PostgresStore (loopback)"] = PostgresStore(postgres_url, prefix="bench_")
+    floors: dict[str, Any] = {
+        "SQLiteStore (synchronous=NORMAL)": sqlite_floor(workdir / "floor.db")
+    }
+    if redis_url is not None:
+        floors["RedisStore (loopback)"] = redis_floor(redis_url)
+    if postgres_url is not None:
+        floors["PostgresStore (loopback)"] = await postgres_floor(postgres_url)
     executors = {
         name: Executor(TOOLS, store=store if store is not None else MemoryStore())
         for name, store in stores.items()
@@ -119,6 +310,9 @@ async def main(turns: int, blocks: int, redis_url: str | None, workdir: Path) ->
                     with_run=stores[name] is not None,
                 )
                 samples.setdefault((name, size), []).append(result)
+            for name, floor in floors.items():
+                spent = await timed_floor(floor, turns, size, f"b{block}-s{size}")
+                samples.setdefault((f"floor {name}", size), []).append((spent, spent))
 
     def median_us(name: str, size: int, which: int) -> float:
         return statistics.median(s[which] for s in samples[(name, size)]) * 1e6
@@ -128,18 +322,26 @@ async def main(turns: int, blocks: int, redis_url: str | None, workdir: Path) ->
         base = median_us("MemoryStore", size, 0)
         bare = median_us("no run_id (no store)", size, 0)
         print(f"turns of {size} call{'s' if size > 1 else ''}")
-        header = f"  {'store':34} {'new run':>9} {'vs memory':>10} {'added':>9} {'resume':>9}"
+        header = (
+            f"  {'store':34} {'new run':>9} {'vs memory':>10} {'added':>9} {'resume':>9}"
+            f" {'floor':>9} {'vs floor':>9}"
+        )
         print(header)
         for name in stores:
             fresh = median_us(name, size, 0)
             resumed = median_us(name, size, 1)
             ratio = fresh / base
             added = fresh - bare
+            floor = median_us(f"floor {name}", size, 0) if name in floors else float("nan")
             print(
                 f"  {name:34} {fresh:9.1f} {ratio:9.2f}x {added:+9.1f} "
                 f"{resumed if stores[name] is not None else float('nan'):9.1f}"
+                f" {floor:9.1f} {fresh / floor:8.2f}x"
             )
         print()
+    for floor in floors.values():
+        if hasattr(floor, "close"):
+            await floor.close()
     for store in stores.values():
         if isinstance(store, SQLiteStore):
             store.close()
@@ -152,6 +354,11 @@ if __name__ == "__main__":
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--blocks", type=int, default=7)
     parser.add_argument("--redis-url")
+    parser.add_argument("--postgres-url")
     options = parser.parse_args()
-    with redis_server(options.redis_url) as url, tempfile.TemporaryDirectory() as tmp:
-        anyio.run(main, options.turns, options.blocks, url, Path(tmp))
+    with (
+        redis_server(options.redis_url) as url,
+        postgres_server(options.postgres_url) as pg_url,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        anyio.run(main, options.turns, options.blocks, url, pg_url, Path(tmp))

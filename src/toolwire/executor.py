@@ -168,6 +168,8 @@ class _Turn:
     pending: list[tuple[int, ApprovalRequest, Mapping[str, Any]]] = field(default_factory=list)
     """Calls waiting for a decision: index, request, and the arguments the run keeps."""
     admitted: list[ToolCall] = field(default_factory=list)
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    """By call id, the fingerprints computed so far."""
     """The calls admitted to the turn (what its run is bound to)."""
     binding: str | None = None
     """What the run is for (see :func:`toolwire.ledger.binding_for`), once it has a run id."""
@@ -399,10 +401,19 @@ class Executor:
             raise ApprovalPending(turn.run_id, [request for _, request, _ in turn.pending])
         return outcomes
 
+    @staticmethod
+    def _fingerprint(turn: _Turn, call: ToolCall) -> str:
+        """The call's fingerprint, computed once per turn (calls are keyed by their id)."""
+        known = turn.fingerprints.get(call.local_id)
+        if known is None:
+            known = turn.fingerprints[call.local_id] = _fingerprint(call)
+        return known
+
     def _binding(self, turn: _Turn) -> str:
         """The turn's run binding: its principal and its admitted calls (computed once)."""
         if turn.binding is None:
-            turn.binding = ledger.binding_for(turn.principal, ledger.ids_of(turn.admitted))
+            pairs = [(call.local_id, self._fingerprint(turn, call)) for call in turn.admitted]
+            turn.binding = ledger.binding_for(turn.principal, pairs)
         return turn.binding
 
     def _admit(self, turn: _Turn) -> list[str]:
@@ -473,7 +484,7 @@ class Executor:
                 turn.run_id, call.local_id, turn.known.get(call.local_id), call.tool
             )
             if record is not None:
-                if record.fingerprint != _fingerprint(call):
+                if record.fingerprint != self._fingerprint(turn, call):
                     raise ConfigurationError(
                         f"run {turn.run_id!r} already has a call {call.local_id!r} with other "
                         "arguments; use a new run id for a new turn"
@@ -766,19 +777,18 @@ class Executor:
         claim = await self._claim(turn, planned)
         if claim is None:
             return  # answered from the run, or not to be run
-        held = [claim]  # the claim as last written: the lease renewals bump its version
+        lease = ledger.Lease(self.store, turn.run_id, claim, self.lease)
         try:
-            async with anyio.create_task_group() as renewing:
-                renewing.start_soon(self._renew, turn.run_id, held)
+            async with lease:
                 result = await self._answer_of(turn, planned)
-                renewing.cancel_scope.cancel()
         except BaseException:
             # Cancelled mid-call (the turn, or the task): end the lease now, so a resume
             # answers the call interrupted at once instead of waiting for it to run out.
             with anyio.CancelScope(shield=True), suppress(Exception):
-                await self._write_own(turn.run_id, held[0], held[0].with_(lease_until=time.time()))
+                ended = lease.held.with_(lease_until=time.time())
+                await self._write_own(turn.run_id, lease.held, ended)
             raise
-        result = await self._store_answer(turn, planned.index, held[0], result)
+        result = await self._store_answer(turn, planned.index, lease.held, result)
         self._finish(turn, planned.index, result)
 
     async def _answer_of(self, turn: _Turn, planned: _Planned) -> ToolResult:
@@ -794,23 +804,6 @@ class Executor:
                 f"The call's answer could not be made ({_short(exc)}); whether it took effect "
                 "is unknown.",
             )
-
-    async def _renew(self, run_id: str, held: list[CallRecord]) -> None:
-        """Renew the claim's lease every third of it while the call runs, so other workers
-        know this one is alive (cancelled once the call is answered)."""
-        while True:
-            await anyio.sleep(self.lease / 3)
-            current = held[0]
-            try:
-                renewed = await self.store.swap(
-                    run_id, current, current.with_(lease_until=time.time() + self.lease)
-                )
-            except Exception:  # the store is away: the next renewal may reach it
-                _log.warning("renewing the lease of %s failed", current.call_id, exc_info=True)
-                continue
-            if renewed is None:
-                return  # no longer this worker's claim (taken over after a lapse)
-            held[0] = renewed
 
     async def _run_call(self, turn: _Turn, planned: _Planned, span: Any) -> ToolResult:
         call = planned.call
@@ -915,7 +908,7 @@ class Executor:
         assert turn.run_id is not None
         call, index = planned.call, planned.index
         seen = planned.record
-        fingerprint = _fingerprint(call)
+        fingerprint = self._fingerprint(turn, call)
         for _ in range(_SWAP_ATTEMPTS):
             now = time.time()
             claim = (
@@ -1074,7 +1067,7 @@ class Executor:
                 else CallRecord(
                     call_id=call.local_id,
                     tool=call.exposed_name,
-                    fingerprint=_fingerprint(call),
+                    fingerprint=self._fingerprint(turn, call),
                     tool_id=call.tool.qualified_name,
                     state=state,
                     result=outcome.result,

@@ -9,13 +9,16 @@ for a definition that has changed since, is void.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import pydantic_core
 
 from toolwire.approval import ApprovalRequest, Decision
@@ -27,6 +30,7 @@ from toolwire.tool import Tool
 
 __all__ = [
     "CallTrail",
+    "Lease",
     "binding_for",
     "check_binding",
     "decide",
@@ -38,6 +42,8 @@ __all__ = [
     "request_record",
     "valid_id",
 ]
+
+_log = logging.getLogger("toolwire")
 
 SWAP_ATTEMPTS = 8
 """Compare-and-swap retries before a store write gives up (each retry means another worker
@@ -102,8 +108,13 @@ def _short(exc: BaseException) -> str:
 
 def principal_key(principal: Any) -> str:
     """A short key for a principal: equal JSON forms give equal keys."""
+    if principal is None:
+        return _NO_PRINCIPAL
     encoded = canonical_json(principal_json(principal))
     return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+_NO_PRINCIPAL = hashlib.sha256(b"null").hexdigest()[:32]
 
 
 def binding_for(principal: Any, calls: Iterable[tuple[str, str]]) -> str:
@@ -385,3 +396,79 @@ async def history(store: RunStore, run_id: str) -> list[CallTrail]:
 def ids_of(calls: Sequence[ToolCall]) -> list[tuple[str, str]]:
     """The ``(id, fingerprint)`` pairs a run's binding is made of."""
     return [(call.local_id, fingerprint(call)) for call in calls]
+
+
+# -- leases ----------------------------------------------------------------------------------------
+
+
+class Lease:
+    """Keeps a running call's claim alive: renews its ``lease_until`` every third of the lease
+    while the call runs (``async with``), so other workers know its worker is alive.
+
+    ``held`` is the claim as last written (each renewal bumps its version). On asyncio a timer
+    of the event loop starts each renewal: a call that ends before the first renewal costs a
+    timer, not a task (an anyio task group with a cancelled child costs about 100 µs, more
+    than the rest of a call); other event loops get a task group.
+    """
+
+    def __init__(self, store: RunStore, run_id: str, claim: CallRecord, seconds: float) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.held = claim
+        self.seconds = seconds
+        self._stopped = False
+        self._timer: Any = None
+        self._renewal: Any = None  # the asyncio task of a renewal under way
+        self._group: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def __aenter__(self) -> Lease:
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:  # not asyncio (trio)
+            self._loop = None
+        if self._loop is not None:
+            self._timer = self._loop.call_later(self.seconds / 3, self._start_renewal)
+        else:
+            self._group = anyio.create_task_group()
+            await self._group.__aenter__()
+            self._group.start_soon(self._renew_forever)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._stopped = True
+        if self._group is not None:
+            self._group.cancel_scope.cancel()
+            await self._group.__aexit__(*exc_info)
+            return
+        self._timer.cancel()
+        if self._renewal is not None and not self._renewal.done():
+            with anyio.CancelScope(shield=True):
+                await self._renewal  # its write lands before the answer's
+
+    def _start_renewal(self) -> None:
+        if not self._stopped and self._loop is not None:
+            self._renewal = self._loop.create_task(self._renew_then_rearm())
+
+    async def _renew_then_rearm(self) -> None:
+        if await self._renew_once() and not self._stopped and self._loop is not None:
+            self._timer = self._loop.call_later(self.seconds / 3, self._start_renewal)
+
+    async def _renew_forever(self) -> None:
+        while await self._renew_once():
+            await anyio.sleep(self.seconds / 3)
+
+    async def _renew_once(self) -> bool:
+        """Renew now; False once the claim is no longer this worker's."""
+        current = self.held
+        try:
+            renewed = await self.store.swap(
+                self.run_id, current, current.with_(lease_until=time.time() + self.seconds)
+            )
+        except Exception:  # the store is away: the next renewal may reach it
+            _log.warning("renewing the lease of %s failed", current.call_id, exc_info=True)
+            return True
+        if renewed is None:
+            return False  # taken over after a lapse
+        self.held = renewed
+        return True

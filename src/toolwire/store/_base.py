@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -84,12 +85,13 @@ class CallRecord:
 
     def with_(self, **changes: Any) -> CallRecord:
         """A copy with ``changes`` (several times cheaper than ``dataclasses.replace``)."""
-        values = {name: getattr(self, name) for name in _RECORD_FIELDS}
+        values = dict(zip(_RECORD_FIELDS, _record_values(self), strict=True))
         values.update(changes)
         return CallRecord(**values)
 
 
 _RECORD_FIELDS = tuple(f.name for f in fields(CallRecord))
+_record_values = operator.attrgetter(*_RECORD_FIELDS)
 
 
 @runtime_checkable
