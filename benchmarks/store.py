@@ -136,7 +136,7 @@ def postgres_server(url: str | None) -> Iterator[str | None]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-# -- the floors: the same reads and writes, straight to the driver ----------------------------------
+# -- the floors: the same reads and writes, straight to the driver -----------------------------
 
 _RECORD = CallRecord(call_id="c", tool="add", fingerprint="f" * 27, state="running", owner="w")
 _CLAIM = encode_record(_RECORD)
