@@ -1,8 +1,10 @@
 """A turn paused for a human in one process, decided in another, finished in a third.
 
 A web application does this across requests and workers: the run store (here a SQLite file;
-``RedisStore`` across machines) remembers which calls ran, which wait, and what was decided, so
-nothing runs twice. Runs without an API key: the model's response is a Gemini-shaped dict.
+``RedisStore`` or ``PostgresStore`` across machines, any of them by URL) remembers which calls
+ran, which wait and what was decided, so nothing runs twice. The approval screen lists what
+waits with ``toolwire.pending`` and records who decided with ``toolwire.decide(..., by=...)``.
+Runs without an API key: the model's response is a Gemini-shaped dict.
 
     python examples/approval_across_processes.py
 """
@@ -17,9 +19,12 @@ import tempfile
 from pathlib import Path
 
 import toolwire
-from toolwire import ApprovalPending, DeferredApproval, Policy, Rule, SQLiteStore
+from toolwire import ApprovalPending, DeferredApproval, Policy, Rule
+from toolwire.store import from_url
 
 RUN_ID = "turn-42"
+"""One run id per model response: a resume with other calls, or for another user, is refused."""
+USER = {"id": "u-7", "name": "Dana"}
 RESPONSE = {
     "candidates": [
         {
@@ -54,29 +59,30 @@ async def handle_request(database: str) -> None:
             "gemini",
             RESPONSE,
             run_id=RUN_ID,
-            store=SQLiteStore(database),
-            policy=Policy(Rule("ask", "transfer")),
+            principal=USER,
+            store=from_url(database),
+            policy=Policy(Rule("ask", "transfer", reason="money leaves the company")),
             approver=DeferredApproval(),
         )
     except ApprovalPending as pending:
         for request in pending.pending:
             print(f"  waiting for a human: {request.exposed_name}({dict(request.arguments)})")
-        # The application keeps the ids (in its session or database) for the approval screen.
-        Path(database).with_suffix(".pending").write_text(
-            "\n".join(request.call_id for request in pending.pending)
-        )
-        return
+        return  # the run keeps each request: the approval screen reads them from the store
     for call, answer in zip(outcome.calls, outcome.results, strict=True):
         source = "from the store" if call.from_store else "ran now"
         print(f"  {json.dumps(answer['functionResponse'])}  ({source})")
 
 
 async def decide(database: str) -> None:
-    """What the approval screen does when the human clicks "approve"."""
-    store = SQLiteStore(database)
-    for call_id in Path(database).with_suffix(".pending").read_text().split():
-        await toolwire.decide(RUN_ID, call_id, toolwire.allow(), store=store)
-        print(f"  approved {call_id}")
+    """What the approval screen does: list what waits, and record the human's decision."""
+    store = from_url(database)
+    for request in await toolwire.pending(store=store, principal=USER):
+        shown = request.to_dict()  # JSON: what the screen renders
+        print(f"  {shown['exposed_name']}({shown['arguments']}): {shown['reason']}")
+        await toolwire.decide(
+            request.run_id, request.call_id, toolwire.allow(), store=store, by="ops-lead"
+        )
+        print(f"  approved {request.call_id} (by ops-lead)")
 
 
 def main() -> None:
@@ -85,7 +91,7 @@ def main() -> None:
         asyncio.run(handle_request(database) if step == "request" else decide(database))
         return
     with tempfile.TemporaryDirectory() as folder:
-        database = str(Path(folder) / "runs.db")
+        database = f"sqlite:///{Path(folder) / 'runs.db'}"
         for title, step in [
             ("process A: the model's calls arrive", "request"),
             ("process B: a human decides", "decide"),

@@ -49,7 +49,8 @@ def test_the_mcp_hub_example_runs_without_a_key() -> None:
 def test_the_approval_example_resumes_across_three_processes() -> None:
     lines = run_example("approval_across_processes.py").splitlines()
     assert "  waiting for a human: transfer({'to': 'acme', 'amount': 120})" in lines
-    assert any(line.startswith("  approved tw_") for line in lines)
+    assert any(line.startswith("  approved tw_") and "(by ops-lead)" in line for line in lines)
+    assert "  transfer({'to': 'acme', 'amount': 120}): money leaves the company" in lines
     assert lines[-2:] == [
         '  {"name": "get_balance", "response": {"output": "ops: 1,000 EUR"}}  (from the store)',
         '  {"name": "transfer", "response": {"output": "sent 120 EUR to acme"}}  (ran now)',
