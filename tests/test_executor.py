@@ -533,7 +533,7 @@ async def test_a_call_left_running_by_a_crash_is_not_rerun() -> None:
     store = MemoryStore()
     executor = Executor(TOOLSET, store=store)
     [call] = calls(("add", {"a": 1, "b": 1}, "c1"))
-    from toolwire.executor import _fingerprint
+    from toolwire.ledger import fingerprint as _fingerprint
 
     running = CallRecord(call_id="c1", tool="add", fingerprint=_fingerprint(call), state="running")
     assert await store.swap("r", None, running) is not None
@@ -668,8 +668,8 @@ _JSON = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(value=_JSON, budget=st.integers(min_value=0, max_value=400))
 def test_the_output_cap_size_estimate_never_underestimates(value: Any, budget: int) -> None:
+    from toolwire._output import _json_fits
     from toolwire.calls import canonical_json
-    from toolwire.executor import _json_fits
 
     if _json_fits(value, budget):
         assert len(canonical_json(value)) <= budget

@@ -10,9 +10,12 @@ for a definition that has changed since, is void.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import hashlib
 import json
 import logging
+import os
+import socket
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +25,14 @@ import anyio
 import pydantic_core
 
 from toolwire.approval import ApprovalRequest, Decision
-from toolwire.calls import ToolCall, canonical_json, has_lone_surrogate, stable_call_id, strip_nulls
+from toolwire.calls import (
+    ToolCall,
+    ToolResult,
+    canonical_json,
+    has_lone_surrogate,
+    stable_call_id,
+    strip_nulls,
+)
 from toolwire.errors import ConfigurationError, RunBindingConflict, ToolwireError
 from toolwire.store import CallRecord, CallState, RunStore
 from toolwire.store._base import pending_since
@@ -472,3 +482,72 @@ class Lease:
             return False  # taken over after a lapse
         self.held = renewed
         return True
+
+
+# -- reading a call's record ----------------------------------------------------------------------
+
+HOST = socket.gethostname()
+
+
+def held(record: CallRecord) -> bool:
+    """True while a running call's claim is held: its lease not run out, its owner not a
+    process of this machine known to be gone."""
+    lease = record.lease_until
+    return lease is not None and lease > time.time() and not owner_gone(record.owner)
+
+
+def _when(at: float | None) -> str:
+    if at is None:
+        return "at an unknown time"
+    return datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("at %Y-%m-%d %H:%M:%S UTC")
+
+
+def interrupted_answer(record: CallRecord) -> ToolResult:
+    """The answer to a call whose worker stopped while running it, saying what is known."""
+    owner = record.owner or "an unknown worker"
+    started = _when(record.started_at)
+    if owner_gone(record.owner):
+        what = f"by worker {owner} {started}, whose process has stopped"
+    elif record.lease_until is not None:
+        ago = max(0.0, time.time() - record.lease_until)
+        what = (
+            f"by worker {owner} {started}; its lease ran out {ago:.0f} s ago without an "
+            "answer (the worker stopped, or lost the store)"
+        )
+    else:
+        what = f"by worker {owner} {started} and never finished (its worker stopped)"
+    return ToolResult.error(
+        "interrupted",
+        f"The call was started {what}; it is not run again, so whether it took effect is unknown.",
+    )
+
+
+def still_running_answer(record: CallRecord) -> ToolResult:
+    """The answer to a call another live worker is still running when the wait ends."""
+    return ToolResult.error(
+        "unavailable",
+        f"The call is still running in worker {record.owner} (started "
+        f"{_when(record.started_at)[3:]}); its answer will be kept in the run: resume it later.",
+    )
+
+
+def owner_gone(owner: str | None) -> bool:
+    """True when a claim's owner is known to be dead: a process of this machine that no longer
+    exists (worker ids are ``host:pid:token``). Other machines' workers can't be checked."""
+    host, _, rest = (owner or "").partition(":")
+    pid = rest.partition(":")[0]
+    if host != HOST or not pid.isdigit() or os.name != "posix":
+        return False  # (on Windows, os.kill would end the process, not probe it)
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # e.g. another user's process: it exists
+        return False
+    return False
+
+
+def answered_state(result: ToolResult) -> CallState:
+    if result.error_kind in ("denied", "approval_denied"):
+        return "denied"
+    return "failed" if result.is_error else "completed"

@@ -421,7 +421,7 @@ async def test_running_calls_are_interrupted_or_rerun_only_if_idempotent(
         make_call(TOOLS, "transfer", {"amount": 1}, call_id="c1"),
         make_call(TOOLS, "lookup", {"key": "k"}, call_id="c2"),
     ]
-    from toolwire.executor import _fingerprint
+    from toolwire.ledger import fingerprint as _fingerprint
 
     for run_id in ("r1", "r2"):
         for call in calls:  # a worker claimed both and died
@@ -637,7 +637,7 @@ def test_workers_racing_in_one_process_run_each_call_once(
 
 async def test_execute_tool_calls_takes_the_resume_options() -> None:
     from toolwire import execute_tool_calls
-    from toolwire.executor import _fingerprint
+    from toolwire.ledger import fingerprint as _fingerprint
 
     store = MemoryStore()
     response = {"parts": [{"functionCall": {"name": "lookup", "args": {"key": "k"}, "id": "c1"}}]}

@@ -24,10 +24,10 @@ import anyio.abc
 import anyio.to_thread
 import pydantic
 
+from toolwire._limits import acquire
 from toolwire._text import clean_description, strip_invisible
 from toolwire.calls import ToolResult
 from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
-from toolwire.executor import acquire
 from toolwire.mcp._content import result_from_mcp
 from toolwire.providers import get_provider, provider_names
 from toolwire.tool import Tool, ToolSet, compile_validator, definition_hash, exposed_name_for

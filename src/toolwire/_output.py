@@ -1,0 +1,191 @@
+"""Shaping what the model is told: the output limits, and the texts of answers that say why a
+call did not run or failed."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+from toolwire.calls import (
+    AudioContent,
+    Content,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    ToolResult,
+    canonical_json,
+    describe_exception,
+    placeholder,
+)
+from toolwire.errors import (
+    ConfigurationError,
+    InvalidArguments,
+)
+from toolwire.policy import Verdict
+from toolwire.tool import Tool
+
+_log = logging.getLogger("toolwire")
+"""Failures of the application's own code (hooks, policies, approvers) answered to the model
+are also logged here, with their tracebacks, for the developer."""
+
+_MESSAGE_LIMIT = 2_000
+"""Characters of an exception message passed on to the model."""
+DEFAULT_OUTPUT_LIMIT = 100_000
+"""Characters of tool output passed on to the model before it is truncated (with a notice)."""
+DEFAULT_MEDIA_LIMIT = 5 * 1024 * 1024
+"""Characters of base64 media one result may carry (5 MiB: Anthropic's limit for one image)."""
+
+
+def _describe(exc: InvalidArguments) -> str:
+    details = "; ".join(f"{path}: {message}" for path, message in exc.errors)
+    return _truncate(f"Invalid arguments for {exc.tool!r}: {details}", _MESSAGE_LIMIT)
+
+
+def _failure_message(name: str, exc: BaseException) -> str:
+    return _truncate(f"Tool {name!r} failed: {describe_exception(exc)}", _MESSAGE_LIMIT)
+
+
+def _short(exc: BaseException) -> str:
+    return _truncate(describe_exception(exc), 300)
+
+
+def _denied(verdict: Verdict) -> ToolResult:
+    return ToolResult.error(
+        "denied", f"Denied: {verdict.reason or 'the policy does not allow this call'}."
+    )
+
+
+def _not_run(what: str, exc: BaseException) -> ToolResult:
+    return ToolResult.error("failed", f"Not run: {what} failed ({_short(exc)}).")
+
+
+def _invalid(tool: Tool, exc: Exception, prefix: str) -> ToolResult:
+    """The answer to a call whose arguments ``tool.validate_arguments`` refused with ``exc``."""
+    if isinstance(exc, InvalidArguments):
+        return ToolResult.error("invalid_arguments", prefix + _describe(exc))
+    if isinstance(exc, ConfigurationError):  # the tool's own schema is broken
+        return ToolResult.error("failed", _truncate(str(exc), _MESSAGE_LIMIT))
+    # Never expected of a validator: the call does not run.
+    _log.error("validating the arguments of %s failed", tool.qualified_name, exc_info=exc)
+    return _not_run("validating its arguments", exc)
+
+
+def _truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 15] + " [truncated]"
+
+
+def _json_fits(value: Any, budget: int) -> bool:
+    """True when ``value``'s JSON surely has at most ``budget`` characters: an upper bound
+    walked until it passes the budget, cheaper than encoding (False when unsure)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = item.__class__
+        if kind is str:
+            budget -= 6 * len(item) + 2  # every character escaped, at worst
+        elif kind is int:
+            budget -= len(str(item))
+        elif kind is float or kind is bool or item is None:
+            budget -= 24
+        elif kind is dict:
+            budget -= 2
+            for key, inner in item.items():
+                if key.__class__ is not str:
+                    return False
+                budget -= 6 * len(key) + 4
+                stack.append(inner)
+        elif kind is list or kind is tuple:
+            budget -= 2 + len(item)
+            stack.extend(item)
+        else:
+            return False  # written by ``default=str``: unknown length
+        if budget < 0:
+            return False
+    return True
+
+
+def _encoded_size(data: bytes) -> int:
+    return 4 * ((len(data) + 2) // 3)  # base64, as every provider receives media
+
+
+def _cap_output(result: ToolResult, limit: int, media_limit: int) -> ToolResult:
+    """The result within the output limits, saying what was cut: text of every kind (text
+    parts, embedded resources' text, links, structured content as JSON) up to ``limit``
+    characters, media (images, audio, resource blobs) up to ``media_limit`` characters of
+    base64. Text is cut; a part that cannot be cut and does not fit is left out, named."""
+    content = result.content
+    structured = result.structured_content
+    if structured is None or _json_fits(structured, limit):
+        if not content:
+            return result
+        if len(content) == 1:  # the common case: one short text
+            only = content[0]
+            if isinstance(only, TextContent) and len(only.text) <= limit:
+                return result
+    parts = list(content)
+    if structured is not None:
+        encoded = canonical_json(dict(structured))
+        if len(encoded) > limit:
+            parts.append(TextContent(encoded))
+            structured = None
+    kept: list[Content] = []
+    budget, media_budget = limit, media_limit
+    text_total = 0
+    left_out: list[str] = []
+    for part in parts:
+        if isinstance(part, TextContent):
+            text_total += len(part.text)
+            if budget > 0:
+                kept.append(part if len(part.text) <= budget else TextContent(part.text[:budget]))
+                budget -= min(len(part.text), budget)
+            continue
+        if isinstance(part, EmbeddedResource) and part.text is not None:
+            size = len(part.uri) + len(part.text)
+            text_total += size
+            if size <= budget:
+                kept.append(part)
+                budget -= size
+            elif budget > len(part.uri):
+                kept.append(replace(part, text=part.text[: budget - len(part.uri)]))
+                budget = 0
+            continue
+        if isinstance(part, ResourceLink):
+            size = sum(
+                len(x or "") for x in (part.uri, part.name, part.mime_type, part.description)
+            )
+            text_total += size
+            if size <= budget:
+                kept.append(part)
+                budget -= size
+            else:
+                left_out.append(f"a resource link of {size} characters")
+            continue
+        data = part.data if isinstance(part, ImageContent | AudioContent) else part.blob
+        size = _encoded_size(data or b"")
+        if size <= media_budget:
+            kept.append(part)
+            media_budget -= size
+        else:
+            left_out.append(f"{placeholder(part)} ({size} characters as base64)")
+    if text_total <= limit and not left_out and structured is result.structured_content:
+        return result
+    if text_total > limit:
+        kept.append(TextContent(f"[truncated: {limit} of {text_total} characters shown]"))
+    if left_out:
+        kept.append(
+            TextContent(
+                f"[left out, over the output limits ({limit} characters of text, {media_limit} "
+                f"of media): "
+                + "; ".join(left_out[:10])
+                + (" ..." if len(left_out) > 10 else "")
+                + "]"
+            )
+        )
+    return ToolResult(
+        content=tuple(kept),
+        structured_content=structured,
+        is_error=result.is_error,
+        error_kind=result.error_kind,
+    )

@@ -1,0 +1,244 @@
+"""Phase 1 of a turn: each call decided, in order. Its record in the run (answered already,
+running elsewhere, decided), validation, before-call hooks, policy and approval."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from toolwire import ledger
+from toolwire._output import (
+    _denied,
+    _invalid,
+    _log,
+    _not_run,
+    _short,
+)
+from toolwire._turn import (
+    Veto,
+    _context,
+    _maybe_await,
+    _Pipeline,
+    _Planned,
+    _Turn,
+)
+from toolwire.approval import ApprovalRequest, Decision
+from toolwire.calls import (
+    ToolCall,
+    ToolResult,
+    strip_nulls,
+)
+from toolwire.errors import (
+    ConfigurationError,
+    ToolwireError,
+)
+from toolwire.policy import PolicyContext, Verdict
+
+
+class _Planning(_Pipeline):
+    """Decides a turn's calls (see :class:`~toolwire.Executor`)."""
+
+    async def _plan(self, turn: _Turn, index: int, call: ToolCall) -> None:
+        record = None
+        if turn.known:
+            assert turn.run_id is not None  # records are known of named runs only
+            record = await self._unless_running(
+                turn.run_id, call.local_id, turn.known.get(call.local_id), call.tool
+            )
+            if record is not None:
+                if record.fingerprint != self._fingerprint(turn, call):
+                    raise ConfigurationError(
+                        f"run {turn.run_id!r} already has a call {call.local_id!r} with other "
+                        "arguments; use a new run id for a new turn"
+                    )
+                turn.seen[index] = record
+                if self._settled_by(turn, index, record):
+                    return
+
+        tool = call.tool
+        # A recorded decision governs the call. A deny (or halt) is final, whatever the policy
+        # says on this resume and even if the tool changed (decisions only tighten); an allow
+        # holds only for the tool it was made for, as defined then: one made for another tool
+        # (renamed, reordered) or an older definition is void. A call asked about and not
+        # decided (or whose allow is void) waits, whatever the policy says.
+        recorded = record.decision if record is not None else None
+        if recorded is not None and not recorded.allowed:
+            self._refuse(turn, index, recorded)
+            return
+        void = (
+            record is not None
+            and (recorded is not None or record.state == "pending")
+            and not ledger.decided_for(record, tool)
+        )
+        if void:
+            recorded = None
+        elif recorded is None and record is not None and ledger.expired(record):
+            self._finish(
+                turn,
+                index,
+                ToolResult.error("approval_denied", "Denied: the approval request expired."),
+            )
+            return
+        undecided = void or (record is not None and recorded is None and record.state == "pending")
+
+        # Arguments a human edited are what runs, so validation, hooks and policy see them.
+        edited = recorded.arguments if recorded is not None else None
+        if edited is not None:
+            arguments: Mapping[str, Any] = dict(edited)
+        else:
+            if call.null_paths:  # nulls a strict schema made the model send mean "left out"
+                call = replace(call, arguments=strip_nulls(call.arguments, call.null_paths))
+            arguments = call.arguments
+        try:
+            kwargs = tool.validate_arguments(arguments)
+        except Exception as exc:
+            prefix = "The approver edited the arguments: " if edited is not None else ""
+            self._finish(turn, index, _invalid(tool, exc, prefix))
+            return
+
+        context = _context(turn, call, arguments) if self.before_call or self.after_call else None
+        for hook in self.before_call:
+            assert context is not None  # made whenever there are hooks
+            try:
+                answer = await _maybe_await(hook(context))
+                if answer is not None and not isinstance(answer, Veto):
+                    answer = dict(answer)
+            except Exception as exc:  # the call's own failure: it does not run, the turn goes on
+                _log.exception("a before-call hook failed on %s", call.exposed_name)
+                self._finish(turn, index, _not_run("a before-call hook", exc))
+                return
+            if isinstance(answer, Veto):
+                self._finish(turn, index, ToolResult.error("denied", answer.reason))
+                return
+            if answer is not None:
+                arguments = answer
+                try:
+                    kwargs = tool.validate_arguments(arguments)
+                except Exception as exc:
+                    prefix = "A hook rewrote the arguments: "
+                    self._finish(turn, index, _invalid(tool, exc, prefix))
+                    return
+                context = _context(turn, call, arguments)
+
+        if self.policy.allows_everything and not tool.needs_approval and not undecided:
+            turn.planned.append(_Planned(index, call, kwargs, context, record))
+            return
+        verdict = self._verdict(turn, call, arguments)
+        if verdict.effect == "deny":  # a recorded allow yields to a policy's deny
+            self._finish(turn, index, _denied(verdict))
+            return
+        if verdict.effect == "ask" or undecided:
+            decision = recorded
+            if decision is None:
+                reason = verdict.reason if verdict.effect == "ask" else None
+                if void:
+                    reason = "the tool changed since the call was decided" + (
+                        f"; {reason}" if reason else ""
+                    )
+                elif undecided and record is not None:
+                    reason = reason or (record.request or {}).get("reason")
+                deferred = undecided and self.approver is None
+                decision = await self._ask(turn, index, call, arguments, reason, deferred=deferred)
+                if decision is None:
+                    return  # pending: recorded on the turn
+                if decision.allowed and decision.arguments is not None:
+                    # An approver answering now edited them: they run, if the policy agrees.
+                    arguments = dict(decision.arguments)
+                    try:
+                        kwargs = tool.validate_arguments(arguments)
+                    except Exception as exc:
+                        prefix = "The approver edited the arguments: "
+                        self._finish(turn, index, _invalid(tool, exc, prefix))
+                        return
+                    verdict = self._verdict(turn, call, arguments)
+                    if verdict.effect == "deny":
+                        self._finish(turn, index, _denied(verdict))
+                        return
+                    if context is not None:
+                        context = _context(turn, call, arguments)
+            if not decision.allowed:
+                self._refuse(turn, index, decision)
+                return
+        turn.planned.append(_Planned(index, call, kwargs, context, record))
+
+    def _verdict(self, turn: _Turn, call: ToolCall, arguments: Mapping[str, Any]) -> Verdict:
+        try:
+            return self.policy.evaluate(
+                PolicyContext(
+                    tool=call.tool,
+                    arguments=arguments,
+                    principal=turn.principal,
+                    taint=turn.taint,
+                    exposed_name=call.exposed_name,
+                )
+            )
+        except Exception as exc:  # fail closed
+            _log.exception("the policy failed on %s", call.exposed_name)
+            return Verdict("deny", f"the policy could not be evaluated ({_short(exc)})")
+
+    def _refuse(self, turn: _Turn, index: int, decision: Decision) -> None:
+        """Answer a call an approver denied (or halted the turn on)."""
+        reason = decision.reason or "the call was not approved"
+        halted = decision.kind == "halt"
+        turn.halted = turn.halted or halted
+        self._finish(turn, index, ToolResult.error("approval_denied", f"Denied: {reason}."), halted)
+
+    async def _ask(
+        self,
+        turn: _Turn,
+        index: int,
+        call: ToolCall,
+        arguments: Mapping[str, Any],
+        reason: str | None,
+        *,
+        deferred: bool = False,
+    ) -> Decision | None:
+        """The approver's decision on the call, or None when it waits (recorded on the turn).
+        A ``deferred`` call waits without asking an immediate approver."""
+        if self.approver is None and not deferred:
+            raise ConfigurationError(
+                f"the policy asks for approval of {call.tool.qualified_name!r} but the "
+                "executor has no approver"
+            )
+        if turn.run_id is None:
+            turn.run_id = f"run_{uuid.uuid4().hex}"
+        now = time.time()
+        request = ApprovalRequest(
+            run_id=turn.run_id,
+            call_id=call.local_id,
+            tool=call.tool,
+            exposed_name=call.exposed_name,
+            arguments=arguments,
+            principal=turn.principal,
+            reason=reason,
+            requested_at=now,
+            expires_at=now + self.approval_ttl if self.approval_ttl is not None else None,
+        )
+        decision = None
+        if self.approver is not None and not deferred:
+            try:
+                decision = await _maybe_await(self.approver(request))
+            except ToolwireError:
+                raise
+            except Exception as exc:  # fail closed: an approver that fails has not approved
+                _log.exception("the approver failed on %s", call.exposed_name)
+                return Decision("deny", f"the approver failed ({_short(exc)})")
+        if decision is None:
+            try:
+                kept = request.arguments if self.redact is None else self.redact(request)
+                kept = dict(kept)
+            except Exception as exc:  # fail closed: nothing unredacted is kept
+                _log.exception("redacting the request of %s failed", call.exposed_name)
+                self._finish(turn, index, _not_run("redacting its approval request", exc))
+                return None
+            # What the run keeps is what the application is shown: the redacted arguments.
+            turn.pending.append((index, replace(request, arguments=kept), kept))
+            return None
+        if not isinstance(decision, Decision):
+            raise ConfigurationError(
+                f"an approver returned a {type(decision).__name__}, not a Decision"
+            )
+        return decision
