@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -228,3 +229,61 @@ def test_demo_with_mcp_and_yes_runs_the_server_tools() -> None:
     assert "✓ notes__find_notes: oslo: Pack boots." in result.stdout
     assert "✓ notes__delete_note: deleted old" in result.stdout
     assert "✓ set_alert: warning alert published for Oslo" in result.stdout
+
+
+# -- the inbox on a run store, by URL -------------------------------------------------------------
+
+
+def test_pending_decide_and_history_work_on_a_store_url(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import anyio
+
+    from toolwire import (
+        ApprovalPending,
+        DeferredApproval,
+        Executor,
+        Policy,
+        Rule,
+        Tool,
+        ToolSet,
+        make_call,
+    )
+    from toolwire.cli import main
+    from toolwire.store import from_url
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+
+    def pay(amount: int) -> str:
+        return f"paid {amount}"
+
+    tools = ToolSet([Tool(name="pay", input_schema={"type": "object"}, handler=pay)])
+    calls = [make_call(tools, "pay", {"amount": 5}, call_id="c1")]
+
+    async def turn() -> Any:
+        executor = Executor(
+            tools,
+            store=from_url(url),
+            policy=Policy(Rule("ask", "pay", reason="money")),
+            approver=DeferredApproval(),
+        )
+        return await executor.run(calls, run_id="r1", principal="ana")
+
+    with pytest.raises(ApprovalPending):
+        anyio.run(turn)
+    assert main(["pending", "--store", url, "--json"]) == 0
+    [request] = json.loads(capsys.readouterr().out)
+    assert (request["run_id"], request["call_id"], request["reason"]) == ("r1", "c1", "money")
+    assert main(["pending", "--store", url, "--principal", "bob"]) == 0
+    assert "nothing waits" in capsys.readouterr().out
+    assert main(["decide", "r1", "c1", "allow", "--store", url, "--args", "[1]"]) == 2
+    assert "--args must be a JSON object" in capsys.readouterr().err
+    assert main(["decide", "r1", "c1", "allow", "--store", url, "--by", "ops"]) == 0
+    [outcome] = anyio.run(turn)
+    assert outcome.result.text == "paid 5"
+    capsys.readouterr()
+    assert main(["history", "r1", "--store", url]) == 0
+    [trail] = json.loads(capsys.readouterr().out)
+    assert trail["decided"]["by"] == "ops"
+    assert trail["finished"]["state"] == "completed"
+    assert main(["pending", "--store", "ftp://x"]) == 2

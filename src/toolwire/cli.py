@@ -31,7 +31,8 @@ from typing import Any
 
 import anyio
 
-from toolwire.errors import ToolNotFound, ToolwireError
+import toolwire
+from toolwire.errors import ConfigurationError, ToolNotFound, ToolwireError
 from toolwire.providers import get_provider, provider_names
 from toolwire.tool import Tool, ToolSet
 
@@ -384,6 +385,84 @@ async def _demo(args: argparse.Namespace) -> int:
     )
 
 
+async def _pending(args: argparse.Namespace) -> int:
+    store = _store(args.store)
+    try:
+        requests = await toolwire.pending(
+            store=store, run_id=args.run_id, principal=_principal(args.principal), limit=args.limit
+        )
+    finally:
+        await _close(store)
+    if args.json:
+        _print_json([request.to_dict() for request in requests])
+        return 0
+    for request in requests:
+        shown = json.dumps(dict(request.arguments), ensure_ascii=False)
+        print(_safe(f"{request.run_id}  {request.call_id}  {request.exposed_name} {shown}"))
+        if request.reason:
+            print(_safe(f"    why: {request.reason}"))
+    if not requests:
+        print("nothing waits for a decision")
+    return 0
+
+
+async def _decide(args: argparse.Namespace) -> int:
+    if args.decision == "allow":
+        edited = None
+        if args.args is not None:
+            try:
+                edited = json.loads(args.args)
+            except json.JSONDecodeError as exc:
+                raise ConfigurationError(f"--args is not valid JSON: {exc}") from None
+            if not isinstance(edited, dict):
+                raise ConfigurationError("--args must be a JSON object")
+        decision = toolwire.allow(arguments=edited)
+    elif args.args is not None:
+        raise ConfigurationError("only an allow takes --args")
+    else:
+        decision = (toolwire.deny if args.decision == "deny" else toolwire.halt)(args.reason)
+    store = _store(args.store)
+    try:
+        await toolwire.decide(args.run_id, args.call_id, decision, store=store, by=args.by)
+    finally:
+        await _close(store)
+    print(_safe(f"{args.decision}: {args.run_id} {args.call_id}"))
+    return 0
+
+
+async def _history(args: argparse.Namespace) -> int:
+    store = _store(args.store)
+    try:
+        trails = await toolwire.history(args.run_id, store=store)
+    finally:
+        await _close(store)
+    _print_json([trail.to_dict() for trail in trails])
+    return 0
+
+
+def _store(url: str) -> Any:
+    from toolwire.store import from_url
+
+    return from_url(url)
+
+
+async def _close(store: Any) -> None:
+    if hasattr(store, "aclose"):
+        await store.aclose()
+    elif hasattr(store, "close"):
+        store.close()
+
+
+def _principal(text: str | None) -> Any:
+    """A principal given on the command line: JSON, or else the text itself."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def _parser() -> argparse.ArgumentParser:
     from toolwire import __version__
 
@@ -452,6 +531,30 @@ def _parser() -> argparse.ArgumentParser:
         "--scripted", action="store_true", help="use the scripted model even with an API key"
     )
     demo.set_defaults(run=_demo)
+
+    store_help = "the run store: sqlite:///path, redis://..., postgresql://..."
+    pending = commands.add_parser("pending", help="list the calls waiting for a decision")
+    pending.add_argument("--store", required=True, help=store_help)
+    pending.add_argument("--run-id", help="only this run's")
+    pending.add_argument("--principal", help="only this principal's (JSON, or a plain string)")
+    pending.add_argument("--limit", type=int, default=100)
+    pending.add_argument("--json", action="store_true", help="the requests as JSON")
+    pending.set_defaults(run=_pending)
+
+    decide = commands.add_parser("decide", help="record a decision for a waiting call")
+    decide.add_argument("run_id")
+    decide.add_argument("call_id")
+    decide.add_argument("decision", choices=["allow", "deny", "halt"])
+    decide.add_argument("--store", required=True, help=store_help)
+    decide.add_argument("--reason", help="what the model is told (deny, halt)")
+    decide.add_argument("--args", help="allow: the arguments to run with instead, a JSON object")
+    decide.add_argument("--by", help="who decides (kept in the run's history)")
+    decide.set_defaults(run=_decide)
+
+    history = commands.add_parser("history", help="each call of a run with its trail, as JSON")
+    history.add_argument("run_id")
+    history.add_argument("--store", required=True, help=store_help)
+    history.set_defaults(run=_history)
     return parser
 
 

@@ -1,0 +1,64 @@
+"""``toolwire.store.from_url``: one URL per store, as configuration files and the CLI give it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolwire import ConfigurationError, MemoryStore, SQLiteStore
+from toolwire.store import from_url
+
+
+def test_memory_urls_take_their_size_and_ttl() -> None:
+    store = from_url("memory://?max_runs=5&ttl=60")
+    assert isinstance(store, MemoryStore)
+    assert (store.max_runs, store.ttl) == (5, 60.0)
+    assert from_url("memory://").ttl is None  # type: ignore[attr-defined]
+
+
+def test_sqlite_urls_name_a_relative_or_an_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    absolute = from_url(f"sqlite:///{tmp_path / 'a.db'}?ttl=none")
+    assert isinstance(absolute, SQLiteStore)
+    assert absolute.path == tmp_path / "a.db"
+    assert absolute.ttl is None
+    absolute.close()
+    monkeypatch.chdir(tmp_path)
+    relative = from_url("sqlite:///b.db")
+    assert isinstance(relative, SQLiteStore)
+    assert relative.path == Path("b.db")
+    relative.close()
+    assert (tmp_path / "b.db").exists()
+
+
+def test_redis_and_postgres_urls_make_their_stores() -> None:
+    from toolwire.store.postgres import PostgresStore
+    from toolwire.store.redis import RedisStore
+
+    redis_store = from_url("redis://127.0.0.1:6399/2?ttl=30")
+    assert isinstance(redis_store, RedisStore)
+    assert redis_store.ttl == 30.0
+    postgres_store = from_url("postgresql://u:secret@127.0.0.1:5999/db?sslmode=disable")
+    assert isinstance(postgres_store, PostgresStore)
+    assert postgres_store.conninfo == "postgresql://u:secret@127.0.0.1:5999/db?sslmode=disable"
+    assert "secret" not in repr(postgres_store)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "runs.db",
+        "ftp://host/x",
+        "memory://?max_runs=0",
+        "memory://?colour=blue",
+        "sqlite://",
+        "sqlite:///",
+        "sqlite:///x.db?ttl=-1",
+        "sqlite:///x.db?ttl=soon",
+    ],
+)
+def test_a_url_of_no_known_store_or_option_is_refused(url: str) -> None:
+    with pytest.raises(ConfigurationError):
+        from_url(url)
