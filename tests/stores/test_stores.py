@@ -656,3 +656,14 @@ async def test_execute_tool_calls_takes_the_resume_options() -> None:
         {"functionResponse": {"name": "lookup", "id": "c1", "response": {"output": "K"}}}
     ]
     assert RUNS["lookup"] == 1
+
+
+async def test_operations_cut_off_by_cancellation_leave_the_store_usable(store: RunStore) -> None:
+    # Deadlines land anywhere in an operation, mid-query included (a connection the store
+    # keeps for one-at-a-time use must then be handed back, not reused half-read).
+    for n in range(50):
+        with anyio.move_on_after(0.0001 * (n % 7)):
+            await store.swap(f"cut-{n}", None, record())
+    stored = await store.swap("after", None, record())
+    assert stored is not None
+    assert await store.get("after", "c1") == stored
