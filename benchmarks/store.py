@@ -55,6 +55,17 @@ async def add(a: int, b: int) -> int:
 TOOLS = ToolSet([add])
 
 
+def _wait_for(port: int, seconds: float) -> None:
+    """Until something listens on the loopback ``port`` (or ``seconds`` pass)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
 @contextmanager
 def redis_server(url: str | None) -> Iterator[str | None]:
     if url is not None:
@@ -73,13 +84,7 @@ def redis_server(url: str | None) -> Iterator[str | None]:
             stdout=subprocess.DEVNULL,
         )
         try:
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
+            _wait_for(port, 20)
             yield f"redis://127.0.0.1:{port}/0"
         finally:
             server.terminate()
@@ -121,13 +126,7 @@ def postgres_server(url: str | None) -> Iterator[str | None]:
         user=user,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        _wait_for(port, 30)
         time.sleep(0.5)  # accepting connections a moment after it listens
         yield f"postgresql://bench@127.0.0.1:{port}/postgres"
     finally:

@@ -36,6 +36,9 @@ from toolwire.errors import (
     ToolwireError,
 )
 from toolwire.policy import PolicyContext, Verdict
+from toolwire.tool import Tool
+
+_EDITED = "The approver edited the arguments: "
 
 
 class _Planning(_Pipeline):
@@ -92,12 +95,12 @@ class _Planning(_Pipeline):
             if call.null_paths:  # nulls a strict schema made the model send mean "left out"
                 call = replace(call, arguments=strip_nulls(call.arguments, call.null_paths))
             arguments = call.arguments
-        try:
-            kwargs = tool.validate_arguments(arguments)
-        except Exception as exc:
-            prefix = "The approver edited the arguments: " if edited is not None else ""
-            self._finish(turn, index, _invalid(tool, exc, prefix))
+        validated = self._validated(
+            turn, index, tool, arguments, _EDITED if edited is not None else ""
+        )
+        if validated is None:
             return
+        kwargs = validated
 
         context = _context(turn, call, arguments) if self.before_call or self.after_call else None
         for hook in self.before_call:
@@ -115,12 +118,12 @@ class _Planning(_Pipeline):
                 return
             if answer is not None:
                 arguments = answer
-                try:
-                    kwargs = tool.validate_arguments(arguments)
-                except Exception as exc:
-                    prefix = "A hook rewrote the arguments: "
-                    self._finish(turn, index, _invalid(tool, exc, prefix))
+                rewritten = self._validated(
+                    turn, index, tool, arguments, "A hook rewrote the arguments: "
+                )
+                if rewritten is None:
                     return
+                kwargs = rewritten
                 context = _context(turn, call, arguments)
 
         if self.policy.allows_everything and not tool.needs_approval and not undecided:
@@ -147,12 +150,10 @@ class _Planning(_Pipeline):
                 if decision.allowed and decision.arguments is not None:
                     # An approver answering now edited them: they run, if the policy agrees.
                     arguments = dict(decision.arguments)
-                    try:
-                        kwargs = tool.validate_arguments(arguments)
-                    except Exception as exc:
-                        prefix = "The approver edited the arguments: "
-                        self._finish(turn, index, _invalid(tool, exc, prefix))
+                    edited_kwargs = self._validated(turn, index, tool, arguments, _EDITED)
+                    if edited_kwargs is None:
                         return
+                    kwargs = edited_kwargs
                     verdict = self._verdict(turn, call, arguments)
                     if verdict.effect == "deny":
                         self._finish(turn, index, _denied(verdict))
@@ -163,6 +164,17 @@ class _Planning(_Pipeline):
                 self._refuse(turn, index, decision)
                 return
         turn.planned.append(_Planned(index, call, kwargs, context, record))
+
+    def _validated(
+        self, turn: _Turn, index: int, tool: Tool, arguments: Mapping[str, Any], prefix: str
+    ) -> dict[str, Any] | None:
+        """The handler's keyword arguments, or None with the call answered (``prefix`` says
+        whose arguments were refused)."""
+        try:
+            return tool.validate_arguments(arguments)
+        except Exception as exc:
+            self._finish(turn, index, _invalid(tool, exc, prefix))
+            return None
 
     def _verdict(self, turn: _Turn, call: ToolCall, arguments: Mapping[str, Any]) -> Verdict:
         try:

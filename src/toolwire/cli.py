@@ -329,17 +329,27 @@ def _print_table(reports: Sequence[Any], providers: Sequence[str], *, colour: bo
     print(f"\n{len(reports)} tool(s); {summary}")
 
 
+def _arguments_option(text: str) -> dict[str, Any]:
+    """``--args``: a JSON object.
+
+    Raises:
+        ConfigurationError: for anything else.
+    """
+    try:
+        arguments = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(f"--args is not valid JSON: {exc}") from None
+    if not isinstance(arguments, dict):
+        raise ConfigurationError("--args must be a JSON object")
+    return arguments
+
+
 async def _call(args: argparse.Namespace) -> int:
     from toolwire.demo.loop import Printer, terminal_approver
     from toolwire.executor import Executor, make_call
     from toolwire.policy import Policy
 
-    try:
-        arguments = json.loads(args.args)
-    except json.JSONDecodeError as exc:
-        raise SourceError(f"--args is not valid JSON: {exc}") from None
-    if not isinstance(arguments, dict):
-        raise SourceError("--args must be a JSON object")
+    arguments = _arguments_option(args.args)
     adapter = get_provider(args.provider)
     async with open_source(args.source) as toolset:
         try:
@@ -408,14 +418,7 @@ async def _pending(args: argparse.Namespace) -> int:
 
 async def _decide(args: argparse.Namespace) -> int:
     if args.decision == "allow":
-        edited = None
-        if args.args is not None:
-            try:
-                edited = json.loads(args.args)
-            except json.JSONDecodeError as exc:
-                raise ConfigurationError(f"--args is not valid JSON: {exc}") from None
-            if not isinstance(edited, dict):
-                raise ConfigurationError("--args must be a JSON object")
+        edited = _arguments_option(args.args) if args.args is not None else None
         decision = toolwire.allow(arguments=edited)
     elif args.args is not None:
         raise ConfigurationError("only an allow takes --args")
