@@ -17,7 +17,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,17 +39,27 @@ from toolwire.store._base import pending_since
 from toolwire.tool import Tool
 
 __all__ = [
+    "HOST",
     "CallTrail",
     "Lease",
+    "answered_state",
     "binding_for",
     "check_binding",
     "decide",
+    "decided_for",
+    "expired",
     "fingerprint",
+    "held",
     "history",
+    "interrupted_answer",
+    "owner_gone",
     "pending",
     "principal_json",
     "principal_key",
+    "request_of",
     "request_record",
+    "still_running_answer",
+    "trail_of",
     "valid_id",
 ]
 
@@ -401,11 +411,6 @@ async def history(store: RunStore, run_id: str) -> list[CallTrail]:
         return float("inf")
 
     return [trail_of(record) for record in sorted(records, key=first_seen)]
-
-
-def ids_of(calls: Sequence[ToolCall]) -> list[tuple[str, str]]:
-    """The ``(id, fingerprint)`` pairs a run's binding is made of."""
-    return [(call.local_id, fingerprint(call)) for call in calls]
 
 
 # -- leases ----------------------------------------------------------------------------------------
