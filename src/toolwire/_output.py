@@ -19,10 +19,7 @@ from toolwire.calls import (
     describe_exception,
     placeholder,
 )
-from toolwire.errors import (
-    ConfigurationError,
-    InvalidArguments,
-)
+from toolwire.errors import ConfigurationError, InvalidArguments
 from toolwire.policy import Verdict
 from toolwire.tool import Tool
 

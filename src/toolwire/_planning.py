@@ -10,31 +10,11 @@ from dataclasses import replace
 from typing import Any
 
 from toolwire import ledger
-from toolwire._output import (
-    _denied,
-    _invalid,
-    _log,
-    _not_run,
-    _short,
-)
-from toolwire._turn import (
-    Veto,
-    _context,
-    _maybe_await,
-    _Pipeline,
-    _Planned,
-    _Turn,
-)
+from toolwire._output import _denied, _invalid, _log, _not_run, _short
+from toolwire._turn import Veto, _context, _maybe_await, _Pipeline, _Planned, _Turn
 from toolwire.approval import ApprovalRequest, Decision
-from toolwire.calls import (
-    ToolCall,
-    ToolResult,
-    strip_nulls,
-)
-from toolwire.errors import (
-    ConfigurationError,
-    ToolwireError,
-)
+from toolwire.calls import ToolCall, ToolResult, strip_nulls
+from toolwire.errors import ConfigurationError, ToolwireError
 from toolwire.policy import PolicyContext, Verdict
 from toolwire.tool import Tool
 

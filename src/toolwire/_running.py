@@ -17,12 +17,7 @@ import anyio.abc
 
 from toolwire import ledger
 from toolwire._limits import acquire
-from toolwire._output import (
-    _cap_output,
-    _failure_message,
-    _log,
-    _short,
-)
+from toolwire._output import _cap_output, _failure_message, _log, _short
 from toolwire._tracing import end_tool_span, global_tracing, tool_span
 from toolwire._turn import (
     _CANCELLED,
@@ -33,13 +28,8 @@ from toolwire._turn import (
     _Planned,
     _Turn,
 )
-from toolwire.calls import (
-    ToolCall,
-    ToolResult,
-)
-from toolwire.errors import (
-    StoreUnavailable,
-)
+from toolwire.calls import ToolCall, ToolResult
+from toolwire.errors import StoreUnavailable
 from toolwire.store import CallRecord
 from toolwire.tool import Tool
 

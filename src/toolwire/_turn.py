@@ -15,14 +15,8 @@ import anyio.abc
 
 from toolwire import ledger
 from toolwire.approval import ApprovalRequest, Approver
-from toolwire.calls import (
-    RejectedCall,
-    ToolCall,
-    ToolResult,
-)
-from toolwire.errors import (
-    StoreUnavailable,
-)
+from toolwire.calls import RejectedCall, ToolCall, ToolResult
+from toolwire.errors import StoreUnavailable
 from toolwire.policy import Policy
 from toolwire.store import CallRecord, RunStore
 from toolwire.tool import Tool, ToolSet
