@@ -287,3 +287,44 @@ def test_pending_decide_and_history_work_on_a_store_url(
     assert trail["decided"]["by"] == "ops"
     assert trail["finished"]["state"] == "completed"
     assert main(["pending", "--store", "ftp://x"]) == 2
+
+
+def test_a_module_of_the_current_directory_is_a_source(tmp_path: Path) -> None:
+    (tmp_path / "my_team_tools.py").write_text(
+        "import toolwire\n\n\n@toolwire.tool\ndef ping(host: str) -> str:\n"
+        '    """Pings a host."""\n    return host\n\n\nTOOLS = [ping]\n'
+    )
+    # The console script (whose own directory, not the current one, starts its path).
+    exe = shutil.which("toolwire", path=str(Path(sys.executable).parent)) or shutil.which(
+        "toolwire"
+    )
+    if exe is None:
+        pytest.skip("the toolwire console script is not installed")
+    result = subprocess.run(
+        [exe, "declare", "my_team_tools:TOOLS"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    [wrapper] = json.loads(result.stdout)
+    assert [d["name"] for d in wrapper["functionDeclarations"]] == ["ping"]
+
+
+def test_output_cut_off_by_its_reader_ends_without_a_traceback() -> None:
+    exe = shutil.which("toolwire")
+    command = [exe] if exe else [sys.executable, "-m", "toolwire.cli"]
+    process = subprocess.Popen(
+        [*command, "declare", str(ROOT / "tests" / "data" / "tools.jsonl")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert process.stdout is not None
+    assert process.stdout.read(100)  # `| head -c 100`: far less than the declarations
+    process.stdout.close()
+    _, stderr = process.communicate(timeout=120)
+    assert b"Traceback" not in stderr, stderr.decode()
+    assert process.returncode == 141

@@ -128,6 +128,10 @@ def load_source(source: str) -> ToolSet:
     module_name, _, attribute = source.partition(":")
     if not module_name:
         raise SourceError(f"not a SOURCE: {source!r}")
+    # As `python -m` would: a module of the current directory is found (a console script's
+    # own directory is first on the path instead).
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except (ImportError, ValueError) as exc:
@@ -571,6 +575,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader stopped reading (`toolwire declare ... | head`): no traceback, and none at
+        # exit either when Python flushes what is left; the status a tool killed by SIGPIPE has.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     return status
 
 
