@@ -171,13 +171,6 @@ class _Planning(_Pipeline):
             _log.exception("the policy failed on %s", call.exposed_name)
             return Verdict("deny", f"the policy could not be evaluated ({_short(exc)})")
 
-    def _refuse(self, turn: _Turn, index: int, decision: Decision) -> None:
-        """Answer a call an approver denied (or halted the turn on)."""
-        reason = decision.reason or "the call was not approved"
-        halted = decision.kind == "halt"
-        turn.halted = turn.halted or halted
-        self._finish(turn, index, ToolResult.error("approval_denied", f"Denied: {reason}."), halted)
-
     async def _ask(
         self,
         turn: _Turn,
@@ -227,7 +220,7 @@ class _Planning(_Pipeline):
                 self._finish(turn, index, _not_run("redacting its approval request", exc))
                 return None
             # What the run keeps is what the application is shown: the redacted arguments.
-            turn.pending.append((index, replace(request, arguments=kept), kept))
+            turn.pending.append((index, replace(request, arguments=kept)))
             return None
         if not isinstance(decision, Decision):
             raise ConfigurationError(

@@ -28,6 +28,7 @@ from toolwire._turn import (
     _Planned,
     _Turn,
 )
+from toolwire.approval import Decision
 from toolwire.calls import ToolCall, ToolResult
 from toolwire.errors import StoreUnavailable
 from toolwire.store import CallRecord
@@ -264,13 +265,8 @@ class _Running(_Pipeline):
                 return None
             if seen is not None and self._settled_by(turn, index, seen):
                 return None
-            if seen is not None and seen.state == "denied":  # decided again since planned
-                reason = seen.decision.reason if seen.decision is not None else None
-                self._finish(
-                    turn,
-                    index,
-                    ToolResult.error("approval_denied", f"Denied: {reason or 'not approved'}."),
-                )
+            if seen is not None and seen.state == "denied":  # tightened since planned
+                self._refuse(turn, index, seen.decision or Decision("deny"))
                 return None
         self._finish(
             turn,
@@ -399,7 +395,7 @@ class _Running(_Pipeline):
                     current,
                     current.with_(state=state, result=outcome.result, finished_at=now),
                 )
-        for index, request, kept in turn.pending:
+        for index, request in turn.pending:
             seen = turn.seen.get(index)
             item = turn.items[index]
             assert isinstance(item, ToolCall)
@@ -408,7 +404,7 @@ class _Running(_Pipeline):
             await self.store.swap(
                 turn.run_id,
                 seen,
-                ledger.request_record(request, item, kept),
+                ledger.request_record(request, item),
                 binding=self._binding(turn),
             )  # a failed swap: the call was decided meanwhile; the next resume reads it
 

@@ -14,7 +14,7 @@ import anyio
 import anyio.abc
 
 from toolwire import ledger
-from toolwire.approval import ApprovalRequest, Approver
+from toolwire.approval import ApprovalRequest, Approver, Decision
 from toolwire.calls import RejectedCall, ToolCall, ToolResult
 from toolwire.errors import StoreUnavailable
 from toolwire.policy import Policy
@@ -94,8 +94,9 @@ class _Turn:
     taint: frozenset[str]
     outcomes: list[CallOutcome | None] = field(default_factory=list)
     planned: list[_Planned] = field(default_factory=list)
-    pending: list[tuple[int, ApprovalRequest, Mapping[str, Any]]] = field(default_factory=list)
-    """Calls waiting for a decision: index, request, and the arguments the run keeps."""
+    pending: list[tuple[int, ApprovalRequest]] = field(default_factory=list)
+    """Calls waiting for a decision: index, and the request as the run keeps it (its arguments
+    redacted)."""
     admitted: list[ToolCall] = field(default_factory=list)
     fingerprints: dict[str, str] = field(default_factory=dict)
     """By call id, the fingerprints computed so far."""
@@ -177,6 +178,13 @@ class _Pipeline:
             pairs = [(call.local_id, self._fingerprint(turn, call)) for call in turn.admitted]
             turn.binding = ledger.binding_for(turn.principal, pairs)
         return turn.binding
+
+    def _refuse(self, turn: _Turn, index: int, decision: Decision) -> None:
+        """Answer a call an approver denied (or halted the turn on)."""
+        reason = decision.reason or "the call was not approved"
+        halted = decision.kind == "halt"
+        turn.halted = turn.halted or halted
+        self._finish(turn, index, ToolResult.error("approval_denied", f"Denied: {reason}."), halted)
 
     def _finish(self, turn: _Turn, index: int, result: ToolResult, halted: bool = False) -> None:
         turn.outcomes[index] = CallOutcome(item=turn.items[index], result=result, halted=halted)

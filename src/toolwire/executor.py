@@ -262,7 +262,7 @@ class Executor(_Planning, _Running):
             ) from turn.store_error
         if turn.pending:
             assert turn.run_id is not None
-            raise ApprovalPending(turn.run_id, [request for _, request, _ in turn.pending])
+            raise ApprovalPending(turn.run_id, [request for _, request in turn.pending])
         return outcomes
 
     def _admit(self, turn: _Turn) -> list[str]:

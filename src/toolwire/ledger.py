@@ -177,10 +177,9 @@ def valid_id(value: Any) -> bool:
 # -- the request a waiting call keeps ---------------------------------------------------------
 
 
-def request_record(
-    request: ApprovalRequest, call: ToolCall, stored_arguments: Mapping[str, Any]
-) -> CallRecord:
-    """The ``pending`` record of a call waiting for a decision, keeping its request."""
+def request_record(request: ApprovalRequest, call: ToolCall) -> CallRecord:
+    """The ``pending`` record of a call waiting for a decision, keeping ``request`` (whose
+    arguments are already what the run may keep)."""
     tool = call.tool
     return CallRecord(
         call_id=request.call_id,
@@ -191,7 +190,6 @@ def request_record(
         definition=tool.definition_hash,
         request={
             **request.to_dict(),
-            "arguments": principal_json(stored_arguments),
             "principal_key": principal_key(request.principal),
             "input_schema": principal_json(tool.input_schema),
         },

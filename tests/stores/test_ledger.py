@@ -539,3 +539,24 @@ async def test_odd_inbox_queries_are_configuration_errors(
 ) -> None:
     with pytest.raises(toolwire.ConfigurationError):
         await toolwire.pending(store=store, **options)
+
+
+async def test_a_halt_recorded_between_planning_and_claiming_halts_the_call() -> None:
+    class HaltsBeforeTheClaim(MemoryStore):
+        """A human halts the call just as a worker is about to claim it."""
+
+        async def swap(self, run_id: str, expected: Any, record: Any, **options: Any) -> Any:
+            if record.state == "running" and expected is not None and expected.state == "approved":
+                await toolwire.decide(run_id, record.call_id, halt("stop now"), store=self)
+            return await super().swap(run_id, expected, record, **options)
+
+    store = HaltsBeforeTheClaim()
+    await pause(store)
+    await toolwire.decide("r", "c1", allow(), store=store)
+    [outcome] = await asking(store).run(delete(8), run_id="r", principal="alice")
+    assert outcome.halted
+    assert outcome.result.text == "Denied: stop now."
+    assert not RAN
+    [again] = await asking(store).run(delete(8), run_id="r", principal="alice")
+    assert again.halted
+    assert again.result == outcome.result
