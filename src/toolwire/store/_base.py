@@ -27,8 +27,8 @@ __all__ = [
     "DEFAULT_TTL",
     "CallRecord",
     "CallState",
-    "RunBindingConflict",
     "RunStore",
+    "binding_conflict",
     "decode_record",
     "encode_record",
     "pending_since",
@@ -151,6 +151,15 @@ class RunStore(Protocol):
         index (never a scan of every run); only those of ``run_id`` and of the principal whose
         key is ``principal_key`` when given."""
         ...
+
+
+def binding_conflict(run_id: str | None) -> RunBindingConflict:
+    """What a store raises when a bound write gives another binding than the run's."""
+    run = f"run {run_id!r}" if run_id is not None else "the run"
+    return RunBindingConflict(
+        f"{run} was started for another principal or another model response; use a new run "
+        "id per model response"
+    )
 
 
 def pending_since(record: CallRecord) -> tuple[float, str] | None:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from toolwire.errors import StoreUnavailable
-from toolwire.store._base import CallRecord, RunBindingConflict, pending_since
+from toolwire.store._base import CallRecord, binding_conflict, pending_since
 
 __all__ = ["MemoryStore"]
 
@@ -107,10 +107,7 @@ class MemoryStore:
             if (current.version if current else 0) != (expected.version if expected else 0):
                 return None
             if run is not None and binding is not None and run.binding not in (None, binding):
-                raise RunBindingConflict(
-                    f"run {run_id!r} was started for another principal or another model "
-                    "response; use a new run id per model response"
-                )
+                raise binding_conflict(run_id)
             if run is None:
                 self._make_room()
                 run = self._runs[run_id] = _Run()

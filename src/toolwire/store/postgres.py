@@ -20,12 +20,12 @@ from typing import Any
 from toolwire.errors import (
     ConfigurationError,
     MissingDependency,
-    RunBindingConflict,
     StoreUnavailable,
 )
 from toolwire.store._base import (
     DEFAULT_TTL,
     CallRecord,
+    binding_conflict,
     decode_record,
     encode_record,
     pending_since,
@@ -341,10 +341,7 @@ class PostgresStore:
         except psycopg.errors.RaiseException as exc:  # raised by the swap function
             if _BINDING_CONFLICT not in str(exc):
                 raise StoreUnavailable(f"{self!r}: {exc}") from exc
-            raise RunBindingConflict(
-                "the run was started for another principal or another model response; use "
-                "a new run id per model response"
-            ) from None
+            raise binding_conflict(None) from None
         except (psycopg.Error, PoolTimeout, OSError) as exc:
             raise StoreUnavailable(f"{self!r} cannot be used: {exc}") from exc
 

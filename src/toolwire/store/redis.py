@@ -20,7 +20,7 @@ from toolwire.errors import ConfigurationError, MissingDependency, StoreUnavaila
 from toolwire.store._base import (
     DEFAULT_TTL,
     CallRecord,
-    RunBindingConflict,
+    binding_conflict,
     decode_record,
     encode_record,
     pending_since,
@@ -218,10 +218,7 @@ class RedisStore:
                 )
             )
         if version == -2:
-            raise RunBindingConflict(
-                f"run {run_id!r} was started for another principal or another model "
-                "response; use a new run id per model response"
-            )
+            raise binding_conflict(run_id)
         return record.with_(version=version) if version > 0 else None
 
     @property

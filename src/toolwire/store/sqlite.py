@@ -19,7 +19,7 @@ from toolwire.errors import StoreUnavailable
 from toolwire.store._base import (
     DEFAULT_TTL,
     CallRecord,
-    RunBindingConflict,
+    binding_conflict,
     decode_record,
     encode_record,
     pending_since,
@@ -267,10 +267,7 @@ class SQLiteStore:
             if (row[0] if row is not None else 0) != expected:
                 return None
             if run is not None and binding is not None and run[1] not in (None, binding):
-                raise RunBindingConflict(
-                    f"run {run_id!r} was started for another principal or another model "
-                    "response; use a new run id per model response"
-                )
+                raise binding_conflict(run_id)
             since, principal_key = pending if pending is not None else (None, None)
             db.execute(
                 "INSERT INTO toolwire_calls"
