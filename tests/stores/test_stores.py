@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import toolwire
 from toolwire import (
     ApprovalPending,
     AudioContent,
@@ -667,3 +668,25 @@ async def test_operations_cut_off_by_cancellation_leave_the_store_usable(store: 
     stored = await store.swap("after", None, record())
     assert stored is not None
     assert await store.get("after", "c1") == stored
+
+
+async def test_a_redis_pending_index_with_members_it_did_not_write_still_lists(
+    redis_url: str,
+) -> None:
+    import redis.asyncio as aioredis
+
+    from toolwire.store.redis import RedisStore
+
+    async with RedisStore(redis_url, prefix="garbage:") as store:
+        executor = Executor(
+            TOOLS, store=store, policy=Policy(Rule("ask", "*")), approver=DeferredApproval()
+        )
+        with pytest.raises(ApprovalPending):
+            await executor.run(
+                [make_call(TOOLS, "add", {"a": 1, "b": 2}, call_id="c1")], run_id="r"
+            )
+        client = aioredis.Redis.from_url(redis_url)
+        await client.zadd("garbage:\x00pending", {"not json": 0, "[1, 2]": 0, '"x"': 0})
+        await client.aclose()
+        [request] = await toolwire.pending(store=store)
+        assert (request.run_id, request.call_id) == ("r", "c1")

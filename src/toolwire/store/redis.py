@@ -163,14 +163,15 @@ class RedisStore:
             if not members:
                 break
             start += page
-            keys = [json.loads(member) for member in members]
+            keys = [_index_key(member) for member in members]
+            gone = [member for member, key in zip(members, keys, strict=True) if key is None]
+            listed = [(m, k) for m, k in zip(members, keys, strict=True) if k is not None]
             with self._reaching():
                 async with client.pipeline(transaction=False) as pipe:
-                    for run, call_id in keys:
+                    for _, (run, call_id) in listed:
                         pipe.hget(self.prefix + run, call_id)
                     values = await pipe.execute()
-            gone = []
-            for member, (run, _), value in zip(members, keys, values, strict=True):
+            for (member, (run, _)), value in zip(listed, values, strict=True):
                 record = _decoded(value)
                 since = pending_since(record) if record is not None else None
                 if record is None or since is None:
@@ -273,6 +274,18 @@ class RedisStore:
             yield
         except (RedisError, OSError) as exc:
             raise StoreUnavailable(f"{self!r} cannot be reached: {exc}") from exc
+
+
+def _index_key(member: bytes | str) -> tuple[str, str] | None:
+    """The (run id, call id) a pending-index member names; None for one this store did not
+    write (it is dropped from the index)."""
+    try:
+        run, call_id = json.loads(member)
+    except (ValueError, TypeError):
+        return None
+    if not (isinstance(run, str) and isinstance(call_id, str)):
+        return None
+    return run, call_id
 
 
 def _decoded(value: bytes | str | None) -> CallRecord | None:
