@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import anthropic
-from weather_tools import toolset
+from weather_tools import Forecasts, toolset
 
 import toolwire
 
@@ -21,14 +21,11 @@ async def main() -> None:
         response = await client.messages.create(
             model="claude-sonnet-4-5", max_tokens=1024, tools=listing.tools, messages=messages
         )
-        outcome = await toolwire.execute_tool_calls(
-            toolset, "anthropic", response, toolset=listing.toolset
-        )
+        outcome = await toolwire.execute_tool_calls(listing, response, deps=Forecasts())
         if not outcome.results:
             print("".join(block.text for block in response.content if block.type == "text"))
             return
-        messages.append({"role": "assistant", "content": response.content})
-        messages.append({"role": "user", "content": outcome.results})
+        messages += outcome.followup(response)  # the assistant turn, then the tool_result blocks
 
 
 if __name__ == "__main__":

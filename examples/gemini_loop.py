@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from google import genai
-from weather_tools import toolset
+from weather_tools import Forecasts, toolset
 
 import toolwire
 
@@ -21,14 +21,11 @@ async def main() -> None:
         response = await client.aio.models.generate_content(
             model="gemini-2.5-flash", contents=contents, config={"tools": listing.tools}
         )
-        outcome = await toolwire.execute_tool_calls(
-            toolset, "gemini", response, toolset=listing.toolset
-        )
+        outcome = await toolwire.execute_tool_calls(listing, response, deps=Forecasts())
         if not outcome.results:
             print(response.text)
             return
-        contents.append(response.candidates[0].content)  # whole: it carries thought signatures
-        contents.append({"role": "user", "parts": outcome.results})
+        contents += outcome.followup(response)  # the model's content (thought signatures kept)
 
 
 if __name__ == "__main__":

@@ -45,15 +45,16 @@ async def main() -> None:
             ]
         }
         outcome = await toolwire.execute_tool_calls(
-            hub,
-            "gemini",
+            listing,
             response,
-            toolset=listing.toolset,
             # Tools whose annotations do not promise to be harmless need approval.
             policy=toolwire.Policy(destructive="ask"),
             approver=lambda request: deny("not in this example"),
         )
         print(json.dumps(outcome.results, indent=2))
+        # What the conversation gets next: the model's content, then the answers.
+        contents = outcome.followup(response)
+        print(f"{len(contents)} contents to append; taint now {sorted(outcome.taint)}")
 
 
 if __name__ == "__main__":

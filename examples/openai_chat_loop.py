@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import openai
-from weather_tools import toolset
+from weather_tools import Forecasts, toolset
 
 import toolwire
 
@@ -21,16 +21,12 @@ async def main() -> None:
         response = await client.chat.completions.create(
             model="gpt-4.1-mini", messages=messages, tools=listing.tools
         )
-        # The parse strips the nulls strict mode made the model send for optional arguments.
-        outcome = await toolwire.execute_tool_calls(
-            toolset, "openai-chat", response, toolset=listing.toolset
-        )
-        message = response.choices[0].message
+        # Parsed against the listing: the nulls strict mode made the model send are left out.
+        outcome = await toolwire.execute_tool_calls(listing, response, deps=Forecasts())
         if not outcome.results:
-            print(message.content)
+            print(response.choices[0].message.content)
             return
-        messages.append(message.model_dump(exclude_none=True))
-        messages.extend(outcome.results)
+        messages += outcome.followup(response)  # the assistant message, then the tool messages
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import openai
-from weather_tools import toolset
+from weather_tools import Forecasts, toolset
 
 import toolwire
 
@@ -21,14 +21,11 @@ async def main() -> None:
         response = await client.responses.create(
             model="gpt-4.1-mini", input=items, tools=listing.tools
         )
-        outcome = await toolwire.execute_tool_calls(
-            toolset, "openai-responses", response, toolset=listing.toolset
-        )
+        outcome = await toolwire.execute_tool_calls(listing, response, deps=Forecasts())
         if not outcome.results:
             print(response.output_text)
             return
-        items.extend(item.model_dump(exclude_none=True) for item in response.output)
-        items.extend(outcome.results)
+        items += outcome.followup(response)  # the output items, then the function_call_outputs
 
 
 if __name__ == "__main__":

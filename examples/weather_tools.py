@@ -1,5 +1,8 @@
 """Example tools: plain Python functions, declared once, usable with every provider.
 
+``get_weather`` reads forecasts through the application's own service, handed to it as the
+call's context (``toolwire.CallContext[Forecasts]``): the model never sees that parameter.
+
 toolwire declare examples/weather_tools.py
 toolwire declare examples/weather_tools.py --schema openapi
 """
@@ -11,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from toolwire import ToolSet, tool
+from toolwire import CallContext, ToolSet, tool
 
 
 class Units(StrEnum):
@@ -26,9 +29,19 @@ class Location(BaseModel):
     country: str | None = Field(default=None, description="ISO 3166 country code.")
 
 
+class Forecasts:
+    """The application's forecast service (a stand-in: every day is sunny)."""
+
+    def days(self, city: str, days: int) -> list[str]:
+        return ["sunny"] * days
+
+
 @tool
 def get_weather(
-    location: Location, units: Units = Units.CELSIUS, days: int = 1
+    context: CallContext[Forecasts],
+    location: Location,
+    units: Units = Units.CELSIUS,
+    days: int = 1,
 ) -> dict[str, object]:
     """Current weather and a short forecast.
 
@@ -37,7 +50,8 @@ def get_weather(
         units: Temperature units.
         days: How many days of forecast, 1 to 7.
     """
-    return {"city": location.city, "units": units.value, "forecast": ["sunny"] * days}
+    forecast = context.deps.days(location.city, days)
+    return {"city": location.city, "units": units.value, "forecast": forecast}
 
 
 @tool(parallel_safe=False)

@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
+from toolwire.providers import get_provider, provider_names
+
 ROOT = Path(__file__).parent.parent
 EXAMPLE = ROOT / "examples" / "weather_tools.py"
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
+def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("toolwire")
     command = [exe] if exe else [sys.executable, "-m", "toolwire.cli"]
     return subprocess.run(
@@ -24,9 +26,25 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
         check=False,
         cwd=ROOT,
         timeout=120,
-        env={**os.environ, "GEMINI_API_KEY": "", "GOOGLE_API_KEY": "", "NO_COLOR": ""},
+        env={**os.environ, "GEMINI_API_KEY": "", "GOOGLE_API_KEY": "", "NO_COLOR": "", **env},
         stdin=subprocess.DEVNULL,
     )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], message: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("toolwire: error:"), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert message in result.stderr
+
+
+def write_definitions(path: Path, names: list[str]) -> Path:
+    path.write_text(
+        json.dumps(
+            [{"name": n, "inputSchema": {"type": "object", "properties": {}}} for n in names]
+        )
+    )
+    return path
 
 
 def test_declare_prints_the_gemini_tools_of_a_python_file() -> None:
@@ -90,6 +108,72 @@ def test_declare_for_every_provider(provider: str, name_of: object) -> None:
     assert [name_of(t) for t in tools] == ["get_weather", "set_alert", "list_stations"]  # type: ignore[operator]
 
 
+@pytest.mark.parametrize("command", ["declare", "call", "demo"])
+def test_provider_help_lists_the_registered_providers_and_the_default(command: str) -> None:
+    result = run(command, "--help", COLUMNS="200")  # wide: no name broken at its hyphen
+    assert result.returncode == 0, result.stderr
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("  --provider")]
+    assert ", ".join(provider_names()) in line
+    assert "(default: gemini)" in line
+
+
+def test_check_provider_help_lists_the_registered_providers() -> None:
+    result = run("check", "--help", COLUMNS="200")
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("  --provider")]
+    assert ", ".join(provider_names()) in line
+    assert "default: all" in line
+
+
+def test_declare_has_a_flag_for_each_declaration_option_the_command_line_can_spell() -> None:
+    import dataclasses
+
+    result = run("declare", "--help", COLUMNS="200")
+    for name in provider_names():
+        provider = get_provider(name)
+        for field in dataclasses.fields(provider.Options):  # type: ignore[arg-type]
+            if field.name in provider.PROFILE.declared_options and field.name != "native_tools":
+                assert f"--{field.name.replace('_', '-')} " in result.stdout
+
+
+def test_declare_no_strict_sends_every_openai_tool_without_strict_mode() -> None:
+    strict = run("declare", str(EXAMPLE), "--provider", "openai-chat", "--strict")
+    loose = run("declare", str(EXAMPLE), "--provider", "openai-chat", "--no-strict")
+    assert strict.returncode == loose.returncode == 0, strict.stderr + loose.stderr
+    assert True in {t["function"]["strict"] for t in json.loads(strict.stdout)}
+    assert {t["function"]["strict"] for t in json.loads(loose.stdout)} == {False}
+
+
+def test_declare_cache_control_last_marks_the_last_anthropic_tool() -> None:
+    result = run("declare", str(EXAMPLE), "--provider", "anthropic", "--cache-control", "last")
+    assert result.returncode == 0, result.stderr
+    marks = [t.get("cache_control") for t in json.loads(result.stdout)]
+    assert marks == [None, None, {"type": "ephemeral"}]
+
+
+@pytest.mark.parametrize(
+    ("provider", "option", "takes"),
+    [
+        ("gemini", ["--no-strict"], "gemini takes --schema, --backend"),
+        ("anthropic", ["--schema", "openapi"], "anthropic takes --cache-control"),
+        ("openai-responses", ["--cache-control", "last"], "takes --strict/--no-strict"),
+    ],
+)
+def test_an_option_the_provider_does_not_take_is_a_one_line_error_naming_what_it_takes(
+    provider: str, option: list[str], takes: str
+) -> None:
+    result = run("declare", str(EXAMPLE), "--provider", provider, *option)
+    assert_one_line_error(result, f"is not an option of {provider}")
+    assert takes in result.stderr
+    assert result.stdout == ""
+
+
+def test_an_empty_source_declares_null(tmp_path: Path) -> None:
+    result = run("declare", str(write_definitions(tmp_path / "tools.json", [])))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) is None
+    assert result.stderr.startswith("toolwire: warning: no tools to declare to gemini")
+
+
 DEMO_SERVER = f"stdio:{sys.executable} -m toolwire.demo.server"
 
 
@@ -104,7 +188,8 @@ def test_check_over_the_corpus_reports_every_tool_and_provider(tmp_path: Path) -
         for r in reports
     )
     rejected = any(v["status"] == "rejected" for r in reports for v in r["verdicts"].values())
-    assert result.returncode == (1 if rejected else 0), result.stderr
+    over_limit = any("over_limit" in v for r in reports for v in r["verdicts"].values())
+    assert result.returncode == (1 if rejected or over_limit else 0), result.stderr
     # A converted verdict always says what changed.
     assert all(
         v["notes"]
@@ -145,6 +230,28 @@ def test_check_exits_non_zero_when_a_provider_rejects_a_tool(tmp_path: Path) -> 
     assert "#/x" in verdicts["broken"]["gemini"]["notes"][0]
 
 
+def test_check_names_a_rename_only_beyond_the_server_namespace(tmp_path: Path) -> None:
+    source = tmp_path / "server_tools.py"
+    source.write_text(
+        "from toolwire import Tool\n\n"
+        "tools = [\n"
+        "    Tool(name='read_file', server_id='files'),\n"
+        "    Tool(name='read file', server_id='files'),\n"  # made portable, then a collision
+        "    Tool(name='list dir', server_id='files'),\n"  # made portable
+        "    Tool(name='ping'),\n"
+        "]\n"
+    )
+    result = run("check", str(source), "--provider", "gemini")
+    assert result.returncode == 0, result.stderr
+    labels = [line.split("  ")[0] for line in result.stdout.splitlines()[1:5]]
+    assert labels == [
+        "files__read_file",
+        "files__read_file_2 (was read file)",
+        "files__list_dir (was list dir)",
+        "ping",
+    ]
+
+
 def test_check_and_call_an_mcp_server_over_stdio() -> None:
     result = run("check", DEMO_SERVER, "--json")
     assert result.returncode == 0, result.stderr
@@ -157,6 +264,74 @@ def test_check_and_call_an_mcp_server_over_stdio() -> None:
     assert json.loads(found.stdout)["functionResponse"]["response"] == {
         "output": {"result": ["oslo: Pack boots."]}
     }
+
+
+def test_check_reports_more_tools_than_a_provider_takes(tmp_path: Path) -> None:
+    limit = get_provider("openai-chat").PROFILE.max_tools
+    assert limit is not None
+    source = write_definitions(tmp_path / "many.json", [f"tool_{i}" for i in range(limit + 1)])
+    table = run("check", str(source), "--provider", "anthropic", "--provider", "openai-chat")
+    assert table.returncode == 1
+    assert table.stderr.splitlines() == [
+        f"toolwire: warning: openai-chat: {limit + 1} tools, but OpenAI Chat Completions "
+        f"takes at most {limit} in one request"
+    ]
+    summary = table.stdout.splitlines()[-1]
+    assert "anthropic: 0 rejected," in summary
+    assert "openai-chat: 0 rejected (over its tool limit)" in summary
+
+    listed = run(
+        "check", str(source), "--provider", "anthropic", "--provider", "openai-chat", "--json"
+    )
+    assert listed.returncode == 1
+    reports = json.loads(listed.stdout)
+    assert len(reports) == limit + 1  # still one entry per tool
+    assert not any(r["verdicts"]["openai-chat"]["status"] == "rejected" for r in reports)
+    assert all("takes at most" in r["verdicts"]["openai-chat"]["over_limit"] for r in reports)
+    assert not any("over_limit" in r["verdicts"]["anthropic"] for r in reports)
+
+    declared = run("declare", str(source), "--provider", "openai-chat")
+    assert declared.returncode == 0, declared.stderr
+    assert len(json.loads(declared.stdout)) == limit + 1
+    [warning] = declared.stderr.splitlines()  # the library's warning, on one line
+    assert warning.startswith(f"toolwire: warning: {limit + 1} tools are declared to openai-chat")
+
+
+NOISY_SERVER = """\
+import sys
+
+print("noisy: starting up", file=sys.stderr, flush=True)
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+
+server = MCPServer("noisy")
+
+
+@server.tool(description="Echo a text.", annotations=ToolAnnotations(read_only_hint=True))
+def echo(text: str) -> str:
+    print("noisy: echoing", text, file=sys.stderr, flush=True)
+    return text
+
+
+server.run(transport="stdio")
+"""
+
+
+def test_a_stdio_server_s_stderr_goes_to_stderr_and_stdout_stays_json(tmp_path: Path) -> None:
+    script = tmp_path / "noisy.py"
+    script.write_text(NOISY_SERVER)
+    source = f"stdio:{sys.executable} {script}"
+    declared = run("declare", source)
+    assert declared.returncode == 0, declared.stderr
+    [wrapper] = json.loads(declared.stdout)
+    assert [d["name"] for d in wrapper["functionDeclarations"]] == ["noisy__echo"]
+    assert "noisy: starting up" in declared.stderr
+
+    called = run("call", source, "noisy__echo", "--args", '{"text": "hi"}', "--json")
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout)["ok"] is True
+    assert "noisy: echoing hi" in called.stderr
+    assert "noisy:" not in called.stdout
 
 
 def test_call_asks_before_a_destructive_server_tool_and_yes_approves() -> None:
@@ -208,6 +383,42 @@ def test_errors_are_one_line_with_exit_status_2(args: list[str], message: str) -
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("tools.json", b'{"name": ', "not valid JSON"),
+        ("tools.json", b"\xff\xfe[", "cannot read"),
+        ("tools.py", b"def broken(:\n", "SyntaxError"),
+        (
+            "tools.py",
+            b"x = 1\nraise RuntimeError('boom')\n",
+            "RuntimeError: boom (tools.py, line 2)",
+        ),
+    ],
+)
+def test_a_broken_source_file_is_a_one_line_error(
+    tmp_path: Path, name: str, content: bytes, message: str
+) -> None:
+    (tmp_path / name).write_bytes(content)
+    assert_one_line_error(run("declare", str(tmp_path / name)), message)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["declare", str(EXAMPLE), "--provider", "nope"], "invalid choice: 'nope'"),
+        (["check", str(EXAMPLE), "--provider", "nope"], "invalid choice: 'nope'"),
+        (["declare", str(EXAMPLE), "--schema", "yaml"], "invalid choice: 'yaml'"),
+        (["declare"], "required: source"),
+        (["call", str(EXAMPLE), "get_weather", "--timeout", "soon"], "invalid float value"),
+    ],
+)
+def test_usage_errors_are_one_line_too(args: list[str], message: str) -> None:
+    result = run(*args)
+    assert_one_line_error(result, message)
+    assert f"(see toolwire {args[0]} --help)" in result.stderr
 
 
 @pytest.mark.parametrize("provider", ["gemini", "anthropic", "openai-chat", "openai-responses"])

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import subprocess
 import sys
@@ -44,6 +45,7 @@ def test_the_mcp_hub_example_runs_without_a_key() -> None:
     assert '"name": "notes__find_notes"' in output
     assert "oslo: Pack boots." in output
     assert "Denied: not in this example." in output
+    assert "2 contents to append; taint now ['notes']" in output
 
 
 def test_the_approval_example_resumes_across_three_processes() -> None:
@@ -55,3 +57,35 @@ def test_the_approval_example_resumes_across_three_processes() -> None:
         '  {"name": "get_balance", "response": {"output": "ops: 1,000 EUR"}}  (from the store)',
         '  {"name": "transfer", "response": {"output": "sent 120 EUR to acme"}}  (ran now)',
     ]
+
+
+def test_the_example_tools_take_their_service_as_context_never_from_the_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import anyio
+
+    import toolwire
+    from toolwire.providers import get_provider, provider_names
+
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    weather = importlib.import_module("weather_tools")
+    for provider in provider_names():
+        listing = toolwire.tools(weather.toolset, provider)
+        assert "context" not in repr(listing.tools)
+    listing = toolwire.tools(weather.toolset, "openai-chat")
+    response = get_provider("openai-chat").response_for(
+        [("c1", "get_weather", {"location": {"city": "Oslo"}, "days": 2})]
+    )
+
+    class Snowy(weather.Forecasts):  # type: ignore[misc, name-defined]
+        def days(self, city: str, days: int) -> list[str]:
+            return [f"snow in {city}"] * days
+
+    outcome = anyio.run(
+        lambda: toolwire.execute_tool_calls(listing, response, deps=Snowy())
+    )
+    assert outcome.calls[0].result.structured_content == {
+        "city": "Oslo",
+        "units": "celsius",
+        "forecast": ["snow in Oslo", "snow in Oslo"],
+    }

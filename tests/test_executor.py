@@ -123,6 +123,7 @@ async def test_a_tool_past_its_timeout_is_answered_promptly() -> None:
 async def test_a_tool_raising_timeout_error_itself_is_a_failure_not_a_timeout() -> None:
     @tool
     async def upstream() -> str:
+        """Call a service that times out."""
         raise TimeoutError("the upstream service timed out")
 
     for executor in (Executor([upstream]), Executor([upstream], timeout=30)):
@@ -140,6 +141,7 @@ async def test_a_blocking_sync_tool_past_the_timeout_is_answered_and_abandoned()
 
     @tool
     def blocking() -> str:
+        """Block until released."""
         release.wait(30)
         return "done"
 
@@ -174,6 +176,7 @@ async def test_on_unknown_raise_raises_before_anything_runs() -> None:
 async def test_long_output_is_truncated_with_a_notice() -> None:
     @tool
     def verbose() -> str:
+        """Answer at length."""
         return "x" * 500
 
     toolset = ToolSet([verbose])
@@ -365,6 +368,7 @@ async def test_calls_of_a_turn_run_concurrently_and_answer_in_order() -> None:
 
     @tool
     async def wait_for_all(n: int) -> int:
+        """Wait until n calls have started."""
         nonlocal started
         started += 1
         if started == 3:
@@ -394,10 +398,12 @@ async def test_a_tool_that_is_not_parallel_safe_runs_alone() -> None:
 
     @tool
     async def shared(tag: str) -> str:
+        """Run beside other calls."""
         return await body(tag)
 
     @tool(parallel_safe=False)
     async def exclusive(tag: str) -> str:
+        """Run alone."""
         return await body(tag)
 
     toolset = ToolSet([shared, exclusive])
@@ -418,6 +424,7 @@ async def test_the_global_concurrency_limit_holds() -> None:
 
     @tool
     async def work(i: int) -> int:
+        """Work a while."""
         nonlocal running, peak
         running += 1
         peak = max(peak, running)
@@ -437,12 +444,14 @@ async def test_cancelling_the_turn_still_answers_every_call() -> None:
 
     @tool
     async def slow() -> str:
+        """Take long."""
         gate.set()
         await anyio.sleep(60)
         return "never"
 
     @tool
     async def quick() -> str:
+        """Answer at once."""
         return "quick"  # done in its first step, before slow starts waiting
 
     toolset = ToolSet([quick, slow])
@@ -467,6 +476,7 @@ async def test_cancelling_a_one_call_turn_answers_it_cancelled(run_id: str | Non
 
     @tool(timeout=30)
     async def slow() -> str:
+        """Take long."""
         gate.set()
         await anyio.sleep(60)
         return "never"
@@ -713,23 +723,27 @@ def test_a_turn_cancelled_at_any_point_answers_every_call_once(
 
     @tool
     async def quick() -> str:
+        """Answer at once."""
         started["quick"] += 1
         return "done"
 
     @tool
     async def hang() -> str:
+        """Hang until cancelled."""
         started["hang"] += 1
         await anyio.sleep(60)
         return "never"
 
     @tool(timeout=0.01)
     async def timed() -> str:
+        """Take longer than allowed."""
         started["timed"] += 1
         await anyio.sleep(60)
         return "never"
 
     @tool
     async def boom() -> str:
+        """Fail."""
         started["boom"] += 1
         raise RuntimeError("boom")
 

@@ -107,6 +107,7 @@ def test_async_function_becomes_a_tool() -> None:
 def test_parameter_names_that_shadow_basemodel_attributes_work() -> None:
     @tool
     def odd(schema: str, model_config: int = 1, json: bool = False) -> str:
+        """Echo the schema."""
         return schema
 
     assert set(odd.input_schema["properties"]) == {"schema", "model_config", "json"}

@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import anyio
 
 from toolwire import ledger
 from toolwire.approval import ApprovalRequest, Approver, Decision
 from toolwire.calls import RejectedCall, ToolCall, ToolResult, describe_exception
-from toolwire.errors import ConfigurationError
+from toolwire.errors import ConfigurationError, ToolwireWarning
 from toolwire.executor import AfterHook, BeforeHook, CallOutcome, Executor
 from toolwire.ledger import CallTrail
 from toolwire.policy import Policy
-from toolwire.providers import get_provider
+from toolwire.providers import Declaration, declaration_for, get_provider, make_options
 from toolwire.store import RunStore, default_store
-from toolwire.tool import Tool, ToolSet
+from toolwire.tool import Tool, ToolSet, taints_of
 
 __all__ = [
     "Listing",
@@ -31,19 +32,41 @@ __all__ = [
     "tools",
 ]
 
-Source = ToolSet | Iterable[Tool | Callable[..., Any]]
+Source = ToolSet | Tool | Iterable[Tool | Callable[..., Any]]
 
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """Tools declared for one provider."""
+    """Tools declared for one provider: what the model is shown, and what its calls are
+    parsed against (pass the listing to :func:`execute_tool_calls`)."""
 
-    tools: Any
-    """The request fragment: the value of the request's ``tools`` (None when empty)."""
-    toolset: ToolSet
-    """The toolset the names were assigned in; pass it back to :func:`execute_tool_calls`."""
-    null_paths: Mapping[str, Sequence[tuple[str, ...]]] = field(default_factory=dict)
-    """Per exposed name, the argument paths a strict schema made nullable (empty for Gemini)."""
+    declaration: Declaration
+    principal: Any = None
+    """Who the listing was made for (its tools are those the policy does not deny them)."""
+
+    @property
+    def tools(self) -> Any:
+        """The request fragment: the value of the request's ``tools`` (None when empty)."""
+        return self.declaration.tools
+
+    @property
+    def toolset(self) -> ToolSet:
+        """The toolset the names were assigned in."""
+        return self.declaration.toolset
+
+    @property
+    def provider(self) -> str:
+        return self.declaration.provider
+
+    @property
+    def null_paths(self) -> Mapping[str, Sequence[tuple[str, ...]]]:
+        """Per exposed name, the argument paths a strict schema made nullable (OpenAI only)."""
+        return self.declaration.null_paths
+
+    @property
+    def left_out(self) -> Mapping[str, str]:
+        """Tools not declared to this principal, by exposed name, and why."""
+        return self.declaration.left_out
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +80,26 @@ class Outcome:
     calls: list[CallOutcome]
     """How each call ended, in the same order as ``results``."""
     run_id: str | None = None
+    provider: str | None = None
+    """The provider the response came from."""
+    taint: frozenset[str] = frozenset()
+    """Every source whose output is now in the model's context: the turn's own ``taint``
+    and the taints of the tools whose output this turn's answers carry (a server's tools
+    taint with the server's name; see ``Tool.taints``). Pass it as the next turn's
+    ``taint``."""
+
+    def followup(self, response: Any) -> list[Any]:
+        """What to append to the conversation after ``response`` (the model's turn these
+        answers answer): the model's turn, then the answers, in the provider's own shape.
+
+        Gemini: the model content and a user content of ``functionResponse`` parts;
+        Anthropic: the assistant message and a user message of ``tool_result`` blocks;
+        OpenAI Chat: the assistant message and the ``tool`` messages; Responses: the output
+        items and the ``function_call_output`` items.
+        """
+        if self.provider is None:
+            raise ConfigurationError("this outcome does not know its provider")
+        return get_provider(self.provider).followup(response, self.results)
 
 
 def _as_toolset(source: Any) -> ToolSet:
@@ -66,29 +109,122 @@ def _as_toolset(source: Any) -> ToolSet:
         if not isinstance(toolset, ToolSet):
             raise ConfigurationError(f"{source!r}.as_toolset() did not return a ToolSet")
         return toolset
+    if isinstance(source, Listing):
+        return source.toolset
     return ToolSet.of(source)
 
 
-def tools(source: Source | Any, provider: str, **options: Any) -> Listing:
+def _gone(source: Any) -> Mapping[str, str]:
+    """Tools ``source`` offered before that are gone now, by exposed name: why (an MCP hub
+    knows the tools of its servers that are down)."""
+    gone = getattr(source, "unavailable", None)
+    return dict(gone) if isinstance(gone, Mapping) else {}
+
+
+def tools(
+    source: Source | Any,
+    provider: str,
+    *,
+    principal: Any = None,
+    policy: Policy | None = None,
+    **options: Any,
+) -> Listing:
     """Declare ``source``'s tools to ``provider`` (``"gemini"``, ...).
 
-    ``options`` go to the provider's declare step (Gemini: ``schema``, ``backend``,
-    ``native_tools``; OpenAI: ``strict``; Anthropic: ``cache_control``).
+    Args:
+        source: the tools (a ToolSet, a tool or function, a list of them, or an MCP hub).
+        provider: a registered provider name (see :func:`toolwire.providers.provider_names`).
+        principal: who the model works for; with ``policy``, the tools the policy denies
+            them outright (whatever the arguments) are left out, in the toolset's order, so
+            the list stays the same from turn to turn. Tools that merely ask stay.
+        policy: the policy the turn will run under.
+        options: the provider's options (see its ``Options`` dataclass; Gemini: ``schema``,
+            ``backend``, ``native_tools``; OpenAI: ``strict``; Anthropic: ``cache_control``).
+
+    A listing above the provider's tool limit warns (:class:`~toolwire.errors.ToolwireWarning`).
+
+    Raises:
+        ConfigurationError: an unknown provider or option, or an option of the wrong type.
+        SchemaConversionError: naming the tool whose schema cannot be declared.
     """
-    toolset = _as_toolset(source)
     adapter = get_provider(provider)
-    return Listing(
-        tools=adapter.declare(toolset, **options),
-        toolset=toolset,
-        null_paths=adapter.null_paths(toolset, **options),
-    )
+    settings = make_options(adapter, options)
+    toolset = _as_toolset(source)
+    left_out: dict[str, str] = {}
+    if policy is not None:
+        for name, tool in zip(toolset.exposed_names, toolset, strict=True):
+            reason = policy.denies_outright(tool, principal=principal, exposed_name=name)
+            if reason is not None:
+                left_out[name] = reason
+        if left_out:
+            toolset = toolset.without(left_out)
+    declaration = adapter.declare(toolset, settings)
+    gone = _gone(source)
+    if gone or left_out:
+        declaration = replace(declaration, unavailable=gone, left_out=left_out)
+    limit = adapter.PROFILE.max_tools
+    if limit is not None and len(declaration.entries) > limit:
+        warnings.warn(
+            f"{len(declaration.entries)} tools are declared to {provider}, which takes at most "
+            f"{limit} in one request; leave some out (ToolSet include/exclude)",
+            ToolwireWarning,
+            stacklevel=2,
+        )
+    return Listing(declaration, principal)
+
+
+def _declaration(
+    source: Any, args: tuple[Any, ...], toolset: ToolSet | None, answer_options: dict[str, Any]
+) -> tuple[Declaration, Any]:
+    """The declaration a turn's response is parsed against, and the response."""
+    if isinstance(source, Listing):
+        if len(args) == 2 and args[0] == source.provider:  # (listing, provider, response)
+            args = args[1:]
+        if len(args) != 1:
+            raise ConfigurationError(
+                "execute_tool_calls(listing, response): the provider is the listing's"
+            )
+        declaration = source.declaration
+        adapter = get_provider(declaration.provider)
+        fixed = sorted(set(answer_options) & adapter.PROFILE.declared_options)
+        if fixed:
+            raise ConfigurationError(
+                f"{', '.join(fixed)}: fixed when the tools were declared; pass them to tools()"
+            )
+        if answer_options:
+            declaration = replace(
+                declaration,
+                options=make_options(adapter, answer_options, declaration.options),
+            )
+        return declaration, args[0]
+    if len(args) != 2:
+        raise ConfigurationError(
+            "execute_tool_calls takes (listing, response) or (source, provider, response)"
+        )
+    provider, response = args
+    adapter = get_provider(provider)
+    settings = make_options(adapter, answer_options)
+    declared = toolset if toolset is not None else _as_toolset(source)
+    declaration = declaration_for(adapter, declared, settings)
+    gone = _gone(source)
+    if gone:
+        declaration = replace(declaration, unavailable=gone)
+    return declaration, response
+
+
+@overload
+async def execute_tool_calls(listing: Listing, response: Any, /, **options: Any) -> Outcome: ...
+
+
+@overload
+async def execute_tool_calls(
+    source: Source | Any, provider: str, response: Any, /, **options: Any
+) -> Outcome: ...
 
 
 async def execute_tool_calls(
-    source: Source | Any,
-    provider: str,
-    response: Any,
-    *,
+    source: Listing | Source | Any,
+    *args: Any,
     toolset: ToolSet | None = None,
     principal: Any = None,
     taint: Iterable[str] = (),
@@ -103,39 +239,60 @@ async def execute_tool_calls(
     after_call: Sequence[AfterHook] = (),
     on_interrupted: Literal["error", "rerun_idempotent"] = "error",
     wait_for_running: float | None = None,
+    deps: Any = None,
     **answer_options: Any,
 ) -> Outcome:
     """Parse ``response``'s tool calls, run them through the governed pipeline, answer each.
 
+    Call it as ``execute_tool_calls(listing, response)``: the calls are parsed against
+    exactly what the listing declared (names, strictness and null paths per tool, tools
+    that are gone answered ``unavailable``), for the listing's provider. The older form
+    ``execute_tool_calls(source, provider, response)`` declares ``source`` itself.
+
     Args:
-        source: the tools (a ToolSet, a list of tools or functions, or an MCP hub).
-        provider: the provider name the response comes from.
+        source: a :class:`Listing`; or the tools (a ToolSet, a list of tools or functions,
+            or an MCP hub), followed by the provider name.
         response: the provider's response, as a dict or its SDK's object.
-        toolset: the toolset of the :class:`Listing` the model saw (so names resolve the
-            same); built from ``source`` when None.
-        principal: who the turn runs for.
-        taint: sources whose output is already in the model's context.
+        toolset: with ``source``: the toolset the model saw, so names resolve the same
+            (built from ``source`` when None).
+        principal: who the turn runs for; policies, approvers, hooks and tools see it.
+        taint: sources whose output is already in the model's context (the previous
+            outcome's ``taint``).
         run_id: names the turn so a retry answers completed calls from the store.
-        approver, policy, timeout, on_unknown, before_call, after_call, on_interrupted,
-            wait_for_running: see :class:`Executor`.
+        approver: decides the calls the policy asks about (see :class:`Executor`).
+        policy: which calls may run (see :class:`~toolwire.policy.Policy`).
+        timeout: seconds one call may take (see :class:`Executor`).
         store: the run store; the process-wide in-memory store when None.
         executor: a configured executor to use instead of the options above.
-        answer_options: passed to the provider's answer step (Gemini: ``structured``,
-            ``media``).
+        on_unknown: ``"raise"`` raises :class:`~toolwire.errors.ToolNotFound` for a call to an
+            unknown tool instead of answering it.
+        before_call: hooks run before each call (see :class:`Executor`).
+        after_call: hooks run after each call (see :class:`Executor`).
+        on_interrupted: what a retry does with a call interrupted mid-run (see
+            :class:`Executor`).
+        wait_for_running: seconds a retry waits for a call another worker runs (see
+            :class:`Executor`).
+        deps: the application's dependencies, handed to tools that take a
+            :class:`~toolwire.CallContext` (never stored).
+        answer_options: the provider's answer options (Gemini: ``structured``, ``media``;
+            OpenAI: ``error_prefix``).
 
     Returns:
         One answer per call in ``outcome.results``, in the model's order, rejected calls
-        included.
+        included; ``outcome.followup(response)`` is what to append to the conversation.
 
     Raises:
         ApprovalPending: some calls wait for a decision (see :func:`decide`).
         StoreUnavailable: the run store failed (its ``outcomes`` hold every call's answer when
             it failed after the first call ran).
+        MalformedResponse: the response is not the provider's shape, or is broken.
+        ConfigurationError: an unknown provider or option.
     """
-    adapter = get_provider(provider)
+    declaration, response = _declaration(source, args, toolset, answer_options)
+    adapter = get_provider(declaration.provider)
     if executor is None:
         executor = Executor(
-            toolset if toolset is not None else _as_toolset(source),
+            declaration.toolset,
             policy=policy,
             approver=approver,
             store=store if store is not None else default_store(),
@@ -146,20 +303,55 @@ async def execute_tool_calls(
             on_interrupted=on_interrupted,
             wait_for_running=wait_for_running,
         )
-    items = adapter.parse(response, toolset if toolset is not None else executor.toolset)
-    outcomes = await executor.run(items, run_id=run_id, principal=principal, taint=taint)
-    results = [_answer(adapter.answer, outcome, answer_options) for outcome in outcomes]
+    items = adapter.parse(response, declaration)
+    taint = frozenset(taint)
+    outcomes = await executor.run(
+        items, run_id=run_id, principal=principal, taint=taint, deps=deps
+    )
+    options = declaration.options
+    results = [_answer(adapter.answer, outcome, options) for outcome in outcomes]
     halted = any(outcome.halted for outcome in outcomes)
-    return Outcome(results=results, halted=halted, calls=outcomes, run_id=run_id)
+    return Outcome(
+        results=results,
+        halted=halted,
+        calls=outcomes,
+        run_id=run_id,
+        provider=declaration.provider,
+        taint=taint | _taints(outcomes),
+    )
 
 
-def _answer(answer: Callable[..., Any], outcome: CallOutcome, options: Mapping[str, Any]) -> Any:
+_UNTOUCHED: frozenset[str] = frozenset(
+    {
+        "not_found",
+        "invalid_arguments",
+        "denied",
+        "approval_denied",
+        "unavailable",
+        "timeout",
+        "cancelled",
+        "interrupted",
+    }
+)
+"""Error kinds of calls whose answer carries nothing the tool produced."""
+
+
+def _taints(outcomes: Sequence[CallOutcome]) -> frozenset[str]:
+    found: set[str] = set()
+    for outcome in outcomes:
+        item = outcome.item
+        if isinstance(item, ToolCall) and outcome.result.error_kind not in _UNTOUCHED:
+            found.update(taints_of(item.tool))
+    return frozenset(found)
+
+
+def _answer(answer: Callable[..., Any], outcome: CallOutcome, options: Any) -> Any:
     item = outcome.item
     if isinstance(item, RejectedCall):
         return item.answer
     assert isinstance(item, ToolCall)
     try:
-        return answer(item, outcome.result, **options)
+        return answer(item, outcome.result, options)
     except Exception as exc:  # the call keeps an answer, saying its result could not be shaped
         failure = ToolResult.error(
             "failed",
@@ -167,16 +359,14 @@ def _answer(answer: Callable[..., Any], outcome: CallOutcome, options: Mapping[s
             f"({describe_exception(exc)[:300]}).",
         )
         try:
-            return answer(item, failure, **options)
+            return answer(item, failure, options)
         except Exception:  # not the result: the options (or the provider) are wrong
             raise ConfigurationError(
                 f"the provider's answer step failed: {describe_exception(exc)}"
             ) from exc
 
 
-def execute_tool_calls_sync(
-    source: Source | Any, provider: str, response: Any, **options: Any
-) -> Outcome:
+def execute_tool_calls_sync(source: Listing | Source | Any, *args: Any, **options: Any) -> Outcome:
     """:func:`execute_tool_calls` for programs without an event loop.
 
     Raises:
@@ -186,7 +376,7 @@ def execute_tool_calls_sync(
     try:
         anyio.get_current_task()
     except RuntimeError:  # no event loop here: the sync wrapper may run one
-        return anyio.run(partial(execute_tool_calls, source, provider, response, **options))
+        return anyio.run(partial(execute_tool_calls, source, *args, **options))
     raise ConfigurationError(
         "execute_tool_calls_sync was called inside an event loop; await execute_tool_calls instead"
     )

@@ -2,15 +2,18 @@
 
 Only pydantic's public API is used: the parameters become the fields of a model made with
 ``create_model``; the model gives both the schema and the validation, so what the model is
-told and what is checked cannot drift apart.
+told and what is checked cannot drift apart. A parameter annotated ``CallContext`` is no
+argument: it is passed the call's context, and the model is never told of it.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
+import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
 import docstring_parser
 import pydantic
@@ -30,7 +33,12 @@ class FunctionSchema:
     output_schema: dict[str, Any] | None
     arguments_model: type[pydantic.BaseModel]
     parameter_names: tuple[str, ...]
-    """Parameter names in signature order; field ``i`` of the model is parameter ``i``."""
+    """The arguments' parameter names in signature order; field ``i`` of the model is
+    parameter ``i``."""
+    context_parameter: str | None = None
+    """The parameter passed the call's context, when the function asks for it."""
+    context_type: type[Any] | None = None
+    """What that context is made as: ``CallContext``, or the subclass it is annotated with."""
 
     def validate(self, tool_name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Validate and convert ``arguments``; returns the keyword arguments for the function.
@@ -62,31 +70,48 @@ def function_schema(
 ) -> FunctionSchema:
     """Build the schema and validator of ``func`` from its type hints and docstring.
 
+    ``func`` may be a function, a method or a ``functools.partial`` of one (its bound
+    arguments are no tool arguments; name, hints and docstring are the wrapped function's).
+
     Raises:
-        ConfigurationError: for ``*args``/``**kwargs``, positional-only parameters or hints
-            pydantic cannot turn into a schema.
+        ConfigurationError: for ``*args``/``**kwargs``, positional-only parameters, more than
+            one ``CallContext`` parameter, or hints pydantic cannot turn into a schema.
     """
-    func_name = name or getattr(func, "__name__", None) or type(func).__name__
-    doc = docstring_parser.parse(inspect.getdoc(func) or "")
+    target, bound = _unwrap_partial(func)
+    func_name = name or getattr(target, "__name__", None) or type(target).__name__
+    doc = docstring_parser.parse(inspect.getdoc(target) or "")
     param_docs = {p.arg_name: p.description for p in doc.params if p.description}
     try:
-        hints = get_type_hints(func, include_extras=True)
+        hints = get_type_hints(target, include_extras=True)
     except (NameError, TypeError) as exc:
         raise ConfigurationError(f"cannot resolve the type hints of {func_name!r}: {exc}") from exc
 
     fields: dict[str, Any] = {}
     names: list[str] = []
-    for i, param in enumerate(inspect.signature(func).parameters.values()):
+    context_parameter: str | None = None
+    context_type: type[Any] | None = None
+    for param in inspect.signature(func).parameters.values():
+        if param.name in bound:
+            continue  # set by the partial
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise ConfigurationError(
                 f"{func_name!r}: parameter {param.name!r} must be a keyword parameter to be a "
                 "tool argument"
             )
         annotation = hints.get(param.name, Any)
+        injected = _context_class(func_name, param.name, annotation)
+        if injected is not None:
+            if context_parameter is not None:
+                raise ConfigurationError(
+                    f"{func_name!r}: parameters {context_parameter!r} and {param.name!r} both "
+                    "ask for the call's context; keep one"
+                )
+            context_parameter, context_type = param.name, injected
+            continue
         default = ... if param.default is param.empty else param.default
         # Fields are named p0, p1, ... with the parameter as alias, so parameter names such as
         # `schema` or `model_config` cannot clash with BaseModel's attributes.
-        fields[f"p{i}"] = (
+        fields[f"p{len(names)}"] = (
             annotation,
             pydantic.Field(default, alias=param.name, description=param_docs.get(param.name)),
         )
@@ -103,7 +128,7 @@ def function_schema(
         )
         input_schema = model.model_json_schema()
     except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError, TypeError) as exc:
-        raise ConfigurationError(f"{func_name!r}: cannot build an argument schema: {exc}") from exc
+        raise _schema_error(func_name, names, fields, exc) from exc
     input_schema.pop("title", None)  # the synthetic model's name means nothing to the model
     input_schema.setdefault("properties", {})
 
@@ -118,7 +143,87 @@ def function_schema(
         output_schema=_output_schema(hints.get("return")),
         arguments_model=model,
         parameter_names=tuple(names),
+        context_parameter=context_parameter,
+        context_type=context_type,
     )
+
+
+def _unwrap_partial(func: Callable[..., Any]) -> tuple[Callable[..., Any], frozenset[str]]:
+    """The function a ``functools.partial`` wraps and the names its keywords bind (``func``
+    itself and none for anything else). Nested partials are flattened by ``partial``."""
+    if isinstance(func, functools.partial):
+        return func.func, frozenset(func.keywords)
+    return func, frozenset()
+
+
+def _context_class(func_name: str, param: str, annotation: Any) -> type[Any] | None:
+    """The ``CallContext`` class ``annotation`` asks for (seen through ``Annotated`` and
+    ``Optional``), or None for an argument.
+
+    Raises:
+        ConfigurationError: for a context class that cannot be made from a call's context, or
+            a union of a context with other types.
+    """
+    from toolwire._turn import CallContext  # _turn needs the tool module, which needs this one
+
+    annotation = _unannotated(annotation)
+    if get_origin(annotation) in (Union, types.UnionType):
+        members = [_unannotated(a) for a in get_args(annotation) if a is not type(None)]
+        if not any(_is_context(m, CallContext) for m in members):
+            return None
+        if len(members) > 1:
+            raise ConfigurationError(
+                f"{func_name!r}: parameter {param!r} is a union of CallContext and other types; "
+                "annotate it CallContext (or CallContext | None) alone"
+            )
+        annotation = members[0]
+    if not _is_context(annotation, CallContext):
+        return None
+    kind: type[Any] = get_origin(annotation) or annotation
+    if kind is not CallContext:
+        fields = dict.fromkeys(("call", "arguments", "principal", "run_id", "taint", "deps"))
+        try:
+            inspect.signature(kind).bind(**fields)
+        except TypeError:
+            raise ConfigurationError(
+                f"{func_name!r}: parameter {param!r} is annotated {kind.__qualname__}, which "
+                "cannot be made from CallContext's fields alone; give its own fields defaults"
+            ) from None
+    return kind
+
+
+def _unannotated(annotation: Any) -> Any:
+    return get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
+
+
+def _is_context(annotation: Any, base: type[Any]) -> bool:
+    kind = get_origin(annotation) or annotation
+    return isinstance(kind, type) and issubclass(kind, base)
+
+
+def _schema_error(
+    func_name: str, names: list[str], fields: dict[str, Any], exc: Exception
+) -> ConfigurationError:
+    """One line naming the parameter whose hint pydantic cannot turn into a schema (pydantic's
+    own message runs over several paragraphs)."""
+    for name, (annotation, _) in zip(names, fields.values(), strict=True):
+        try:
+            pydantic.TypeAdapter(annotation).json_schema()
+        except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError, TypeError):
+            return ConfigurationError(
+                f"{func_name!r}: parameter {name!r} is annotated {_type_name(annotation)}, which "
+                "pydantic cannot describe as JSON Schema; use a type pydantic knows (a pydantic "
+                "model, a dataclass, a TypedDict), or annotate it toolwire.CallContext if it is "
+                "a dependency rather than an argument"
+            )
+    [first_line, *_] = str(exc).strip().splitlines() or [type(exc).__name__]
+    return ConfigurationError(f"{func_name!r}: cannot build an argument schema: {first_line}")
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        return annotation.__qualname__
+    return repr(annotation).replace("typing.", "")
 
 
 def _output_schema(annotation: Any) -> dict[str, Any] | None:

@@ -82,7 +82,8 @@ class _Planning(_Pipeline):
             return
         kwargs = validated
 
-        context = _context(turn, call, arguments) if self.before_call or self.after_call else None
+        wanted = self.before_call or self.after_call or tool.context_parameter is not None
+        context = _context(turn, call, arguments) if wanted else None
         for hook in self.before_call:
             assert context is not None  # made whenever there are hooks
             try:

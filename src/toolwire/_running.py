@@ -23,6 +23,7 @@ from toolwire._turn import (
     _CANCELLED,
     _UNSTORED_KINDS,
     CallOutcome,
+    _injected,
     _maybe_await,
     _Pipeline,
     _Planned,
@@ -136,17 +137,20 @@ class _Running(_Pipeline):
             with scope if scope is not None else nullcontext():
                 if alone:
                     turn.scope = scope
+                kwargs = planned.kwargs
+                if tool.context_parameter is not None:
+                    kwargs = _injected(turn, planned)
                 await acquire(self._limiter)
                 try:
                     server_limiter = self._server_limiter(tool)
                     if server_limiter is not None:
                         async with server_limiter:
-                            value = await self._invoke(tool, planned.kwargs)
+                            value = await self._invoke(tool, kwargs)
                     elif tool.is_async:  # inline: each frame in the chain costs every resume
                         assert tool.handler is not None
-                        value = await tool.handler(**planned.kwargs)
+                        value = await tool.handler(**kwargs)
                     else:
-                        value = await self._invoke(tool, planned.kwargs)
+                        value = await self._invoke(tool, kwargs)
                 finally:
                     self._limiter.release()
             if scope is not None and scope.cancelled_caught:

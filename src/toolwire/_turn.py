@@ -8,10 +8,11 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal
 
 import anyio
 import anyio.abc
+from typing_extensions import TypeVar
 
 from toolwire import ledger
 from toolwire.approval import ApprovalRequest, Approver, Decision
@@ -27,20 +28,41 @@ _UNSTORED_KINDS = frozenset({"cancelled", "unavailable"})
 """Answers a run does not keep: they say what happened to this attempt, not to the call."""
 
 
+DepsT = TypeVar("DepsT", default=Any)
+"""The type of the dependencies a turn is given (``Executor.run(..., deps=...)``)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CallContext:
-    """What hooks see about a call."""
+class CallContext(Generic[DepsT]):
+    """What hooks, and a tool's function that asks for it, see about a call.
+
+    A function tool asks for it with a parameter annotated ``CallContext`` (or
+    ``CallContext[MyDeps]``, or a subclass): that parameter is passed the call's context, and
+    is no argument: it is left out of the schema the model sees. The context is never stored,
+    fingerprinted or shown to the model.
+    """
 
     call: ToolCall
     arguments: Mapping[str, Any]
     """The validated arguments as the model sent them (JSON values)."""
     principal: Any
+    """Who the turn runs for."""
     run_id: str | None
+    """The run the call belongs to, when the turn has one."""
     taint: frozenset[str]
+    """Sources whose output is already in the model's context."""
+    deps: DepsT = None  # type: ignore[assignment]
+    """The dependencies the turn was given (``Executor.run(..., deps=...)``); None if none."""
 
     @property
     def tool(self) -> Tool:
+        """The tool called."""
         return self.call.tool
+
+    @property
+    def call_id(self) -> str:
+        """The call's id: the provider's, or the one made for it when the provider sent none."""
+        return self.call.local_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +103,7 @@ class _Planned:
     call: ToolCall
     kwargs: dict[str, Any]
     context: CallContext | None
-    """Set when hooks need it."""
+    """Set when hooks, or the tool's function, need it."""
     record: CallRecord | None = None
     """The run's record of the call when it was planned (what the claim swaps out)."""
 
@@ -92,6 +114,8 @@ class _Turn:
     run_id: str | None
     principal: Any
     taint: frozenset[str]
+    deps: Any = None
+    """What the turn's tools and hooks are given as ``CallContext.deps``; never stored."""
     outcomes: list[CallOutcome | None] = field(default_factory=list)
     planned: list[_Planned] = field(default_factory=list)
     pending: list[tuple[int, ApprovalRequest]] = field(default_factory=list)
@@ -125,7 +149,30 @@ def _context(turn: _Turn, call: ToolCall, arguments: Mapping[str, Any]) -> CallC
         principal=turn.principal,
         run_id=turn.run_id,
         taint=turn.taint,
+        deps=turn.deps,
     )
+
+
+def _injected(turn: _Turn, planned: _Planned) -> dict[str, Any]:
+    """The keyword arguments of a tool whose function asks for its call's context: the
+    validated ones and the context, made as the call runs (a run id may have been made for the
+    turn since the call was planned)."""
+    context, function = planned.context, planned.call.tool.function
+    assert context is not None  # made whenever the tool's function asks for it
+    assert function is not None
+    assert function.context_parameter is not None
+    assert function.context_type is not None
+    kind = function.context_type
+    if context.__class__ is not kind or context.run_id != turn.run_id:
+        context = kind(
+            call=context.call,
+            arguments=context.arguments,
+            principal=turn.principal,
+            run_id=turn.run_id,
+            taint=turn.taint,
+            deps=turn.deps,
+        )
+    return {**planned.kwargs, function.context_parameter: context}
 
 
 async def _maybe_await(value: Any) -> Any:

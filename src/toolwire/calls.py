@@ -507,11 +507,13 @@ class RejectedCall:
     index: int
     """The position of the call among the calls of its response."""
     error_kind: ErrorKind
-    """``not_found`` or ``invalid_arguments``."""
+    """``not_found``, ``unavailable`` or ``invalid_arguments``."""
     message: str
     """What the model is told."""
     answer: Any
     """The provider-shaped error answer to send back."""
+    local_id: str | None = None
+    """The id the answer carries: the provider's, or one made as for a :class:`ToolCall`."""
 
 
 MAX_ARGUMENT_DEPTH = 64

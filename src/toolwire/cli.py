@@ -9,14 +9,19 @@ For an MCP source, a server's tool the hub leaves out (a bad name, a schema a pr
 take, a duplicate; see :attr:`toolwire.mcp.Hub.left_out`) is a ``rejected`` row in ``check``
 with the reason, and a warning on stderr for the other commands.
 
+A stdio server's stderr goes to the command's stderr, never its stdout: what the commands print
+on stdout stays clean JSON (or the table).
+
 Exit status: 0 on success; 1 when ``check`` finds a tool a provider rejects (or one the hub left
-out) or ``call``'s tool answers with an error; 2 for a bad SOURCE, an unreachable server, a
-missing extra or bad usage.
+out) or more tools than a provider takes in one request, or ``call``'s tool answers with an
+error; 2 for a bad SOURCE, an unreachable server, a missing extra or bad usage. Errors and
+warnings are one line each on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import importlib.util
 import json
@@ -24,17 +29,22 @@ import os
 import re
 import shlex
 import sys
+import traceback
+import typing
+import warnings
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, Literal, NoReturn, get_args, get_origin
 
 import anyio
 
 import toolwire
 from toolwire.errors import ConfigurationError, ToolNotFound, ToolwireError
 from toolwire.providers import get_provider, provider_names
-from toolwire.tool import Tool, ToolSet
+from toolwire.tool import Tool, ToolSet, exposed_name_for
 
 LeftOut = Mapping[str, Mapping[str, str]]
 """Per MCP server, the tools its hub left out: name → why."""
@@ -69,7 +79,10 @@ def _from_module(module: Any, where: str) -> ToolSet:
 
 
 def _from_definitions(path: Path) -> ToolSet:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SourceError(f"cannot read {path}: {exc}") from None
     try:
         if path.suffix == ".jsonl":
             records = [json.loads(line) for line in text.splitlines() if line.strip()]
@@ -123,7 +136,10 @@ def load_source(source: str) -> ToolSet:
             raise SourceError(f"cannot load {source}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module  # so dataclasses and pydantic can resolve the module
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:  # the file's own code failed: say how and where, in one line
+            raise SourceError(f"cannot load {source}: {_failure(exc)}") from None
         return _from_module(module, source)
     module_name, _, attribute = source.partition(":")
     if not module_name:
@@ -134,8 +150,8 @@ def load_source(source: str) -> ToolSet:
         sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
-    except (ImportError, ValueError) as exc:
-        raise SourceError(f"cannot import {module_name!r}: {exc}") from None
+    except Exception as exc:  # not found, or its own code failed
+        raise SourceError(f"cannot import {module_name!r}: {_failure(exc)}") from None
     if attribute:
         if not hasattr(module, attribute):
             raise SourceError(f"{module_name!r} has no attribute {attribute!r}")
@@ -143,17 +159,33 @@ def load_source(source: str) -> ToolSet:
     return _from_module(module, source)
 
 
+def _failure(exc: Exception) -> str:
+    """What went wrong running a source's code, with the line it went wrong at."""
+    if isinstance(exc, ImportError):  # "No module named 'x'" says it all
+        return str(exc)
+    text = f"{type(exc).__name__}: {exc}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames and not isinstance(exc, SyntaxError):  # a SyntaxError says where itself
+        text += f" ({Path(frames[-1].filename).name}, line {frames[-1].lineno})"
+    return text
+
+
 def _is_mcp_config(path: Path) -> bool:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):  # ValueError: bad JSON or bad UTF-8, said when it is read
         return False
     return isinstance(data, dict) and "mcpServers" in data
 
 
 def _server_name(argv: Sequence[str]) -> str:
-    """A name for a server given on the command line: its module or program name."""
-    name = argv[argv.index("-m") + 1] if "-m" in argv[:-1] else Path(argv[0]).stem
+    """A name for a server given on the command line: its module, script or program name."""
+    if "-m" in argv[:-1]:
+        name = argv[argv.index("-m") + 1]
+    elif len(argv) > 1 and argv[1].endswith(".py"):  # `python server.py`: the script's
+        name = Path(argv[1]).stem
+    else:
+        name = Path(argv[0]).stem
     name = re.sub(r"[^A-Za-z0-9]+", "_", name.rsplit(".", 1)[-1]).strip("_")
     return name or "mcp"
 
@@ -238,14 +270,123 @@ def _print_json(value: Any) -> None:
 # -- commands ------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class _OptionFlag:
+    """A ``declare`` flag: one declaration option of the providers' ``Options`` dataclasses."""
+
+    option: str
+    """The field's name (``cache_control``)."""
+    spelling: Any
+    """``bool`` (``--x/--no-x``), ``str`` (any text), or the choices, a tuple of strings."""
+    defaults: Mapping[str, Any]
+    """Per provider taking the option (its ``Options`` has the field, spelled so), the default."""
+    description: str | None = None
+    """The field's ``help`` metadata, when its provider gives one."""
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.option.replace("_", "-")
+
+    @property
+    def shown(self) -> str:
+        return f"{self.flag}/--no-{self.flag[2:]}" if self.spelling is bool else self.flag
+
+    @property
+    def dest(self) -> str:
+        return f"option_{self.option}"
+
+    @property
+    def help(self) -> str:
+        def shown(value: Any) -> str:
+            if self.spelling is bool:
+                return "on" if value else "off"
+            return "none" if value is None else str(value)
+
+        labels = " and ".join(get_provider(name).PROFILE.label for name in self.defaults)
+        defaults = {name: shown(value) for name, value in self.defaults.items()}
+        if len(set(defaults.values())) == 1:
+            default = next(iter(defaults.values()))
+        else:
+            default = ", ".join(f"{name}: {value}" for name, value in defaults.items())
+        what = self.description or f"the {self.option!r} option"
+        return f"{what} of {labels} (default: {default})".replace("%", "%%")  # argparse's %
+
+
+def _spelling(hint: Any) -> Any:
+    """How the command line spells an option of type ``hint`` (see :attr:`_OptionFlag.spelling`),
+    or None when it cannot (Gemini's tuple of native tools is for code only)."""
+    if hint is bool or hint is str:
+        return hint
+    values: list[Any] = []
+    for arm in get_args(hint) if get_origin(hint) in (typing.Union, UnionType) else (hint,):
+        if get_origin(arm) is Literal:
+            values.extend(get_args(arm))
+        elif arm is not type(None):
+            return None
+    choices = tuple(v for v in values if v is not None)
+    return choices if choices and all(isinstance(v, str) for v in choices) else None
+
+
+def _option_flags() -> list[_OptionFlag]:
+    """A flag per declaration option (``PROFILE.declared_options``) of the registered providers
+    that the command line can spell, read from their ``Options`` dataclasses, so a provider
+    added to the registry brings its own. Providers with the same field share its flag (their
+    choices pooled); a provider whose field is spelled differently is left out of it."""
+    flags: dict[str, _OptionFlag] = {}
+    for name in provider_names():
+        provider = get_provider(name)
+        kind: Any = provider.Options
+        defaults, hints = kind(), typing.get_type_hints(kind)
+        for field in dataclasses.fields(kind):
+            spelling = _spelling(hints[field.name])
+            if field.name not in provider.PROFILE.declared_options or spelling is None:
+                continue
+            known = flags.get(field.name)
+            if known is not None:
+                if isinstance(known.spelling, tuple) and isinstance(spelling, tuple):
+                    spelling = known.spelling + tuple(
+                        c for c in spelling if c not in known.spelling
+                    )
+                elif spelling != known.spelling:
+                    continue  # the same name with another type: not this flag's to set
+            flags[field.name] = _OptionFlag(
+                field.name,
+                spelling,
+                {**(known.defaults if known else {}), name: getattr(defaults, field.name)},
+                (known and known.description) or field.metadata.get("help"),
+            )
+    return list(flags.values())
+
+
+def _given_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The declaration options given on the command line (only those).
+
+    Raises:
+        ConfigurationError: for a flag the chosen provider does not take, naming those it takes.
+    """
+    flags: list[_OptionFlag] = args.option_flags
+    given = {flag.option: getattr(args, flag.dest) for flag in flags}
+    for flag in flags:
+        if given[flag.option] is not None and args.provider not in flag.defaults:
+            takes = [f.shown for f in flags if args.provider in f.defaults]
+            raise ConfigurationError(
+                f"{flag.shown} is not an option of {args.provider}; "
+                f"{args.provider} takes {', '.join(takes) if takes else 'none'}"
+            )
+    return {option: value for option, value in given.items() if value is not None}
+
+
 async def _declare(args: argparse.Namespace) -> int:
-    options: dict[str, Any] = {}
-    if args.schema:
-        options["schema"] = args.schema
-    if args.backend:
-        options["backend"] = args.backend
+    options = _given_options(args)
     async with open_source(args.source) as toolset:
-        _print_json(get_provider(args.provider).declare(toolset, **options))
+        listing = toolwire.tools(toolset, args.provider, **options)
+    if listing.tools is None:  # what the request's `tools` is: left out
+        print(
+            f"toolwire: warning: no tools to declare to {args.provider}: "
+            "send the request without tools",
+            file=sys.stderr,
+        )
+    _print_json(listing.tools)
     return 0
 
 
@@ -253,27 +394,51 @@ _STATUS_STYLE = {"accepted": "32", "converted": "33", "rejected": "31", "skipped
 
 
 async def _check(args: argparse.Namespace) -> int:
-    from toolwire.compat import check
+    from toolwire.compat import check, limits
 
-    providers = args.provider or provider_names()
+    providers = list(dict.fromkeys(args.provider or provider_names()))
     async with _open(args.source) as (toolset, left_out):
         reports = check(toolset, providers) + _left_out_reports(left_out, providers)
+        over = limits(toolset, providers)
+        renamed = _renamed(toolset)
+    for provider, message in over.items():
+        print(f"toolwire: warning: {provider}: {_safe(message)}", file=sys.stderr)
     if args.json:
-        _print_json(
-            [
-                {
-                    "name": r.name,
-                    "exposed_name": r.exposed_name,
-                    "verdicts": {
-                        v.provider: {"status": v.status, "notes": list(v.notes)} for v in r.verdicts
-                    },
-                }
-                for r in reports
-            ]
-        )
+        _print_json([_report_json(r, over) for r in reports])
     else:
-        _print_table(reports, providers, colour=_colour(sys.stdout))
-    return 1 if any(r.rejected for r in reports) else 0
+        _print_table(reports, providers, renamed, over, colour=_colour(sys.stdout))
+    return 1 if over or any(r.rejected for r in reports) else 0
+
+
+def _report_json(report: Any, over: Mapping[str, str]) -> dict[str, Any]:
+    """A report as ``check --json`` prints it; a provider whose tool limit the source passes
+    has ``over_limit`` in every verdict (the tool is fine alone, not with all the others)."""
+    verdicts = {}
+    for verdict in report.verdicts:
+        shown: dict[str, Any] = {"status": verdict.status, "notes": list(verdict.notes)}
+        if verdict.provider in over:
+            shown["over_limit"] = over[verdict.provider]
+        verdicts[verdict.provider] = shown
+    return {"name": report.name, "exposed_name": report.exposed_name, "verdicts": verdicts}
+
+
+def _renamed(toolset: ToolSet) -> frozenset[str]:
+    """The exposed names worth showing with the tool's own name (see :func:`_is_renamed`)."""
+    return frozenset(
+        exposed
+        for exposed, tool in zip(toolset.exposed_names, toolset, strict=True)
+        if _is_renamed(exposed, tool)
+    )
+
+
+def _is_renamed(exposed: str, tool: Tool) -> bool:
+    """True when ``exposed`` is more than ``tool``'s name namespaced by its server (as
+    ``server__read_file`` is): a collision suffix (``search_2``), or the name itself made
+    portable (``read file`` became ``read_file``) or cut."""
+    if not tool.server_id:
+        return exposed != tool.name
+    namespaced = exposed_name_for(tool.name, tool.server_id)
+    return exposed != namespaced or not exposed.endswith(tool.name)
 
 
 def _left_out_reports(left_out: LeftOut, providers: Sequence[str]) -> list[Any]:
@@ -295,20 +460,27 @@ def _left_out_reports(left_out: LeftOut, providers: Sequence[str]) -> list[Any]:
     ]
 
 
-def _label(report: Any) -> str:
+def _label(report: Any, renamed: frozenset[str]) -> str:
     if "/" in report.exposed_name:  # exposed names are portable: a tool the hub left out
         server = report.exposed_name[: len(report.exposed_name) - len(report.name)]
         return f"{server}{_shown(report.name)} (left out)"
-    if report.renamed:
+    if report.exposed_name in renamed:
         return f"{report.exposed_name} (was {_shown(report.name)})"
     return str(report.exposed_name)
 
 
-def _print_table(reports: Sequence[Any], providers: Sequence[str], *, colour: bool) -> None:
+def _print_table(
+    reports: Sequence[Any],
+    providers: Sequence[str],
+    renamed: frozenset[str],
+    over: Mapping[str, str],
+    *,
+    colour: bool,
+) -> None:
     def paint(text: str, status: str) -> str:
         return f"\033[{_STATUS_STYLE[status]}m{text}\033[0m" if colour else text
 
-    labels = [_label(r) for r in reports]
+    labels = [_label(r, renamed) for r in reports]
     width = max([len("tool"), *map(len, labels)]) + 2
     columns = [max(len(p), len("converted")) + 2 for p in providers]
     print(
@@ -329,7 +501,10 @@ def _print_table(reports: Sequence[Any], providers: Sequence[str], *, colour: bo
     counts = {
         p: sum(r.verdicts[i].status == "rejected" for r in reports) for i, p in enumerate(providers)
     }
-    summary = ", ".join(f"{p}: {n} rejected" for p, n in counts.items())
+    summary = ", ".join(
+        f"{p}: {n} rejected" + (" (over its tool limit)" if p in over else "")
+        for p, n in counts.items()
+    )
     print(f"\n{len(reports)} tool(s); {summary}")
 
 
@@ -372,7 +547,7 @@ async def _call(args: argparse.Namespace) -> int:
             timeout=args.timeout,
         )
         (outcome,) = await executor.run([call])
-    answer = adapter.answer(call, outcome.result)
+    answer = adapter.answer(call, outcome.result, None)
     if args.json:
         _print_json(
             {
@@ -470,10 +645,52 @@ def _principal(text: str | None) -> Any:
         return text
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr, like every other error of the command."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"toolwire: error: {message} (see {self.prog} --help)\n")
+
+
+def _provider_option(parser: argparse.ArgumentParser, *, several: bool = False) -> None:
+    """``--provider``, one of the registered providers."""
+    names = ", ".join(provider_names())
+    if several:
+        parser.add_argument(
+            "--provider",
+            action="append",
+            choices=provider_names(),
+            metavar="NAME",
+            help=f"a provider to check, of {names} (repeat for several; default: all)",
+        )
+    else:
+        parser.add_argument(
+            "--provider",
+            default="gemini",
+            choices=provider_names(),
+            metavar="NAME",
+            help=f"the provider, one of {names} (default: %(default)s)",
+        )
+
+
+def _add_option_flags(parser: argparse.ArgumentParser) -> None:
+    """The declaration options' flags (see :func:`_option_flags`); each is None unless given."""
+    flags = _option_flags()
+    for flag in flags:
+        if flag.spelling is bool:
+            kind: dict[str, Any] = {"action": argparse.BooleanOptionalAction}
+        elif flag.spelling is str:
+            kind = {"metavar": "TEXT"}
+        else:
+            kind = {"choices": flag.spelling}
+        parser.add_argument(flag.flag, dest=flag.dest, default=None, help=flag.help, **kind)
+    parser.set_defaults(option_flags=flags)
+
+
 def _parser() -> argparse.ArgumentParser:
     from toolwire import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="toolwire",
         description="One tool definition, every model's tool calling, governed execution.",
     )
@@ -485,20 +702,14 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     declare = commands.add_parser(
-        "declare", help="print the request fragment declaring SOURCE's tools to a provider"
+        "declare",
+        help="print the request fragment declaring SOURCE's tools to a provider",
+        description="Print the request's tools value (null when there are none). Each option "
+        "applies to the providers it names; another provider refuses it.",
     )
     declare.add_argument("source", help=source_help)
-    declare.add_argument("--provider", default="gemini", choices=provider_names())
-    declare.add_argument(
-        "--schema",
-        choices=["json", "openapi"],
-        help="Gemini: parametersJsonSchema (json, default) or parameters",
-    )
-    declare.add_argument(
-        "--backend",
-        choices=["gemini", "vertex"],
-        help="Gemini openapi mode: the Gemini API (default) or Vertex AI",
-    )
+    _provider_option(declare)
+    _add_option_flags(declare)
     declare.set_defaults(run=_declare)
 
     check = commands.add_parser(
@@ -506,12 +717,7 @@ def _parser() -> argparse.ArgumentParser:
         help="report, per tool and provider, whether it is accepted, converted or rejected",
     )
     check.add_argument("source", help=source_help)
-    check.add_argument(
-        "--provider",
-        action="append",
-        choices=provider_names(),
-        help="a provider to check (repeat for several; default: all)",
-    )
+    _provider_option(check, several=True)
     check.add_argument("--json", action="store_true", help="machine-readable output")
     check.set_defaults(run=_check)
 
@@ -521,7 +727,7 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("source", help=source_help)
     call.add_argument("tool", help="the tool's exposed name (as `toolwire declare` shows it)")
     call.add_argument("--args", default="{}", help="the arguments, a JSON object")
-    call.add_argument("--provider", default="gemini", choices=provider_names())
+    _provider_option(call)
     call.add_argument("--yes", action="store_true", help="approve calls that need approval")
     call.add_argument("--timeout", type=float, default=60.0, help="seconds the call may take")
     call.add_argument("--json", action="store_true", help="the answer with its status")
@@ -530,7 +736,7 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo", help="a whole tool-calling loop on bundled tools (scripted without an API key)"
     )
-    demo.add_argument("--provider", default="gemini", choices=provider_names())
+    _provider_option(demo)
     demo.add_argument("--mcp", action="store_true", help="also start the bundled MCP server")
     demo.add_argument("--yes", action="store_true", help="approve calls that need approval")
     demo.add_argument("--model", help="the model to use with a real provider")
@@ -565,11 +771,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message: Warning | str, *_: Any, **__: Any) -> None:
+    """A warning as one line on stderr (``toolwire: warning: ...``), not Python's two."""
+    print(f"toolwire: warning: {_safe(str(message))}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        status: int = anyio.run(args.run, args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            status: int = anyio.run(args.run, args)
     except ToolwireError as exc:
         print(f"toolwire: error: {_safe(str(exc))}", file=sys.stderr)
         return 2

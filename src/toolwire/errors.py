@@ -2,17 +2,23 @@
 
 Outcomes the *model* should see (an unknown tool, invalid arguments, a tool that raised) are not
 exceptions: they become error answers. What is raised here is for the program using toolwire.
+What toolwire warns about (:class:`ToolwireWarning`, a ``UserWarning``) works, but likely not
+as meant.
 
 ```
 ToolwireError
 ├── ConfigurationError          (also a ValueError) the caller's setup is wrong
-│   └── NameCollisionError      two tools want the same exposed name
+│   ├── NameCollisionError      two tools want the same exposed name
+│   └── RunBindingConflict      a run id reused for another principal or response
 ├── SchemaConversionError       a schema cannot be lowered for a provider
 ├── InvalidArguments            (also a ValueError) a call's arguments fail the tool's schema
 ├── MalformedResponse           (also a ValueError) a provider response is not shaped as documented
 ├── ToolNotFound                (also a LookupError) no visible tool has that name
 ├── StoreUnavailable            (also a ConnectionError) the run store cannot be reached
 └── MissingDependency           (also an ImportError) an optional extra is not installed
+
+UserWarning
+└── ToolwireWarning             works, but likely not as meant
 ```
 """
 
@@ -132,3 +138,8 @@ class StoreUnavailable(ToolwireError, ConnectionError):
     def __init__(self, message: str, *, outcomes: list[Any] | None = None) -> None:
         super().__init__(message)
         self.outcomes = outcomes
+
+
+class ToolwireWarning(UserWarning):
+    """Something works but is likely a mistake (a listing above a provider's tool limit, a
+    tool the model sees without a description)."""

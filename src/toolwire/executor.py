@@ -202,6 +202,7 @@ class Executor(_Planning, _Running):
         run_id: str | None = None,
         principal: Any = None,
         taint: Iterable[str] = (),
+        deps: Any = None,
     ) -> list[CallOutcome]:
         """Run one turn's calls; one outcome per item, in order.
 
@@ -211,6 +212,9 @@ class Executor(_Planning, _Running):
                 calls that already ran from the store instead of running them again.
             principal: who the turn runs for; policies, approvers and hooks see it.
             taint: sources whose output is already in the model's context.
+            deps: the application's dependencies (a database, a client, settings...): what
+                tools asking for a :class:`CallContext` and hooks see as its ``deps``. Never
+                stored, fingerprinted or shown to the model.
 
         Raises:
             ApprovalPending: some calls wait for a decision; the others have run and are
@@ -223,7 +227,13 @@ class Executor(_Planning, _Running):
         """
         if run_id is not None and not ledger.valid_id(run_id):
             raise ConfigurationError("a run id must be a string of valid Unicode text without NUL")
-        turn = _Turn(items=list(items), run_id=run_id, principal=principal, taint=frozenset(taint))
+        turn = _Turn(
+            items=list(items),
+            run_id=run_id,
+            principal=principal,
+            taint=frozenset(taint),
+            deps=deps,
+        )
         turn.outcomes = [None] * len(turn.items)
         ids = self._admit(turn)
         if run_id is not None:  # what the run already knows, in one round trip

@@ -130,19 +130,23 @@ class Rule:
         names = _names_of(context.tool, context.exposed_name) if self.effect != "allow" else None
         return self._match(context, names)[0]
 
+    def _names_match(self, tool: Tool, names: frozenset[str] | None) -> bool:
+        """Whether the pattern matches the tool: its identity for allow, any of ``names`` (see
+        :func:`_names_of`) for deny and ask."""
+        if self.effect == "allow":
+            return _identity_matches(self.pattern, tool)
+        return any(
+            fnmatch.fnmatchcase(name, pattern)
+            for pattern in (self.pattern, self.pattern.casefold())
+            for name in names or ()
+        )
+
     def _match(
         self, context: PolicyContext, names: frozenset[str] | None
     ) -> tuple[bool, str | None]:
         """Whether the rule applies, and a note when its ``when`` raised; ``names`` are the
         tool's names (see :func:`_names_of`), needed by deny and ask rules."""
-        if self.effect == "allow":
-            if not _identity_matches(self.pattern, context.tool):
-                return False, None
-        elif not any(
-            fnmatch.fnmatchcase(name, pattern)
-            for pattern in (self.pattern, self.pattern.casefold())
-            for name in names or ()
-        ):
+        if not self._names_match(context.tool, names):
             return False, None
         if self.when is None:
             return True, None
@@ -249,6 +253,13 @@ class Policy:
         rules += [Rule("ask", p) for p in ask]
         return cls(*rules, default=default)
 
+    def denies_outright(
+        self, tool: Tool, *, principal: Any = None, exposed_name: str | None = None
+    ) -> str | None:
+        """Why every call of ``tool`` by ``principal`` is denied, whatever its arguments and
+        taint, or None (see :func:`denies_outright`): what a listing leaves out."""
+        return denies_outright(self, tool, principal=principal, exposed_name=exposed_name)
+
     def evaluate(self, context: PolicyContext) -> Verdict:
         """The effect for one call. Never raises: a rule's ``when`` that raises fails closed."""
         decided: Verdict | None = None
@@ -271,6 +282,81 @@ class Policy:
             if why is not None:
                 return Verdict("ask", why)
         return verdict
+
+
+class _CallDependent(Exception):
+    """A rule's condition looked at what only a call has (its arguments, the taint)."""
+
+
+class _UnknownArguments(Mapping[str, Any]):
+    """The arguments of a call not made yet: reading them raises :class:`_CallDependent`."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise _CallDependent
+
+    def __iter__(self) -> Any:
+        raise _CallDependent
+
+    def __len__(self) -> int:
+        raise _CallDependent
+
+
+class _UnknownTaint(frozenset[str]):
+    """The taint of a call not made yet: every use of it raises :class:`_CallDependent`
+    (operators, containment, iteration, truth)."""
+
+    def _unknown(self, *_: Any) -> Any:
+        raise _CallDependent
+
+    __and__ = __rand__ = __or__ = __ror__ = __sub__ = __rsub__ = __xor__ = __rxor__ = _unknown
+    __contains__ = __iter__ = __len__ = __bool__ = __eq__ = __le__ = __lt__ = _unknown
+    __ge__ = __gt__ = isdisjoint = issubset = issuperset = intersection = union = _unknown
+    difference = symmetric_difference = copy = _unknown
+    __hash__ = frozenset.__hash__
+
+
+def denies_outright(
+    policy: Policy, tool: Tool, *, principal: Any = None, exposed_name: str | None = None
+) -> str | None:
+    """Why ``policy`` denies every call of ``tool`` by ``principal``, whatever its arguments
+    and taint, or None when some call might run (or be asked about).
+
+    A rule's condition that reads the arguments or the taint, or raises, makes the rule
+    uncertain: an uncertain deny denies nothing outright, and an uncertain allow or ask may
+    let a call through. Only certainty leaves a tool out of a listing; every call still goes
+    through :meth:`Policy.evaluate`.
+    """
+    context = PolicyContext(
+        tool=tool,
+        arguments=_UnknownArguments(),
+        principal=principal,
+        taint=_UnknownTaint(),
+        exposed_name=exposed_name,
+    )
+    names = _names_of(tool, exposed_name)
+    may_pass = False
+    for rule in policy.rules:
+        certain = _certainly(rule, context, names)
+        if rule.effect == "deny" and certain is True:
+            return rule.reason or f"denied by policy rule {rule.pattern!r}"
+        if rule.effect != "deny" and certain is not False:
+            may_pass = True
+    if may_pass or policy.default != "deny":
+        return None
+    return "denied by the default policy"
+
+
+def _certainly(rule: Rule, context: PolicyContext, names: frozenset[str]) -> bool | None:
+    """Whether ``rule`` applies to every call of the context's tool (True), to none (False),
+    or that depends on the call (None)."""
+    if not rule._names_match(context.tool, names):
+        return False
+    if rule.when is None:
+        return True
+    try:
+        return bool(rule.when(context))
+    except Exception:  # reads the call (or fails): not known before the call
+        return None
 
 
 def _verdict(rule: Rule, note: str | None, fallback: str) -> Verdict:

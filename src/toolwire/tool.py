@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import decimal
 import fnmatch
 import hashlib
@@ -9,7 +10,10 @@ import inspect
 import itertools
 import math
 import re
+import reprlib
+import sys
 import threading
+import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, overload
@@ -24,11 +28,20 @@ from toolwire.errors import (
     NameCollisionError,
     SchemaConversionError,
     ToolNotFound,
+    ToolwireWarning,
 )
 from toolwire.schema._base import escape_pointer
 from toolwire.schema._rewrite import for_validation, short_text
 
-__all__ = ["Tool", "ToolSet", "compile_validator", "exposed_name_for", "tool"]
+__all__ = [
+    "Tool",
+    "ToolLike",
+    "ToolSet",
+    "compile_validator",
+    "exposed_name_for",
+    "tool",
+    "tool_from_definition",
+]
 
 EMPTY_OBJECT_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
 
@@ -75,12 +88,18 @@ class Tool:
     """The server the tool comes from; such tools are exposed as ``server__name``."""
     providers: frozenset[str] | None = None
     """The providers this tool is declared to; None means all."""
+    taints: frozenset[str] | None = None
+    """The sources its output brings into the model's context (see ``Outcome.taint``); None
+    means its server's name for a server's tool, nothing for the developer's own."""
     function: FunctionSchema | None = field(default=None, repr=False)
     """Set by :func:`tool` for tools made from a function: pydantic validates their arguments."""
     _validator: Any = field(default=None, init=False, repr=False)
     """The compiled jsonschema-rs validator, or why the schema has none (compiled once)."""
     is_async: bool = field(default=False, init=False, repr=False)
     """True when the handler is a coroutine function (run on the event loop, not a thread)."""
+    context_parameter: str | None = field(default=None, init=False, repr=False)
+    """The handler's parameter passed the call's :class:`~toolwire.CallContext`, for a function
+    that asks for it (no argument: the model is never told of it)."""
     _definition_hash: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -91,12 +110,20 @@ class Tool:
                 f"tool {self.name!r}: the input schema must be a JSON object (a mapping), "
                 f"not {type(self.input_schema).__name__}"
             )
+        if self.taints is not None:
+            taints = self.taints
+            taints = frozenset((taints,) if isinstance(taints, str) else taints)
+            if not all(isinstance(t, str) for t in taints):
+                raise ConfigurationError(f"tool {self.name!r}: taints are strings: {taints!r}")
+            object.__setattr__(self, "taints", taints)
         handler = self.handler
         if handler is not None:
             is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
                 getattr(handler, "__call__", None)  # noqa: B004 - objects with an async __call__
             )
             object.__setattr__(self, "is_async", is_async)
+        if self.function is not None and self.function.context_parameter is not None:
+            object.__setattr__(self, "context_parameter", self.function.context_parameter)
 
     @property
     def qualified_name(self) -> str:
@@ -320,10 +347,27 @@ def tool(
     the docstring. Parameters with defaults are optional and keep their defaults.
 
     Use bare (``@tool``) or with options (``@tool(name="search", parallel_safe=False)``).
+    A ``functools.partial`` is a tool of the function it wraps, without the arguments it binds.
+
+    A parameter annotated :class:`~toolwire.CallContext` (``CallContext[MyDeps]``, or a
+    subclass) is no argument: the model is never told of it, and each call passes it the call's
+    context (its run, id, principal, taint and the turn's ``deps``).
+
+    Raises:
+        ConfigurationError: when the function cannot be a tool (see
+            :func:`~toolwire._function_schema.function_schema`), in one line naming what to change.
+
+    Warns:
+        ToolwireWarning: when the function has no docstring and no ``description`` is given.
     """
 
     def build(f: Callable[..., Any]) -> Tool:
         schema = function_schema(f, name=name, description=description)
+        if description is None and not schema.description:
+            _warn_caller(
+                f"tool {schema.name!r} has no docstring and no description: the model will see "
+                "no description of it (add a docstring, or pass description=...)"
+            )
         return Tool(
             name=schema.name,
             description=schema.description,
@@ -340,12 +384,100 @@ def tool(
     return build(func) if func is not None else build
 
 
-def _as_tool(item: Tool | Callable[..., Any]) -> Tool:
+def _warn_caller(message: str) -> None:
+    """Warn about the caller's code: the first frame outside toolwire (the ``@tool`` line, or
+    the ``ToolSet([...])`` a bare function was passed to)."""
+    level, frame = 2, sys._getframe(1)
+    while frame.f_back is not None and _is_toolwire(frame.f_globals.get("__name__", "")):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, ToolwireWarning, stacklevel=level)
+
+
+def _is_toolwire(module: str) -> bool:
+    return module == "toolwire" or module.startswith("toolwire.")
+
+
+ToolLike = Tool | Callable[..., Any] | Mapping[str, Any]
+"""What a toolset is made of: tools, functions (made tools by :func:`tool`), and definitions
+as JSON has them (see :func:`tool_from_definition`)."""
+
+_SCHEMA_KEYS = ("input_schema", "inputSchema", "parameters")
+_OUTPUT_SCHEMA_KEYS = ("output_schema", "outputSchema")
+
+
+def tool_from_definition(definition: Mapping[str, Any]) -> Tool:
+    """A :class:`Tool` (without a handler) from a definition as JSON has it.
+
+    Reads ``name``, ``description``, the input schema as ``input_schema`` (Anthropic),
+    ``inputSchema`` (MCP) or ``parameters`` (OpenAI, Gemini), the output schema as
+    ``output_schema`` or ``outputSchema``, and ``annotations``; other keys are ignored, and an
+    OpenAI Chat ``{"type": "function", "function": {...}}`` is read from its ``function``. Such a
+    tool can be declared; a call of it is answered with an error, as it has nothing to run.
+
+    Raises:
+        ConfigurationError: when the definition has no string name, gives its input schema
+            twice, or a field has the wrong type.
+    """
+    inner = definition.get("function")
+    if definition.get("type") == "function" and isinstance(inner, Mapping):
+        definition = inner
+    name = definition.get("name")
+    if not isinstance(name, str):
+        raise ConfigurationError(
+            f"a tool definition needs a string 'name' (it has keys {sorted(map(str, definition))})"
+        )
+    schema_keys = [key for key in _SCHEMA_KEYS if key in definition]
+    output_keys = [key for key in _OUTPUT_SCHEMA_KEYS if key in definition]
+    for keys in (schema_keys, output_keys):
+        if len(keys) > 1:
+            raise ConfigurationError(
+                f"tool definition {name!r} gives its schema as both {keys[0]!r} and {keys[1]!r}"
+            )
+    description = definition.get("description")
+    if description is not None and not isinstance(description, str):
+        raise ConfigurationError(
+            f"tool definition {name!r}: the description is a {type(description).__name__}, "
+            "not a string"
+        )
+    output_schema = definition[output_keys[0]] if output_keys else None
+    annotations = definition.get("annotations")
+    for what, value in (("output schema", output_schema), ("annotations", annotations)):
+        if value is not None and not isinstance(value, Mapping):
+            raise ConfigurationError(
+                f"tool definition {name!r}: the {what} must be a JSON object (a mapping), "
+                f"not {type(value).__name__}"
+            )
+    return Tool(
+        name=name,
+        description=description,
+        input_schema=definition[schema_keys[0]] if schema_keys else dict(EMPTY_OBJECT_SCHEMA),
+        output_schema=output_schema,
+        annotations=annotations,
+    )
+
+
+def _as_tool(item: ToolLike) -> Tool:
     if isinstance(item, Tool):
         return item
+    if isinstance(item, Mapping):
+        return tool_from_definition(item)
     if callable(item):
         return tool(item)
-    raise ConfigurationError(f"not a tool or a function: {item!r}")
+    raise ConfigurationError(f"not a tool, a function or a tool definition: {reprlib.repr(item)}")
+
+
+def _items(tools: ToolLike | Iterable[ToolLike]) -> Iterable[ToolLike]:
+    """The items of ``tools``; a single tool, function or definition is one item."""
+    if isinstance(tools, Tool | Mapping) or (callable(tools) and not isinstance(tools, Iterable)):
+        return (tools,)
+    given: object = tools  # a string is iterable, but not of tools
+    if isinstance(given, str | bytes) or not isinstance(tools, Iterable):
+        raise ConfigurationError(
+            "expected tools: a Tool, a function, a tool definition or a list of them, not "
+            f"{reprlib.repr(tools)}"
+        )
+    return tools
 
 
 def exposed_name_for(name: str, server_id: str | None = None) -> str:
@@ -381,7 +513,8 @@ class ToolSet:
     ``exclude`` never rename a tool.
 
     Args:
-        tools: tools, or functions to turn into tools with :func:`tool`.
+        tools: tools, functions to turn into tools with :func:`tool`, and definitions to
+            read with :func:`tool_from_definition`; or a single one of them.
         include: glob patterns; when given, only tools matching one are visible.
         exclude: glob patterns; tools matching one are hidden.
         on_collision: what to do when two tools want the same exposed name.
@@ -392,7 +525,7 @@ class ToolSet:
 
     def __init__(
         self,
-        tools: Iterable[Tool | Callable[..., Any]] = (),
+        tools: ToolLike | Iterable[ToolLike] = (),
         *,
         include: Iterable[str] | None = None,
         exclude: Iterable[str] | None = None,
@@ -405,7 +538,7 @@ class ToolSet:
         self._include = tuple(include) if include is not None else None
         self._exclude = tuple(exclude or ())
         self._on_collision: OnCollision = on_collision
-        self._all = tuple(_as_tool(t) for t in tools)
+        self._all = tuple(_as_tool(t) for t in _items(tools))
         self._by_exposed: dict[str, Tool] = {}
         self._exposed_by_tool: dict[int, str] = {}
         self.skipped: tuple[Tool, ...] = ()
@@ -450,7 +583,7 @@ class ToolSet:
         return not any(fnmatch.fnmatchcase(n, p) for p in self._exclude for n in names)
 
     @classmethod
-    def of(cls, source: ToolSet | Iterable[Tool | Callable[..., Any]]) -> ToolSet:
+    def of(cls, source: ToolSet | ToolLike | Iterable[ToolLike]) -> ToolSet:
         """``source`` itself when it is a ToolSet, else a new ToolSet of it."""
         return source if isinstance(source, ToolSet) else cls(source)
 
@@ -498,6 +631,19 @@ class ToolSet:
             raise ToolNotFound(exposed_name)
         return t
 
+    def without(self, exposed_names: Iterable[str]) -> ToolSet:
+        """This toolset with the tools exposed as ``exposed_names`` hidden; the others keep
+        their names (hidden tools are never declared, and calls to them are unknown)."""
+        hidden = {id(t) for name in exposed_names if (t := self.get(name)) is not None}
+        if not hidden:
+            return self
+        subset = copy.copy(self)
+        subset._visible = tuple(t for t in self._visible if id(t) not in hidden)
+        subset._visible_ids = frozenset(id(t) for t in subset._visible)
+        subset._cache = {}
+        subset._cache_lock = threading.Lock()
+        return subset
+
     def cached(self, key: Hashable, build: Callable[[], T]) -> T:
         """``build()``'s result, computed once per key for this toolset.
 
@@ -511,3 +657,11 @@ class ToolSet:
         value = build()
         with self._cache_lock:
             return self._cache.setdefault(key, value)  # type: ignore[no-any-return]
+
+
+def taints_of(tool: Tool) -> frozenset[str]:
+    """The sources a call of ``tool`` brings into the model's context: its ``taints``, else
+    its server's name."""
+    if tool.taints is not None:
+        return tool.taints
+    return frozenset((tool.server_id,)) if tool.server_id else frozenset()

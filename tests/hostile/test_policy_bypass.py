@@ -174,18 +174,22 @@ def test_a_servers_annotations_only_tighten(annotations: Any, effect: str) -> No
 def test_a_python_tools_annotations_count_and_no_annotations_is_the_developers_own_code() -> None:
     @tool(annotations={"destructiveHint": True})
     def wipe() -> str:
+        """Wipe everything."""
         return "wiped"
 
     @tool(annotations={"readOnlyHint": True, "destructiveHint": True})
     def peek() -> str:
+        """Peek, destructively."""
         return "peeked"
 
     @tool(annotations={"readOnlyHint": True})
     def look() -> str:
+        """Look."""
         return "looked"
 
     @tool
     def mine() -> str:
+        """Do my own thing."""
         return "mine"
 
     policy = Policy(destructive="ask")

@@ -129,9 +129,9 @@ def test_build_tools_one_wrapper_plus_native_tools() -> None:
 
 def test_registry_declare_gives_the_request_tools() -> None:
     adapter = get_provider("gemini")
-    assert adapter.declare(TOOLSET) == [
-        {"functionDeclarations": gemini.function_declarations(TOOLSET)}
-    ]
+    declaration = adapter.declare(TOOLSET)
+    assert declaration.tools == [{"functionDeclarations": gemini.function_declarations(TOOLSET)}]
+    assert list(declaration.entries) == list(TOOLSET.exposed_names)
 
 
 # -- calls ---------------------------------------------------------------------------------------

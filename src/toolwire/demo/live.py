@@ -7,7 +7,8 @@ import importlib
 import os
 from typing import Any
 
-from toolwire.errors import MissingDependency
+from toolwire.errors import ConfigurationError, MissingDependency
+from toolwire.providers import get_provider
 
 PROMPT = (
     "What's the weather in Lisbon and in Oslo (in Fahrenheit)? If Oslo has snow, publish a "
@@ -15,28 +16,11 @@ PROMPT = (
 )
 PROMPT_WITH_NOTES = PROMPT + " Also look up my travel notes about Oslo and delete the note 'old'."
 
-KEYS = {
-    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    "anthropic": ("ANTHROPIC_API_KEY",),
-    "openai-chat": ("OPENAI_API_KEY",),
-    "openai-responses": ("OPENAI_API_KEY",),
-}
-MODELS = {
-    "gemini": "gemini-2.5-flash",
-    "anthropic": "claude-sonnet-4-5",
-    "openai-chat": "gpt-4.1-mini",
-    "openai-responses": "gpt-4.1-mini",
-}
-
 
 def api_key(provider: str) -> str | None:
-    """The provider's API key from the environment, if one is set."""
-    return next((os.environ[k] for k in KEYS[provider] if os.environ.get(k)), None)
-
-
-def _dump(value: Any) -> Any:
-    dump = getattr(value, "model_dump", None)
-    return dump(mode="json", exclude_none=True) if callable(dump) else value
+    """The provider's API key from the environment (its profile's variables), if one is set."""
+    names = get_provider(provider).PROFILE.api_key_env
+    return next((os.environ[k] for k in names if os.environ.get(k)), None)
 
 
 def _sdk(module: str, package: str, extra: str) -> Any:
@@ -47,7 +31,8 @@ def _sdk(module: str, package: str, extra: str) -> Any:
 
 
 class _Driver:
-    """A conversation with one provider: ``history`` in that provider's own message format."""
+    """A conversation with one provider: ``history`` in that provider's own message format,
+    extended with each turn's ``outcome.followup(response)``."""
 
     label: str
 
@@ -61,6 +46,9 @@ class _Driver:
 
     def _user(self, prompt: str) -> Any:
         return {"role": "user", "content": prompt}
+
+    def add(self, followup: list[Any]) -> None:
+        self.history.extend(followup)
 
 
 class _Gemini(_Driver):
@@ -76,10 +64,6 @@ class _Gemini(_Driver):
             model=self._model, contents=self.history, config=config
         )
 
-    def add_answers(self, response: Any, results: list[Any]) -> None:
-        self.history.append(response.candidates[0].content)  # kept whole: thought signatures
-        self.history.append({"role": "user", "parts": results})
-
 
 class _Anthropic(_Driver):
     def _connect(self, key: str) -> Any:
@@ -89,10 +73,6 @@ class _Anthropic(_Driver):
         return await self._client.messages.create(
             model=self._model, max_tokens=1024, tools=self._tools, messages=self.history
         )
-
-    def add_answers(self, response: Any, results: list[Any]) -> None:
-        self.history.append({"role": "assistant", "content": _dump(response)["content"]})
-        self.history.append({"role": "user", "content": results})
 
 
 class _OpenAIChat(_Driver):
@@ -104,20 +84,12 @@ class _OpenAIChat(_Driver):
             model=self._model, messages=self.history, tools=self._tools
         )
 
-    def add_answers(self, response: Any, results: list[Any]) -> None:
-        self.history.append(_dump(response.choices[0].message))
-        self.history.extend(results)
-
 
 class _OpenAIResponses(_OpenAIChat):
     async def respond(self) -> Any:
         return await self._client.responses.create(
             model=self._model, input=self.history, tools=self._tools
         )
-
-    def add_answers(self, response: Any, results: list[Any]) -> None:
-        self.history.extend(_dump(item) for item in response.output)
-        self.history.extend(results)
 
 
 DRIVERS: dict[str, type[_Driver]] = {
@@ -129,9 +101,15 @@ DRIVERS: dict[str, type[_Driver]] = {
 
 
 def live_model(provider: str, key: str, model: str | None, tools: Any, *, with_mcp: bool) -> Any:
-    """A model object (``respond()``, ``add_answers()``, ``label``) for the real provider."""
-    driver = DRIVERS[provider](
-        key, model or MODELS[provider], tools, PROMPT_WITH_NOTES if with_mcp else PROMPT
-    )
-    driver.label = f"{provider} ({model or MODELS[provider]}, live)"
+    """A model object (``respond()``, ``add(followup)``, ``label``) for the real provider.
+
+    Raises:
+        ConfigurationError: the demo has no driver for this provider (run it with --scripted).
+    """
+    driver_type = DRIVERS.get(provider)
+    if driver_type is None:
+        raise ConfigurationError(f"the demo cannot talk to {provider} yet; run it with --scripted")
+    model = model or get_provider(provider).PROFILE.default_model or ""
+    driver = driver_type(key, model, tools, PROMPT_WITH_NOTES if with_mcp else PROMPT)
+    driver.label = f"{provider} ({model}, live)"
     return driver

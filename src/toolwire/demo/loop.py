@@ -17,40 +17,9 @@ from toolwire.demo.tools import TOOLS
 from toolwire.errors import ToolwireError
 from toolwire.policy import Policy, Rule
 from toolwire.providers import get_provider
-from toolwire.providers._wire import as_data
 from toolwire.tool import ToolSet
 
 MAX_TURNS = 8
-
-
-def _text_gemini(data: Any) -> str:
-    parts = (data.get("candidates") or [{}])[0].get("content", {}).get("parts") or []
-    return "".join(p.get("text", "") for p in parts if not p.get("thought"))
-
-
-def _text_anthropic(data: Any) -> str:
-    return "".join(b.get("text", "") for b in data.get("content") or [] if b.get("type") == "text")
-
-
-def _text_openai_chat(data: Any) -> str:
-    return ((data.get("choices") or [{}])[0].get("message") or {}).get("content") or ""
-
-
-def _text_openai_responses(data: Any) -> str:
-    return "".join(
-        c.get("text", "")
-        for item in data.get("output") or []
-        if item.get("type") == "message"
-        for c in item.get("content") or []
-    )
-
-
-_TEXT: dict[str, Callable[[Any], str]] = {
-    "gemini": _text_gemini,
-    "anthropic": _text_anthropic,
-    "openai-chat": _text_openai_chat,
-    "openai-responses": _text_openai_responses,
-}
 
 
 class Printer:
@@ -132,21 +101,16 @@ async def run_demo(
         printer.line(f"tools: {', '.join(toolset.exposed_names)}", "dim")
         for turn in range(1, MAX_TURNS + 1):
             response = await llm.respond()
-            calls = adapter.parse(response, listing.toolset)
+            calls = adapter.parse(response, listing.declaration)
             if not calls:
                 printer.line(f"\nturn {turn}: the model answers", "bold")
-                printer.line(f"  {_TEXT[provider](as_data(response)).strip()}", "green")
+                printer.line(f"  {adapter.text(response).strip()}", "green")
                 return 0
             printer.line(f"\nturn {turn}: the model calls {len(calls)} tool(s)", "bold")
             for item in calls:
                 printer.line(f"  → {_shown(item)}", "cyan")
             outcome = await execute_tool_calls(
-                toolset,
-                provider,
-                response,
-                toolset=listing.toolset,
-                policy=policy,
-                approver=terminal_approver(yes, printer),
+                listing, response, policy=policy, approver=terminal_approver(yes, printer)
             )
             for call in outcome.calls:
                 result = call.result
@@ -159,7 +123,7 @@ async def run_demo(
                     printer.line(f"  ✗ {name}: {result.error_kind}: {text}", "red")
                 else:
                     printer.line(f"  ✓ {name}: {text}", "green")
-            llm.add_answers(response, outcome.results)
+            llm.add(outcome.followup(response))
             if outcome.halted:
                 printer.line("\nan approver halted the run", "yellow")
                 return 0

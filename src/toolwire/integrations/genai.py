@@ -84,6 +84,7 @@ async def run_function_calls(
     run_id: str | None = None,
     principal: Any = None,
     taint: Iterable[str] = (),
+    deps: Any = None,
     structured: gemini.StructuredMode = "prefer",
 ) -> list[genai_types.Part]:
     """Run the model's calls through the governed pipeline; one function-response Part each.
@@ -94,7 +95,7 @@ async def run_function_calls(
         executor: the executor to run them (its policy, approver, store); a plain one over
             ``toolset`` when None.
         toolset: the tools, when no executor is given.
-        run_id, principal, taint: as for :meth:`Executor.run`.
+        run_id, principal, taint, deps: as for :meth:`Executor.run`.
 
     Returns:
         One ``types.Part`` per call, in order, unknown tools and bad arguments included; an
@@ -112,12 +113,12 @@ async def run_function_calls(
     if not isinstance(calls, list | tuple):
         raise MalformedResponse(f"calls must be a list, not {type(calls).__name__}")
     items = gemini.parse_calls([_as_part(c) for c in calls], executor.toolset)
-    outcomes = await executor.run(items, run_id=run_id, principal=principal, taint=taint)
+    outcomes = await executor.run(items, run_id=run_id, principal=principal, taint=taint, deps=deps)
     parts = []
     for outcome in outcomes:
         item = outcome.item
         answer = (
-            gemini.answer(item, outcome.result, structured=structured)
+            gemini.answer(item, outcome.result, gemini.Options(structured=structured))
             if isinstance(item, ToolCall)
             else item.answer
         )
@@ -165,14 +166,20 @@ def _declared_as(schema: Mapping[str, Any]) -> type:
 
 
 def afc_callable(
-    tool: Tool, *, executor: Executor | None = None, exposed_name: str | None = None
+    tool: Tool,
+    *,
+    executor: Executor | None = None,
+    exposed_name: str | None = None,
+    deps: Any = None,
 ) -> Callable[..., Any]:
     """A real async function genai's AFC can declare and call, running ``tool`` governed.
 
     Its signature has one keyword parameter per schema property, annotated so that genai
     declares exactly the property's lowered Gemini schema; optional parameters default to None
     so genai doesn't mark them required (and None values it sends for them are dropped). The
-    arguments are validated by toolwire against the original schema, not by genai.
+    arguments are validated by toolwire against the original schema, not by genai. A
+    ``CallContext`` parameter of the tool's function is not in the schema, so not in the
+    signature either: each call passes it the call's context, with ``deps``.
 
     Raises:
         ConfigurationError: when the executor's approver is deferred: AFC cannot pause.
@@ -215,7 +222,9 @@ def afc_callable(
         if problem is not None:  # what genai decoded from the model is checked like any call's
             raise ToolCallFailed(f"Invalid arguments for {name!r}: {problem}.")
         try:
-            [outcome] = await executor.run([make_call(executor.toolset, name, arguments)])
+            [outcome] = await executor.run(
+                [make_call(executor.toolset, name, arguments)], deps=deps
+            )
         except ApprovalPending:
             raise ToolCallFailed("this call needs approval, which cannot be given here") from None
         result = outcome.result
@@ -233,14 +242,14 @@ def afc_callable(
 
 
 def afc_callables(
-    toolset: ToolSet | Iterable[Tool], *, executor: Executor | None = None
+    toolset: ToolSet | Iterable[Tool], *, executor: Executor | None = None, deps: Any = None
 ) -> list[Callable[..., Any]]:
     """:func:`afc_callable` for every visible tool exported to Gemini, in toolset order."""
     toolset = ToolSet.of(toolset)
     if executor is None:
         executor = Executor(toolset)
     return [
-        afc_callable(tool, executor=executor, exposed_name=toolset.exposed_name(tool))
+        afc_callable(tool, executor=executor, exposed_name=toolset.exposed_name(tool), deps=deps)
         for tool in toolset
         if tool.providers is None or gemini.NAME in tool.providers
     ]

@@ -29,7 +29,7 @@ from toolwire._text import clean_description, strip_invisible
 from toolwire.calls import ToolResult
 from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
 from toolwire.mcp._content import result_from_mcp
-from toolwire.providers import get_provider, provider_names
+from toolwire.providers import get_provider, make_options, provider_names
 from toolwire.tool import Tool, ToolSet, compile_validator, definition_hash, exposed_name_for
 
 __all__ = ["HttpServer", "Hub", "InProcessServer", "ServerSpec", "StdioServer"]
@@ -70,6 +70,10 @@ class _Options:
     """Seconds the server has to answer a probe (a ``tools/list`` request) after one of its
     calls was abandoned (timed out or cancelled); a server that doesn't is hung, so it is marked
     down and reconnected."""
+    taints: Sequence[str] = ()
+    """Sources its tools' output brings into the model's context besides the server itself
+    (e.g. ``"web"`` for a fetcher): what ``Outcome.taint`` collects and policies match with
+    ``tainted_by``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,6 +145,9 @@ class _Server:
     ready: anyio.Event = field(default_factory=anyio.Event)
     wake: anyio.Event = field(default_factory=anyio.Event)
     """Set to make the connection loop re-list (list_changed) or reconnect (a failure)."""
+    gone: list[Tool] = field(default_factory=list)
+    """The tools of the last listing before the server went down: calls to them are answered
+    ``unavailable`` (not "unknown tool") while it is down."""
     broken: bool = False
     checking: bool = False
     """A probe after an abandoned call is on its way."""
@@ -324,6 +331,8 @@ class Hub:
             if connecting.cancelled_caught:
                 server.error = f"did not start within {server.spec.connect_timeout:g} s"
             server.client = None
+            if server.tools:
+                server.gone = [entry.tool for entry in server.tools]
             server.tools = []
             server.left_out = {}
             self._changed()
@@ -446,6 +455,7 @@ class Hub:
                 output_schema=server.output_schemas.get(name, listed.output_schema),
                 annotations=annotations,
                 server_id=server.name,
+                taints=_taints(server),
                 handler=partial(self._call, server, name),
                 # The executor times the call out; cancelled, the SDK tells the server.
                 timeout=server.spec.timeout,
@@ -475,6 +485,21 @@ class Hub:
         ``include``/``exclude`` are not in it; a server that is down has none.
         """
         return {name: dict(server.left_out) for name, server in self._servers.items()}
+
+    @property
+    def unavailable(self) -> dict[str, str]:
+        """The tools of servers that are down, by exposed name, and why: a listing made now
+        leaves them out, and a call to one is answered ``unavailable`` (the model may still
+        call what an earlier listing showed it)."""
+        gone = {}
+        for server in self._servers.values():
+            if server.client is None:
+                # just down, the listing is still there; once reconnecting, what it was
+                lost = [entry.tool for entry in server.tools] or server.gone
+                for tool in lost:
+                    reason = f"server {server.name!r} is down ({server.error}); try again later"
+                    gone[exposed_name_for(tool.name, tool.server_id)] = reason
+        return gone
 
     def as_toolset(self) -> ToolSet:
         """The tools of the servers that are up, as ``server__tool``; rebuilt after changes."""
@@ -601,6 +626,12 @@ class Hub:
         return message
 
 
+def _taints(server: _Server) -> frozenset[str]:
+    """What the server's tools taint the model's context with: the server, and its ``taints``."""
+    extra = server.spec.taints
+    return frozenset((server.name, *((extra,) if isinstance(extra, str) else extra)))
+
+
 def _output_problem(server: _Server, name: str, schema: Any, structured: Any) -> str | None:
     """Why a tool's structured result breaks its output schema, or None: what the SDK checks
     (it must be there, and match), done by jsonschema-rs, in linear time."""
@@ -675,15 +706,15 @@ def _undeclarable(tool: Tool) -> str | None:
     """Why ``tool`` cannot be offered (a registered provider cannot declare it, or its schema
     cannot validate arguments, so every call would fail), or None."""
     single = ToolSet([tool])
-    for provider in provider_names():
-        adapter = get_provider(provider)
-        for options in adapter.declaration_options:
+    for name in provider_names():
+        provider = get_provider(name)
+        for options in provider.PROFILE.option_sets:
             try:
-                adapter.declare(single, **options)
+                provider.declare(single, make_options(provider, dict(options)))
             except ToolwireError as exc:
-                return f"{_declaration(provider, options)} cannot declare it: {exc}"
+                return f"{_declaration(name, options)} cannot declare it: {exc}"
             except Exception as exc:  # a provider failing on an untrusted schema in any way
-                return f"{_declaration(provider, options)} cannot declare it: {_describe(exc)}"
+                return f"{_declaration(name, options)} cannot declare it: {_describe(exc)}"
     try:
         tool.check_schema()
     except ToolwireError as exc:

@@ -1,66 +1,61 @@
-"""Provider adapters, one module each, found by name in a registry.
+"""Provider modules, one per API, found by name in a registry.
 
-Every adapter module offers the same three steps under its provider's own vocabulary; the
-registry maps a provider name to a :class:`ProviderAdapter` so the core never branches on a
-provider's name. :class:`StreamLimits` bounds what a stream accumulator of any provider keeps.
+Every module fulfils the same :class:`Provider` contract under the same names (``declare``,
+``parse``, ``answer``, ``assess``, ``followup``, ``Options``, ``PROFILE``, ...), so the core,
+the CLI, ``toolwire check`` and the demo never branch on a provider's name: adding a provider
+is one module and one line in :func:`_register_builtin`. :class:`StreamLimits` bounds what a
+stream accumulator of any provider keeps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from toolwire.calls import RejectedCall, ToolCall
 from toolwire.errors import ConfigurationError
+from toolwire.providers._contract import (
+    Declaration,
+    DeclaredTool,
+    Provider,
+    ProviderProfile,
+    StreamAccumulator,
+    Verdict,
+    implicit_declaration,
+    options_for,
+)
 from toolwire.providers._wire import StreamLimits
-from toolwire.tool import ToolSet
 
 __all__ = [
-    "ProviderAdapter",
+    "Declaration",
+    "DeclaredTool",
+    "Provider",
+    "ProviderProfile",
+    "StreamAccumulator",
     "StreamLimits",
+    "Verdict",
     "get_provider",
+    "make_options",
     "provider_names",
     "register_provider",
 ]
 
-
-@dataclass(frozen=True, slots=True)
-class ProviderAdapter:
-    """The three steps a provider needs, as plain functions."""
-
-    name: str
-    declare: Callable[..., Any]
-    """``declare(toolset, **options)`` → the request fragment declaring the tools."""
-    parse: Callable[[Any, ToolSet], list[ToolCall | RejectedCall]]
-    """``parse(response, toolset)`` → the calls in the model's order, resolved or rejected."""
-    answer: Callable[..., Any]
-    """``answer(call, result, **options)`` → the provider's answer to one call."""
-    null_paths: Callable[..., Mapping[str, Any]] = lambda toolset, **options: {}
-    """``null_paths(toolset, **options)`` → per exposed name, the paths strict mode made
-    nullable (empty for providers without such a mode)."""
-    declaration_options: tuple[Mapping[str, Any], ...] = ({},)
-    """Every set of ``declare`` options that converts schemas differently: a tool from an
-    untrusted source is offered only when it can be declared under each (an MCP hub checks)."""
+_REGISTRY: dict[str, Provider] = {}
 
 
-_REGISTRY: dict[str, ProviderAdapter] = {}
+def register_provider(provider: Provider) -> None:
+    """Make ``provider`` (a module or object fulfilling :class:`Provider`) available under
+    ``provider.NAME``."""
+    _REGISTRY[provider.NAME] = provider
 
 
-def register_provider(adapter: ProviderAdapter) -> None:
-    """Make ``adapter`` available under ``adapter.name``."""
-    _REGISTRY[adapter.name] = adapter
-
-
-def get_provider(name: str) -> ProviderAdapter:
-    """The adapter registered as ``name``.
+def get_provider(name: str) -> Provider:
+    """The provider registered as ``name``.
 
     Raises:
         ConfigurationError: naming the known providers.
     """
     try:
         return _REGISTRY[name]
-    except KeyError:
+    except (KeyError, TypeError):
         known = ", ".join(sorted(_REGISTRY))
         raise ConfigurationError(f"unknown provider {name!r}; known: {known}") from None
 
@@ -70,41 +65,27 @@ def provider_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def make_options(provider: Provider, values: dict[str, Any], base: Any = None) -> Any:
+    """``provider``'s options from keyword ``values`` (on top of ``base``).
+
+    Raises:
+        ConfigurationError: naming an unknown option and the valid ones, or a value of the
+            wrong type.
+    """
+    return options_for(provider.NAME, provider.Options, values, base)
+
+
+def declaration_for(provider: Provider, toolset: Any, options: Any) -> Declaration:
+    """What the model is taken to have been shown when no listing is given (see
+    :func:`toolwire.providers._contract.implicit_declaration`)."""
+    return implicit_declaration(provider.NAME, toolset, options, provider.declare)
+
+
 def _register_builtin() -> None:
     from toolwire.providers import anthropic, gemini, openai_chat, openai_responses
 
-    register_provider(
-        ProviderAdapter(
-            name=gemini.NAME,
-            declare=gemini.declare,
-            parse=gemini.parse_calls,
-            answer=gemini.answer,
-            declaration_options=(
-                {},
-                {"schema": "openapi"},
-                {"schema": "openapi", "backend": "vertex"},
-            ),
-        )
-    )
-    register_provider(
-        ProviderAdapter(
-            name=anthropic.NAME,
-            declare=anthropic.declare,
-            parse=anthropic.parse_calls,
-            answer=anthropic.answer,
-        )
-    )
-    for module in (openai_chat, openai_responses):
-        register_provider(
-            ProviderAdapter(
-                name=module.NAME,
-                declare=module.declare,
-                parse=module.parse_calls,
-                answer=module.answer,
-                null_paths=module.null_paths,
-                declaration_options=({}, {"strict": False}),
-            )
-        )
+    for module in (gemini, anthropic, openai_chat, openai_responses):
+        register_provider(module)
 
 
 _register_builtin()

@@ -5,20 +5,25 @@ surprises, and the limits that keep a stream accumulator bounded."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from toolwire.calls import (
     ErrorKind,
     RejectedCall,
     ToolCall,
+    argument_problem,
     canonical_json,
     has_lone_surrogate,
     stable_call_id,
 )
 from toolwire.errors import MalformedResponse
-from toolwire.tool import ToolSet
+from toolwire.providers._contract import Declaration, ProviderProfile
+from toolwire.tool import Tool
+
+_NO_EXTRAS: Mapping[str, Any] = MappingProxyType({})
 
 __all__ = [
     "CallIds",
@@ -27,11 +32,13 @@ __all__ = [
     "StreamLimits",
     "arguments_problem_message",
     "as_data",
+    "call_arguments",
     "get_field",
     "listed",
     "load_json",
     "printable",
     "rejected_call",
+    "resolve_call",
     "sent_id",
     "split_calls",
     "unknown_tool",
@@ -94,9 +101,9 @@ _NAMES_LISTED = 50
 """Tool names an unknown-tool answer lists, so the model can correct itself."""
 
 
-def unknown_tool(toolset: ToolSet, name: str) -> str:
-    """What the model is told when it calls a name the toolset does not expose."""
-    listed = ", ".join(toolset.exposed_names[:_NAMES_LISTED])
+def unknown_tool(names: Sequence[str], name: str) -> str:
+    """What the model is told when it calls a name it was not shown (``names``)."""
+    listed = ", ".join(names[:_NAMES_LISTED])
     return f"Unknown tool {printable(name)!r}. Available tools: {listed or '(none)'}."
 
 
@@ -181,18 +188,136 @@ def rejected_call(
     message: str,
     ids: CallIds,
     error_answer: Callable[[str, str], Any],
+    arguments: Mapping[str, Any] | None = None,
 ) -> RejectedCall:
     """A call answered with an error, never run: ``error_answer(answer_id, message)`` builds
-    the provider's answer, echoing the call's id (a generated one when it has none)."""
-    answer_id = call_id if call_id is not None else ids.make(name)
+    the provider's answer, echoing the call's id (one made by ``ids`` when it has none, from
+    its name and ``arguments`` when they could be read)."""
+    answer_id = call_id if call_id is not None else ids.make(name, arguments)
     return RejectedCall(
         name=name,
         call_id=call_id,
+        local_id=answer_id,
         index=index,
         error_kind=kind,
         message=message,
         answer=error_answer(answer_id, message),
     )
+
+
+def resolve_call(
+    declaration: Declaration,
+    profile: ProviderProfile,
+    *,
+    name: Any,
+    call_id: str | None,
+    arguments: Any,
+    index: int,
+    ids: CallIds,
+    error_answer: Callable[[str, str], Any],
+    extras: Mapping[str, Any] | None = None,
+    coerce: Callable[[dict[str, Any], Tool], dict[str, Any]] | None = None,
+) -> ToolCall | RejectedCall:
+    """One call resolved against what was declared, or rejected with its error answer.
+
+    The name must be one the model was shown (a namespace prefix the profile allows, such as
+    Gemini's ``default_api.``, is dropped); a tool that was offered but is gone is
+    ``unavailable``. ``arguments`` may be an object, the JSON text of one, or absent (then
+    ``{}``, unless the schema requires something). ``call_id`` is the provider's id, already
+    kept in ``ids`` (see :class:`CallIds`); a call without one gets a generated id.
+    ``coerce(arguments, tool)`` adjusts well-formed arguments (Gemini's whole-number floats).
+    """
+    sent = name if name.__class__ is str else ""
+    entry = declaration.entry(sent)
+    if entry is None:
+        for separator in profile.namespace_separators:
+            if separator in sent:
+                entry = declaration.entry(sent.rsplit(separator, 1)[1])
+                if entry is not None:
+                    break
+    if entry is None:
+        gone = declaration.unavailable.get(sent)
+        if gone is not None:
+            message = f"Tool {printable(sent)!r} is unavailable: {gone}."
+            return rejected_call(sent, call_id, index, "unavailable", message, ids, error_answer)
+        message = unknown_tool(declaration.names, sent)
+        return rejected_call(sent, call_id, index, "not_found", message, ids, error_answer)
+    exposed, tool = entry.name, entry.tool
+    loaded = call_arguments(arguments, exposed, tool)
+    if loaded.__class__ is str:
+        return rejected_call(
+            exposed, call_id, index, "invalid_arguments", loaded, ids, error_answer
+        )
+    assert isinstance(loaded, dict)
+    if coerce is not None:
+        loaded = coerce(loaded, tool)
+    return ToolCall(
+        exposed_name=exposed,
+        tool=tool,
+        arguments=loaded,
+        call_id=call_id,
+        local_id=call_id if call_id is not None else ids.make(exposed, loaded),
+        index=index,
+        extras=extras if extras is not None else _NO_EXTRAS,
+        null_paths=entry.null_paths,
+    )
+
+
+_RAW_ECHO = 300
+"""Characters of malformed arguments echoed back to the model."""
+
+
+def call_arguments(raw: Any, name: str, tool: Tool) -> dict[str, Any] | str:
+    """A call's arguments as a dict, or the error message for the model.
+
+    ``raw`` is an object (Gemini, Anthropic, some OpenAI-compatible hosts), the JSON text of
+    one (OpenAI), or None. Text that is not JSON (``NaN`` and ``Infinity`` included), JSON
+    that is not an object, and objects toolwire cannot carry (see
+    :func:`toolwire.calls.argument_problem`) are refused.
+    """
+    shown = printable(name)
+    if raw.__class__ is dict or isinstance(raw, Mapping):
+        arguments: Any = raw
+    elif raw is None or (isinstance(raw, str) and not raw.strip()):
+        if _requires_something(tool):
+            return f"Invalid arguments for {shown!r}: no arguments were sent."
+        return {}
+    elif not isinstance(raw, str):
+        return f"Invalid arguments for {shown!r}: expected a JSON object, got {_json_type(raw)}."
+    else:
+        arguments = load_json(raw)
+        if isinstance(arguments, NotJson):
+            echo = raw if len(raw) <= _RAW_ECHO else raw[:_RAW_ECHO] + "..."
+            return f"Invalid arguments for {shown!r}: {arguments.why}: {printable(echo)}"
+    if not isinstance(arguments, Mapping):
+        return (
+            f"Invalid arguments for {shown!r}: expected a JSON object, got {_json_type(arguments)}."
+        )
+    problem = argument_problem(arguments)
+    if problem is not None:
+        return arguments_problem_message(name, problem)
+    return arguments if arguments.__class__ is dict else dict(arguments)
+
+
+def _json_type(value: Any) -> str:
+    """How JSON names the type of ``value`` (what the model sent), e.g. ``an array``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return f"a {type(value).__name__}"
+
+
+def _requires_something(tool: Tool) -> bool:
+    schema = tool.input_schema
+    required = schema.get("required") if isinstance(schema, Mapping) else None
+    return bool(required)
 
 
 def sent_id(value: Any) -> str | None:
@@ -308,3 +433,39 @@ class StreamBudget:
                 f"{self.what}: {field} {value} is out of range (0 to {self.limits.max_parts - 1})"
             )
         return int(value)
+
+
+# -- shapes ----------------------------------------------------------------------------------------
+
+
+def check_shape(provider: str, data: Any, recognizes: Callable[[Any], bool]) -> None:
+    """Nothing when ``data`` has ``provider``'s shape or no registered provider's; otherwise
+    the response was given to the wrong parser, which would find no calls in it and end the
+    loop as if the model were done.
+
+    Raises:
+        MalformedResponse: naming the provider the response looks like.
+    """
+    if recognizes(data):
+        return
+    from toolwire.providers import get_provider, provider_names
+
+    for other in provider_names():
+        if other != provider and get_provider(other).recognizes(data):
+            mine, theirs = get_provider(provider).PROFILE.label, get_provider(other).PROFILE.label
+            raise MalformedResponse(
+                f"this is not a {mine} response: it looks like {theirs} ({other!r}); parse it "
+                "with the provider it came from"
+            )
+
+
+def item_types(data: Sequence[Any]) -> set[str]:
+    """The string ``type`` of each object in a list (at most the first 16)."""
+    kinds = set()
+    for item in data[:16]:
+        item = as_data(item)
+        if isinstance(item, Mapping):
+            kind = item.get("type")
+            if kind.__class__ is str:
+                kinds.add(kind)
+    return kinds

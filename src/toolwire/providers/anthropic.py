@@ -9,7 +9,8 @@ builds a forced ``tool_choice``: current models reject it with extended thinking
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from toolwire._text import clean_description
@@ -19,35 +20,63 @@ from toolwire.calls import (
     TextContent,
     ToolCall,
     ToolResult,
-    argument_problem,
     canonical_json,
     placeholder,
 )
 from toolwire.errors import MalformedResponse, SchemaConversionError
+from toolwire.providers._assess import assessed, texts
+from toolwire.providers._contract import (
+    Declaration,
+    DeclaredTool,
+    ProviderProfile,
+    Verdict,
+    implicit_declaration,
+    options_for,
+)
 from toolwire.providers._wire import (
     CallIds,
     NotJson,
     StreamBudget,
     StreamLimits,
-    arguments_problem_message,
     as_data,
+    check_shape,
+    item_types,
     listed,
     load_json,
-    printable,
     rejected_call,
+    resolve_call,
     sent_id,
     split_calls,
-    unknown_tool,
 )
-from toolwire.schema._rewrite import declared_object
+
+try:  # TEMPORARY-SHIM
+    from toolwire.schema.anthropic import to_anthropic_schema
+    from toolwire.schema.checks import anthropic_violations
+except ImportError:  # TEMPORARY-SHIM
+    from toolwire.schema._rewrite import declared_object as to_anthropic_schema
+
+    def anthropic_violations(schema: Any) -> list[Any]:
+        return []
+
+
 from toolwire.tool import Tool, ToolSet
 
 __all__ = [
     "NAME",
+    "PROFILE",
+    "Accumulator",
+    "AnthropicOptions",
     "AnthropicStreamAccumulator",
+    "Options",
     "answer",
+    "assess",
     "declare",
+    "followup",
+    "parse",
     "parse_calls",
+    "recognizes",
+    "response_for",
+    "text",
     "tool_result",
     "tool_uses",
     "tools",
@@ -58,6 +87,32 @@ _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 IMAGE_LIMIT = 5 * 1024 * 1024
 """Characters of base64 one image may have: the Messages API refuses a longer one ("image
 exceeds 5 MB maximum"), failing the whole request."""
+PROFILE = ProviderProfile(
+    label="Anthropic Messages",
+    name_pattern=r"[a-zA-Z0-9_-]{1,128}",
+    image_types=_IMAGE_TYPES,
+    error_prefix=None,  # tool_result blocks have is_error
+    declared_options=frozenset({"cache_control"}),
+    max_tools=None,
+    schema_rules=(
+        "JSON Schema draft 2020-12 with an object root; no anyOf, oneOf or allOf at the top"
+    ),
+    api_key_env=("ANTHROPIC_API_KEY",),
+    default_model="claude-sonnet-4-5",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AnthropicOptions:
+    """Options of the Messages API."""
+
+    cache_control: Literal["last"] | None = None
+    """``"last"`` marks the last tool ``cache_control: ephemeral``, which caches the whole
+    tool list as a prompt prefix."""
+
+
+Options = AnthropicOptions
+_DEFAULT = Options()
 
 
 def _sendable(part: Any) -> bool:
@@ -75,44 +130,97 @@ def _as_text(part: Any) -> str:
     return placeholder(part)
 
 
-def _input_schema(tool: Tool) -> dict[str, Any]:
-    """The schema as it is validated, descriptions cleaned at every depth, an object root
-    (Anthropic wants one); references to other documents are never sent."""
+def _lowered(tool: Tool) -> tuple[dict[str, Any], list[Any]]:
+    """The schema as Anthropic takes it, and what lowering it changed (see
+    :func:`toolwire.schema.anthropic.to_anthropic_schema`)."""
     try:
-        return declared_object(tool.input_schema)[0]
+        return to_anthropic_schema(tool.input_schema)
     except SchemaConversionError as exc:
         raise exc.for_tool(tool.qualified_name) from None
 
 
-def tools(
-    toolset: ToolSet | Iterable[Tool], *, cache_control: Literal["last"] | None = None
-) -> list[dict[str, Any]]:
-    """The request's ``tools`` in toolset order; ``cache_control="last"`` marks the last tool,
-    which caches the whole list as a prompt prefix."""
-    toolset = ToolSet.of(toolset)
+def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
+    """The request's ``tools`` in toolset order (None when empty); cached on the toolset.
 
-    def build() -> list[dict[str, Any]]:
+    Raises:
+        SchemaConversionError: naming the tool whose schema cannot be declared.
+    """
+    options = options or _DEFAULT
+
+    def build() -> Declaration:
         declared = [
             {
                 "name": toolset.exposed_name(t),
                 "description": clean_description(t.description),
-                "input_schema": _input_schema(t),
+                "input_schema": _lowered(t)[0],
             }
             for t in toolset
             if t.providers is None or NAME in t.providers
         ]
-        if cache_control == "last" and declared:
+        if options.cache_control == "last" and declared:
             declared[-1] = {**declared[-1], "cache_control": {"type": "ephemeral"}}
-        return declared
+        return Declaration(
+            provider=NAME,
+            options=options,
+            toolset=toolset,
+            tools=declared or None,
+            entries={d["name"]: DeclaredTool(d["name"], toolset[d["name"]]) for d in declared},
+        )
 
-    return toolset.cached((NAME, cache_control), build)
+    return toolset.cached((NAME, "declaration", options), build)
 
 
-def declare(
-    toolset: ToolSet, *, cache_control: Literal["last"] | None = None
-) -> list[dict[str, Any]]:
-    """The registry's declare step: :func:`tools`."""
-    return tools(toolset, cache_control=cache_control)
+def tools(
+    toolset: ToolSet | Iterable[Tool], *, cache_control: Literal["last"] | None = None
+) -> list[dict[str, Any]] | None:
+    """The request's ``tools`` in toolset order (None when empty); ``cache_control="last"``
+    marks the last tool, which caches the whole list as a prompt prefix."""
+    options = options_for(NAME, Options, {"cache_control": cache_control})
+    return declare(ToolSet.of(toolset), options).tools
+
+
+def assess(tool: Tool, options: Options | None = None) -> Verdict:
+    """How the Messages API takes ``tool``: its lowered schema, checked against the documented
+    rules (draft 2020-12, an object root without top-level combinators)."""
+
+    def declared() -> tuple[Any, list[str]]:
+        schema, notes = _lowered(tool)
+        return schema, texts(notes)
+
+    return assessed(NAME, tool, declared, anthropic_violations)
+
+
+_BLOCK_TYPES = frozenset(
+    {
+        "text",
+        "tool_use",
+        "thinking",
+        "redacted_thinking",
+        "server_tool_use",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "container_upload",
+    }
+)
+"""Content block types of an assistant message (none is a Responses item type)."""
+
+
+def recognizes(response: Any) -> bool:
+    """True for a Messages response, an assistant message, or a list of content blocks."""
+    data = as_data(response)
+    if isinstance(data, Mapping):
+        if data.get("type") == "message" or "stop_reason" in data:
+            return True
+        return data.get("role") == "assistant" and isinstance(data.get("content"), list | tuple)
+    if isinstance(data, list | tuple):
+        return bool(item_types(data) & _BLOCK_TYPES)
+    return False
 
 
 def tool_result(
@@ -129,18 +237,8 @@ def _error_result(tool_use_id: str, message: str) -> dict[str, Any]:
     return tool_result(tool_use_id, message, is_error=True)
 
 
-def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall]:
-    """Every ``tool_use`` block of a message (or of a list of blocks), in order.
-
-    A block that resolves is a :class:`ToolCall`; a call to an unknown name, with an
-    ``input`` that is not a JSON object toolwire can carry, or with an id an earlier block
-    already has, is a :class:`RejectedCall` answered by an error ``tool_result``. Blocks of
-    tools the API runs itself (``server_tool_use``, ``mcp_tool_use``) and other blocks are
-    skipped.
-
-    Raises:
-        MalformedResponse: when the message, or one of its blocks, is not an object.
-    """
+def _blocks(response: Any) -> list[Mapping[str, Any]]:
+    check_shape(NAME, as_data(response), recognizes)
     blocks = []
     for position, raw in enumerate(
         listed(response, "content", "a message or a list of content blocks")
@@ -148,16 +246,32 @@ def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall
         block = as_data(raw)
         if not isinstance(block, Mapping):
             raise MalformedResponse(f"content[{position}] is not an object")
-        if block.get("type") == "tool_use":
-            blocks.append(block)
+        blocks.append(block)
+    return blocks
+
+
+def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCall]:
+    """Every ``tool_use`` block of a message (or of a list of blocks), in order.
+
+    A block naming a declared tool that resolves is a :class:`ToolCall`; a call to an
+    unknown name, with an ``input`` that is not a JSON object toolwire can carry, or with an
+    id an earlier block already has, is a :class:`RejectedCall` answered by an error
+    ``tool_result``. Blocks of tools the API runs itself (``server_tool_use``,
+    ``mcp_tool_use``) and other blocks are skipped.
+
+    Raises:
+        MalformedResponse: when the message, or one of its blocks, is not an object (naming
+            the provider it looks like, when it is another's).
+    """
+    blocks = [b for b in _blocks(response) if b.get("type") == "tool_use"]
     ids = CallIds(
         call_id for call_id in (sent_id(b.get("id")) for b in blocks) if call_id is not None
     )
-    return [_parse_block(block, index, ids, toolset) for index, block in enumerate(blocks)]
+    return [_parse_block(block, index, ids, declaration) for index, block in enumerate(blocks)]
 
 
 def _parse_block(
-    block: Mapping[str, Any], index: int, ids: CallIds, toolset: ToolSet
+    block: Mapping[str, Any], index: int, ids: CallIds, declaration: Declaration
 ) -> ToolCall | RejectedCall:
     call_id = sent_id(block.get("id"))
     raw_name = block.get("name")
@@ -165,47 +279,32 @@ def _parse_block(
     if call_id is not None and not ids.keep(call_id):
         message = ids.duplicate(call_id)
         return rejected_call(name, call_id, index, "invalid_arguments", message, ids, _error_result)
-    tool = toolset.get(name)
-    if tool is None:
-        message = unknown_tool(toolset, name)
-        return rejected_call(name, call_id, index, "not_found", message, ids, _error_result)
-    arguments = block.get("input")
-    if arguments is None:
-        arguments = {}
-    if isinstance(arguments, str):  # what the stream accumulator leaves when it is not JSON
-        loaded = load_json(arguments) if arguments.strip() else NotJson("it is empty")
-        why = loaded.why if isinstance(loaded, NotJson) else "it was sent as a string"
-        message = f"Invalid arguments for {printable(name)!r}: {why}."
-        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, _error_result)
-    if not isinstance(arguments, Mapping):
-        message = (
-            f"Invalid arguments for {printable(name)!r}: expected an object, got "
-            f"{type(arguments).__name__}."
-        )
-        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, _error_result)
-    problem = argument_problem(arguments)
-    if problem is not None:
-        message = arguments_problem_message(name, problem)
-        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, _error_result)
-    arguments = dict(arguments)
-    return ToolCall(
-        exposed_name=name,
-        tool=tool,
-        arguments=arguments,
+    return resolve_call(
+        declaration,
+        PROFILE,
+        name=name,
         call_id=call_id,
-        local_id=call_id if call_id is not None else ids.make(name, arguments),
+        # a string is what the stream accumulator leaves when the input is not JSON
+        arguments=block.get("input"),
         index=index,
+        ids=ids,
+        error_answer=_error_result,
     )
+
+
+def parse_calls(response: Any, toolset: ToolSet | Iterable[Tool]) -> list[ToolCall | RejectedCall]:
+    """:func:`parse` against ``toolset`` (when there is no :class:`Declaration` at hand)."""
+    return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), _DEFAULT, declare))
 
 
 def tool_uses(
     response: Any, toolset: ToolSet | Iterable[Tool]
 ) -> tuple[list[ToolCall], list[dict[str, Any]]]:
     """The resolved calls, and the error answers for calls that cannot run."""
-    return split_calls(parse_calls(response, ToolSet.of(toolset)))
+    return split_calls(parse_calls(response, toolset))
 
 
-def answer(call: ToolCall, result: ToolResult) -> dict[str, Any]:
+def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -> dict[str, Any]:
     """The ``tool_result`` block for ``call``: text, or text and image blocks; ``is_error`` on
     failure."""
     call_id = call.call_id or call.local_id
@@ -234,6 +333,49 @@ def answer(call: ToolCall, result: ToolResult) -> dict[str, Any]:
         else:
             blocks.append({"type": "text", "text": _as_text(part)})
     return tool_result(call_id, blocks, is_error=result.is_error)
+
+
+_INPUT_BLOCK_FIELDS = {
+    "text": ("type", "text", "citations"),
+    "tool_use": ("type", "id", "name", "input"),
+    "thinking": ("type", "thinking", "signature"),
+    "redacted_thinking": ("type", "data"),
+}
+"""What a block of these types may carry when it is sent back (the API refuses extra fields,
+such as a tool_use's ``caller``, on input)."""
+
+
+def followup(response: Any, answers: Sequence[Any]) -> list[Any]:
+    """The assistant message, then one user message with every ``tool_result`` (all of a
+    turn's answers together, before anything else): what to append to ``messages``."""
+    content = []
+    for block in _blocks(response):
+        kept = _INPUT_BLOCK_FIELDS.get(str(block.get("type")))
+        content.append(dict(block) if kept is None else {k: block[k] for k in kept if k in block})
+    turn = [{"role": "assistant", "content": content}]
+    return turn + ([{"role": "user", "content": list(answers)}] if answers else [])
+
+
+def response_for(
+    calls: Sequence[tuple[str, str, Mapping[str, Any]]], text: str | None = None
+) -> dict[str, Any]:
+    """A message holding ``text`` and ``calls`` ((id, name, arguments)) as ``tool_use``."""
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    content += [
+        {"type": "tool_use", "id": call_id, "name": name, "input": dict(args)}
+        for call_id, name, args in calls
+    ]
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": content,
+        "stop_reason": "tool_use" if calls else "end_turn",
+    }
+
+
+def text(response: Any) -> str:
+    """The text of the message's text blocks."""
+    return "".join(str(b.get("text", "")) for b in _blocks(response) if b.get("type") == "text")
 
 
 _DELTA_FIELDS = {
@@ -328,6 +470,10 @@ class AnthropicStreamAccumulator:
         piece = self._budget.text(delta.get(field, ""), f"{kind}.{field}")
         self._pieces.setdefault((index, field), []).append(piece)
 
+    def response(self) -> dict[str, Any]:
+        """The message so far, ``tool_use`` inputs parsed (the Messages API's response)."""
+        return self.message()
+
     def message(self) -> dict[str, Any]:
         """The message so far, ``tool_use`` inputs parsed."""
         content = []
@@ -345,3 +491,6 @@ class AnthropicStreamAccumulator:
                 block["input"] = text if isinstance(loaded, NotJson) else loaded
             content.append(block)
         return {**self._message, "content": content}
+
+
+Accumulator = AnthropicStreamAccumulator

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 from types import MappingProxyType
 from typing import Any, Literal
@@ -27,30 +28,38 @@ from typing import Any, Literal
 from toolwire._text import clean_description
 from toolwire.calls import (
     AudioContent,
-    ErrorKind,
     ImageContent,
     RejectedCall,
     ToolCall,
     ToolResult,
-    argument_problem,
     canonical_json,
     content_text,
 )
 from toolwire.errors import ConfigurationError, MalformedResponse, SchemaConversionError
+from toolwire.providers._assess import assessed, texts
+from toolwire.providers._contract import (
+    Declaration,
+    DeclaredTool,
+    ProviderProfile,
+    Verdict,
+    implicit_declaration,
+)
 from toolwire.providers._wire import (
     CallIds,
     StreamBudget,
     StreamLimits,
-    arguments_problem_message,
     as_data,
+    check_shape,
     get_field,
     load_json,
     printable,
+    rejected_call,
+    resolve_call,
     sent_id,
     split_calls,
-    unknown_tool,
 )
 from toolwire.schema._base import ConversionNote
+from toolwire.schema.checks import gemini_violations
 from toolwire.schema.gemini import (
     Backend,
     coerce_whole_floats,
@@ -61,18 +70,30 @@ from toolwire.tool import Tool, ToolSet
 
 __all__ = [
     "NAME",
+    "PROFILE",
+    "Accumulator",
+    "GeminiOptions",
     "MediaMode",
+    "Options",
     "SchemaMode",
     "StreamAccumulator",
     "StructuredMode",
+    "answer",
+    "assess",
     "build_tools",
     "conversion_notes",
+    "declare",
+    "followup",
     "function_calls",
     "function_declarations",
     "function_response",
     "live_function_calls",
     "live_tool_response",
+    "parse",
     "parse_calls",
+    "recognizes",
+    "response_for",
+    "text",
 ]
 
 NAME = "gemini"
@@ -86,6 +107,42 @@ _NATIVE_RESPONSE_MIME_TYPES = frozenset(
     {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}
 )
 _NO_EXTRAS: Mapping[str, Any] = MappingProxyType({})
+
+PROFILE = ProviderProfile(
+    label="Gemini",
+    name_pattern=r"[A-Za-z_][A-Za-z0-9_.:-]{0,127}",
+    image_types=frozenset({"image/png", "image/jpeg", "image/webp"}),
+    error_prefix=None,  # a failure goes under response.error
+    declared_options=frozenset({"schema", "backend", "native_tools"}),
+    max_tools=512,  # "Maximum 512 function declarations can be provided" (google-genai)
+    schema_rules="Gemini's JSON Schema subset (parametersJsonSchema), or OpenAPI 3.0 (parameters)",
+    option_sets=({}, {"schema": "openapi"}, {"schema": "openapi", "backend": "vertex"}),
+    api_key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    default_model="gemini-2.5-flash",
+    namespace_separators=(".", ":"),  # models sometimes call "default_api.search"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GeminiOptions:
+    """Options of the Gemini API (``generateContent``)."""
+
+    schema: SchemaMode = "json"
+    """``"json"`` sends ``parametersJsonSchema`` (JSON Schema); ``"openapi"`` sends
+    ``parameters`` (the OpenAPI 3.0 subset, for the Live API and older models)."""
+    backend: Backend = "gemini"
+    """``"vertex"`` keeps what Vertex AI takes beyond the Gemini API in ``"openapi"`` mode
+    (``additionalProperties``, recursive ``ref``/``defs``)."""
+    native_tools: tuple[Any, ...] = ()
+    """Built-in tools declared beside the functions (see :func:`build_tools`)."""
+    structured: StructuredMode = "prefer"
+    """How an answer carries structured content (see :func:`function_response`)."""
+    media: MediaMode = "placeholder"
+    """How an answer carries images and PDFs (see :func:`function_response`)."""
+
+
+Options = GeminiOptions
+_DEFAULT = Options()
 
 
 # -- declare ---------------------------------------------------------------------------------------
@@ -204,6 +261,8 @@ def _parts_of(response: Any) -> list[Any]:
         MalformedResponse: when the structure around the parts is not what Gemini sends.
     """
     data = as_data(response)
+    if data.__class__ is not dict or "candidates" not in data:
+        check_shape(NAME, data, recognizes)
     if isinstance(data, list | tuple):
         return list(data)
     if not _is_mapping(data):
@@ -233,39 +292,12 @@ def _parts_of(response: Any) -> list[Any]:
     return list(parts)
 
 
-def _resolve(toolset: ToolSet, name: str) -> tuple[str, Tool] | None:
-    tool = toolset.get(name)
-    if tool is not None:
-        return name, tool
-    # Models sometimes prefix a namespace ("default_api.search", "default_api:search").
-    for separator in (".", ":"):
-        if separator in name:
-            short = name.rsplit(separator, 1)[1]
-            tool = toolset.get(short)
-            if tool is not None:
-                return short, tool
-    return None
-
-
 def _error_part(name: str, call_id: str | None, message: str) -> dict[str, Any]:
     body: dict[str, Any] = {"name": name}
     if call_id is not None:
         body["id"] = call_id
     body["response"] = {"error": message}
     return {"functionResponse": body}
-
-
-def _rejected(
-    name: str, call_id: str | None, index: int, kind: ErrorKind, message: str
-) -> RejectedCall:
-    return RejectedCall(
-        name=name,
-        call_id=call_id,
-        index=index,
-        error_kind=kind,
-        message=message,
-        answer=_error_part(name, call_id, message),
-    )
 
 
 def _function_calls_of(response: Any) -> tuple[list[tuple[Mapping[str, Any], Any]], list[str]]:
@@ -292,66 +324,122 @@ def _function_calls_of(response: Any) -> tuple[list[tuple[Mapping[str, Any], Any
     return found, sent
 
 
-def parse_calls(response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall]:
-    """Every ``functionCall`` of ``response`` in order, resolved or rejected.
+def recognizes(response: Any) -> bool:
+    """True for a generateContent response, a Content, a part, or a list of parts."""
+    data = as_data(response)
+    if _is_mapping(data):
+        return not _RESPONSE_KEYS.isdisjoint(data)
+    if isinstance(data, list | tuple):
+        first = [as_data(part) for part in data[:16]]
+        return any(
+            _is_mapping(p) and "type" not in p and not _PART_KEYS.isdisjoint(p) for p in first
+        )
+    return False
+
+
+_RESPONSE_KEYS = frozenset(
+    {
+        "candidates",
+        "promptFeedback",
+        "prompt_feedback",
+        "usageMetadata",
+        "usage_metadata",
+        "modelVersion",
+        "model_version",
+        "parts",
+        "functionCall",
+        "function_call",
+    }
+)
+_PART_KEYS = frozenset(
+    {
+        "text",
+        "functionCall",
+        "function_call",
+        "functionResponse",
+        "function_response",
+        "inlineData",
+        "inline_data",
+        "fileData",
+        "file_data",
+        "executableCode",
+        "executable_code",
+        "codeExecutionResult",
+        "code_execution_result",
+        "thought",
+        "thoughtSignature",
+        "thought_signature",
+    }
+)
+
+
+def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCall]:
+    """Every ``functionCall`` of ``response`` in order, resolved against what was declared.
 
     Accepts a generateContent response (its first candidate), a Content, or a list of parts,
-    as dicts or google-genai objects. Other parts are ignored. A call to an unknown name, with
-    ``args`` that are not a JSON object toolwire can carry, or with an ``id`` an earlier call
-    already has, is a :class:`RejectedCall` answered by an error ``functionResponse``.
+    as dicts or google-genai objects. Other parts are ignored. A call to a name that was not
+    declared, with ``args`` that are not a JSON object toolwire can carry, or with an ``id``
+    an earlier call already has, is a :class:`RejectedCall` answered by an error
+    ``functionResponse``.
 
     Raises:
-        MalformedResponse: when the structure around the parts is not what Gemini sends.
+        MalformedResponse: when the structure around the parts is not what Gemini sends
+            (naming the provider it looks like, when it is another's).
     """
     found, sent = _function_calls_of(response)
     ids = CallIds(sent)
     return [
-        _parse_call(part, call, index, ids, toolset) for index, (part, call) in enumerate(found)
+        _parse_call(part, call, index, ids, declaration) for index, (part, call) in enumerate(found)
     ]
 
 
 def _parse_call(
-    part: Mapping[str, Any], call: Any, index: int, ids: CallIds, toolset: ToolSet
+    part: Mapping[str, Any], call: Any, index: int, ids: CallIds, declaration: Declaration
 ) -> ToolCall | RejectedCall:
     if not _is_mapping(call):
         message = f"Malformed function call: expected an object, got {type(call).__name__}."
-        return _rejected("", None, index, "invalid_arguments", message)
+        return rejected_call("", None, index, "invalid_arguments", message, ids, _unnamed_error)
     name = call.get("name")
     name = name if isinstance(name, str) else ""
     call_id = sent_id(call.get("id"))
-    if call_id is not None and not ids.keep(call_id):
-        return _rejected(name, call_id, index, "invalid_arguments", ids.duplicate(call_id))
-    resolved = _resolve(toolset, name)
-    if resolved is None:
-        return _rejected(name, call_id, index, "not_found", unknown_tool(toolset, name))
-    args = call.get("args")
-    if args is None:
-        args = {}
-    if args.__class__ is not dict and not isinstance(args, Mapping):
-        message = (
-            f"Invalid arguments for {printable(name)!r}: expected a JSON object, got "
-            f"{type(args).__name__}."
-        )
-        return _rejected(name, call_id, index, "invalid_arguments", message)
-    problem = argument_problem(args)
-    if problem is not None:
-        message = arguments_problem_message(name, problem)
-        return _rejected(name, call_id, index, "invalid_arguments", message)
-    exposed, tool = resolved
-    flat = not any(isinstance(v, (dict, list, float)) for v in args.values())
-    arguments = dict(args) if flat else coerce_whole_floats(dict(args), tool.input_schema)
-    signature = get_field(part, "thoughtSignature", "thought_signature")
-    extras = {"thoughtSignature": signature} if signature is not None else _NO_EXTRAS
-    return ToolCall(
-        exposed_name=exposed,
-        tool=tool,
-        arguments=arguments,
-        call_id=call_id,
+
+    def error(_: str, message: str) -> dict[str, Any]:
         # a generated id is for correlation only: it is never sent to Gemini
-        local_id=call_id if call_id is not None else ids.make(exposed, arguments),
+        return _error_part(name, call_id, message)
+
+    if call_id is not None and not ids.keep(call_id):
+        message = ids.duplicate(call_id)
+        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error)
+    signature = get_field(part, "thoughtSignature", "thought_signature")
+    return resolve_call(
+        declaration,
+        PROFILE,
+        name=name,
+        call_id=call_id,
+        arguments=call.get("args"),
         index=index,
-        extras=extras,
+        ids=ids,
+        error_answer=error,
+        extras={"thoughtSignature": signature} if signature is not None else _NO_EXTRAS,
+        coerce=_whole_floats,
     )
+
+
+def _unnamed_error(_: str, message: str) -> dict[str, Any]:
+    return _error_part("", None, message)
+
+
+def _whole_floats(arguments: dict[str, Any], tool: Tool) -> dict[str, Any]:
+    """Gemini sends every number as a float: ``2.0`` becomes ``2`` where the schema wants an
+    integer."""
+    if not any(isinstance(v, dict | list | float) for v in arguments.values()):
+        return arguments
+    return coerce_whole_floats(arguments, tool.input_schema)
+
+
+def parse_calls(response: Any, toolset: ToolSet | Iterable[Tool]) -> list[ToolCall | RejectedCall]:
+    """:func:`parse` against ``toolset`` (when there is no :class:`Declaration` at hand)."""
+    return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), _DEFAULT, declare))
 
 
 def function_calls(
@@ -368,7 +456,7 @@ def function_calls(
     ``x`` is declared; whole-number floats are turned into ints where the schema wants an
     integer.
     """
-    return split_calls(parse_calls(response, ToolSet.of(toolset)))
+    return split_calls(parse_calls(response, toolset))
 
 
 # -- answer ----------------------------------------------------------------------------------------
@@ -457,26 +545,113 @@ def _output(text: str, has_content: bool, result: ToolResult, structured: Struct
     return text
 
 
-# -- the registry's view ---------------------------------------------------------------------------
+# -- the provider contract -----------------------------------------------------------------------
 
 
-def declare(
-    toolset: ToolSet,
-    *,
-    schema: SchemaMode = "json",
-    backend: Backend = "gemini",
-    native_tools: Iterable[Any] | None = None,
-) -> list[dict[str, Any]] | None:
-    """The request's ``tools`` for ``toolset`` (see :func:`build_tools`)."""
-    return build_tools(function_declarations(toolset, schema=schema, backend=backend), native_tools)
+def _entries(toolset: ToolSet, schema: SchemaMode, backend: Backend) -> dict[str, DeclaredTool]:
+    return toolset.cached(
+        (NAME, "entries", schema, backend),
+        lambda: {
+            d["name"]: DeclaredTool(d["name"], toolset[d["name"]])
+            for d in _declared(toolset, schema, backend)[0]
+        },
+    )
 
 
-def answer(call: ToolCall, result: ToolResult, **options: Any) -> dict[str, Any]:
+def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
+    """The request's ``tools`` for ``toolset`` (see :func:`build_tools`; None when empty).
+
+    Raises:
+        SchemaConversionError: naming the tool whose schema cannot be declared.
+        ConfigurationError: for a native tool that is not one.
+    """
+    options = options or _DEFAULT
+    declarations = function_declarations(toolset, schema=options.schema, backend=options.backend)
+    return Declaration(
+        provider=NAME,
+        options=options,
+        toolset=toolset,
+        tools=build_tools(declarations, options.native_tools),
+        entries=_entries(toolset, options.schema, options.backend),
+    )
+
+
+def assess(tool: Tool, options: Options | None = None) -> Verdict:
+    """How Gemini takes ``tool``: its lowered schema, checked against the documented rules."""
+    options = options or _DEFAULT
+
+    def declared() -> tuple[Any, list[str]]:
+        single = ToolSet([tool])
+        (declaration,) = function_declarations(
+            single, schema=options.schema, backend=options.backend
+        )
+        schema = declaration.get("parametersJsonSchema", declaration.get("parameters", {}))
+        notes = conversion_notes(single, schema=options.schema, backend=options.backend)
+        return schema, texts(notes[single.exposed_name(tool)])
+
+    def rules(schema: Any) -> list[ConversionNote]:
+        return gemini_violations(schema) if options.schema == "json" else []
+
+    return assessed(NAME, tool, declared, rules)
+
+
+def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -> dict[str, Any]:
     """The ``functionResponse`` part for ``call``, echoing its id only when Gemini sent one.
 
     ``result`` is an executor's (made safe to shape by ``ToolResult.from_value`` already);
     :func:`function_response` takes any value."""
-    return _response_part(call.exposed_name, result, id=call.call_id, **options)
+    options = options or _DEFAULT
+    return _response_part(
+        call.exposed_name,
+        result,
+        id=call.call_id,
+        structured=options.structured,
+        media=options.media,
+    )
+
+
+def _model_content(response: Any) -> Any:
+    """The model's Content in ``response``, as it came: an SDK object stays one, so its
+    thought signatures (bytes) go back unchanged."""
+    candidates = getattr(response, "candidates", None)
+    if candidates and getattr(candidates[0], "content", None) is not None:
+        return candidates[0].content
+    data = as_data(response)
+    check_shape(NAME, data, recognizes)
+    if _is_mapping(data) and "candidates" in data:
+        return {"role": "model", "parts": _parts_of(data)}
+    if _is_mapping(data) and "parts" in data:
+        return {"role": "model", **data}
+    return {"role": "model", "parts": _parts_of(data)}
+
+
+def followup(response: Any, answers: Sequence[Any]) -> list[Any]:
+    """The model's content, then one user content holding the answers: what to append to
+    ``contents``."""
+    turn = [_model_content(response)]
+    return turn + ([{"role": "user", "parts": list(answers)}] if answers else [])
+
+
+def response_for(
+    calls: Sequence[tuple[str, str, Mapping[str, Any]]], text: str | None = None
+) -> dict[str, Any]:
+    """A generateContent response holding ``text`` and ``calls`` ((id, name, arguments))."""
+    parts: list[dict[str, Any]] = [{"text": text}] if text else []
+    for call_id, name, args in calls:
+        call: dict[str, Any] = {"name": name, "args": dict(args)}
+        if call_id:
+            call["id"] = call_id
+        parts.append({"functionCall": call})
+    return {"candidates": [{"content": {"role": "model", "parts": parts}}]}
+
+
+def text(response: Any) -> str:
+    """The model's text (thoughts left out)."""
+    return "".join(
+        part["text"]
+        for part in map(as_data, _parts_of(response))
+        if _is_mapping(part) and isinstance(part.get("text"), str) and not part.get("thought")
+    )
 
 
 # -- streaming ---------------------------------------------------------------------------------
@@ -832,3 +1007,6 @@ def live_tool_response(answers: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             "functionResponses": [dict(answer["functionResponse"]) for answer in answers]
         }
     }
+
+
+Accumulator = StreamAccumulator

@@ -9,19 +9,29 @@ assistant message.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from toolwire.calls import RejectedCall, ToolCall, ToolResult
 from toolwire.errors import MalformedResponse
 from toolwire.providers import _openai
+from toolwire.providers._contract import (
+    Declaration,
+    ProviderProfile,
+    Verdict,
+    implicit_declaration,
+    options_for,
+)
+from toolwire.providers._openai import OpenAIOptions as Options
 from toolwire.providers._wire import (
     CallIds,
     StreamBudget,
     StreamLimits,
     as_data,
+    check_shape,
     printable,
     rejected_call,
+    resolve_call,
     sent_id,
     split_calls,
 )
@@ -29,54 +39,102 @@ from toolwire.tool import Tool, ToolSet
 
 __all__ = [
     "NAME",
+    "PROFILE",
+    "Accumulator",
     "ChatStreamAccumulator",
+    "Options",
     "answer",
+    "assess",
     "declare",
-    "null_paths",
+    "followup",
+    "parse",
     "parse_calls",
+    "recognizes",
+    "response_for",
     "strict_reasons",
+    "text",
     "tool_calls",
     "tool_message",
     "tools",
 ]
 
 NAME = "openai-chat"
-ERROR_PREFIX = "Error: "
+ERROR_PREFIX = _openai.ERROR_PREFIX
+PROFILE = ProviderProfile(
+    label="OpenAI Chat Completions",
+    name_pattern=_openai.NAME_PATTERN,
+    image_types=frozenset(),  # a tool message carries text only
+    error_prefix=ERROR_PREFIX,
+    declared_options=frozenset({"strict"}),
+    max_tools=_openai.MAX_TOOLS,
+    schema_rules="JSON Schema with an object root; strict mode's subset where strict",
+    option_sets=({}, {"strict": False}),
+    api_key_env=("OPENAI_API_KEY",),
+    default_model="gpt-4.1-mini",
+)
+_DEFAULT = Options()
 
 
-def tools(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> list[dict[str, Any]]:
-    """The request's ``tools``, in toolset order (cached on the toolset; read-only)."""
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": d.name,
-                "description": d.description,
-                "parameters": d.parameters,
-                "strict": d.strict,
-            },
-        }
-        for d in _openai.declared(ToolSet.of(toolset), NAME, strict)
-    ]
+def _entry(d: _openai.Declared) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": d.name,
+            "description": d.description,
+            "parameters": d.parameters,
+            "strict": d.strict,
+        },
+    }
 
 
-def declare(toolset: ToolSet, *, strict: bool = True) -> list[dict[str, Any]]:
-    """The registry's declare step: :func:`tools`."""
-    return tools(toolset, strict=strict)
+def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
+    """The toolset's ``tools`` (None when empty), strict where each schema can be; cached on
+    the toolset.
+
+    Raises:
+        SchemaConversionError: naming the tool whose schema cannot be declared.
+    """
+    return _openai.declaration(toolset, NAME, options or _DEFAULT, _entry)
+
+
+def tools(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> list[dict[str, Any]] | None:
+    """The request's ``tools``, in toolset order (None when empty; cached, read-only)."""
+    return declare(ToolSet.of(toolset), options_for(NAME, Options, {"strict": strict})).tools
 
 
 def strict_reasons(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> dict[str, str]:
     """Per exposed name, why a tool is declared with ``strict: false`` (for reports)."""
-    return _openai.strict_reasons(ToolSet.of(toolset), NAME, strict)
+    return {
+        d.name: d.not_strict_because
+        for d in _openai.declared(ToolSet.of(toolset), NAME, strict)
+        if d.not_strict_because is not None
+    }
 
 
-def null_paths(toolset: ToolSet, *, strict: bool = True, **_: Any) -> dict[str, Any]:
-    """Per exposed name, the argument paths strict mode made nullable."""
-    return dict(_openai.null_paths_by_name(toolset, NAME, strict))
+def assess(tool: Tool, options: Options | None = None) -> Verdict:
+    """How Chat Completions takes ``tool``, checked against its documented schema rules."""
+    return _openai.assess(NAME, tool, options or _DEFAULT)
+
+
+def recognizes(response: Any) -> bool:
+    """True for a chat completion, or an assistant message of one."""
+    data = as_data(response)
+    if not isinstance(data, Mapping):
+        return False
+    if "choices" in data or data.get("object") in ("chat.completion", "chat.completion.chunk"):
+        return True
+    content = data.get("content")
+    return data.get("role") == "assistant" and (
+        "tool_calls" in data
+        or "function_call" in data
+        or content is None
+        or isinstance(content, str)
+    )
 
 
 def _message(response: Any) -> Mapping[str, Any]:
     data = as_data(response)
+    check_shape(NAME, data, recognizes)
     if isinstance(data, Mapping) and "choices" in data:
         choices = data.get("choices") or []
         if not isinstance(choices, list | tuple):
@@ -99,22 +157,23 @@ def tool_message(call_id: str, content: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
-def _error_message(call_id: str, message: str) -> dict[str, Any]:
-    return tool_message(call_id, ERROR_PREFIX + message)
+def _error_message(prefix: str) -> Callable[[str, str], dict[str, Any]]:
+    """The error answer of a call not run, its text starting with ``prefix``."""
+    return lambda call_id, message: tool_message(call_id, prefix + message)
 
 
-def parse_calls(
-    response: Any, toolset: ToolSet, *, strict: bool = True
-) -> list[ToolCall | RejectedCall]:
+def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCall]:
     """Every tool call of a chat completion (or of its assistant message), in order.
 
-    Every entry of ``tool_calls`` is a call and gets exactly one item: a function call that
-    resolves is a :class:`ToolCall`; anything else (an unknown name, arguments that are not
-    a JSON object, a ``custom`` tool call, an entry that is not a call object, an id an
-    earlier call already has) is a :class:`RejectedCall` answering its ``tool_call_id``.
+    Every entry of ``tool_calls`` is a call and gets exactly one item: a function call to a
+    declared tool that resolves is a :class:`ToolCall`; anything else (an unknown name,
+    arguments that are not a JSON object, a ``custom`` tool call, an entry that is not a call
+    object, an id an earlier call already has) is a :class:`RejectedCall` answering its
+    ``tool_call_id``.
 
     Raises:
-        MalformedResponse: when the completion itself is not shaped as Chat sends it.
+        MalformedResponse: when the completion is not shaped as Chat sends it (naming the
+            provider it looks like, when it is another's).
     """
     raw_calls = _message(response).get("tool_calls")
     if raw_calls is None:
@@ -127,15 +186,22 @@ def parse_calls(
         for call_id in (sent_id(e.get("id")) for e in entries if isinstance(e, Mapping))
         if call_id is not None
     )
-    return [_parse_entry(entry, index, ids, toolset, strict) for index, entry in enumerate(entries)]
+    error = _error_message(getattr(declaration.options, "error_prefix", ERROR_PREFIX))
+    return [
+        _parse_entry(entry, index, ids, declaration, error) for index, entry in enumerate(entries)
+    ]
 
 
 def _parse_entry(
-    entry: Any, index: int, ids: CallIds, toolset: ToolSet, strict: bool
+    entry: Any,
+    index: int,
+    ids: CallIds,
+    declaration: Declaration,
+    error: Callable[[str, str], dict[str, Any]],
 ) -> ToolCall | RejectedCall:
     if not isinstance(entry, Mapping):
         message = f"Malformed tool call: expected an object, got {type(entry).__name__}."
-        return rejected_call("", None, index, "invalid_arguments", message, ids, _error_message)
+        return rejected_call("", None, index, "invalid_arguments", message, ids, error)
     call_id = sent_id(entry.get("id"))
     # The type decides: some compatible hosts send an empty "custom" beside a function call.
     kind = entry.get("type")
@@ -145,45 +211,100 @@ def _parse_entry(
     if call_id is not None and not ids.keep(call_id):
         message = ids.duplicate(call_id)
         return rejected_call(
-            name, call_id, index, "invalid_arguments", message, ids, _error_message
+            name, call_id, index, "invalid_arguments", message, ids, error
         )
     if kind == "custom":
         message = (
             f"{printable(name)!r} is a custom tool call (free-form input); the tools here "
             "take JSON arguments. Call one of them as a function."
         )
-        return rejected_call(name, call_id, index, "not_found", message, ids, _error_message)
+        return rejected_call(name, call_id, index, "not_found", message, ids, error)
     if not isinstance(body, Mapping):
         message = "Malformed tool call: no function."
         return rejected_call(
-            name, call_id, index, "invalid_arguments", message, ids, _error_message
+            name, call_id, index, "invalid_arguments", message, ids, error
         )
-    return _openai.resolve_or_reject(
-        toolset,
-        NAME,
-        strict,
+    return resolve_call(
+        declaration,
+        PROFILE,
         name=name,
         call_id=call_id,
-        raw_arguments=body.get("arguments"),
+        arguments=body.get("arguments"),
         index=index,
         ids=ids,
-        error_answer=_error_message,
+        error_answer=error,
     )
+
+
+def parse_calls(
+    response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = True
+) -> list[ToolCall | RejectedCall]:
+    """:func:`parse` against ``toolset`` declared with ``strict`` (when there is no
+    :class:`Declaration` at hand)."""
+    options = options_for(NAME, Options, {"strict": strict})
+    return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), options, declare))
 
 
 def tool_calls(
     response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = True
 ) -> tuple[list[ToolCall], list[dict[str, Any]]]:
     """The resolved calls, and the error answers for calls that cannot run."""
-    return split_calls(parse_calls(response, ToolSet.of(toolset), strict=strict))
+    return split_calls(parse_calls(response, toolset, strict=strict))
 
 
-def answer(
-    call: ToolCall, result: ToolResult, *, error_prefix: str = ERROR_PREFIX
-) -> dict[str, Any]:
+def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -> dict[str, Any]:
     """The ``role: tool`` message for ``call`` (media become placeholders: Chat tool messages
     carry text only)."""
-    return tool_message(call.call_id or call.local_id, _openai.output_text(result, error_prefix))
+    prefix = (options or _DEFAULT).error_prefix
+    return tool_message(call.call_id or call.local_id, _openai.output_text(result, prefix))
+
+
+_INPUT_FIELDS = ("role", "content", "refusal", "name", "tool_calls", "function_call")
+"""What an assistant message may carry when it is sent back (not ``annotations``)."""
+
+
+def followup(response: Any, answers: Sequence[Any]) -> list[Any]:
+    """The assistant message, then the ``tool`` messages: what to append to ``messages``."""
+    message = _message(response)
+    sent = {key: message[key] for key in _INPUT_FIELDS if message.get(key) is not None}
+    sent["role"] = "assistant"
+    sent.setdefault("content", None)
+    audio = as_data(message.get("audio"))
+    if isinstance(audio, Mapping) and isinstance(audio.get("id"), str):
+        sent["audio"] = {"id": audio["id"]}
+    return [sent, *answers]
+
+
+def response_for(
+    calls: Sequence[tuple[str, str, Mapping[str, Any]]], text: str | None = None
+) -> dict[str, Any]:
+    """A chat completion holding ``calls`` ((id, name, arguments)) and ``text``."""
+    import json
+
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(dict(args))},
+            }
+            for call_id, name, args in calls
+        ]
+    reason = "tool_calls" if calls else "stop"
+    return {"choices": [{"index": 0, "message": message, "finish_reason": reason}]}
+
+
+def text(response: Any) -> str:
+    """The assistant message's text."""
+    content = _message(response).get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "") for part in map(as_data, content) if isinstance(part, Mapping)
+        )
+    return ""
 
 
 class _StreamedCall:
@@ -350,3 +471,6 @@ class ChatStreamAccumulator:
         if self.usage is not None:
             response["usage"] = self.usage
         return response
+
+
+Accumulator = ChatStreamAccumulator

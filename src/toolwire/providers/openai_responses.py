@@ -10,7 +10,8 @@ of ``input_text`` / ``input_image`` items when the result carries an image.
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterable, Mapping
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from toolwire.calls import (
@@ -23,14 +24,25 @@ from toolwire.calls import (
 )
 from toolwire.errors import MalformedResponse
 from toolwire.providers import _openai
+from toolwire.providers._contract import (
+    Declaration,
+    ProviderProfile,
+    Verdict,
+    implicit_declaration,
+    options_for,
+)
+from toolwire.providers._openai import OpenAIOptions as Options
 from toolwire.providers._wire import (
     CallIds,
     StreamBudget,
     StreamLimits,
     as_data,
+    check_shape,
+    item_types,
     listed,
     printable,
     rejected_call,
+    resolve_call,
     sent_id,
     split_calls,
 )
@@ -38,49 +50,114 @@ from toolwire.tool import Tool, ToolSet
 
 __all__ = [
     "NAME",
+    "PROFILE",
+    "Accumulator",
+    "Options",
     "ResponsesStreamAccumulator",
     "answer",
+    "assess",
     "declare",
+    "followup",
     "function_call_output",
     "function_calls",
-    "null_paths",
+    "parse",
     "parse_calls",
+    "recognizes",
+    "response_for",
     "strict_reasons",
+    "text",
     "tools",
 ]
 
 NAME = "openai-responses"
-ERROR_PREFIX = "Error: "
-_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+ERROR_PREFIX = _openai.ERROR_PREFIX
+_IMAGE_TYPES = _openai.IMAGE_TYPES
+PROFILE = ProviderProfile(
+    label="OpenAI Responses",
+    name_pattern=_openai.NAME_PATTERN,
+    image_types=_IMAGE_TYPES,
+    error_prefix=ERROR_PREFIX,
+    declared_options=frozenset({"strict"}),
+    max_tools=_openai.MAX_TOOLS,
+    schema_rules="JSON Schema with an object root; strict mode's subset where strict",
+    option_sets=({}, {"strict": False}),
+    api_key_env=("OPENAI_API_KEY",),
+    default_model="gpt-4.1-mini",
+)
+_DEFAULT = Options()
 
 
-def tools(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> list[dict[str, Any]]:
-    """The request's ``tools``, in toolset order (cached on the toolset; read-only)."""
-    return [
-        {
-            "type": "function",
-            "name": d.name,
-            "description": d.description,
-            "parameters": d.parameters,
-            "strict": d.strict,
-        }
-        for d in _openai.declared(ToolSet.of(toolset), NAME, strict)
-    ]
+def _entry(d: _openai.Declared) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "name": d.name,
+        "description": d.description,
+        "parameters": d.parameters,
+        "strict": d.strict,
+    }
 
 
-def declare(toolset: ToolSet, *, strict: bool = True) -> list[dict[str, Any]]:
-    """The registry's declare step: :func:`tools`."""
-    return tools(toolset, strict=strict)
+def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
+    """The toolset's ``tools`` (None when empty), strict where each schema can be; cached on
+    the toolset.
+
+    Raises:
+        SchemaConversionError: naming the tool whose schema cannot be declared.
+    """
+    return _openai.declaration(toolset, NAME, options or _DEFAULT, _entry)
+
+
+def tools(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> list[dict[str, Any]] | None:
+    """The request's ``tools``, in toolset order (None when empty; cached, read-only)."""
+    return declare(ToolSet.of(toolset), options_for(NAME, Options, {"strict": strict})).tools
 
 
 def strict_reasons(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> dict[str, str]:
     """Per exposed name, why a tool is declared with ``strict: false`` (for reports)."""
-    return _openai.strict_reasons(ToolSet.of(toolset), NAME, strict)
+    return {
+        d.name: d.not_strict_because
+        for d in _openai.declared(ToolSet.of(toolset), NAME, strict)
+        if d.not_strict_because is not None
+    }
 
 
-def null_paths(toolset: ToolSet, *, strict: bool = True, **_: Any) -> dict[str, Any]:
-    """Per exposed name, the argument paths strict mode made nullable."""
-    return dict(_openai.null_paths_by_name(toolset, NAME, strict))
+def assess(tool: Tool, options: Options | None = None) -> Verdict:
+    """How Responses takes ``tool``, checked against its documented schema rules."""
+    return _openai.assess(NAME, tool, options or _DEFAULT)
+
+
+_ITEM_TYPES = frozenset(
+    {
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "web_search_call",
+        "file_search_call",
+        "computer_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "local_shell_call",
+        "shell_call",
+        "apply_patch_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "tool_search_call",
+    }
+)
+"""Output item types of the Responses API (none is a Gemini part or an Anthropic block)."""
+
+
+def recognizes(response: Any) -> bool:
+    """True for a Responses response, or a list of its output items."""
+    data = as_data(response)
+    if isinstance(data, Mapping):
+        return isinstance(data.get("output"), list | tuple) or data.get("object") == "response"
+    if isinstance(data, list | tuple):
+        return bool(item_types(data) & _ITEM_TYPES)
+    return False
 
 
 def function_call_output(call_id: str, output: str | list[dict[str, Any]]) -> dict[str, Any]:
@@ -96,22 +173,22 @@ _BLANK_SCREENSHOT = (
 
 
 def _function_error(call_id: str, message: str) -> dict[str, Any]:
-    return function_call_output(call_id, ERROR_PREFIX + message)
+    return function_call_output(call_id, message)
 
 
 def _custom_error(call_id: str, message: str) -> dict[str, Any]:
-    return {"type": "custom_tool_call_output", "call_id": call_id, "output": ERROR_PREFIX + message}
+    return {"type": "custom_tool_call_output", "call_id": call_id, "output": message}
 
 
 def _local_shell_error(call_id: str, message: str) -> dict[str, Any]:
     # the output item names the call by the model's call id, under "id"
-    return {"type": "local_shell_call_output", "id": call_id, "output": ERROR_PREFIX + message}
+    return {"type": "local_shell_call_output", "id": call_id, "output": message}
 
 
 def _shell_error(call_id: str, message: str) -> dict[str, Any]:
     outcome = {
         "stdout": "",
-        "stderr": ERROR_PREFIX + message,
+        "stderr": message,
         "outcome": {"type": "exit", "exit_code": 1},
     }
     return {"type": "shell_call_output", "call_id": call_id, "output": [outcome]}
@@ -122,7 +199,7 @@ def _apply_patch_error(call_id: str, message: str) -> dict[str, Any]:
         "type": "apply_patch_call_output",
         "call_id": call_id,
         "status": "failed",
-        "output": ERROR_PREFIX + message,
+        "output": message,
     }
 
 
@@ -164,22 +241,23 @@ def _is_client_call(item: Mapping[str, Any]) -> bool:
     return isinstance(kind, str) and kind in _CLIENT_CALLS
 
 
-def parse_calls(
-    response: Any, toolset: ToolSet, *, strict: bool = True
-) -> list[ToolCall | RejectedCall]:
+def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCall]:
     """Every call the client must answer in a response (or a list of output items), in order.
 
-    A ``function_call`` that resolves is a :class:`ToolCall`. Every other item the client must
-    answer is a :class:`RejectedCall` with an answer of its own type: a ``function_call`` to
-    an unknown name or with arguments that are not a JSON object, a ``custom_tool_call``,
+    A ``function_call`` to a declared tool that resolves is a :class:`ToolCall`. Every other
+    item the client must answer is a :class:`RejectedCall` with an answer of its own type: a
+    ``function_call`` to an unknown name or with arguments that are not a JSON object, a
+    ``custom_tool_call``,
     ``local_shell_call``, ``shell_call``, ``apply_patch_call``, ``computer_call`` or
     client-side ``tool_search_call``, and any call whose ``call_id`` an earlier one has.
     Items the API handles itself (messages, reasoning, hosted tools) are skipped.
 
     Raises:
-        MalformedResponse: when the response, or one of its output items, is not an object.
+        MalformedResponse: when the response, or one of its output items, is not an object
+            (naming the provider it looks like, when it is another's).
     """
     entries = []
+    check_shape(NAME, as_data(response), recognizes)
     for position, raw in enumerate(
         listed(response, "output", "a response or a list of output items")
     ):
@@ -193,15 +271,22 @@ def parse_calls(
         for call_id in (sent_id(item.get("call_id")) for item in entries)
         if call_id is not None
     )
-    return [_parse_item(item, index, ids, toolset, strict) for index, item in enumerate(entries)]
+    prefix = getattr(declaration.options, "error_prefix", ERROR_PREFIX)
+    return [
+        _parse_item(item, index, ids, declaration, prefix) for index, item in enumerate(entries)
+    ]
 
 
 def _parse_item(
-    item: Mapping[str, Any], index: int, ids: CallIds, toolset: ToolSet, strict: bool
+    item: Mapping[str, Any], index: int, ids: CallIds, declaration: Declaration, prefix: str
 ) -> ToolCall | RejectedCall:
     kind = str(item.get("type"))  # a client call's type (see _is_client_call)
     call_id = sent_id(item.get("call_id"))
-    what, error_answer = _CLIENT_CALLS.get(kind, ("", _function_error))
+    what, unprefixed = _CLIENT_CALLS.get(kind, ("", _function_error))
+
+    def error_answer(answer_id: str, message: str) -> dict[str, Any]:
+        return unprefixed(answer_id, prefix + message)
+
     raw_name = item.get("name") if kind in ("function_call", "custom_tool_call") else what
     name = raw_name if isinstance(raw_name, str) else ""
     if call_id is not None and not ids.keep(call_id):
@@ -220,32 +305,39 @@ def _parse_item(
         )
         return rejected_call(name, call_id, index, "not_found", message, ids, error_answer)
     extras = {"id": item["id"]} if isinstance(item.get("id"), str) else {}
-    return _openai.resolve_or_reject(
-        toolset,
-        NAME,
-        strict,
+    return resolve_call(
+        declaration,
+        PROFILE,
         name=name,
         call_id=call_id,
-        raw_arguments=item.get("arguments"),
+        arguments=item.get("arguments"),
         index=index,
         ids=ids,
-        error_answer=_function_error,
+        error_answer=error_answer,
         extras=extras,
     )
+
+
+def parse_calls(
+    response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = True
+) -> list[ToolCall | RejectedCall]:
+    """:func:`parse` against ``toolset`` declared with ``strict`` (when there is no
+    :class:`Declaration` at hand)."""
+    options = options_for(NAME, Options, {"strict": strict})
+    return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), options, declare))
 
 
 def function_calls(
     response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = True
 ) -> tuple[list[ToolCall], list[dict[str, Any]]]:
     """The resolved calls, and the error answers for calls that cannot run."""
-    return split_calls(parse_calls(response, ToolSet.of(toolset), strict=strict))
+    return split_calls(parse_calls(response, toolset, strict=strict))
 
 
-def answer(
-    call: ToolCall, result: ToolResult, *, error_prefix: str = ERROR_PREFIX
-) -> dict[str, Any]:
+def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -> dict[str, Any]:
     """The ``function_call_output`` for ``call``: a string, or text and image items when the
     result carries an image the API takes."""
+    error_prefix = (options or _DEFAULT).error_prefix
     call_id = call.call_id or call.local_id
     if not any(isinstance(p, ImageContent) and p.mime_type in _IMAGE_TYPES for p in result.content):
         return function_call_output(call_id, _openai.output_text(result, error_prefix))
@@ -267,6 +359,59 @@ def answer(
         else:
             parts.append({"type": "input_text", "text": placeholder(part)})
     return function_call_output(call_id, parts)
+
+
+def _output_items(response: Any) -> list[Any]:
+    check_shape(NAME, as_data(response), recognizes)
+    return [as_data(item) for item in listed(response, "output", "a response or output items")]
+
+
+def followup(response: Any, answers: Sequence[Any]) -> list[Any]:
+    """The response's output items, then the answers: what to append to ``input`` (when
+    the conversation is not kept by ``previous_response_id``)."""
+    return [*_output_items(response), *answers]
+
+
+def response_for(
+    calls: Sequence[tuple[str, str, Mapping[str, Any]]], text: str | None = None
+) -> dict[str, Any]:
+    """A response whose output holds ``text`` as a message, then ``calls`` ((id, name,
+    arguments)) as ``function_call`` items."""
+    output: list[dict[str, Any]] = []
+    if text:
+        content = [{"type": "output_text", "text": text, "annotations": []}]
+        output.append(
+            {
+                "type": "message",
+                "id": "msg_0",
+                "role": "assistant",
+                "status": "completed",
+                "content": content,
+            }
+        )
+    output += [
+        {
+            "type": "function_call",
+            "id": f"fc_{index}",
+            "call_id": call_id,
+            "name": name,
+            "arguments": json.dumps(dict(args)),
+            "status": "completed",
+        }
+        for index, (call_id, name, args) in enumerate(calls)
+    ]
+    return {"object": "response", "output": output}
+
+
+def text(response: Any) -> str:
+    """The text of the response's messages."""
+    return "".join(
+        part.get("text", "")
+        for item in _output_items(response)
+        if isinstance(item, Mapping) and item.get("type") == "message"
+        for part in map(as_data, item.get("content") or [])
+        if isinstance(part, Mapping) and part.get("type") == "output_text"
+    )
 
 
 _STREAMED_FIELD = {
@@ -385,3 +530,6 @@ class ResponsesStreamAccumulator:
                 item[field] = "".join(pieces)
             output.append(item)
         return {"output": output}
+
+
+Accumulator = ResponsesStreamAccumulator

@@ -1,14 +1,27 @@
-"""Checks on schemas: does one fit Gemini's rules, and which property paths does it describe.
+"""Checks on schemas: does one fit a provider's rules, and which property paths does it describe.
 
-The Gemini checks are written from the API's documented rules, independently of the
-converters, so they can judge any converter's output (ours in the tests, peers' in the
-benchmarks) and say whether a raw declaration is accepted as is.
+The checks are written from each API's documented rules (and the errors it is seen to answer),
+independently of the converters, so they can judge any converter's output (ours in the tests,
+peers' in the benchmarks) and say whether a raw declaration is accepted as is:
+
+- :func:`gemini_violations`: ``parametersJsonSchema`` or ``parameters`` of a Gemini function.
+- :func:`anthropic_violations`: a Messages API tool's ``input_schema``.
+- :func:`openai_violations`: a function tool's ``parameters``, with or without strict mode.
+- :func:`anthropic_name_violations`, :func:`openai_name_violations`: a tool's name.
+
+Every check takes any value, never raises for what it is given, and is bounded: a schema too
+deep or too large to judge gets one note saying so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+import itertools
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
+
+import jsonschema_rs
 
 from toolwire.schema._base import (
     COUNT_KEYWORDS,
@@ -20,8 +33,18 @@ from toolwire.schema._base import (
     is_number,
     shown,
 )
+from toolwire.schema.openai import StrictLimits
 
-__all__ = ["gemini_violations", "openai_strict_violations", "property_paths"]
+__all__ = [
+    "anthropic_name_violations",
+    "anthropic_violations",
+    "draft_2020_12_violations",
+    "gemini_violations",
+    "openai_name_violations",
+    "openai_strict_violations",
+    "openai_violations",
+    "property_paths",
+]
 
 _WALK_BUDGET = 200_000
 """Schema nodes one check may queue."""
@@ -339,7 +362,166 @@ def property_paths(schema: Any, *, max_depth: int = 10) -> set[str]:
     return paths
 
 
-_OPENAI_STRICT_KEYWORDS = frozenset(
+# -- JSON Schema's own rules ---------------------------------------------------------------------
+
+_DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+_META_NOTES = 5
+"""Meta-schema errors one check reports: the first distinct ones."""
+_META_READ = 200
+"""Meta-schema errors one check reads looking for distinct ones (one bad value often fails
+several branches of the meta-schema, each an error at the same place)."""
+_CONTAINER_DEPTH = 4 * MAX_DEPTH
+"""Nesting of objects and lists a value may have to be handed to jsonschema-rs, which
+recurses natively: a schema ten thousand levels deep crashes the process, not the check."""
+_MESSAGE_LIMIT = 300
+_EVERY_ERROR = 20_000
+"""Entries a schema may have for every meta-schema error to be looked for (jsonschema-rs
+finds them all before returning the first: 80,000 bad values take seconds)."""
+_STRICT_NOTES = 100
+"""Notes the strict-mode check lists; the rest are counted."""
+
+
+@functools.cache
+def _draft_2020_12() -> jsonschema_rs.Validator:
+    """Draft 2020-12's meta-schema as a validator (built in to jsonschema-rs, never fetched)."""
+    return jsonschema_rs.Draft202012Validator({"$ref": _DRAFT_2020_12}, offline=True)
+
+
+def _size(value: Any) -> int | None:
+    """The entries of every object and list in ``value``, or None past
+    :data:`_CONTAINER_DEPTH` levels or a million entries (counted without recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    size = 0
+    while stack:
+        node, depth = stack.pop()
+        if depth > _CONTAINER_DEPTH:
+            return None
+        if isinstance(node, Mapping):
+            children: Any = node.values()
+        elif isinstance(node, list | tuple):
+            children = node
+        else:
+            continue
+        size += len(children)
+        if size > _WALK_BUDGET * 5:
+            return None
+        stack.extend((child, depth + 1) for child in children)
+    return size
+
+
+def draft_2020_12_violations(schema: Any, *, limit: int = _META_NOTES) -> list[ConversionNote]:
+    """Where ``schema`` breaks the meta-schema of JSON Schema draft 2020-12, whatever its
+    ``$schema`` says: the first ``limit`` distinct errors, each at a JSON pointer into
+    ``schema``. Empty when it is valid."""
+    size = _size(schema)
+    if size is None:
+        return [ConversionNote("#", "schema too deep or too large to check")]
+    found: list[ConversionNote] = []
+    validator = _draft_2020_12()
+    try:
+        if validator.is_valid(schema):
+            return []
+        # Every error is found before the first is returned: a large schema gets the first
+        # one alone, which costs no more than validating it.
+        if size > _EVERY_ERROR or limit == 1:
+            try:
+                validator.validate(schema)
+            except jsonschema_rs.ValidationError as exc:
+                errors: Any = [exc]
+        else:
+            errors = itertools.islice(validator.iter_errors(schema), _META_READ)
+        for error in errors:
+            where = "#" + "".join(f"/{escape_pointer(str(p))}" for p in error.instance_path)
+            message = error.message
+            if len(message) > _MESSAGE_LIMIT:  # jsonschema-rs quotes the failing value
+                message = message[: _MESSAGE_LIMIT - 3] + "..."
+            note = ConversionNote(where, f"not valid JSON Schema draft 2020-12: {message}")
+            if note not in found:
+                found.append(note)
+                if len(found) >= limit:
+                    break
+    except (ValueError, TypeError, OverflowError) as exc:  # not JSON (a set, a NaN, ...)
+        return [ConversionNote("#", f"not JSON: {str(exc).split(chr(10), 1)[0][:200]}")]
+    return found
+
+
+def _root_violations(schema: Any, refused: tuple[str, ...]) -> list[ConversionNote]:
+    """The root is a JSON object with ``"type": "object"`` and none of ``refused``."""
+    if not isinstance(schema, Mapping):
+        return [ConversionNote("#", f"the schema must be a JSON object, not {shown(schema)}")]
+    found = []
+    t = schema.get("type")
+    if t != "object":
+        had = f"not {shown(t)}" if "type" in schema else "it has none"
+        found.append(ConversionNote("#", f'the root must have "type": "object" ({had})'))
+    found.extend(
+        ConversionNote("#", f"{key} is not allowed at the top level")
+        for key in refused
+        if key in schema
+    )
+    return found
+
+
+# -- Anthropic -----------------------------------------------------------------------------------
+
+# 400 "tools.N.custom.input_schema: input_schema does not support oneOf, allOf, or anyOf at the
+# top level" (anthropics/claude-code#5319, #5973; mobile-next/mobile-mcp#344): a rule of the API
+# that no documentation page states. Other keywords are accepted there: kenn-io/kata PR #365
+# moved its top-level rules into `not` and `if`/`then`/`else` for that reason.
+_ANTHROPIC_TOP_LEVEL_REFUSED = ("anyOf", "oneOf", "allOf")
+
+
+def anthropic_violations(input_schema: Any) -> list[ConversionNote]:
+    """Where ``input_schema`` breaks the Messages API's rules for a tool's input. Empty when
+    it fits.
+
+    - The root is a JSON object with ``"type": "object"``: the SDK's ``InputSchema`` types it
+      ``Literal["object"]`` and the API answers ``input_schema.type: Field required`` without
+      it (Kilo-Org/kilocode#12238).
+    - No ``anyOf``, ``oneOf`` or ``allOf`` at the top level (see above).
+    - Valid against draft 2020-12's meta-schema, which the API checks the whole schema against
+      ("JSON schema is invalid. It must match JSON Schema draft 2020-12", anthropics/
+      claude-code#63673, anthropics/anthropic-sdk-java#241).
+    """
+    found = _root_violations(input_schema, _ANTHROPIC_TOP_LEVEL_REFUSED)
+    if not isinstance(input_schema, Mapping):
+        return found
+    return found + draft_2020_12_violations(input_schema)
+
+
+def anthropic_name_violations(name: Any, *, max_length: int = 64) -> list[ConversionNote]:
+    """Where a tool name breaks ``^[a-zA-Z0-9_-]{1,64}$``, the rule Anthropic's tool-use
+    documentation gives (path ``"name"``).
+
+    The Messages API itself has taken up to 128 characters since about 2025-08 (``tools.N.
+    custom.name: String should have at most 128 characters``, anthropics/claude-code#96152;
+    at most 64 before, #5132), but Bedrock's Converse API (aws/aws-sdk-js-v3#7287) and
+    ``tool_reference`` blocks (claude-code#21492) still stop at 64: pass ``max_length=128`` to
+    judge for the first-party API alone.
+    """
+    return _name_violations(name, max_length)
+
+
+# -- OpenAI --------------------------------------------------------------------------------------
+
+# 400 "Invalid schema for function 'x': schema must have type 'object' and not have
+# 'oneOf'/'anyOf'/'allOf'/'enum'/'not' at the top level" (nspady/google-calendar-mcp#39,
+# langchain-ai/langchainjs#9804), with or without strict mode; a root without the type gets
+# "schema must be a JSON Schema of 'type: \"object\"', got 'type: \"None\"'"
+# (browserbase/stagehand#1159).
+_OPENAI_TOP_LEVEL_REFUSED = ("anyOf", "oneOf", "allOf", "enum", "not")
+
+# Strict mode (the Structured Outputs guide, "Supported schemas", read in stored copies; the
+# limits as its current text gives them, also in jsonschemaprofiles.unitvectorylabs.com's
+# February 2026 profile): types string, number, boolean, integer, object, array, null; enum;
+# anyOf (not at the root); $defs and $ref (recursion allowed); string pattern and format (the
+# formats below); number multipleOf, maximum, exclusiveMaximum, minimum, exclusiveMinimum;
+# array minItems, maxItems. minLength and maxLength are listed for no model. Every object sets
+# additionalProperties: false and requires every property. Limits (:class:`StrictLimits`):
+# 5,000 properties in all, 10 levels of nested objects, 1,000 enum values in all, 120,000
+# characters of property names, definition names, enum and const values, and 15,000 characters
+# for one string enum of more than 250 values.
+_STRICT_KEYWORDS = frozenset(
     {
         "type",
         "properties",
@@ -365,55 +547,194 @@ _OPENAI_STRICT_KEYWORDS = frozenset(
         "$ref",
     }
 )
+_STRICT_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+)
 
 
-def _all_required(required: Any, properties: Any) -> bool:
-    """``required`` names every property and nothing else (any value may stand in either)."""
-    names = properties.keys() if isinstance(properties, Mapping) else ()
-    listed = required if isinstance(required, list) else ()
-    if not all(r.__class__ is str for r in listed):
-        return False
-    return set(listed) == set(names)
+def openai_violations(parameters: Any, *, strict: bool) -> list[ConversionNote]:
+    """Where ``parameters`` breaks OpenAI's rules for a function tool (Chat Completions and
+    Responses alike). Empty when it fits.
+
+    Always: the root is a JSON object with ``"type": "object"`` and no ``anyOf``, ``oneOf``,
+    ``allOf``, ``enum`` or ``not`` at the top level; the schema is valid JSON Schema (the API
+    answers meta-schema errors such as "None is not of type 'array'", yomo/yomo#860, and
+    "[] is not of type 'object', 'boolean'", FoundationAgents/OpenManus#1162; checked against
+    draft 2020-12).
+
+    With ``strict``, also strict mode's rules (see the comment above :data:`_STRICT_KEYWORDS`):
+    supported keywords and formats only, every value typed, every object closed with every
+    property required, local references that resolve, and the documented limits.
+    """
+    found = _root_violations(parameters, _OPENAI_TOP_LEVEL_REFUSED)
+    if not isinstance(parameters, Mapping):
+        return found
+    found += draft_2020_12_violations(parameters)
+    if strict:
+        found += _StrictCheck(parameters, StrictLimits()).run()
+    return found
 
 
 def openai_strict_violations(schema: Any) -> list[ConversionNote]:
-    """Where ``schema`` breaks OpenAI's strict-mode rules: an object root; every object closed
-    (``additionalProperties: false``) with every property required; supported keywords only;
-    every value typed. Empty when it fits. (Limits are checked by the conversion itself.)"""
-    found: list[ConversionNote] = []
+    """Where ``schema`` breaks strict mode's own rules: an object root, then what
+    :func:`openai_violations` checks with ``strict=True`` beyond the rules of every function
+    (the top-level keywords and the meta-schema), as this check always has."""
     if not isinstance(schema, Mapping) or schema.get("type") != "object":
         return [ConversionNote("#", "the root must be an object")]
-    stack: list[tuple[Any, str]] = [(schema, "#")]
-    budget = _WALK_BUDGET  # entries pushed, as in property_paths
-    while stack:
-        node, path = stack.pop()
+    return _StrictCheck(schema, StrictLimits()).run()
+
+
+def openai_name_violations(name: Any) -> list[ConversionNote]:
+    """Where a function name breaks OpenAI's rule (path ``"name"``): "Must be a-z, A-Z, 0-9,
+    or contain underscores and dashes, with a maximum length of 64" (``FunctionDefinition.
+    name`` in openai-python)."""
+    return _name_violations(name, 64)
+
+
+def _types(node: Mapping[str, Any]) -> list[Any]:
+    t = node.get("type")
+    return t if isinstance(t, list) else [t] if t is not None else []
+
+
+class _StrictCheck:
+    """One walk over a schema for OpenAI's strict-mode rules and limits. References are not
+    followed (recursion is allowed): definitions are checked where they stand, their nesting
+    counted from their own root."""
+
+    def __init__(self, root: Mapping[str, Any], limits: StrictLimits) -> None:
+        self.root = root
+        self.limits = limits
+        self.found: list[ConversionNote] = []
+        self.properties = 0
+        self.enum_values = 0
+        self.characters = 0
+        self.too_deep = False
+        self.unlisted = 0
+
+    def bad(self, path: str, message: str) -> None:
+        if len(self.found) < _STRICT_NOTES:
+            self.found.append(ConversionNote(path, message))
+        else:
+            self.unlisted += 1
+
+    def run(self) -> list[ConversionNote]:
+        stack: list[tuple[Any, str, int]] = [(self.root, "#", 0)]
+        budget = _WALK_BUDGET  # entries pushed, as in property_paths
+        while stack:
+            node, path, objects = stack.pop()
+            children = list(self.node(node, path, objects))
+            budget -= len(children)
+            if budget < 0:
+                self.found.append(ConversionNote(path, "schema too large to check"))
+                break
+            stack.extend(children)
+        if self.unlisted:
+            self.found.append(ConversionNote("#", f"and {self.unlisted} more violations"))
+        limits = self.limits  # the totals, always listed
+        totals = [
+            (self.properties, limits.properties, "properties"),
+            (self.enum_values, limits.enum_values, "enum values"),
+            (self.characters, limits.string_budget, "characters of names, enum and const values"),
+        ]
+        self.found.extend(
+            ConversionNote("#", f"{count} {what}; strict mode allows {limit}")
+            for count, limit, what in totals
+            if count > limit
+        )
+        return self.found
+
+    def node(self, node: Any, path: str, objects: int) -> Iterator[tuple[Any, str, int]]:
+        """Check one node; yield its subschemas with the objects nested above them."""
         if not isinstance(node, Mapping):
-            found.append(ConversionNote(path, "a schema must be an object"))
-            continue
-        if extra := sorted(map(str, set(node) - _OPENAI_STRICT_KEYWORDS)):
-            found.append(ConversionNote(path, f"unsupported keywords {extra}"))
-        if "properties" in node or node.get("type") == "object":
-            if node.get("additionalProperties") is not False:
-                found.append(ConversionNote(path, "an object must set additionalProperties: false"))
-            if not _all_required(node.get("required"), node.get("properties")):
-                found.append(ConversionNote(path, "every property must be required"))
+            self.bad(path, f"a schema must be an object, not {shown(node)}")
+            return
+        if extra := sorted(map(str, set(node) - _STRICT_KEYWORDS)):
+            self.bad(path, f"unsupported keywords {extra}")
         if not {"type", "anyOf", "enum", "const", "$ref"} & set(node):
-            found.append(ConversionNote(path, "the value has no type"))
-        children: list[tuple[Any, str]] = []
-        for key in ("items", "additionalProperties"):
-            if isinstance(node.get(key), Mapping):
-                children.append((node[key], f"{path}/{key}"))
-        for key in ("properties", "$defs", "definitions"):
-            if isinstance(node.get(key), Mapping):
-                children.extend(
-                    (sub, f"{path}/{key}/{escape_pointer(str(name))}")
-                    for name, sub in node[key].items()
-                )
-        if isinstance(node.get("anyOf"), list):
-            children.extend((sub, f"{path}/anyOf/{i}") for i, sub in enumerate(node["anyOf"]))
-        budget -= len(children)
-        if budget < 0:
-            found.append(ConversionNote(path, "schema too large to check"))
-            break
-        stack.extend(children)
+            self.bad(path, "the value has no type")
+        types = _types(node)
+        if "object" in types or "properties" in node:
+            objects += 1
+            self.object(node, path, objects)
+        ref = node.get("$ref")
+        if ref is not None and not (
+            isinstance(ref, str) and ref.startswith("#") and follow_pointer(self.root, ref, None)
+        ):
+            self.bad(path, f"$ref {shown(ref)} does not point into this schema")
+        fmt = node.get("format")
+        if fmt is not None and not (fmt.__class__ is str and fmt in _STRICT_FORMATS):
+            self.bad(path, f"format {shown(fmt)} is not supported")
+        self.values(node, path)
+        if "items" in node:
+            yield node["items"], f"{path}/items", objects
+        if isinstance(node.get("additionalProperties"), Mapping):  # false: checked above
+            yield node["additionalProperties"], f"{path}/additionalProperties", objects
+        props = node.get("properties")
+        if isinstance(props, Mapping):
+            for name, sub in props.items():
+                yield sub, f"{path}/properties/{escape_pointer(str(name))}", objects
+        for key in ("$defs", "definitions"):
+            defs = node.get(key)
+            if isinstance(defs, Mapping):
+                for name, sub in defs.items():
+                    self.characters += len(str(name))
+                    yield sub, f"{path}/{key}/{escape_pointer(str(name))}", 0
+        branches = node.get("anyOf")
+        if isinstance(branches, list):
+            yield from ((sub, f"{path}/anyOf/{i}", objects) for i, sub in enumerate(branches))
+
+    def object(self, node: Mapping[str, Any], path: str, objects: int) -> None:
+        if objects == self.limits.nesting + 1 and not self.too_deep:
+            self.too_deep = True  # one note
+            self.bad(path, f"objects nested deeper than {self.limits.nesting} levels (strict mode)")
+        if node.get("additionalProperties") is not False:
+            self.bad(path, "an object must set additionalProperties: false")
+        props = node.get("properties")
+        names = list(props) if isinstance(props, Mapping) else []
+        required = node.get("required")
+        listed = required if isinstance(required, list) else []
+        if not all(r.__class__ is str for r in listed) or set(listed) != set(names):
+            self.bad(path, "every property must be required")
+        self.properties += len(names)
+        self.characters += sum(len(str(n)) for n in names)
+
+    def values(self, node: Mapping[str, Any], path: str) -> None:
+        """Count enum and const values against the limits."""
+        const = node.get("const")
+        if isinstance(const, str):
+            self.characters += len(const)
+        enum = node.get("enum")
+        if not isinstance(enum, list):
+            return
+        self.enum_values += len(enum)
+        strings = [v for v in enum if isinstance(v, str)]
+        length = sum(map(len, strings))
+        self.characters += length
+        limits = self.limits
+        if len(strings) > limits.large_enum and length > limits.large_enum_budget:
+            self.bad(
+                path,
+                f"{len(strings)} string enum values of {length} characters; strict mode allows "
+                f"{limits.large_enum_budget} characters past {limits.large_enum} values",
+            )
+
+
+def _name_violations(name: Any, max_length: int) -> list[ConversionNote]:
+    if not isinstance(name, str):
+        return [ConversionNote("name", f"a tool name must be a string, not {shown(name)}")]
+    found = []
+    if not 1 <= len(name) <= max_length:
+        found.append(
+            ConversionNote("name", f"the name has {len(name)} characters; 1 to {max_length}")
+        )
+    if name and not _NAME_CHARACTERS.fullmatch(name):
+        odd = sorted({c for c in name if not _NAME_CHARACTERS.fullmatch(c)})[:10]
+        found.append(
+            ConversionNote(
+                "name", f"the name may hold only a-z, A-Z, 0-9, '_' and '-', not {shown(odd)}"
+            )
+        )
     return found
+
+
+_NAME_CHARACTERS = re.compile(r"[a-zA-Z0-9_-]+")

@@ -1,0 +1,572 @@
+"""JSON Schema lowered for an Anthropic tool's ``input_schema``.
+
+Anthropic takes JSON Schema as it is, checks the whole of it against draft 2020-12, and has one
+rule of its own: an object root with no ``anyOf``, ``oneOf`` or ``allOf`` at the top level (400
+"input_schema does not support oneOf, allOf, or anyOf at the top level"; sources in
+:func:`toolwire.schema.checks.anthropic_violations`). Real MCP servers publish such roots: "one
+of these sets of arguments" as a top-level ``oneOf``, shared fields as an ``allOf``.
+
+:func:`to_anthropic_schema` starts from what every provider taking JSON Schema is sent
+(:func:`~toolwire.schema._rewrite.for_declaration`: references to other documents removed,
+type names in lower case, descriptions cleaned, checked against its dialect's meta-schema as
+the validator checks it) and merges the top level into one object:
+
+- ``allOf`` members, and the target of a ``$ref`` beside other keywords: properties merged,
+  ``required`` united; a property the members define differently is the ``allOf`` of its
+  definitions.
+- ``anyOf``/``oneOf`` of object schemas: every alternative's properties (a property they define
+  differently is the ``anyOf`` of its definitions), required where every alternative requires
+  it; the root's description says what each alternative needs.
+- ``not`` and ``if``/``then``/``else``, which the API accepts at the top level, stay there
+  (several are folded into one ``not``).
+
+What merging loosens is still enforced: arguments are validated against the original schema.
+Alternatives that are not object schemas cannot be merged: the conversion fails and says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from toolwire._text import DESCRIPTION_LIMIT, clean_description
+from toolwire.errors import SchemaConversionError
+from toolwire.schema._base import (
+    ANNOTATIONS,
+    JSON_TYPES,
+    MAX_NODES,
+    NOWHERE,
+    ConversionNote,
+    Lowering,
+    UniqueValues,
+    escape_pointer,
+    follow_pointer,
+    same_value,
+    short_json,
+    shown,
+)
+from toolwire.schema._rewrite import (
+    _LATEST,
+    _MODERN,
+    _ROOT_URI,
+    _ForDeclaration,
+    _lower_types,
+    _modern_spelling,
+    _rule_broken,
+    _Walk,
+)
+from toolwire.schema.checks import draft_2020_12_violations
+
+__all__ = ["to_anthropic_schema"]
+
+# Root keywords that send the root through the merge (anything else is declared as it is).
+_MERGED = frozenset({"anyOf", "oneOf", "allOf", "$ref", "enum", "const", "nullable"})
+_CONDITION = ("if", "then", "else")
+_FIXED = ("enum", "const")
+_TYPE_NAMES = ", ".join(sorted(JSON_TYPES))
+
+_LISTED = 12
+"""Alternatives the description spells out (the rest are counted)."""
+_NAMED = 8
+"""Properties named per alternative."""
+_NAME_LENGTH = 40
+_SENTENCE = 1_000
+"""Characters the sentence on the alternatives may take in the root's description."""
+
+
+def to_anthropic_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[ConversionNote]]:
+    """``schema`` as an Anthropic tool's ``input_schema``: an object root without top-level
+    ``anyOf``/``oneOf``/``allOf``, valid under draft 2020-12 (see the module docstring).
+
+    Returns:
+        A new top-level dict (nested values may be shared with ``schema``; treat them as
+        read-only) and a note for each change.
+
+    Raises:
+        SchemaConversionError: for a schema the validator refuses too (not valid JSON Schema,
+            an unknown type name, a reference that points to nothing), one nested beyond the
+            bounds, or top-level alternatives that are not all object schemas (or hold a
+            ``not`` or an ``if``), which no single object can stand for.
+    """
+    if not isinstance(schema, Mapping):
+        raise SchemaConversionError(
+            f"the input schema must be a JSON object, not {type(schema).__name__}"
+        )
+    walk = _Declared(schema)
+    prepared: Mapping[str, Any] = walk.schema(schema, "#", _ROOT_URI, 0)
+    notes = walk.notes
+    problem = _rule_broken(prepared)  # the dialect's own rules, as the validator applies them
+    if problem is not None:
+        reason, where = problem
+        raise SchemaConversionError(_type_problem(prepared, where) or reason, path=where)
+    rewritten = walk.dialect != _LATEST
+    if rewritten:
+        modern = _Written2020(prepared)
+        prepared = modern.schema(prepared, "#", _ROOT_URI, 0)
+        notes += modern.notes
+    lowering = _TopLevel(prepared)
+    out = lowering.run()
+    notes += lowering.notes
+    if lowering.rebuilt or rewritten:
+        _check_written(out)
+    return out, notes
+
+
+class _Declared(_ForDeclaration):
+    """:func:`~toolwire.schema._rewrite.for_declaration`'s walk, noting each type name it
+    writes in lower case (``"OBJECT"``, ``["STRING", "null"]``)."""
+
+    def edit(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
+        types = node.get("type")
+        if types is not None and not (types.__class__ is str and types in JSON_TYPES):
+            lowered = _lower_types(types)
+            if lowered != types:
+                self.note(path, f"type {shown(types)} written as {shown(lowered)}")
+        return super().edit(node, path, base)
+
+
+class _Written2020(_Walk):
+    """A schema of an older dialect as draft 2020-12 reads it: tuple ``items`` and boolean
+    exclusive bounds in their 2020-12 spelling, no ``$schema`` naming another dialect."""
+
+    def edit(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
+        out = _modern_spelling(node) if not _MODERN.isdisjoint(node) else None
+        if out is not None:
+            self.note(path, "tuple items or a boolean exclusive bound written as in draft 2020-12")
+        if "$schema" in node and node["$schema"] != _LATEST:
+            out = dict(node) if out is None else out
+            del out["$schema"]
+            self.note(
+                path,
+                f"$schema {shown(node['$schema'])} dropped: Anthropic reads the schema as "
+                "draft 2020-12",
+            )
+        return out
+
+
+def _type_problem(schema: Mapping[str, Any], where: str) -> str | None:
+    """A plain reason for a meta-schema error on a ``type`` keyword, or None."""
+    if not where.endswith("/type"):
+        return None
+    value = follow_pointer(schema, where, None)
+    names = value if isinstance(value, list) else [value]
+    unknown = [t for t in names if not (isinstance(t, str) and t in JSON_TYPES)]
+    if unknown:
+        return (
+            f"type {shown(unknown[0])} is not a JSON Schema type ({_TYPE_NAMES}); the "
+            "validator refuses this schema too"
+        )
+    if len(set(names)) < len(names):
+        return f"type list {shown(value)} names a type twice"
+    return None
+
+
+def _check_written(schema: Mapping[str, Any]) -> None:
+    """Refuse what the merge or a dialect's rewriting left invalid for the API.
+
+    Raises:
+        SchemaConversionError: for a schema that breaks draft 2020-12's meta-schema, or a
+            local reference that no longer points anywhere (into merged alternatives).
+    """
+    problems = draft_2020_12_violations(schema, limit=1)
+    if problems:
+        raise SchemaConversionError(problems[0].message, path=problems[0].path)
+    for path, ref in _local_references(schema):
+        if follow_pointer(schema, ref) is NOWHERE:
+            raise SchemaConversionError(
+                f"$ref {shown(ref)} points into the top-level alternatives, which are merged",
+                path=path,
+            )
+
+
+_NAME_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_ONE = (
+    "additionalProperties",
+    "items",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+)
+_MANY = ("allOf", "anyOf", "oneOf", "prefixItems")
+
+
+def _local_references(schema: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """``(path, $ref)`` for each local reference in a schema position, each node once.
+
+    Raises:
+        SchemaConversionError: past :data:`MAX_NODES` nodes.
+    """
+    stack: list[tuple[Any, str]] = [(schema, "#")]
+    seen: set[int] = set()
+    while stack:
+        node, path = stack.pop()
+        if not isinstance(node, Mapping) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if len(seen) > MAX_NODES:
+            raise SchemaConversionError(f"schema has more than {MAX_NODES} nodes", path=path)
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#"):
+            yield path, ref
+        for key in _NAME_MAPS:
+            named = node.get(key)
+            if isinstance(named, Mapping):
+                stack.extend(
+                    (sub, f"{path}/{key}/{escape_pointer(str(name))}")
+                    for name, sub in named.items()
+                )
+        stack.extend((node[key], f"{path}/{key}") for key in _ONE if key in node)
+        for key in _MANY:
+            branches = node.get(key)
+            if isinstance(branches, list):
+                stack.extend((sub, f"{path}/{key}/{i}") for i, sub in enumerate(branches))
+
+
+class _Shape:
+    """One object schema assembled from parts: conjuncts (the root, its ``allOf`` members,
+    referenced targets) or alternatives. A name defined several ways gets ``combine`` of its
+    definitions."""
+
+    __slots__ = (
+        "combine",
+        "conditions",
+        "description",
+        "keywords",
+        "lowering",
+        "merged",
+        "negations",
+        "path",
+        "properties",
+        "required",
+        "sentences",
+        "title",
+    )
+
+    def __init__(self, lowering: _TopLevel, combine: str, path: str) -> None:
+        self.lowering = lowering
+        self.combine = combine
+        self.path = path
+        self.properties: dict[Any, UniqueValues] = {}
+        self.required: dict[str, None] = {}  # an ordered set
+        self.keywords: dict[str, Any] = {}
+        self.description: str | None = None
+        self.title: str | None = None
+        self.negations: list[Any] = []
+        self.conditions: list[dict[str, Any]] = []
+        self.sentences: list[str] = []
+        self.merged: set[str] = set()
+        """References merged in already: merging one again changes nothing."""
+
+    def add_property(self, name: Any, definition: Any) -> None:
+        values = self.properties.get(name)
+        if values is None:
+            values = self.properties[name] = UniqueValues(self.lowering, self.path)
+        values.add(definition)
+
+    def definition(self, name: Any) -> Any:
+        values = self.properties[name].values
+        return values[0] if len(values) == 1 else {self.combine: list(values)}
+
+    def keyword(self, key: str, value: Any, path: str) -> None:
+        """Set a keyword the merge does not combine; the first definition stands."""
+        if key not in self.keywords:
+            self.keywords[key] = value
+        elif not same_value(self.keywords[key], value):
+            self.lowering.note(path, f"{key} differs from an earlier part's; the first is declared")
+
+    def absorb(self, other: _Shape) -> None:
+        """Merge another shape in, as one more conjunct."""
+        for name in other.properties:
+            self.add_property(name, other.definition(name))
+        for name in other.required:
+            self.required.setdefault(name)
+        for key, value in other.keywords.items():
+            self.keyword(key, value, other.path)
+        self.negations += other.negations
+        self.conditions += other.conditions
+        self.sentences += other.sentences
+
+
+class _TopLevel(Lowering):
+    """The merge of a prepared schema's top level into one object."""
+
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        super().__init__(root)
+        self.rebuilt = False
+        """Whether the root was rebuilt (a plain object root is declared as it is)."""
+        self._following: list[str] = []
+        """References whose targets are being merged, innermost last."""
+
+    def run(self) -> dict[str, Any]:
+        root = self.root
+        plain = root.get("type") == "object" and isinstance(root.get("properties", {}), Mapping)
+        if plain and root.keys().isdisjoint(_MERGED):
+            out = dict(root)
+            out.setdefault("properties", {})
+            return out
+        self.rebuilt = True
+        shape = _Shape(self, "allOf", "#")
+        if "type" not in root:
+            self.note("#", 'type "object" added at the root (Anthropic requires it)')
+        self.conjunct(shape, root, "#", 0, frozenset(), None)
+        return self.assemble(shape)
+
+    # -- conjuncts ---------------------------------------------------------------------------
+
+    def conjunct(
+        self,
+        shape: _Shape,
+        node: Any,
+        path: str,
+        depth: int,
+        ancestors: frozenset[str],
+        alternative: str | None,
+    ) -> None:
+        """Merge ``node`` into ``shape`` as one more conjunct.
+
+        ``ancestors`` are the references merged into the shapes around the alternatives being
+        lowered (one met again is a cycle); ``alternative`` names the alternative ``shape``
+        stands for, if any (where a negation, a condition or a fixed value cannot go).
+        """
+        self.visit(path, depth)
+        where = alternative or "the input schema"
+        if node is True:
+            return
+        if not isinstance(node, Mapping):
+            accepts = "accepts nothing" if node is False else "is not a schema"
+            raise SchemaConversionError(f"{where} {accepts}", path=path)
+        self.spend(len(node), path)
+        types = node.get("type")
+        if types is not None:
+            names = types if isinstance(types, list) else [types]
+            if "object" not in names:
+                raise SchemaConversionError(
+                    f"{where} is not an object schema (type {shown(types)}), so no object "
+                    "can stand for it",
+                    path=path,
+                )
+            if len(names) > 1:
+                self.note(path, f"type {shown(types)} narrowed to object")
+        has_condition = False
+        for key, value in node.items():
+            if key in ("$ref", "type", "$defs", "definitions"):
+                continue
+            if key == "allOf":
+                if isinstance(value, list):
+                    self.note(path, f"allOf of {len(value)} members merged into one object")
+                for i, member in enumerate(value if isinstance(value, list) else ()):
+                    self.conjunct(
+                        shape, member, f"{path}/allOf/{i}", depth + 1, ancestors, alternative
+                    )
+            elif key in ("anyOf", "oneOf"):
+                inner = ancestors | shape.merged
+                shape.absorb(self.alternatives(value, key, f"{path}/{key}", depth + 1, inner))
+            elif key == "properties" and isinstance(value, Mapping):
+                self.spend(len(value), path)
+                for name, sub in value.items():
+                    shape.add_property(name, sub)
+            elif key == "required" and isinstance(value, list):
+                self.spend(len(value), path)
+                for name in value:
+                    if name.__class__ is str:
+                        shape.required.setdefault(name)
+            elif key == "description":
+                if shape.description is None:
+                    shape.description = value
+            elif key == "title" and alternative is not None:
+                if shape.title is None and isinstance(value, str):
+                    shape.title = value
+            elif key == "not" or key in _CONDITION:
+                if alternative is not None:
+                    raise SchemaConversionError(
+                        f"{alternative} holds {key}: alternatives with a negation or a "
+                        "condition cannot be merged into one object",
+                        path=path,
+                    )
+                if key == "not":
+                    shape.negations.append(value)
+                elif not has_condition:
+                    has_condition = True
+                    shape.conditions.append({k: node[k] for k in _CONDITION if k in node})
+            elif key == "nullable":  # OpenAPI's: arguments are an object, never null
+                self.note(path, "nullable dropped (arguments are an object)")
+            elif key in _FIXED:
+                if alternative is not None:
+                    raise SchemaConversionError(
+                        f"{alternative} is a fixed value ({key}), not an object schema",
+                        path=path,
+                    )
+                self.note(path, f"{key} on the root dropped (arguments are an object)")
+            elif path == "#" or key not in ANNOTATIONS:
+                shape.keyword(key, value, path)
+        ref = node.get("$ref")
+        if ref is not None:  # after the node's own keywords, which come first
+            self.reference(shape, ref, path, depth, ancestors, alternative)
+
+    def reference(
+        self,
+        shape: _Shape,
+        ref: Any,
+        path: str,
+        depth: int,
+        ancestors: frozenset[str],
+        alternative: str | None,
+    ) -> None:
+        """Merge the target of a local reference into ``shape``.
+
+        Raises:
+            SchemaConversionError: for a reference that cannot be followed, one that leads
+                back to itself, or one back to alternatives it stands in.
+        """
+        if ref.__class__ is not str:
+            self.resolve(ref, path)  # raises: only a string can be a reference
+        if ref in ancestors:
+            raise SchemaConversionError(
+                f"$ref {shown(ref)} leads back to the alternatives it stands in", path=path
+            )
+        if ref in self._following:  # as every other lowering refuses it
+            raise SchemaConversionError(
+                f"$ref {shown(ref)} leads back to itself (a reference cycle at the top level)",
+                path=path,
+            )
+        if ref in shape.merged:
+            return  # met again beside itself: merging it twice changes nothing
+        shape.merged.add(ref)
+        target = self.resolve(ref, path)
+        self._following.append(ref)
+        try:
+            self.conjunct(shape, target, ref, depth + 1, ancestors, alternative)
+        finally:
+            self._following.pop()
+
+    # -- alternatives --------------------------------------------------------------------------
+
+    def alternatives(
+        self, branches: Any, key: str, path: str, depth: int, ancestors: frozenset[str]
+    ) -> _Shape:
+        """``anyOf``/``oneOf`` of object schemas as one shape: every property, a property
+        defined differently as the ``anyOf`` of its definitions, required where every
+        alternative requires it, and a sentence saying what each alternative needs."""
+        if not isinstance(branches, list) or not branches:
+            raise SchemaConversionError(f"{key} must be a non-empty list", path=path)
+        variants = []
+        for i, branch in enumerate(branches):
+            variant = _Shape(self, "allOf", f"{path}/{i}")
+            self.conjunct(
+                variant,
+                branch,
+                f"{path}/{i}",
+                depth + 1,
+                ancestors,
+                f"alternative {i + 1} of {key}",
+            )
+            if variant.sentences:
+                self.note(f"{path}/{i}", "nested alternatives merged without being described")
+                variant.sentences = []
+            variants.append(variant)
+        union = _Shape(self, "anyOf", path)
+        for variant in variants:
+            for name in variant.properties:
+                union.add_property(name, variant.definition(name))
+        common = set(variants[0].required).intersection(*(v.required for v in variants[1:]))
+        union.required = {name: None for name in variants[0].required if name in common}
+        first = variants[0].keywords
+        union.keywords = {
+            k: value
+            for k, value in first.items()
+            if all(k in v.keywords and same_value(v.keywords[k], value) for v in variants[1:])
+        }
+        self.spend(len(first) * len(variants), path)
+        union.sentences.append(_sentence(key, variants))
+        self.note(path, f"{key} of {len(variants)} object schemas merged into one object")
+        return union
+
+    # -- the root ------------------------------------------------------------------------------
+
+    def assemble(self, shape: _Shape) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "object"}
+        description = _described(shape.description, shape.sentences)
+        if description:
+            out["description"] = description
+        out["properties"] = {name: shape.definition(name) for name in shape.properties}
+        if shape.required:
+            out["required"] = list(shape.required)
+        out.update(shape.keywords)
+        # All of them must hold: each extra condition goes into the one `not`, negated.
+        negated = shape.negations + [{"not": c} for c in shape.conditions[1:]]
+        if len(negated) > 1:
+            self.note("#", f"{len(negated)} negations and conditions folded into one not")
+        if negated:
+            out["not"] = negated[0] if len(negated) == 1 else {"anyOf": negated}
+        if shape.conditions:
+            out.update(shape.conditions[0])
+        for key in ("$defs", "definitions"):  # what references in the properties point to
+            if key in self.root:
+                out[key] = self.root[key]
+        return out
+
+
+def _fixed(definition: Any) -> Any:
+    """The one value a property definition allows (``const``, one-value ``enum``), or NOWHERE."""
+    if isinstance(definition, Mapping):
+        if "const" in definition:
+            return definition["const"]
+        enum = definition.get("enum")
+        if isinstance(enum, list) and len(enum) == 1:
+            return enum[0]
+    return NOWHERE
+
+
+def _name(name: Any) -> str:
+    text = str(name)
+    return text if len(text) <= _NAME_LENGTH else text[: _NAME_LENGTH - 3] + "..."
+
+
+def _label(variant: _Shape) -> str:
+    """What one alternative needs: the properties it fixes (``shape="circle"``), then those
+    it requires."""
+    parts = []
+    fixed = set()
+    for name in variant.properties:
+        value = _fixed(variant.definition(name))
+        if value is not NOWHERE:
+            fixed.add(name)
+            parts.append(f"{_name(name)}={short_json(value)[:_NAME_LENGTH]}")
+    parts += [_name(name) for name in variant.required if name not in fixed]
+    text = ", ".join(parts[:_NAMED]) + (", ..." if len(parts) > _NAMED else "")
+    if not text:
+        optional = [_name(name) for name in list(variant.properties)[:_NAMED]]
+        text = f"{', '.join(optional)} (none required)" if optional else "no property required"
+    title = variant.title
+    if title and len(title) <= _NAME_LENGTH and "\n" not in title:
+        text = f"{title}: {text}"
+    return text
+
+
+def _sentence(key: str, variants: list[_Shape]) -> str:
+    lead = "Provide exactly one of" if key == "oneOf" else "Provide at least one of"
+    parts = [f"({i}) {_label(v)}" for i, v in enumerate(variants[:_LISTED], 1)]
+    if len(variants) > _LISTED:
+        parts.append(f"and {len(variants) - _LISTED} more")
+    text = f"{lead}: {'; '.join(parts)}."
+    return text if len(text) <= _SENTENCE else text[: _SENTENCE - 4] + "...."
+
+
+def _described(description: Any, sentences: list[str]) -> str:
+    """The root's description with the sentences on its alternatives after it, the
+    description cut first when both do not fit."""
+    extra = clean_description(" ".join(sentences), limit=DESCRIPTION_LIMIT // 2)
+    room = DESCRIPTION_LIMIT - len(extra.encode("utf-8")) - 2  # a full stop and a space
+    text = clean_description(description if isinstance(description, str) else None, limit=room)
+    text = text.rstrip()
+    if not extra:
+        return text
+    if text and text[-1].isalnum():
+        text += "."
+    return f"{text} {extra}".strip()
