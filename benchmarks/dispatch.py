@@ -143,11 +143,13 @@ async def main_async(calls: int, repeat: int) -> None:
 
     @tool
     async def nap() -> str:
+        """Sleep 100 ms."""
         await anyio.sleep(0.1)
         return "rested"
 
     @tool(parallel_safe=False)
     async def nap_alone() -> str:
+        """Sleep 100 ms, alone."""
         await anyio.sleep(0.1)
         return "rested"
 

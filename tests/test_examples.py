@@ -81,9 +81,7 @@ def test_the_example_tools_take_their_service_as_context_never_from_the_model(
         def days(self, city: str, days: int) -> list[str]:
             return [f"snow in {city}"] * days
 
-    outcome = anyio.run(
-        lambda: toolwire.execute_tool_calls(listing, response, deps=Snowy())
-    )
+    outcome = anyio.run(lambda: toolwire.execute_tool_calls(listing, response, deps=Snowy()))
     assert outcome.calls[0].result.structured_content == {
         "city": "Oslo",
         "units": "celsius",

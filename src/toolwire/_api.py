@@ -6,7 +6,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, Literal, overload
+from typing import Any, Literal
 
 import anyio
 
@@ -212,16 +212,6 @@ def _declaration(
     return declaration, response
 
 
-@overload
-async def execute_tool_calls(listing: Listing, response: Any, /, **options: Any) -> Outcome: ...
-
-
-@overload
-async def execute_tool_calls(
-    source: Source | Any, provider: str, response: Any, /, **options: Any
-) -> Outcome: ...
-
-
 async def execute_tool_calls(
     source: Listing | Source | Any,
     *args: Any,
@@ -305,9 +295,7 @@ async def execute_tool_calls(
         )
     items = adapter.parse(response, declaration)
     taint = frozenset(taint)
-    outcomes = await executor.run(
-        items, run_id=run_id, principal=principal, taint=taint, deps=deps
-    )
+    outcomes = await executor.run(items, run_id=run_id, principal=principal, taint=taint, deps=deps)
     options = declaration.options
     results = [_answer(adapter.answer, outcome, options) for outcome in outcomes]
     halted = any(outcome.halted for outcome in outcomes)

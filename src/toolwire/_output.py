@@ -35,9 +35,9 @@ DEFAULT_MEDIA_LIMIT = 5 * 1024 * 1024
 """Characters of base64 media one result may carry (5 MiB: Anthropic's limit for one image)."""
 
 
-def _describe(exc: InvalidArguments) -> str:
+def _describe(exc: InvalidArguments, name: str) -> str:
     details = "; ".join(f"{path}: {message}" for path, message in exc.errors)
-    return _truncate(f"Invalid arguments for {exc.tool!r}: {details}", _MESSAGE_LIMIT)
+    return _truncate(f"Invalid arguments for {name!r}: {details}", _MESSAGE_LIMIT)
 
 
 def _failure_message(name: str, exc: BaseException) -> str:
@@ -58,10 +58,11 @@ def _not_run(what: str, exc: BaseException) -> ToolResult:
     return ToolResult.error("failed", f"Not run: {what} failed ({_short(exc)}).")
 
 
-def _invalid(tool: Tool, exc: Exception, prefix: str) -> ToolResult:
-    """The answer to a call whose arguments ``tool.validate_arguments`` refused with ``exc``."""
+def _invalid(tool: Tool, exc: Exception, prefix: str, name: str) -> ToolResult:
+    """The answer to a call whose arguments ``tool.validate_arguments`` refused with ``exc``;
+    ``name`` is the name the model called the tool by."""
     if isinstance(exc, InvalidArguments):
-        return ToolResult.error("invalid_arguments", prefix + _describe(exc))
+        return ToolResult.error("invalid_arguments", prefix + _describe(exc, name))
     if isinstance(exc, ConfigurationError):  # the tool's own schema is broken
         return ToolResult.error("failed", _truncate(str(exc), _MESSAGE_LIMIT))
     # Never expected of a validator: the call does not run.

@@ -154,7 +154,8 @@ class _Planning(_Pipeline):
         try:
             return tool.validate_arguments(arguments)
         except Exception as exc:
-            self._finish(turn, index, _invalid(tool, exc, prefix))
+            name = getattr(turn.items[index], "exposed_name", tool.name)  # what the model called
+            self._finish(turn, index, _invalid(tool, exc, prefix, name))
             return None
 
     def _verdict(self, turn: _Turn, call: ToolCall, arguments: Mapping[str, Any]) -> Verdict:

@@ -111,8 +111,8 @@ class Tool:
                 f"not {type(self.input_schema).__name__}"
             )
         if self.taints is not None:
-            taints = self.taints
-            taints = frozenset((taints,) if isinstance(taints, str) else taints)
+            given: Any = self.taints  # a string or any iterable of strings is accepted
+            taints = frozenset((given,) if isinstance(given, str) else given)
             if not all(isinstance(t, str) for t in taints):
                 raise ConfigurationError(f"tool {self.name!r}: taints are strings: {taints!r}")
             object.__setattr__(self, "taints", taints)

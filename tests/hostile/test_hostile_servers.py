@@ -237,7 +237,7 @@ async def test_every_odd_answer_is_that_calls_own_answer_and_the_server_stays_up
     ]:
         assert results[name].error_kind == "failed", name
         assert results[name].text.startswith(
-            f"Tool {name!r} answered with a malformed result: {where}"
+            f"Tool {'evil__' + name!r} answered with a malformed result: {where}"
         ), results[name].text
 
 

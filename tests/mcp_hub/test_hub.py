@@ -202,7 +202,7 @@ async def test_over_stdio_a_server_answering_garbage_is_answered_and_stays_up() 
         bad, good = (c.result for c in outcome.calls)
         # A malformed answer over a sound connection is that call's failure, not an outage.
         assert bad.error_kind == "failed"
-        assert bad.text.startswith("Tool 'echo' answered with a malformed result: content")
+        assert bad.text.startswith("Tool 'bad__echo' answered with a malformed result: content")
         assert "Traceback" not in bad.text
         assert good.text == "3"
         assert hub.status == {"bad": None, "shop": None}

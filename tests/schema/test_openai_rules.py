@@ -16,7 +16,6 @@ from conftest import ALL_SCHEMAS, TOOLS, corpus_id
 from toolwire import SchemaConversionError, Tool, ToolSet
 from toolwire.providers import openai_chat
 from toolwire.schema._base import ConversionNote
-from toolwire.schema._rewrite import declared_object
 from toolwire.schema.checks import (
     openai_name_violations,
     openai_strict_violations,
@@ -30,22 +29,8 @@ from schema_shapes import SHAPES
 _TOP_LEVEL = {"anyOf", "oneOf", "allOf", "enum", "not"}
 
 
-def _keeps_a_top_level_combinator(schema: Any) -> bool:
-    """A known gap: the OpenAI declarations start from ``declared_object``, which keeps a
-    top-level union beside root properties (and a top-level ``not``) as it is; OpenAI answers
-    400 "schema must have type 'object' and not have 'oneOf'/'anyOf'/'allOf'/'enum'/'not' at
-    the top level" for it, strict or not."""
-    try:
-        return not _TOP_LEVEL.isdisjoint(declared_object(schema)[0])
-    except SchemaConversionError:
-        return False
-
-
 def _case(record: dict[str, Any]) -> Any:
-    marks = []
-    if _keeps_a_top_level_combinator(record["inputSchema"]):
-        marks.append(pytest.mark.xfail(reason="declared with a top-level combinator", strict=True))
-    return pytest.param(record, id=corpus_id(record), marks=marks)
+    return pytest.param(record, id=corpus_id(record))
 
 
 CASES = [_case(record) for record in ALL_SCHEMAS]
@@ -83,9 +68,18 @@ def test_every_corpus_declaration_fits_openais_rules(record: dict[str, Any], str
     assert openai_violations(function["parameters"], strict=function["strict"]) == []
 
 
-def test_the_known_gap_is_these_corpus_tools() -> None:
-    gap = [r["name"] for r in TOOLS if _keeps_a_top_level_combinator(r["inputSchema"])]
-    assert gap == ["calculate_area"] * 11  # a root oneOf beside root properties
+def test_a_root_one_of_beside_root_properties_is_merged_for_openai_too() -> None:
+    merged = [r for r in TOOLS if "oneOf" in r["inputSchema"] and "properties" in r["inputSchema"]]
+    assert len(merged) >= 10
+    for record in merged:
+        for strict in (True, False):
+            (entry,) = (
+                openai_chat.tools(
+                    [Tool(name="t", input_schema=record["inputSchema"])], strict=strict
+                )
+                or []
+            )
+            assert _TOP_LEVEL.isdisjoint(entry["function"]["parameters"])
 
 
 def test_most_of_the_corpus_is_declared_strict() -> None:
@@ -96,8 +90,11 @@ def test_most_of_the_corpus_is_declared_strict() -> None:
     assert sum(d["function"]["strict"] for d in declarations) > 0.85 * len(TOOLS)
 
 
-@pytest.mark.parametrize("record", [r for r in CASES if not r.marks])
+@pytest.mark.parametrize(
+    "record", [r for r in CASES if _TOP_LEVEL.isdisjoint(r.values[0]["inputSchema"])]
+)
 def test_strict_conversions_fit_the_strict_rules_or_are_refused(record: Any) -> None:
+    # A schema with a top-level union is merged before strict mode sees it (tested above).
     try:
         strict, _ = strict_schema(record["inputSchema"])
     except StrictSchemaError:

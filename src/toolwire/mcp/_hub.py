@@ -552,7 +552,7 @@ class Hub:
         if schema is not None and not answer.is_error:
             problem = _output_problem(server, name, schema, answer.structured_content)
             if problem is not None:
-                return ToolResult.error("failed", f"Tool {name!r} failed: {problem}")
+                return ToolResult.error("failed", f"Tool {_exposed(server, name)!r} failed: {problem}")
         return answer
 
     async def check(self, name: str) -> bool:
@@ -598,17 +598,17 @@ class Hub:
             exc = exc.exceptions[0]  # the SDK's task groups wrap single errors
         if isinstance(exc, mcp.MCPError):
             if exc.code == mcp.types.REQUEST_TIMEOUT:
-                return ToolResult.error("timeout", f"Tool {name!r} timed out on the server.")
+                return ToolResult.error("timeout", f"Tool {_exposed(server, name)!r} timed out on the server.")
             if exc.code == mcp.types.CONNECTION_CLOSED:
                 return self._lost(server, exc)
             message = exc.message if isinstance(exc.message, str) else repr(exc.message)
-            return ToolResult.error("failed", f"Tool {name!r} failed: {message[:_DESCRIBED]}")
+            return ToolResult.error("failed", f"Tool {_exposed(server, name)!r} failed: {message[:_DESCRIBED]}")
         if isinstance(exc, RuntimeError):  # e.g. the SDK's output-schema check
             reason = _describe(exc, named=False)
-            return ToolResult.error("failed", f"Tool {name!r} failed: {reason}")
+            return ToolResult.error("failed", f"Tool {_exposed(server, name)!r} failed: {reason}")
         if isinstance(exc, pydantic.ValidationError):  # a malformed answer on a sound connection
             return ToolResult.error(
-                "failed", f"Tool {name!r} answered with a malformed result: {_first_error(exc)}."
+                "failed", f"Tool {_exposed(server, name)!r} answered with a malformed result: {_first_error(exc)}."
             )
         return self._lost(server, exc)  # the connection broke
 
@@ -624,6 +624,11 @@ class Hub:
         self._changed()
         server.wake.set()
         return message
+
+
+def _exposed(server: _Server, name: str) -> str:
+    """The name the model calls a server's tool by (what its messages name)."""
+    return exposed_name_for(name, server.name)
 
 
 def _taints(server: _Server) -> frozenset[str]:

@@ -4,7 +4,7 @@ that arrive as JSON strings, and text answers."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolwire._text import clean_description
@@ -12,16 +12,9 @@ from toolwire.calls import ToolResult, canonical_json, content_text
 from toolwire.errors import SchemaConversionError
 from toolwire.providers._assess import assessed, texts
 from toolwire.providers._contract import Declaration, DeclaredTool, Verdict
-from toolwire.schema._rewrite import declared_object
-
-try:  # TEMPORARY-SHIM
-    from toolwire.schema.checks import openai_violations
-except ImportError:  # TEMPORARY-SHIM
-
-    def openai_violations(schema: Any, *, strict: bool) -> list[Any]:
-        return []
-
-
+from toolwire.schema._base import ConversionNote
+from toolwire.schema.anthropic import to_anthropic_schema
+from toolwire.schema.checks import openai_violations
 from toolwire.schema.openai import NullPath, StrictSchemaError, strict_schema
 from toolwire.tool import Tool, ToolSet
 
@@ -35,11 +28,19 @@ MAX_TOOLS = 128
 too long. Expected an array with maximum length 128")."""
 
 
+_REFUSED_AT_ROOT = ("not", "enum")
+"""Keywords OpenAI refuses at the top of a function's parameters (besides the combinators,
+which the lowering merges): "schema must have type 'object' and not have 'oneOf'/'anyOf'/
+'allOf'/'enum'/'not' at the top level"."""
+
+
 @dataclass(frozen=True, slots=True)
 class OpenAIOptions:
     """Options of both OpenAI APIs."""
 
-    strict: bool = True
+    strict: bool = field(
+        default=True, metadata={"help": "declare strict schemas where they can be made strict"}
+    )
     """Declare each tool ``strict: true`` where its schema can be made strict; False sends
     every tool with ``strict: false`` and its schema as it is."""
     error_prefix: str = ERROR_PREFIX
@@ -67,10 +68,17 @@ def _plain_object(tool: Tool) -> tuple[dict[str, Any], list[Any]]:
         SchemaConversionError: naming the tool, for a schema that is not valid JSON Schema.
     """
     try:
-        root, notes = declared_object(tool.input_schema)
+        # An object root without top-level combinators (OpenAI refuses them as Anthropic does).
+        root, notes = to_anthropic_schema(tool.input_schema)
     except SchemaConversionError as exc:
         raise exc.for_tool(tool.qualified_name) from None
     root.pop("$schema", None)  # a new top-level dict
+    for keyword in _REFUSED_AT_ROOT:
+        if keyword in root:  # arguments are still checked against it before the call
+            del root[keyword]
+            notes.append(
+                ConversionNote("#", f"{keyword} at the top level dropped: OpenAI refuses it")
+            )
     return root, notes
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "as_data",
     "call_arguments",
     "get_field",
+    "json_type",
     "listed",
     "load_json",
     "printable",
@@ -283,7 +284,7 @@ def call_arguments(raw: Any, name: str, tool: Tool) -> dict[str, Any] | str:
             return f"Invalid arguments for {shown!r}: no arguments were sent."
         return {}
     elif not isinstance(raw, str):
-        return f"Invalid arguments for {shown!r}: expected a JSON object, got {_json_type(raw)}."
+        return f"Invalid arguments for {shown!r}: expected a JSON object, got {json_type(raw)}."
     else:
         arguments = load_json(raw)
         if isinstance(arguments, NotJson):
@@ -291,7 +292,7 @@ def call_arguments(raw: Any, name: str, tool: Tool) -> dict[str, Any] | str:
             return f"Invalid arguments for {shown!r}: {arguments.why}: {printable(echo)}"
     if not isinstance(arguments, Mapping):
         return (
-            f"Invalid arguments for {shown!r}: expected a JSON object, got {_json_type(arguments)}."
+            f"Invalid arguments for {shown!r}: expected a JSON object, got {json_type(arguments)}."
         )
     problem = argument_problem(arguments)
     if problem is not None:
@@ -299,7 +300,7 @@ def call_arguments(raw: Any, name: str, tool: Tool) -> dict[str, Any] | str:
     return arguments if arguments.__class__ is dict else dict(arguments)
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
     """How JSON names the type of ``value`` (what the model sent), e.g. ``an array``."""
     if value is None:
         return "null"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from toolwire._text import clean_description
@@ -48,17 +48,8 @@ from toolwire.providers._wire import (
     sent_id,
     split_calls,
 )
-
-try:  # TEMPORARY-SHIM
-    from toolwire.schema.anthropic import to_anthropic_schema
-    from toolwire.schema.checks import anthropic_violations
-except ImportError:  # TEMPORARY-SHIM
-    from toolwire.schema._rewrite import declared_object as to_anthropic_schema
-
-    def anthropic_violations(schema: Any) -> list[Any]:
-        return []
-
-
+from toolwire.schema.anthropic import to_anthropic_schema
+from toolwire.schema.checks import anthropic_violations
 from toolwire.tool import Tool, ToolSet
 
 __all__ = [
@@ -106,7 +97,9 @@ PROFILE = ProviderProfile(
 class AnthropicOptions:
     """Options of the Messages API."""
 
-    cache_control: Literal["last"] | None = None
+    cache_control: Literal["last"] | None = field(
+        default=None, metadata={"help": "mark the last tool so the tool list is cached"}
+    )
     """``"last"`` marks the last tool ``cache_control: ephemeral``, which caches the whole
     tool list as a prompt prefix."""
 
@@ -148,7 +141,7 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
     options = options or _DEFAULT
 
     def build() -> Declaration:
-        declared = [
+        declared: list[dict[str, Any]] = [
             {
                 "name": toolset.exposed_name(t),
                 "description": clean_description(t.description),
@@ -176,7 +169,8 @@ def tools(
     """The request's ``tools`` in toolset order (None when empty); ``cache_control="last"``
     marks the last tool, which caches the whole list as a prompt prefix."""
     options = options_for(NAME, Options, {"cache_control": cache_control})
-    return declare(ToolSet.of(toolset), options).tools
+    declared: list[dict[str, Any]] | None = declare(ToolSet.of(toolset), options).tools
+    return declared
 
 
 def assess(tool: Tool, options: Options | None = None) -> Verdict:
@@ -479,11 +473,11 @@ class AnthropicStreamAccumulator:
         content = []
         for index in sorted(self._blocks):
             block = dict(self._blocks[index])
-            for field in ("text", "thinking", "signature"):
-                pieces = self._pieces.get((index, field))
+            for key in ("text", "thinking", "signature"):
+                pieces = self._pieces.get((index, key))
                 if pieces is not None:
-                    previous = block.get(field)
-                    block[field] = (previous if isinstance(previous, str) else "") + "".join(pieces)
+                    previous = block.get(key)
+                    block[key] = (previous if isinstance(previous, str) else "") + "".join(pieces)
             pieces = self._pieces.get((index, "partial_json"))
             if pieces is not None:
                 text = "".join(pieces)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from types import MappingProxyType
 from typing import Any, Literal
@@ -51,6 +51,7 @@ from toolwire.providers._wire import (
     as_data,
     check_shape,
     get_field,
+    json_type,
     load_json,
     printable,
     rejected_call,
@@ -127,10 +128,15 @@ PROFILE = ProviderProfile(
 class GeminiOptions:
     """Options of the Gemini API (``generateContent``)."""
 
-    schema: SchemaMode = "json"
+    schema: SchemaMode = field(
+        default="json", metadata={"help": "parametersJsonSchema (json) or parameters (openapi)"}
+    )
     """``"json"`` sends ``parametersJsonSchema`` (JSON Schema); ``"openapi"`` sends
     ``parameters`` (the OpenAPI 3.0 subset, for the Live API and older models)."""
-    backend: Backend = "gemini"
+    backend: Backend = field(
+        default="gemini",
+        metadata={"help": "vertex keeps what Vertex AI takes beyond the Gemini API"},
+    )
     """``"vertex"`` keeps what Vertex AI takes beyond the Gemini API in ``"openapi"`` mode
     (``additionalProperties``, recursive ``ref``/``defs``)."""
     native_tools: tuple[Any, ...] = ()
@@ -397,7 +403,7 @@ def _parse_call(
     part: Mapping[str, Any], call: Any, index: int, ids: CallIds, declaration: Declaration
 ) -> ToolCall | RejectedCall:
     if not _is_mapping(call):
-        message = f"Malformed function call: expected an object, got {type(call).__name__}."
+        message = f"Malformed function call: expected an object, got {json_type(call)}."
         return rejected_call("", None, index, "invalid_arguments", message, ids, _unnamed_error)
     name = call.get("name")
     name = name if isinstance(name, str) else ""

@@ -29,6 +29,7 @@ from toolwire.providers._wire import (
     StreamLimits,
     as_data,
     check_shape,
+    json_type,
     printable,
     rejected_call,
     resolve_call,
@@ -99,7 +100,9 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
 
 def tools(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> list[dict[str, Any]] | None:
     """The request's ``tools``, in toolset order (None when empty; cached, read-only)."""
-    return declare(ToolSet.of(toolset), options_for(NAME, Options, {"strict": strict})).tools
+    options = options_for(NAME, Options, {"strict": strict})
+    declared: list[dict[str, Any]] | None = declare(ToolSet.of(toolset), options).tools
+    return declared
 
 
 def strict_reasons(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> dict[str, str]:
@@ -200,7 +203,7 @@ def _parse_entry(
     error: Callable[[str, str], dict[str, Any]],
 ) -> ToolCall | RejectedCall:
     if not isinstance(entry, Mapping):
-        message = f"Malformed tool call: expected an object, got {type(entry).__name__}."
+        message = f"Malformed tool call: expected an object, got {json_type(entry)}."
         return rejected_call("", None, index, "invalid_arguments", message, ids, error)
     call_id = sent_id(entry.get("id"))
     # The type decides: some compatible hosts send an empty "custom" beside a function call.
@@ -210,9 +213,7 @@ def _parse_entry(
     name = raw_name if isinstance(raw_name, str) else ""
     if call_id is not None and not ids.keep(call_id):
         message = ids.duplicate(call_id)
-        return rejected_call(
-            name, call_id, index, "invalid_arguments", message, ids, error
-        )
+        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error)
     if kind == "custom":
         message = (
             f"{printable(name)!r} is a custom tool call (free-form input); the tools here "
@@ -221,9 +222,7 @@ def _parse_entry(
         return rejected_call(name, call_id, index, "not_found", message, ids, error)
     if not isinstance(body, Mapping):
         message = "Malformed tool call: no function."
-        return rejected_call(
-            name, call_id, index, "invalid_arguments", message, ids, error
-        )
+        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error)
     return resolve_call(
         declaration,
         PROFILE,

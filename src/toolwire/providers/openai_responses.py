@@ -109,7 +109,9 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
 
 def tools(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> list[dict[str, Any]] | None:
     """The request's ``tools``, in toolset order (None when empty; cached, read-only)."""
-    return declare(ToolSet.of(toolset), options_for(NAME, Options, {"strict": strict})).tools
+    options = options_for(NAME, Options, {"strict": strict})
+    declared: list[dict[str, Any]] | None = declare(ToolSet.of(toolset), options).tools
+    return declared
 
 
 def strict_reasons(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> dict[str, str]:

@@ -99,7 +99,9 @@ def to_anthropic_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list
     if problem is not None:
         reason, where = problem
         raise SchemaConversionError(_type_problem(prepared, where) or reason, path=where)
-    rewritten = walk.dialect != _LATEST
+    # Another dialect's schema is mostly valid 2020-12 as it is (draft 7's, say); what is not
+    # (tuple items, boolean bounds) is written in 2020-12's spelling.
+    rewritten = walk.dialect != _LATEST and bool(draft_2020_12_violations(prepared, limit=1))
     if rewritten:
         modern = _Written2020(prepared)
         prepared = modern.schema(prepared, "#", _ROOT_URI, 0)
