@@ -19,7 +19,9 @@ def test_error_tree() -> None:
     assert issubclass(toolwire.MissingDependency, ImportError)
     assert issubclass(toolwire.ToolNotFound, LookupError)
     for name in toolwire.errors.__all__:
-        assert issubclass(getattr(toolwire.errors, name), toolwire.ToolwireError)
+        kind = getattr(toolwire.errors, name)
+        assert issubclass(kind, toolwire.ToolwireError | toolwire.ToolwireWarning), name
+    assert issubclass(toolwire.ToolwireWarning, UserWarning)
 
 
 BLOCK_EXTRAS = """

@@ -48,6 +48,7 @@ from toolwire.errors import (
     StoreUnavailable,
     ToolNotFound,
     ToolwireError,
+    ToolwireWarning,
 )
 from toolwire.executor import CallContext, CallOutcome, Executor, Veto, make_call
 from toolwire.ledger import CallTrail
@@ -97,6 +98,7 @@ __all__ = [
     "ToolResult",
     "ToolSet",
     "ToolwireError",
+    "ToolwireWarning",
     "Veto",
     "__version__",
     "allow",

@@ -1,4 +1,4 @@
-"""The two calls most programs need: :func:`tools` and :func:`execute_tool_calls`."""
+"""The two calls most programs need: [`tools`][] and [`execute_tool_calls`][]."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ Source = ToolSet | Tool | Iterable[Tool | Callable[..., Any]]
 @dataclass(frozen=True, slots=True)
 class Listing:
     """Tools declared for one provider: what the model is shown, and what its calls are
-    parsed against (pass the listing to :func:`execute_tool_calls`)."""
+    parsed against (pass the listing to [`execute_tool_calls`][])."""
 
     declaration: Declaration
     principal: Any = None
@@ -133,7 +133,7 @@ def tools(
 
     Args:
         source: the tools (a ToolSet, a tool or function, a list of them, or an MCP hub).
-        provider: a registered provider name (see :func:`toolwire.providers.provider_names`).
+        provider: a registered provider name (see [`toolwire.providers.provider_names`][]).
         principal: who the model works for; with ``policy``, the tools the policy denies
             them outright (whatever the arguments) are left out, in the toolset's order, so
             the list stays the same from turn to turn. Tools that merely ask stay.
@@ -141,7 +141,8 @@ def tools(
         options: the provider's options (see its ``Options`` dataclass; Gemini: ``schema``,
             ``backend``, ``native_tools``; OpenAI: ``strict``; Anthropic: ``cache_control``).
 
-    A listing above the provider's tool limit warns (:class:`~toolwire.errors.ToolwireWarning`).
+    A listing above the provider's tool limit warns
+    ([`ToolwireWarning`][toolwire.errors.ToolwireWarning]).
 
     Raises:
         ConfigurationError: an unknown provider or option, or an option of the wrong type.
@@ -240,30 +241,31 @@ async def execute_tool_calls(
     ``execute_tool_calls(source, provider, response)`` declares ``source`` itself.
 
     Args:
-        source: a :class:`Listing`; or the tools (a ToolSet, a list of tools or functions,
-            or an MCP hub), followed by the provider name.
-        response: the provider's response, as a dict or its SDK's object.
+        source: a [`Listing`][]; or the tools (a ToolSet, a list of tools or functions,
+            or an MCP hub).
+        *args: after a listing, the provider's response (a dict or its SDK's object); after
+            the tools, the provider name and then the response.
         toolset: with ``source``: the toolset the model saw, so names resolve the same
             (built from ``source`` when None).
         principal: who the turn runs for; policies, approvers, hooks and tools see it.
         taint: sources whose output is already in the model's context (the previous
             outcome's ``taint``).
         run_id: names the turn so a retry answers completed calls from the store.
-        approver: decides the calls the policy asks about (see :class:`Executor`).
-        policy: which calls may run (see :class:`~toolwire.policy.Policy`).
-        timeout: seconds one call may take (see :class:`Executor`).
+        approver: decides the calls the policy asks about (see [`Executor`][]).
+        policy: which calls may run (see [`Policy`][toolwire.policy.Policy]).
+        timeout: seconds one call may take (see [`Executor`][]).
         store: the run store; the process-wide in-memory store when None.
         executor: a configured executor to use instead of the options above.
-        on_unknown: ``"raise"`` raises :class:`~toolwire.errors.ToolNotFound` for a call to an
-            unknown tool instead of answering it.
-        before_call: hooks run before each call (see :class:`Executor`).
-        after_call: hooks run after each call (see :class:`Executor`).
+        on_unknown: ``"raise"`` raises [`ToolNotFound`][toolwire.errors.ToolNotFound] for a
+            call to an unknown tool instead of answering it.
+        before_call: hooks run before each call (see [`Executor`][]).
+        after_call: hooks run after each call (see [`Executor`][]).
         on_interrupted: what a retry does with a call interrupted mid-run (see
-            :class:`Executor`).
+            [`Executor`][]).
         wait_for_running: seconds a retry waits for a call another worker runs (see
-            :class:`Executor`).
+            [`Executor`][]).
         deps: the application's dependencies, handed to tools that take a
-            :class:`~toolwire.CallContext` (never stored).
+            [`CallContext`][toolwire.CallContext] (never stored).
         answer_options: the provider's answer options (Gemini: ``structured``, ``media``;
             OpenAI: ``error_prefix``).
 
@@ -272,7 +274,7 @@ async def execute_tool_calls(
         included; ``outcome.followup(response)`` is what to append to the conversation.
 
     Raises:
-        ApprovalPending: some calls wait for a decision (see :func:`decide`).
+        ApprovalPending: some calls wait for a decision (see [`decide`][]).
         StoreUnavailable: the run store failed (its ``outcomes`` hold every call's answer when
             it failed after the first call ran).
         MalformedResponse: the response is not the provider's shape, or is broken.
@@ -355,11 +357,11 @@ def _answer(answer: Callable[..., Any], outcome: CallOutcome, options: Any) -> A
 
 
 def execute_tool_calls_sync(source: Listing | Source | Any, *args: Any, **options: Any) -> Outcome:
-    """:func:`execute_tool_calls` for programs without an event loop.
+    """[`execute_tool_calls`][] for programs without an event loop.
 
     Raises:
         ConfigurationError: when called from inside a running event loop (await
-            :func:`execute_tool_calls` there instead).
+            [`execute_tool_calls`][] there instead).
     """
     try:
         anyio.get_current_task()
@@ -379,10 +381,10 @@ async def decide(
     by: Any = None,
 ) -> None:
     """Record a decision, who made it (``by``, any JSON value) and when, for a call that
-    waits in ``run_id`` (see :func:`pending`).
+    waits in ``run_id`` (see [`pending`][]).
 
     ``allow(arguments=...)`` approves with edited arguments: they are checked against the
-    tool's schema now (invalid ones raise :class:`~toolwire.errors.InvalidArguments` and
+    tool's schema now (invalid ones raise [`InvalidArguments`][toolwire.errors.InvalidArguments] and
     record nothing) and the call runs with them. Uses the process-wide store unless ``store``
     is given (it must be the store the turn ran with).
 

@@ -22,7 +22,7 @@ _EDITED = "The approver edited the arguments: "
 
 
 class _Planning(_Pipeline):
-    """Decides a turn's calls (see :class:`~toolwire.Executor`)."""
+    """Decides a turn's calls (see [`Executor`][toolwire.Executor])."""
 
     async def _plan(self, turn: _Turn, index: int, call: ToolCall) -> None:
         record = None

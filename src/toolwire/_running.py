@@ -39,7 +39,8 @@ _SWAP_ATTEMPTS = ledger.SWAP_ATTEMPTS
 
 
 class _Running(_Pipeline):
-    """Runs a turn's planned calls and keeps the run's records (see :class:`~toolwire.Executor`)."""
+    """Runs a turn's planned calls and keeps the run's records (see
+    [`Executor`][toolwire.Executor])."""
 
     async def _run_planned(self, turn: _Turn) -> None:
         if not turn.planned:

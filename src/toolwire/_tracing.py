@@ -63,7 +63,7 @@ _PROVIDER_FROM_ENVIRONMENT = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 
 @contextmanager
 def tool_span(tracer: Tracer, call: ToolCall, run_id: str | None) -> Iterator[Span]:
-    """A span around one execution; finish it with :func:`end_tool_span`."""
+    """A span around one execution; finish it with [`end_tool_span`][]."""
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": call.exposed_name,

@@ -73,7 +73,7 @@ class Veto:
 
 
 BeforeHook = Callable[[CallContext], "Mapping[str, Any] | Veto | Awaitable[Any] | None"]
-"""May return new arguments (validated again), a :class:`Veto`, or None to change nothing."""
+"""May return new arguments (validated again), a [`Veto`][], or None to change nothing."""
 AfterHook = Callable[[CallContext, ToolResult], "ToolResult | Awaitable[Any] | None"]
 """May return a replacement result (e.g. redacted), or None to keep it."""
 
@@ -126,7 +126,7 @@ class _Turn:
     """By call id, the fingerprints computed so far."""
     """The calls admitted to the turn (what its run is bound to)."""
     binding: str | None = None
-    """What the run is for (see :func:`toolwire.ledger.binding_for`), once it has a run id."""
+    """What the run is for (see [`toolwire.ledger.binding_for`][]), once it has a run id."""
     known: dict[str, CallRecord] = field(default_factory=dict)
     """The run's records of the turn's calls when it started, by call id."""
     seen: dict[int, CallRecord] = field(default_factory=dict)
@@ -136,7 +136,7 @@ class _Turn:
     store_error: StoreUnavailable | None = None
     halted: bool = False
     scope: anyio.CancelScope | None = None
-    """What :meth:`Executor.cancel` cancels: the turn's scope, or a one-call turn's call's."""
+    """What [`Executor.cancel`][] cancels: the turn's scope, or a one-call turn's call's."""
     cancelled: bool = False
     tracer: Any = None
     """Where the turn's spans go; None when nothing would record them."""
@@ -184,7 +184,7 @@ _UNTIMED_WAIT = 300.0
 
 
 class _Pipeline:
-    """What the executor's parts share: its settings (set by :class:`~toolwire.Executor`) and
+    """What the executor's parts share: its settings (set by [`Executor`][toolwire.Executor]) and
     the bookkeeping of a turn's outcomes."""
 
     toolset: ToolSet

@@ -1,8 +1,8 @@
 """Approval of calls the policy marked ``ask``.
 
-An approver answers :func:`allow`, :func:`deny` (the model is told why and the turn goes on) or
-:func:`halt` (denied, and the caller should stop its agent loop). Immediate approvers answer at
-once; :class:`DeferredApproval` makes the executor raise :class:`ApprovalPending` so a human can
+An approver answers [`allow`][], [`deny`][] (the model is told why and the turn goes on) or
+[`halt`][] (denied, and the caller should stop its agent loop). Immediate approvers answer at
+once; [`DeferredApproval`][] makes the executor raise [`ApprovalPending`][] so a human can
 decide later, after which the caller runs the same calls again with the same ``run_id``.
 """
 
@@ -64,8 +64,8 @@ def halt(reason: str | None = None) -> Decision:
 class ApprovalRequest:
     """A call waiting for a decision: what an approver, or a human's approval screen, is shown.
 
-    Read back from a run store (:func:`toolwire.pending`), it carries everything but the
-    ``Tool`` object (``tool`` is None there): :meth:`to_dict` and :meth:`from_dict` give and
+    Read back from a run store ([`toolwire.pending`][]), it carries everything but the
+    ``Tool`` object (``tool`` is None there): [`to_dict`][] and [`from_dict`][] give and
     take its JSON form.
     """
 
@@ -118,7 +118,7 @@ class ApprovalRequest:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ApprovalRequest:
-        """A request from its :meth:`to_dict` form (``tool`` is None).
+        """A request from its [`to_dict`][] form (``tool`` is None).
 
         Raises:
             ConfigurationError: ``data`` is not such a form.
@@ -152,7 +152,7 @@ class ApprovalRequest:
 
 @runtime_checkable
 class Approver(Protocol):
-    """Decides ``ask`` calls. Return a :class:`Decision`, or None to defer the decision."""
+    """Decides ``ask`` calls. Return a [`Decision`][], or None to defer the decision."""
 
     def __call__(
         self, request: ApprovalRequest
@@ -169,7 +169,7 @@ class AutoApprove:
 class CallbackApproval:
     """Asks ``callback(request)`` (sync or async) for an immediate decision.
 
-    The callback may return a :class:`Decision` or a bool (True allows, False denies).
+    The callback may return a [`Decision`][] or a bool (True allows, False denies).
     """
 
     def __init__(self, callback: Callable[[ApprovalRequest], Any]) -> None:
@@ -190,7 +190,7 @@ class CallbackApproval:
 
 class DeferredApproval:
     """Never decides at once: calls without a recorded decision make the executor raise
-    :class:`ApprovalPending`. Record decisions with ``Executor.decide`` (or
+    [`ApprovalPending`][]. Record decisions with ``Executor.decide`` (or
     ``toolwire.decide``) and run the same calls again with the same ``run_id``."""
 
     def __call__(self, request: ApprovalRequest) -> None:

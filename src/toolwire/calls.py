@@ -133,7 +133,7 @@ def placeholder(part: Content) -> str:
 class ToolResult:
     """The outcome of one tool call, before it is shaped for a provider.
 
-    Build one with :meth:`from_value` (a handler's return value) or :meth:`error`.
+    Build one with [`from_value`][] (a handler's return value) or [`error`][].
     """
 
     content: tuple[Content, ...] = ()
@@ -160,8 +160,8 @@ class ToolResult:
         ``UUID`` as strings, sets as lists, bytes as base64, models and dataclasses as objects,
         non-string keys as strings); lone surrogates become U+FFFD. A ``ToolResult`` is checked
         the same way. Never raises: a value that cannot be encoded (NaN or Infinity, a cycle,
-        nesting deeper than :data:`MAX_RESULT_DEPTH`, an integer of more than
-        :data:`MAX_INTEGER_DIGITS` digits, an object whose ``str()`` fails) gives a ``failed``
+        nesting deeper than [`MAX_RESULT_DEPTH`][], an integer of more than
+        [`MAX_INTEGER_DIGITS`][] digits, an object whose ``str()`` fails) gives a ``failed``
         result saying why.
         """
         kind = value.__class__  # the commonest values first, without a call more
@@ -254,8 +254,8 @@ def describe_exception(exc: BaseException) -> str:
 
 def _is_plain_json(value: Any) -> bool:
     """True when ``value`` is already JSON every provider takes: dicts with string keys, lists,
-    valid text, finite floats, integers of at most :data:`MAX_INTEGER_DIGITS` digits, bools
-    and None, nested at most :data:`MAX_RESULT_DEPTH` levels. The cheap check of the common
+    valid text, finite floats, integers of at most [`MAX_INTEGER_DIGITS`][] digits, bools
+    and None, nested at most [`MAX_RESULT_DEPTH`][] levels. The cheap check of the common
     case (exact types only)."""
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
@@ -287,7 +287,7 @@ def _is_plain_json(value: Any) -> bool:
 
 
 def json_safe(value: Any) -> Any:
-    """``value`` as plain JSON data (see :meth:`ToolResult.from_value` for the conversions).
+    """``value`` as plain JSON data (see [`ToolResult.from_value`][] for the conversions).
 
     Raises:
         ValueError: when it cannot be encoded (the message says why).
@@ -476,7 +476,7 @@ class ToolCall:
     call_id: str | None = None
     """The provider's id for the call, or None when the provider sent none."""
     local_id: str
-    """An id for correlation: the provider's id, or one derived with :func:`stable_call_id`."""
+    """An id for correlation: the provider's id, or one derived with [`stable_call_id`][]."""
     index: int = 0
     """The position of the call among the calls of its response."""
     extras: Mapping[str, Any] = field(default_factory=dict)
@@ -513,7 +513,7 @@ class RejectedCall:
     answer: Any
     """The provider-shaped error answer to send back."""
     local_id: str | None = None
-    """The id the answer carries: the provider's, or one made as for a :class:`ToolCall`."""
+    """The id the answer carries: the provider's, or one made as for a [`ToolCall`][]."""
 
 
 MAX_ARGUMENT_DEPTH = 64
@@ -532,8 +532,8 @@ def argument_problem(arguments: Mapping[str, Any]) -> str | None:
 
     A call's arguments come from a model (and from the text it read), so they are checked
     before anything hashes, stores or validates them: nesting at most
-    :data:`MAX_ARGUMENT_DEPTH`, string keys, finite numbers (``NaN`` and ``Infinity`` are not
-    JSON), integers of at most :data:`MAX_INTEGER_DIGITS` digits, and strings that are valid
+    [`MAX_ARGUMENT_DEPTH`][], string keys, finite numbers (``NaN`` and ``Infinity`` are not
+    JSON), integers of at most [`MAX_INTEGER_DIGITS`][] digits, and strings that are valid
     Unicode (no lone surrogates). Each value is visited once.
     """
     if arguments.__class__ is dict:  # the common call: a few ASCII strings and small numbers,

@@ -6,7 +6,7 @@ server command (``stdio:CMD ARGS``), an MCP URL (``http://...``), or an ``mcp.js
 (``mcpServers``).
 
 For an MCP source, a server's tool the hub leaves out (a bad name, a schema a provider cannot
-take, a duplicate; see :attr:`toolwire.mcp.Hub.left_out`) is a ``rejected`` row in ``check``
+take, a duplicate; see [`toolwire.mcp.Hub.left_out`][]) is a ``rejected`` row in ``check``
 with the reason, and a warning on stderr for the other commands.
 
 A stdio server's stderr goes to the command's stderr, never its stdout: what the commands print
@@ -313,7 +313,7 @@ class _OptionFlag:
 
 
 def _spelling(hint: Any) -> Any:
-    """How the command line spells an option of type ``hint`` (see :attr:`_OptionFlag.spelling`),
+    """How the command line spells an option of type ``hint`` (see [`_OptionFlag.spelling`][]),
     or None when it cannot (Gemini's tuple of native tools is for code only)."""
     if hint is bool or hint is str:
         return hint
@@ -423,7 +423,7 @@ def _report_json(report: Any, over: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _renamed(toolset: ToolSet) -> frozenset[str]:
-    """The exposed names worth showing with the tool's own name (see :func:`_is_renamed`)."""
+    """The exposed names worth showing with the tool's own name (see [`_is_renamed`][])."""
     return frozenset(
         exposed
         for exposed, tool in zip(toolset.exposed_names, toolset, strict=True)
@@ -674,7 +674,7 @@ def _provider_option(parser: argparse.ArgumentParser, *, several: bool = False) 
 
 
 def _add_option_flags(parser: argparse.ArgumentParser) -> None:
-    """The declaration options' flags (see :func:`_option_flags`); each is None unless given."""
+    """The declaration options' flags (see [`_option_flags`][]); each is None unless given."""
     flags = _option_flags()
     for flag in flags:
         if flag.spelling is bool:

@@ -1,6 +1,6 @@
 """Which providers can take which tools, and what declaring them changes.
 
-:func:`check` gives, per tool and provider, one of three verdicts: ``accepted`` (declared as
+[`check`][] gives, per tool and provider, one of three verdicts: ``accepted`` (declared as
 is), ``converted`` (declared, with notes on what was dropped or rewritten) or ``rejected``
 (cannot be declared, or its arguments cannot be validated, and why); ``skipped`` when the
 tool's own ``providers`` leave the provider out. References to other documents (never fetched)
@@ -19,7 +19,7 @@ from toolwire.tool import Tool, ToolSet
 __all__ = ["ProviderVerdict", "ToolReport", "check", "limits"]
 
 ProviderVerdict = Verdict
-"""How one provider takes one tool (:class:`toolwire.providers.Verdict`)."""
+"""How one provider takes one tool ([`toolwire.providers.Verdict`][])."""
 
 
 @dataclass(frozen=True, slots=True)

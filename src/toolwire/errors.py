@@ -2,7 +2,7 @@
 
 Outcomes the *model* should see (an unknown tool, invalid arguments, a tool that raised) are not
 exceptions: they become error answers. What is raised here is for the program using toolwire.
-What toolwire warns about (:class:`ToolwireWarning`, a ``UserWarning``) works, but likely not
+What toolwire warns about ([`ToolwireWarning`][], a ``UserWarning``) works, but likely not
 as meant.
 
 ```
@@ -37,6 +37,7 @@ __all__ = [
     "StoreUnavailable",
     "ToolNotFound",
     "ToolwireError",
+    "ToolwireWarning",
 ]
 
 

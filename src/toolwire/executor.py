@@ -3,23 +3,23 @@
 Per call, in this order: resolve (done by the provider's parser) → validate the arguments
 against the tool's original schema → before-call hooks → policy → approval → run under a
 timeout → shape the result → after-call hooks. Every call of a turn gets exactly one
-:class:`CallOutcome`, in the model's order, whatever happens.
+[`CallOutcome`][], in the model's order, whatever happens.
 
 A turn runs in two phases: first every call is decided (validation, hooks, policy, approval),
 cheaply and in order; then the approved calls run concurrently, except that a tool with
 ``parallel_safe=False`` runs alone (the calls before it finish first, the calls after it start
 once it is done).
 
-A turn with a ``run_id`` keeps its calls in the run store (:mod:`toolwire.store`): a call
+A turn with a ``run_id`` keeps its calls in the run store ([`toolwire.store`][]): a call
 already answered there is answered again from it; one still to run is claimed (moved to
 ``running`` by compare-and-swap, so two workers resuming the run can't both run it) just before
 it runs, and its answer is stored as soon as it returns.
 
-The executor is split along these seams: :mod:`toolwire._planning` decides (phase 1),
-:mod:`toolwire._running` runs and keeps the run's records (phase 2), :mod:`toolwire.ledger` is
+The executor is split along these seams: ``toolwire._planning`` decides (phase 1),
+``toolwire._running`` runs and keeps the run's records (phase 2), [`toolwire.ledger`][] is
 the run ledger's protocol (fingerprints, bindings, requests, leases, deciding, listing,
-history), and :mod:`toolwire._output` shapes what the model is told. This module holds the
-public :class:`Executor`: its options, admission of a turn's calls, and the turn itself.
+history), and ``toolwire._output`` shapes what the model is told. This module holds the
+public [`Executor`][]: its options, admission of a turn's calls, and the turn itself.
 """
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ from toolwire._running import _Running
 from toolwire._tracing import make_tracer
 from toolwire._turn import _NOT_RUN, AfterHook, BeforeHook, CallContext, CallOutcome, Veto, _Turn
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
-from toolwire.calls import RejectedCall, ToolCall, ToolResult, stable_call_id
+from toolwire.calls import RejectedCall, ToolCall, ToolResult
 from toolwire.errors import ConfigurationError, StoreUnavailable, ToolNotFound
 from toolwire.policy import ALLOW_ALL, Policy
+from toolwire.providers._wire import CallIds
 from toolwire.store import MemoryStore, RunStore
 from toolwire.tool import Tool, ToolSet
 
@@ -64,7 +65,7 @@ every third of that while the call runs."""
 def make_call(
     toolset: ToolSet, name: str, arguments: Mapping[str, Any], *, call_id: str | None = None
 ) -> ToolCall:
-    """A :class:`ToolCall` for the visible tool exposed as ``name``, to run directly.
+    """A [`ToolCall`][] for the visible tool exposed as ``name``, to run directly.
 
     Raises:
         ToolNotFound: when no visible tool has that name.
@@ -76,7 +77,7 @@ def make_call(
         tool=tool,
         arguments=arguments,
         call_id=call_id,
-        local_id=call_id or stable_call_id(name, arguments, 1),
+        local_id=call_id or CallIds().make(name, arguments),  # as a parser makes one
     )
 
 
@@ -86,19 +87,21 @@ class Executor(_Planning, _Running):
     Args:
         toolset: the tools calls resolve to.
         policy: which calls may run; every call may when None.
-        approver: decides calls the policy marks ``ask`` (:class:`~toolwire.approval.AutoApprove`,
-            :class:`~toolwire.approval.CallbackApproval`,
-            :class:`~toolwire.approval.DeferredApproval`, or any callable of an
-            :class:`~toolwire.approval.ApprovalRequest` returning a ``Decision`` or None).
+        approver: decides calls the policy marks ``ask``
+            ([`AutoApprove`][toolwire.approval.AutoApprove],
+            [`CallbackApproval`][toolwire.approval.CallbackApproval],
+            [`DeferredApproval`][toolwire.approval.DeferredApproval], or any callable of an
+            [`ApprovalRequest`][toolwire.approval.ApprovalRequest] returning a ``Decision``
+            or None).
         store: where runs remember decisions and outcomes; a bounded in-memory store by default.
         timeout: seconds a call may run (a tool's own ``timeout`` wins); None for no limit.
         max_concurrency: calls running at once, across the turn.
         max_concurrency_per_server: calls running at once per server id (tools without one
             share no limit beyond ``max_concurrency``).
         on_unknown: ``"answer"`` tells the model a tool doesn't exist; ``"raise"`` raises
-            :class:`~toolwire.errors.ToolNotFound` before anything runs.
-        before_call: hooks run after validation, before policy (see :data:`BeforeHook`).
-        after_call: hooks run on each result before it is shaped (see :data:`AfterHook`).
+            [`ToolNotFound`][toolwire.errors.ToolNotFound] before anything runs.
+        before_call: hooks run after validation, before policy (see [`BeforeHook`][]).
+        after_call: hooks run on each result before it is shaped (see [`AfterHook`][]).
         max_output_chars: characters of text a result may give the model (text parts,
             embedded resources' text, links, structured content as JSON); more is cut, with an
             explicit notice.
@@ -118,9 +121,9 @@ class Executor(_Planning, _Running):
             worker that stopped.
         approval_ttl: seconds a request for approval waits; once past, the call is answered
             ``approval_denied`` ("expired"). None: requests never expire.
-        redact: called with each :class:`~toolwire.approval.ApprovalRequest` before the run
-            keeps it; returns the arguments to keep (what an approval screen shows). The call
-            still runs with the model's arguments.
+        redact: called with each [`ApprovalRequest`][toolwire.approval.ApprovalRequest] before
+            the run keeps it; returns the arguments to keep (what an approval screen shows).
+            The call still runs with the model's arguments.
         tracer_provider: an OpenTelemetry ``TracerProvider`` for the ``execute_tool`` spans;
             the global one when None (spans cost nothing without ``toolwire[otel]``).
     """
@@ -208,12 +211,12 @@ class Executor(_Planning, _Running):
 
         Args:
             items: the calls as a provider's parser returned them (rejected ones included).
-            run_id: names the turn so a retry (after :class:`ApprovalPending`) answers the
+            run_id: names the turn so a retry (after [`ApprovalPending`][]) answers the
                 calls that already ran from the store instead of running them again.
             principal: who the turn runs for; policies, approvers and hooks see it.
             taint: sources whose output is already in the model's context.
             deps: the application's dependencies (a database, a client, settings...): what
-                tools asking for a :class:`CallContext` and hooks see as its ``deps``. Never
+                tools asking for a [`CallContext`][] and hooks see as its ``deps``. Never
                 stored, fingerprinted or shown to the model.
 
         Raises:
@@ -316,7 +319,7 @@ class Executor(_Planning, _Running):
         self, run_id: str, call_id: str, decision: Decision, *, by: Any = None
     ) -> None:
         """Record a decision, and who made it, for a pending call of ``run_id`` (see
-        :func:`toolwire.ledger.decide`)."""
+        [`toolwire.ledger.decide`][])."""
         await ledger.decide(self.store, run_id, call_id, decision, by=by)
 
     def cancel(self, run_id: str | None = None) -> None:

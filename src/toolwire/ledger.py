@@ -202,7 +202,7 @@ def decided_for(record: CallRecord, tool: Tool) -> bool:
 
 
 def request_of(run_id: str, record: CallRecord) -> ApprovalRequest:
-    """The request a ``pending`` record keeps, as an :class:`ApprovalRequest` (no ``Tool``)."""
+    """The request a ``pending`` record keeps, as an [`ApprovalRequest`][] (no ``Tool``)."""
     kept = dict(record.request or {})
     kept.update(run_id=run_id, call_id=record.call_id)
     kept.setdefault("exposed_name", record.tool)

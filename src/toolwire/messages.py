@@ -1,7 +1,7 @@
 """A provider-neutral conversation: messages with text, tool calls, tool results and media.
 
 Provider modules convert to and from their wire format (for Gemini,
-:mod:`toolwire.providers.gemini_messages`). A message that came from a provider keeps the
+[`toolwire.providers.gemini_messages`][]). A message that came from a provider keeps the
 provider's own content in ``raw``, so it is replayed unchanged (Gemini's thought signatures
 depend on that).
 """

@@ -29,7 +29,7 @@ Matching fails closed:
   NFKC applied, and case-folded, so ``files/delete_file`` also catches a server's
   ``delete\\u200bfile`` and ``Delete_File``.
 - A rule's ``when`` that raises counts as matching for ``deny`` and ``ask``, and as not
-  matching for ``allow``; :meth:`Policy.evaluate` never raises.
+  matching for ``allow``; [`Policy.evaluate`][] never raises.
 """
 
 from __future__ import annotations
@@ -126,13 +126,13 @@ class Rule:
             raise ConfigurationError(f"a rule's when is a callable, not {self.when!r}")
 
     def matches(self, context: PolicyContext) -> bool:
-        """Whether the rule applies to the call; never raises (see :meth:`Policy.evaluate`)."""
+        """Whether the rule applies to the call; never raises (see [`Policy.evaluate`][])."""
         names = _names_of(context.tool, context.exposed_name) if self.effect != "allow" else None
         return self._match(context, names)[0]
 
     def _names_match(self, tool: Tool, names: frozenset[str] | None) -> bool:
         """Whether the pattern matches the tool: its identity for allow, any of ``names`` (see
-        :func:`_names_of`) for deny and ask."""
+        [`_names_of`][]) for deny and ask."""
         if self.effect == "allow":
             return _identity_matches(self.pattern, tool)
         return any(
@@ -145,7 +145,7 @@ class Rule:
         self, context: PolicyContext, names: frozenset[str] | None
     ) -> tuple[bool, str | None]:
         """Whether the rule applies, and a note when its ``when`` raised; ``names`` are the
-        tool's names (see :func:`_names_of`), needed by deny and ask rules."""
+        tool's names (see [`_names_of`][]), needed by deny and ask rules."""
         if not self._names_match(context.tool, names):
             return False, None
         if self.when is None:
@@ -203,7 +203,7 @@ class Policy:
     """Ordered rules, a default, and how far annotations may tighten.
 
     Args:
-        rules: :class:`Rule` objects, in order.
+        rules: [`Rule`][] objects, in order.
         default: the effect when no rule matches.
         destructive: ``"ask"`` makes a tool that may be destructive by its annotations need
             approval at least. The MCP defaults apply (``readOnlyHint`` false,
@@ -257,7 +257,7 @@ class Policy:
         self, tool: Tool, *, principal: Any = None, exposed_name: str | None = None
     ) -> str | None:
         """Why every call of ``tool`` by ``principal`` is denied, whatever its arguments and
-        taint, or None (see :func:`denies_outright`): what a listing leaves out."""
+        taint, or None (see [`denies_outright`][]): what a listing leaves out."""
         return denies_outright(self, tool, principal=principal, exposed_name=exposed_name)
 
     def evaluate(self, context: PolicyContext) -> Verdict:
@@ -289,7 +289,7 @@ class _CallDependent(Exception):
 
 
 class _UnknownArguments(Mapping[str, Any]):
-    """The arguments of a call not made yet: reading them raises :class:`_CallDependent`."""
+    """The arguments of a call not made yet: reading them raises [`_CallDependent`][]."""
 
     def __getitem__(self, key: str) -> Any:
         raise _CallDependent
@@ -302,7 +302,7 @@ class _UnknownArguments(Mapping[str, Any]):
 
 
 class _UnknownTaint(frozenset[str]):
-    """The taint of a call not made yet: every use of it raises :class:`_CallDependent`
+    """The taint of a call not made yet: every use of it raises [`_CallDependent`][]
     (operators, containment, iteration, truth)."""
 
     def _unknown(self, *_: Any) -> Any:
@@ -324,7 +324,7 @@ def denies_outright(
     A rule's condition that reads the arguments or the taint, or raises, makes the rule
     uncertain: an uncertain deny denies nothing outright, and an uncertain allow or ask may
     let a call through. Only certainty leaves a tool out of a listing; every call still goes
-    through :meth:`Policy.evaluate`.
+    through [`Policy.evaluate`][].
     """
     context = PolicyContext(
         tool=tool,

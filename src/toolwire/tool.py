@@ -92,14 +92,14 @@ class Tool:
     """The sources its output brings into the model's context (see ``Outcome.taint``); None
     means its server's name for a server's tool, nothing for the developer's own."""
     function: FunctionSchema | None = field(default=None, repr=False)
-    """Set by :func:`tool` for tools made from a function: pydantic validates their arguments."""
+    """Set by ``@tool`` for tools made from a function: pydantic validates their arguments."""
     _validator: Any = field(default=None, init=False, repr=False)
     """The compiled jsonschema-rs validator, or why the schema has none (compiled once)."""
     is_async: bool = field(default=False, init=False, repr=False)
     """True when the handler is a coroutine function (run on the event loop, not a thread)."""
     context_parameter: str | None = field(default=None, init=False, repr=False)
-    """The handler's parameter passed the call's :class:`~toolwire.CallContext`, for a function
-    that asks for it (no argument: the model is never told of it)."""
+    """The handler's parameter passed the call's [`CallContext`][toolwire.CallContext], for a
+    function that asks for it (no argument: the model is never told of it)."""
     _definition_hash: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -340,7 +340,7 @@ def tool(
     timeout: float | None = None,
     idempotent: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Make a :class:`Tool` from a function, sync or async.
+    """Make a [`Tool`][] from a function, sync or async.
 
     The argument schema comes from the type hints (through pydantic), parameter descriptions
     from the docstring (Google, NumPy or reST style), the tool's description from the rest of
@@ -349,13 +349,13 @@ def tool(
     Use bare (``@tool``) or with options (``@tool(name="search", parallel_safe=False)``).
     A ``functools.partial`` is a tool of the function it wraps, without the arguments it binds.
 
-    A parameter annotated :class:`~toolwire.CallContext` (``CallContext[MyDeps]``, or a
+    A parameter annotated [`CallContext`][toolwire.CallContext] (``CallContext[MyDeps]``, or a
     subclass) is no argument: the model is never told of it, and each call passes it the call's
     context (its run, id, principal, taint and the turn's ``deps``).
 
     Raises:
         ConfigurationError: when the function cannot be a tool (see
-            :func:`~toolwire._function_schema.function_schema`), in one line naming what to change.
+            ``function_schema``), in one line naming what to change.
 
     Warns:
         ToolwireWarning: when the function has no docstring and no ``description`` is given.
@@ -399,15 +399,15 @@ def _is_toolwire(module: str) -> bool:
 
 
 ToolLike = Tool | Callable[..., Any] | Mapping[str, Any]
-"""What a toolset is made of: tools, functions (made tools by :func:`tool`), and definitions
-as JSON has them (see :func:`tool_from_definition`)."""
+"""What a toolset is made of: tools, functions (made tools by ``@tool``), and definitions
+as JSON has them (see ``tool_from_definition``)."""
 
 _SCHEMA_KEYS = ("input_schema", "inputSchema", "parameters")
 _OUTPUT_SCHEMA_KEYS = ("output_schema", "outputSchema")
 
 
 def tool_from_definition(definition: Mapping[str, Any]) -> Tool:
-    """A :class:`Tool` (without a handler) from a definition as JSON has it.
+    """A [`Tool`][] (without a handler) from a definition as JSON has it.
 
     Reads ``name``, ``description``, the input schema as ``input_schema`` (Anthropic),
     ``inputSchema`` (MCP) or ``parameters`` (OpenAI, Gemini), the output schema as
@@ -513,8 +513,8 @@ class ToolSet:
     ``exclude`` never rename a tool.
 
     Args:
-        tools: tools, functions to turn into tools with :func:`tool`, and definitions to
-            read with :func:`tool_from_definition`; or a single one of them.
+        tools: tools, functions to turn into tools with ``@tool``, and definitions to
+            read with ``tool_from_definition``; or a single one of them.
         include: glob patterns; when given, only tools matching one are visible.
         exclude: glob patterns; tools matching one are hidden.
         on_collision: what to do when two tools want the same exposed name.

@@ -13,8 +13,6 @@ from hypothesis import strategies as st
 from provider_turns import PROVIDERS, answer_of, answer_text, answered_id, parse
 
 from conftest import load_corpus
-
-from toolwire.providers import get_provider
 from toolwire import (
     MalformedResponse,
     MemoryStore,
@@ -24,6 +22,7 @@ from toolwire import (
     ToolSet,
     execute_tool_calls,
 )
+from toolwire.providers import get_provider
 
 responses_types = pytest.importorskip("openai.types.responses")
 chat_types = pytest.importorskip("openai.types.chat")

@@ -166,16 +166,16 @@ def test_an_empty_toolset_declares_nothing(provider: str) -> None:
 
 @pytest.mark.parametrize("provider", provider_names())
 def test_options_are_checked_naming_the_valid_ones(provider: str) -> None:
-    with pytest.raises(ConfigurationError, match="unknown option 'bogus'.*valid: "):
+    with pytest.raises(ConfigurationError, match=r"unknown option 'bogus'.*valid: "):
         toolwire.tools(TOOLSET, provider, bogus=1)
     with pytest.raises(ConfigurationError, match="unknown option 'bogus'"):
         anyio.run(lambda: toolwire.execute_tool_calls(TOOLSET, provider, {}, bogus=1))
 
 
 def test_an_option_of_the_wrong_type_names_what_it_takes() -> None:
-    with pytest.raises(ConfigurationError, match="'strict'.*True or False"):
+    with pytest.raises(ConfigurationError, match=r"'strict'.*True or False"):
         toolwire.tools(TOOLSET, "openai-chat", strict="no")
-    with pytest.raises(ConfigurationError, match="'schema'.*'json', 'openapi'"):
+    with pytest.raises(ConfigurationError, match=r"'schema'.*'json', 'openapi'"):
         toolwire.tools(TOOLSET, "gemini", schema="yaml")
     with pytest.raises(ConfigurationError, match="cache_control"):
         toolwire.tools(TOOLSET, "anthropic", cache_control="first")

@@ -2,7 +2,7 @@
 calls, and real async callables for the SDK's automatic function calling (AFC).
 
 Needs the ``genai`` extra (``pip install 'toolwire[genai]'``); without it every function here
-raises :class:`~toolwire.errors.MissingDependency`.
+raises [`MissingDependency`][toolwire.errors.MissingDependency].
 
 Manual dispatch, the durable path (AFC is leaving ``Models.generate_content``)::
 
@@ -95,14 +95,18 @@ async def run_function_calls(
         executor: the executor to run them (its policy, approver, store); a plain one over
             ``toolset`` when None.
         toolset: the tools, when no executor is given.
-        run_id, principal, taint, deps: as for :meth:`Executor.run`.
+        run_id: names the turn (see [`Executor.run`][]).
+        principal: who the turn runs for (see [`Executor.run`][]).
+        taint: sources whose output is already in the model's context.
+        deps: the application's dependencies, for tools that take a
+            [`CallContext`][toolwire.CallContext].
 
     Returns:
         One ``types.Part`` per call, in order, unknown tools and bad arguments included; an
         ``id`` only when the model sent one.
 
     Raises:
-        ApprovalPending: with a deferred approver, as :meth:`Executor.run`.
+        ApprovalPending: with a deferred approver, as [`Executor.run`][].
         MalformedResponse: when ``calls`` is not a list of function calls.
     """
     types = _types()
@@ -244,7 +248,7 @@ def afc_callable(
 def afc_callables(
     toolset: ToolSet | Iterable[Tool], *, executor: Executor | None = None, deps: Any = None
 ) -> list[Callable[..., Any]]:
-    """:func:`afc_callable` for every visible tool exported to Gemini, in toolset order."""
+    """[`afc_callable`][] for every visible tool exported to Gemini, in toolset order."""
     toolset = ToolSet.of(toolset)
     if executor is None:
         executor = Executor(toolset)

@@ -132,7 +132,7 @@ def _structured(value: Any) -> dict[str, Any] | None:
 
 
 def result_from_mcp(result: Any) -> ToolResult:
-    """A ``CallToolResult`` (SDK object or dict) as a :class:`ToolResult`. Never raises.
+    """A ``CallToolResult`` (SDK object or dict) as a [`ToolResult`][]. Never raises.
 
     ``isError`` makes an error result carrying the server's message (kind ``failed``);
     ``structuredContent`` is kept when it is an object. A content block that cannot be mapped

@@ -198,7 +198,7 @@ class Hub:
     descriptions from servers are cleaned (invisible characters, 4 KiB cap).
 
     Each listing is checked tool by tool. A tool is left out, with its reason in
-    :attr:`left_out`, when its name is not a string, is blank, or is longer than 256
+    [`left_out`][], when its name is not a string, is blank, or is longer than 256
     characters; when its definition is malformed or its input schema is not an object schema;
     when a registered provider cannot declare it; when the server lists the name twice with
     different definitions (the same definition twice is one tool); when its exposed name is
@@ -209,7 +209,7 @@ class Hub:
     Trust: the tools of a server's first successful listing are trusted as they are. A tool
     whose description, schema or annotations change later, and a tool that first appears
     later (``search`` replaced by ``search_v2``), need approval for every call
-    (``needs_approval``) until :meth:`approve_definition`. ``trust_new_tools=True`` trusts
+    (``needs_approval``) until [`approve_definition`][]. ``trust_new_tools=True`` trusts
     tools that appear later as they are first seen (changed definitions still need approval).
 
     Args:
@@ -552,7 +552,9 @@ class Hub:
         if schema is not None and not answer.is_error:
             problem = _output_problem(server, name, schema, answer.structured_content)
             if problem is not None:
-                return ToolResult.error("failed", f"Tool {_exposed(server, name)!r} failed: {problem}")
+                return ToolResult.error(
+                    "failed", f"Tool {_exposed(server, name)!r} failed: {problem}"
+                )
         return answer
 
     async def check(self, name: str) -> bool:
@@ -598,17 +600,23 @@ class Hub:
             exc = exc.exceptions[0]  # the SDK's task groups wrap single errors
         if isinstance(exc, mcp.MCPError):
             if exc.code == mcp.types.REQUEST_TIMEOUT:
-                return ToolResult.error("timeout", f"Tool {_exposed(server, name)!r} timed out on the server.")
+                return ToolResult.error(
+                    "timeout", f"Tool {_exposed(server, name)!r} timed out on the server."
+                )
             if exc.code == mcp.types.CONNECTION_CLOSED:
                 return self._lost(server, exc)
             message = exc.message if isinstance(exc.message, str) else repr(exc.message)
-            return ToolResult.error("failed", f"Tool {_exposed(server, name)!r} failed: {message[:_DESCRIBED]}")
+            return ToolResult.error(
+                "failed", f"Tool {_exposed(server, name)!r} failed: {message[:_DESCRIBED]}"
+            )
         if isinstance(exc, RuntimeError):  # e.g. the SDK's output-schema check
             reason = _describe(exc, named=False)
             return ToolResult.error("failed", f"Tool {_exposed(server, name)!r} failed: {reason}")
         if isinstance(exc, pydantic.ValidationError):  # a malformed answer on a sound connection
             return ToolResult.error(
-                "failed", f"Tool {_exposed(server, name)!r} answered with a malformed result: {_first_error(exc)}."
+                "failed",
+                f"Tool {_exposed(server, name)!r} answered with a malformed result: "
+                f"{_first_error(exc)}.",
             )
         return self._lost(server, exc)  # the connection broke
 
@@ -702,7 +710,7 @@ class _LeftOut(Exception):
 
 
 def _key(name: Any) -> str:
-    """A tool's name as :attr:`Hub.left_out` shows it (a non-string by its repr, cut short)."""
+    """A tool's name as [`Hub.left_out`][] shows it (a non-string by its repr, cut short)."""
     text = name if isinstance(name, str) else repr(name)
     return text if len(text) <= _NAME_CAP else text[:_NAME_CAP] + "..."
 

@@ -153,7 +153,7 @@ def _malformed(exc: pydantic.ValidationError) -> str:
 
 
 class _Reading:
-    """The server's read stream; each item passes :meth:`CheckedListings.received`."""
+    """The server's read stream; each item passes [`CheckedListings.received`][]."""
 
     def __init__(self, stream: Any, guard: CheckedListings) -> None:
         self._stream = stream
@@ -184,7 +184,7 @@ class _Reading:
 
 
 class _Writing:
-    """The server's write stream; each item passes :meth:`CheckedListings.sent` first."""
+    """The server's write stream; each item passes [`CheckedListings.sent`][] first."""
 
     def __init__(self, stream: Any, guard: CheckedListings) -> None:
         self._stream = stream

@@ -1,9 +1,9 @@
 """Provider modules, one per API, found by name in a registry.
 
-Every module fulfils the same :class:`Provider` contract under the same names (``declare``,
+Every module fulfils the same [`Provider`][] contract under the same names (``declare``,
 ``parse``, ``answer``, ``assess``, ``followup``, ``Options``, ``PROFILE``, ...), so the core,
 the CLI, ``toolwire check`` and the demo never branch on a provider's name: adding a provider
-is one module and one line in :func:`_register_builtin`. :class:`StreamLimits` bounds what a
+is one module and one line in ``_register_builtin``. [`StreamLimits`][] bounds what a
 stream accumulator of any provider keeps.
 """
 
@@ -42,7 +42,7 @@ _REGISTRY: dict[str, Provider] = {}
 
 
 def register_provider(provider: Provider) -> None:
-    """Make ``provider`` (a module or object fulfilling :class:`Provider`) available under
+    """Make ``provider`` (a module or object fulfilling [`Provider`][]) available under
     ``provider.NAME``."""
     _REGISTRY[provider.NAME] = provider
 
@@ -77,7 +77,7 @@ def make_options(provider: Provider, values: dict[str, Any], base: Any = None) -
 
 def declaration_for(provider: Provider, toolset: Any, options: Any) -> Declaration:
     """What the model is taken to have been shown when no listing is given (see
-    :func:`toolwire.providers._contract.implicit_declaration`)."""
+    ``toolwire.providers._contract.implicit_declaration``)."""
     return implicit_declaration(provider.NAME, toolset, options, provider.declare)
 
 

@@ -42,7 +42,7 @@ def assessed(
     """``provider``'s verdict on ``tool``.
 
     ``declare()`` gives the schema the provider is sent and notes on what declaring changed
-    (or raises a :class:`~toolwire.errors.ToolwireError` or :class:`Rejected`); ``rules``
+    (or raises a [`ToolwireError`][toolwire.errors.ToolwireError] or [`Rejected`][]); ``rules``
     is the provider's rules checker, written from its documentation, which the declared
     schema must pass. A schema that cannot validate arguments is rejected: each call would be
     answered with that error. References to other documents (never fetched) are noted.

@@ -1,10 +1,10 @@
 """The contract every provider module fulfils, and the data that flows through it.
 
-A provider module declares a toolset (:class:`Declaration`), parses a response against what
+A provider module declares a toolset ([`Declaration`][]), parses a response against what
 was declared, answers one call, and assesses one tool for ``toolwire check``; what differs
 between providers as plain facts (name rules, image types, limits) is its
-:class:`ProviderProfile`, and its options are a frozen dataclass checked by
-:func:`options_for`.
+[`ProviderProfile`][], and its options are a frozen dataclass checked by
+[`options_for`][].
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ class StreamAccumulator(Protocol):
 
 
 class Provider(Protocol):
-    """One provider's tool calling. Each module of :mod:`toolwire.providers` is one."""
+    """One provider's tool calling. Each module of [`toolwire.providers`][] is one."""
 
     NAME: str
     PROFILE: ProviderProfile

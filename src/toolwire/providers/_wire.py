@@ -118,7 +118,7 @@ def printable(text: str) -> str:
 
 def arguments_problem_message(name: str, problem: str) -> str:
     """What the model is told when a call's arguments are not JSON toolwire can carry, with
-    ``problem`` from :func:`toolwire.calls.argument_problem` saying why."""
+    ``problem`` from [`toolwire.calls.argument_problem`][] saying why."""
     return f"Invalid arguments for {printable(name)!r}: {problem}."
 
 
@@ -128,10 +128,10 @@ def arguments_problem_message(name: str, problem: str) -> str:
 class CallIds:
     """The ids of one response's calls, unique whatever the model sent.
 
-    The first call with a given provider id keeps it (:meth:`keep`); a later call with the same
+    The first call with a given provider id keeps it ([`keep`][]); a later call with the same
     id must be answered with an error, since an answer could not be told apart from the first
-    call's. A call sent without an id gets one from :meth:`make`: derived from its name,
-    canonical arguments and occurrence (:func:`toolwire.calls.stable_call_id`, so a retried
+    call's. A call sent without an id gets one from [`make`][]: derived from its name,
+    canonical arguments and occurrence ([`toolwire.calls.stable_call_id`][], so a retried
     turn gets the same ids), and never equal to an id the model sent anywhere in the response
     nor to another generated one.
 
@@ -225,7 +225,7 @@ def resolve_call(
     Gemini's ``default_api.``, is dropped); a tool that was offered but is gone is
     ``unavailable``. ``arguments`` may be an object, the JSON text of one, or absent (then
     ``{}``, unless the schema requires something). ``call_id`` is the provider's id, already
-    kept in ``ids`` (see :class:`CallIds`); a call without one gets a generated id.
+    kept in ``ids`` (see [`CallIds`][]); a call without one gets a generated id.
     ``coerce(arguments, tool)`` adjusts well-formed arguments (Gemini's whole-number floats).
     """
     sent = name if name.__class__ is str else ""
@@ -274,7 +274,7 @@ def call_arguments(raw: Any, name: str, tool: Tool) -> dict[str, Any] | str:
     ``raw`` is an object (Gemini, Anthropic, some OpenAI-compatible hosts), the JSON text of
     one (OpenAI), or None. Text that is not JSON (``NaN`` and ``Infinity`` included), JSON
     that is not an object, and objects toolwire cannot carry (see
-    :func:`toolwire.calls.argument_problem`) are refused.
+    [`toolwire.calls.argument_problem`][]) are refused.
     """
     shown = printable(name)
     if raw.__class__ is dict or isinstance(raw, Mapping):
@@ -349,7 +349,7 @@ _DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
 def load_json(text: str) -> Any:
-    """``text`` decoded as JSON, or a :class:`NotJson` saying why it is not.
+    """``text`` decoded as JSON, or a [`NotJson`][] saying why it is not.
 
     Nothing escapes: ``NaN`` and ``Infinity`` are refused, and so are integers too long for
     Python to read and nesting too deep to decode.
@@ -386,9 +386,9 @@ class StreamLimits:
 
 
 class StreamBudget:
-    """Counts what a stream accumulator keeps against its :class:`StreamLimits`.
+    """Counts what a stream accumulator keeps against its [`StreamLimits`][].
 
-    Every check raises :class:`MalformedResponse` with a message naming the stream (``what``),
+    Every check raises [`MalformedResponse`][] with a message naming the stream (``what``),
     the field and the limit.
     """
 

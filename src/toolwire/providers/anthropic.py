@@ -125,7 +125,7 @@ def _as_text(part: Any) -> str:
 
 def _lowered(tool: Tool) -> tuple[dict[str, Any], list[Any]]:
     """The schema as Anthropic takes it, and what lowering it changed (see
-    :func:`toolwire.schema.anthropic.to_anthropic_schema`)."""
+    [`toolwire.schema.anthropic.to_anthropic_schema`][])."""
     try:
         return to_anthropic_schema(tool.input_schema)
     except SchemaConversionError as exc:
@@ -247,9 +247,9 @@ def _blocks(response: Any) -> list[Mapping[str, Any]]:
 def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCall]:
     """Every ``tool_use`` block of a message (or of a list of blocks), in order.
 
-    A block naming a declared tool that resolves is a :class:`ToolCall`; a call to an
+    A block naming a declared tool that resolves is a [`ToolCall`][]; a call to an
     unknown name, with an ``input`` that is not a JSON object toolwire can carry, or with an
-    id an earlier block already has, is a :class:`RejectedCall` answered by an error
+    id an earlier block already has, is a [`RejectedCall`][] answered by an error
     ``tool_result``. Blocks of tools the API runs itself (``server_tool_use``,
     ``mcp_tool_use``) and other blocks are skipped.
 
@@ -287,7 +287,7 @@ def _parse_block(
 
 
 def parse_calls(response: Any, toolset: ToolSet | Iterable[Tool]) -> list[ToolCall | RejectedCall]:
-    """:func:`parse` against ``toolset`` (when there is no :class:`Declaration` at hand)."""
+    """[`parse`][] against ``toolset`` (when there is no [`Declaration`][] at hand)."""
     return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), _DEFAULT, declare))
 
 
@@ -392,7 +392,7 @@ class AnthropicStreamAccumulator:
     below that, and ``limits.max_chars`` characters (32 million) of text, thinking,
     signatures and JSON in all. An event not shaped as the API streams it (a block started
     twice, a delta for a block never started, a field of the wrong type), or a stream past a
-    limit, raises :class:`~toolwire.errors.MalformedResponse`. Other events (``ping``,
+    limit, raises [`MalformedResponse`][toolwire.errors.MalformedResponse]. Other events (``ping``,
     ``content_block_stop``, ``message_stop``) are ignored.
 
     Args:

@@ -140,11 +140,11 @@ class GeminiOptions:
     """``"vertex"`` keeps what Vertex AI takes beyond the Gemini API in ``"openapi"`` mode
     (``additionalProperties``, recursive ``ref``/``defs``)."""
     native_tools: tuple[Any, ...] = ()
-    """Built-in tools declared beside the functions (see :func:`build_tools`)."""
+    """Built-in tools declared beside the functions (see [`build_tools`][])."""
     structured: StructuredMode = "prefer"
-    """How an answer carries structured content (see :func:`function_response`)."""
+    """How an answer carries structured content (see [`function_response`][])."""
     media: MediaMode = "placeholder"
-    """How an answer carries images and PDFs (see :func:`function_response`)."""
+    """How an answer carries images and PDFs (see [`function_response`][])."""
 
 
 Options = GeminiOptions
@@ -197,7 +197,7 @@ def function_declarations(
     """The ``functionDeclarations`` for the visible tools, in toolset order.
 
     Args:
-        toolset: the tools (a plain list is wrapped in a :class:`ToolSet`).
+        toolset: the tools (a plain list is wrapped in a [`ToolSet`][]).
         schema: ``"json"`` sends ``parametersJsonSchema`` (JSON Schema, the default);
             ``"openapi"`` sends ``parameters`` (the OpenAPI 3.0 subset, for the Live API and
             older models).
@@ -385,7 +385,7 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
     Accepts a generateContent response (its first candidate), a Content, or a list of parts,
     as dicts or google-genai objects. Other parts are ignored. A call to a name that was not
     declared, with ``args`` that are not a JSON object toolwire can carry, or with an ``id``
-    an earlier call already has, is a :class:`RejectedCall` answered by an error
+    an earlier call already has, is a [`RejectedCall`][] answered by an error
     ``functionResponse``.
 
     Raises:
@@ -444,7 +444,7 @@ def _whole_floats(arguments: dict[str, Any], tool: Tool) -> dict[str, Any]:
 
 
 def parse_calls(response: Any, toolset: ToolSet | Iterable[Tool]) -> list[ToolCall | RejectedCall]:
-    """:func:`parse` against ``toolset`` (when there is no :class:`Declaration` at hand)."""
+    """[`parse`][] against ``toolset`` (when there is no [`Declaration`][] at hand)."""
     return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), _DEFAULT, declare))
 
 
@@ -454,8 +454,8 @@ def function_calls(
     """The calls in ``response`` and the error answers for the ones that cannot run.
 
     A call to an unknown or hidden name, with ``args`` that are not a JSON object toolwire can
-    carry (see :func:`toolwire.calls.argument_problem`), or with an ``id`` an earlier call of
-    the response already has, produces no :class:`ToolCall` but a ``functionResponse`` error
+    carry (see [`toolwire.calls.argument_problem`][]), or with an ``id`` an earlier call of
+    the response already has, produces no [`ToolCall`][] but a ``functionResponse`` error
     part in the second list. Missing ``args`` are ``{}``; an empty ``id`` counts as none; a
     call without an id gets a ``local_id`` of its own, never sent to Gemini; a part's
     ``thoughtSignature`` is kept in ``call.extras``; ``default_api.x`` resolves to ``x`` when
@@ -480,7 +480,7 @@ def function_response(
 
     Args:
         name: the exposed name the model called.
-        outcome: a :class:`ToolResult`, or a plain value (shaped by ``ToolResult.from_value``).
+        outcome: a [`ToolResult`][], or a plain value (shaped by ``ToolResult.from_value``).
         id: the call's id, only when the model sent one (never a locally made id).
         structured: with structured content present, ``"prefer"`` sends it as the output;
             ``"auto"`` sends the text content when there is any, else the structured content;
@@ -565,7 +565,7 @@ def _entries(toolset: ToolSet, schema: SchemaMode, backend: Backend) -> dict[str
 
 
 def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
-    """The request's ``tools`` for ``toolset`` (see :func:`build_tools`; None when empty).
+    """The request's ``tools`` for ``toolset`` (see [`build_tools`][]; None when empty).
 
     Raises:
         SchemaConversionError: naming the tool whose schema cannot be declared.
@@ -605,7 +605,7 @@ def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -
     """The ``functionResponse`` part for ``call``, echoing its id only when Gemini sent one.
 
     ``result`` is an executor's (made safe to shape by ``ToolResult.from_value`` already);
-    :func:`function_response` takes any value."""
+    [`function_response`][] takes any value."""
     options = options or _DEFAULT
     return _response_part(
         call.exposed_name,
@@ -683,8 +683,8 @@ class StreamAccumulator:
     in all; a ``jsonPath`` names at most 64 levels, and an array index at most the next
     element (arguments stream in order). A chunk not shaped as Gemini streams them (a
     ``partialArgs`` path that does not parse, or that runs into a value of another kind), or
-    a stream past a limit, raises :class:`~toolwire.errors.MalformedResponse`. Parts that are
-    not objects are skipped, as :func:`parse_calls` skips them.
+    a stream past a limit, raises [`MalformedResponse`][toolwire.errors.MalformedResponse].
+    Parts that are not objects are skipped, as [`parse_calls`][] skips them.
 
     Args:
         limits: the bounds (the defaults are far above any real stream).
@@ -984,7 +984,7 @@ class _StreamedCall:
 def live_function_calls(
     message: Any, toolset: ToolSet | Iterable[Tool]
 ) -> tuple[list[ToolCall], list[dict[str, Any]]]:
-    """The calls of a Live API ``toolCall`` server message, as :func:`function_calls`.
+    """The calls of a Live API ``toolCall`` server message, as [`function_calls`][].
 
     Declare Live tools with ``function_declarations(toolset, schema="openapi")``: Live takes
     ``parameters`` and ignores ``parametersJsonSchema``.

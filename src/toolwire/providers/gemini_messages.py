@@ -275,7 +275,7 @@ def from_response(response: Any) -> Message:
 
 
 def parse_usage(usage: Any) -> Usage:
-    """``usageMetadata`` (camelCase, snake_case or the SDK object) as :class:`Usage`."""
+    """``usageMetadata`` (camelCase, snake_case or the SDK object) as [`Usage`][]."""
     data = as_data(usage)
     if not isinstance(data, Mapping):
         return Usage()

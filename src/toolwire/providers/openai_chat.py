@@ -169,9 +169,9 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
     """Every tool call of a chat completion (or of its assistant message), in order.
 
     Every entry of ``tool_calls`` is a call and gets exactly one item: a function call to a
-    declared tool that resolves is a :class:`ToolCall`; anything else (an unknown name,
+    declared tool that resolves is a [`ToolCall`][]; anything else (an unknown name,
     arguments that are not a JSON object, a ``custom`` tool call, an entry that is not a call
-    object, an id an earlier call already has) is a :class:`RejectedCall` answering its
+    object, an id an earlier call already has) is a [`RejectedCall`][] answering its
     ``tool_call_id``.
 
     Raises:
@@ -238,8 +238,8 @@ def _parse_entry(
 def parse_calls(
     response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = True
 ) -> list[ToolCall | RejectedCall]:
-    """:func:`parse` against ``toolset`` declared with ``strict`` (when there is no
-    :class:`Declaration` at hand)."""
+    """[`parse`][] against ``toolset`` declared with ``strict`` (when there is no
+    [`Declaration`][] at hand)."""
     options = options_for(NAME, Options, {"strict": strict})
     return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), options, declare))
 
@@ -345,7 +345,8 @@ class ChatStreamAccumulator:
     Bounded: at most ``limits.max_parts`` tool calls (100,000 by default), indices below that,
     and ``limits.max_chars`` characters (32 million) of text, names and arguments in all.
     A chunk that is not shaped as Chat streams them, or a stream past a limit, raises
-    :class:`~toolwire.errors.MalformedResponse`; choices other than the first are ignored.
+    [`MalformedResponse`][toolwire.errors.MalformedResponse]; choices other than the first are
+    ignored.
 
     Args:
         limits: the bounds (the defaults are far above any real stream).
@@ -461,7 +462,7 @@ class ChatStreamAccumulator:
         return message
 
     def response(self) -> dict[str, Any]:
-        """A chat-completion-shaped response holding :meth:`message`."""
+        """A chat-completion-shaped response holding [`message`][]."""
         response: dict[str, Any] = {
             "choices": [
                 {"index": 0, "message": self.message(), "finish_reason": self.finish_reason}

@@ -246,8 +246,8 @@ def _is_client_call(item: Mapping[str, Any]) -> bool:
 def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCall]:
     """Every call the client must answer in a response (or a list of output items), in order.
 
-    A ``function_call`` to a declared tool that resolves is a :class:`ToolCall`. Every other
-    item the client must answer is a :class:`RejectedCall` with an answer of its own type: a
+    A ``function_call`` to a declared tool that resolves is a [`ToolCall`][]. Every other
+    item the client must answer is a [`RejectedCall`][] with an answer of its own type: a
     ``function_call`` to an unknown name or with arguments that are not a JSON object, a
     ``custom_tool_call``,
     ``local_shell_call``, ``shell_call``, ``apply_patch_call``, ``computer_call`` or
@@ -323,8 +323,8 @@ def _parse_item(
 def parse_calls(
     response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = True
 ) -> list[ToolCall | RejectedCall]:
-    """:func:`parse` against ``toolset`` declared with ``strict`` (when there is no
-    :class:`Declaration` at hand)."""
+    """[`parse`][] against ``toolset`` declared with ``strict`` (when there is no
+    [`Declaration`][] at hand)."""
     options = options_for(NAME, Options, {"strict": strict})
     return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), options, declare))
 
@@ -437,7 +437,7 @@ class ResponsesStreamAccumulator:
     below that, and ``limits.max_chars`` characters (32 million) of arguments in all. An event
     not shaped as the API streams it (an item that is not an object, an index that is not a
     small integer, arguments for an item never announced), or a stream past a limit, raises
-    :class:`~toolwire.errors.MalformedResponse`. Other events are ignored.
+    [`MalformedResponse`][toolwire.errors.MalformedResponse]. Other events are ignored.
 
     Args:
         limits: the bounds (the defaults are far above any real stream).

@@ -251,7 +251,7 @@ def _unescape_pointer(segment: str) -> str:
 
 
 NOWHERE: Any = object()
-"""What :func:`follow_pointer` returns for a reference that leads nowhere."""
+"""What [`follow_pointer`][] returns for a reference that leads nowhere."""
 
 
 def follow_pointer(root: Any, ref: str, default: Any = NOWHERE) -> Any:
@@ -302,7 +302,7 @@ def short_json(value: Any) -> str:
 
 def shown(value: Any) -> str:
     """A schema's value as a message quotes it: ``repr`` for a short string or a number,
-    :func:`short_json` for anything else (which may be too deep or too long to ``repr``)."""
+    [`short_json`][] for anything else (which may be too deep or too long to ``repr``)."""
     kind = value.__class__
     if (kind is str and len(value) <= _HINT_LIMIT) or kind in _SMALL_SCALARS:
         return repr(value)
@@ -319,7 +319,7 @@ _PREVIEW_DEPTH = 16
 
 def _preview(value: Any, room: int, depth: int) -> str:
     """Compact JSON of ``value`` up to about ``room`` characters; containers past
-    :data:`_PREVIEW_DEPTH` levels and entries past ``room`` are elided."""
+    [`_PREVIEW_DEPTH`][] levels and entries past ``room`` are elided."""
     if isinstance(value, str):
         return json.dumps(value[:room], ensure_ascii=False)
     if value is None or isinstance(value, bool):
@@ -389,7 +389,7 @@ class SchemaWalk:
         """Count a node and enforce the bounds.
 
         Raises:
-            SchemaConversionError: past :data:`MAX_DEPTH` levels or :data:`MAX_NODES` nodes.
+            SchemaConversionError: past [`MAX_DEPTH`][] levels or [`MAX_NODES`][] nodes.
         """
         self._nodes += 1
         if depth > MAX_DEPTH:
@@ -406,7 +406,7 @@ class SchemaWalk:
         items): counting nodes alone bounds how many, not what each costs.
 
         Raises:
-            SchemaConversionError: past :data:`MAX_WORK` entries.
+            SchemaConversionError: past [`MAX_WORK`][] entries.
         """
         self._work += entries
         if self._work > MAX_WORK:
@@ -418,7 +418,7 @@ class SchemaWalk:
 
 
 class Lowering(SchemaWalk):
-    """One conversion of one schema. Subclasses implement :meth:`lower`.
+    """One conversion of one schema. Subclasses implement [`lower`][].
 
     ``notes`` collects what was dropped or rewritten, for reports; routine removals of
     annotations (``title``, ``$schema``, ...) are not noted.

@@ -1,6 +1,6 @@
 """Copy-on-write rewrites of a whole schema, for the consumers that take it nearly as it is.
 
-- :func:`for_validation`: the copy jsonschema-rs compiles. References to other documents
+- [`for_validation`][]: the copy jsonschema-rs compiles. References to other documents
   (``http(s)://``, ``file://``, ``urn:``, a path relative to a remote ``$id``) are removed, so
   the part they name accepts any value, exactly as every declaration says; nothing is ever
   retrieved. Spellings some servers publish that JSON Schema does not define are read as what
@@ -9,11 +9,11 @@
   ``exclusiveMinimum``/``exclusiveMaximum`` in a schema of the default dialect, a ``$schema``
   naming no dialect jsonschema-rs has built in (dropped, so the default, 2020-12, applies;
   never fetched).
-- :func:`for_declaration` and :func:`declared_object`: what providers that take JSON Schema as
+- [`for_declaration`][] and [`declared_object`][]: what providers that take JSON Schema as
   it is (Anthropic, OpenAI) are sent: the schema as validated, with descriptions and titles
-  cleaned at every depth (:func:`~toolwire._text.clean_description`), so what the model is
-  told is what its arguments are checked against.
-- :func:`external_references`: where a schema names another document, for reports.
+  cleaned at every depth (``clean_description``), so what the model is told is what its
+  arguments are checked against.
+- [`external_references`][]: where a schema names another document, for reports.
 
 Each walk visits schema positions only (``properties`` keys are names, ``enum``/``const``/
 ``default`` values are data), is bounded in depth and total nodes, never mutates its input and
@@ -315,7 +315,7 @@ def _lower_types(types: Any) -> Any:
 
 
 _MODERN = frozenset({"items", "exclusiveMinimum", "exclusiveMaximum"})
-"""The keywords :func:`_modern_spelling` may rewrite."""
+"""The keywords [`_modern_spelling`][] may rewrite."""
 
 
 def _modern_spelling(node: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -363,7 +363,7 @@ class _ForDeclaration(_ForValidation):
 
 
 def _plain(text: str) -> bool:
-    """Short printable ASCII: nothing :func:`clean_description` would change."""
+    """Short printable ASCII: nothing [`clean_description`][] would change."""
     return len(text) < 1024 and text.isascii() and text.isprintable()
 
 
@@ -380,7 +380,7 @@ def for_validation(schema: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def for_declaration(schema: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[ConversionNote]]:
-    """``schema`` as it is validated (:func:`for_validation`), with descriptions and titles
+    """``schema`` as it is validated ([`for_validation`][]), with descriptions and titles
     cleaned at every depth; ``schema`` itself when nothing changes.
 
     Returns:
@@ -396,7 +396,7 @@ def for_declaration(schema: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[
 
 def declared_object(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[ConversionNote]]:
     """What a provider that takes JSON Schema as it is (Anthropic; OpenAI without strict mode)
-    is sent: :func:`for_declaration`, with a plain object root (a root reference, ``allOf``
+    is sent: [`for_declaration`][], with a plain object root (a root reference, ``allOf``
     or union of objects merged), checked against JSON Schema's own rules, which those
     providers enforce on the whole request.
 

@@ -3,11 +3,11 @@
 Anthropic takes JSON Schema as it is, checks the whole of it against draft 2020-12, and has one
 rule of its own: an object root with no ``anyOf``, ``oneOf`` or ``allOf`` at the top level (400
 "input_schema does not support oneOf, allOf, or anyOf at the top level"; sources in
-:func:`toolwire.schema.checks.anthropic_violations`). Real MCP servers publish such roots: "one
+[`toolwire.schema.checks.anthropic_violations`][]). Real MCP servers publish such roots: "one
 of these sets of arguments" as a top-level ``oneOf``, shared fields as an ``allOf``.
 
-:func:`to_anthropic_schema` starts from what every provider taking JSON Schema is sent
-(:func:`~toolwire.schema._rewrite.for_declaration`: references to other documents removed,
+[`to_anthropic_schema`][] starts from what every provider taking JSON Schema is sent
+(``for_declaration``: references to other documents removed,
 type names in lower case, descriptions cleaned, checked against its dialect's meta-schema as
 the validator checks it) and merges the top level into one object:
 
@@ -115,8 +115,8 @@ def to_anthropic_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list
 
 
 class _Declared(_ForDeclaration):
-    """:func:`~toolwire.schema._rewrite.for_declaration`'s walk, noting each type name it
-    writes in lower case (``"OBJECT"``, ``["STRING", "null"]``)."""
+    """``for_declaration``'s walk, noting each type name it writes in lower case
+    (``"OBJECT"``, ``["STRING", "null"]``)."""
 
     def edit(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
         types = node.get("type")
@@ -202,7 +202,7 @@ def _local_references(schema: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """``(path, $ref)`` for each local reference in a schema position, each node once.
 
     Raises:
-        SchemaConversionError: past :data:`MAX_NODES` nodes.
+        SchemaConversionError: past [`MAX_NODES`][] nodes.
     """
     stack: list[tuple[Any, str]] = [(schema, "#")]
     seen: set[int] = set()

@@ -4,10 +4,10 @@ The checks are written from each API's documented rules (and the errors it is se
 independently of the converters, so they can judge any converter's output (ours in the tests,
 peers' in the benchmarks) and say whether a raw declaration is accepted as is:
 
-- :func:`gemini_violations`: ``parametersJsonSchema`` or ``parameters`` of a Gemini function.
-- :func:`anthropic_violations`: a Messages API tool's ``input_schema``.
-- :func:`openai_violations`: a function tool's ``parameters``, with or without strict mode.
-- :func:`anthropic_name_violations`, :func:`openai_name_violations`: a tool's name.
+- [`gemini_violations`][]: ``parametersJsonSchema`` or ``parameters`` of a Gemini function.
+- [`anthropic_violations`][]: a Messages API tool's ``input_schema``.
+- [`openai_violations`][]: a function tool's ``parameters``, with or without strict mode.
+- [`anthropic_name_violations`][], [`openai_name_violations`][]: a tool's name.
 
 Every check takes any value, never raises for what it is given, and is bounded: a schema too
 deep or too large to judge gets one note saying so.
@@ -49,7 +49,7 @@ __all__ = [
 _WALK_BUDGET = 200_000
 """Schema nodes one check may queue."""
 _REF_CHAIN = 32
-"""References :func:`property_paths` follows along one path."""
+"""References [`property_paths`][] follows along one path."""
 
 _JSON_KEYWORDS = frozenset(
     {
@@ -389,7 +389,7 @@ def _draft_2020_12() -> jsonschema_rs.Validator:
 
 def _size(value: Any) -> int | None:
     """The entries of every object and list in ``value``, or None past
-    :data:`_CONTAINER_DEPTH` levels or a million entries (counted without recursion)."""
+    [`_CONTAINER_DEPTH`][] levels or a million entries (counted without recursion)."""
     stack: list[tuple[Any, int]] = [(value, 0)]
     size = 0
     while stack:
@@ -517,7 +517,7 @@ _OPENAI_TOP_LEVEL_REFUSED = ("anyOf", "oneOf", "allOf", "enum", "not")
 # anyOf (not at the root); $defs and $ref (recursion allowed); string pattern and format (the
 # formats below); number multipleOf, maximum, exclusiveMaximum, minimum, exclusiveMinimum;
 # array minItems, maxItems. minLength and maxLength are listed for no model. Every object sets
-# additionalProperties: false and requires every property. Limits (:class:`StrictLimits`):
+# additionalProperties: false and requires every property. Limits ([`StrictLimits`][]):
 # 5,000 properties in all, 10 levels of nested objects, 1,000 enum values in all, 120,000
 # characters of property names, definition names, enum and const values, and 15,000 characters
 # for one string enum of more than 250 values.
@@ -562,7 +562,7 @@ def openai_violations(parameters: Any, *, strict: bool) -> list[ConversionNote]:
     "[] is not of type 'object', 'boolean'", FoundationAgents/OpenManus#1162; checked against
     draft 2020-12).
 
-    With ``strict``, also strict mode's rules (see the comment above :data:`_STRICT_KEYWORDS`):
+    With ``strict``, also strict mode's rules (see the comment above ``_STRICT_KEYWORDS``):
     supported keywords and formats only, every value typed, every object closed with every
     property required, local references that resolve, and the documented limits.
     """
@@ -577,7 +577,7 @@ def openai_violations(parameters: Any, *, strict: bool) -> list[ConversionNote]:
 
 def openai_strict_violations(schema: Any) -> list[ConversionNote]:
     """Where ``schema`` breaks strict mode's own rules: an object root, then what
-    :func:`openai_violations` checks with ``strict=True`` beyond the rules of every function
+    [`openai_violations`][] checks with ``strict=True`` beyond the rules of every function
     (the top-level keywords and the meta-schema), as this check always has."""
     if not isinstance(schema, Mapping) or schema.get("type") != "object":
         return [ConversionNote("#", "the root must be an object")]

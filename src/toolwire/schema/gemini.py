@@ -2,11 +2,11 @@
 
 Two targets (notes in the project's research on the Gemini API's rules):
 
-- ``parametersJsonSchema`` (:func:`to_gemini_json_schema`): JSON Schema limited to the keywords
+- ``parametersJsonSchema`` ([`to_gemini_json_schema`][]): JSON Schema limited to the keywords
   Gemini documents (``$defs``, ``$ref``, ``type``, ``format``, ``description``, ``enum``,
   ``items``, ``prefixItems``, ``minItems``, ``maxItems``, ``minimum``, ``maximum``, ``anyOf``,
   ``properties``, ``additionalProperties``, ``required``, ``propertyOrdering``).
-- ``parameters`` (:func:`to_gemini_openapi_schema`): the OpenAPI 3.0 subset of Gemini's
+- ``parameters`` ([`to_gemini_openapi_schema`][]): the OpenAPI 3.0 subset of Gemini's
   ``Schema`` message, for the Gemini API or Vertex AI (``backend="vertex"``), which also takes
   ``additionalProperties`` and ``defs``/``ref`` but wants ``anyOf`` alone in its node.
 
@@ -907,7 +907,7 @@ def to_gemini_openapi_schema(
 
 
 def inline_gemini_defs(schema: Mapping[str, Any], *, unroll: int = 2) -> dict[str, Any]:
-    """A ``parametersJsonSchema`` (from :func:`to_gemini_json_schema`) with its ``$defs``
+    """A ``parametersJsonSchema`` (from [`to_gemini_json_schema`][]) with its ``$defs``
     references inlined, for consumers that take no references (genai's AFC signatures).
 
     A recursive definition is inlined ``unroll`` times along a path, then replaced by an

@@ -8,7 +8,7 @@ schema does not accept null are widened, so a null the author allowed is never s
 
 What strict mode cannot express (``not``, ``if``/``then``/``else``, open maps, arrays without
 ``items``, untyped values, recursion, ...) makes the conversion fail with a
-:class:`StrictSchemaError` naming the reason; the tool is then declared with
+[`StrictSchemaError`][] naming the reason; the tool is then declared with
 ``strict: false`` and its original schema.
 """
 

@@ -1,16 +1,16 @@
 """Where a run remembers its calls: decisions, claims and outcomes.
 
 A run is one turn's calls, named by a ``run_id`` the caller chooses (or the executor generates
-when approval is pending). Three stores implement :class:`RunStore`:
+when approval is pending). Three stores implement [`RunStore`][]:
 
-- :class:`MemoryStore`: bounded, in this process (the default);
-- :class:`SQLiteStore`: a file, shared by the processes of one machine (the durable default);
-- :class:`~toolwire.store.redis.RedisStore` (extra ``toolwire[redis]``): several workers and
+- [`MemoryStore`][]: bounded, in this process (the default);
+- [`SQLiteStore`][]: a file, shared by the processes of one machine (the durable default);
+- [`RedisStore`][toolwire.store.redis.RedisStore] (extra ``toolwire[redis]``): several workers and
   machines;
-- :class:`~toolwire.store.postgres.PostgresStore` (extra ``toolwire[postgres]``): teams whose
-  application already runs on PostgreSQL.
+- [`PostgresStore`][toolwire.store.postgres.PostgresStore] (extra ``toolwire[postgres]``):
+  teams whose application already runs on PostgreSQL.
 
-:func:`from_url` makes any of them from a URL, for configuration files and the CLI.
+[`from_url`][] makes any of them from a URL, for configuration files and the CLI.
 
 Every write is a compare-and-swap on the record's version, so two workers resuming the same run
 cannot both move a call to ``running``: the one that loses sees the winner's record.
@@ -59,13 +59,13 @@ def __getattr__(name: str) -> Any:
 def from_url(url: str) -> RunStore:
     """A store from a URL:
 
-    - ``memory://`` (optionally ``memory://?max_runs=N``): a :class:`MemoryStore`;
+    - ``memory://`` (optionally ``memory://?max_runs=N``): a [`MemoryStore`][];
     - ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``: a
-      :class:`SQLiteStore`;
+      [`SQLiteStore`][];
     - ``redis://...``, ``rediss://...``, ``unix://...``: a
-      :class:`~toolwire.store.redis.RedisStore` (extra ``toolwire[redis]``);
+      [`RedisStore`][toolwire.store.redis.RedisStore] (extra ``toolwire[redis]``);
     - ``postgresql://...`` or ``postgres://...``: a
-      :class:`~toolwire.store.postgres.PostgresStore` (extra ``toolwire[postgres]``).
+      [`PostgresStore`][toolwire.store.postgres.PostgresStore] (extra ``toolwire[postgres]``).
 
     Any of them takes ``ttl`` (seconds, or ``none``) in its query string; the rest of a URL
     goes to the driver unchanged.

@@ -73,10 +73,11 @@ class CallRecord:
     """The tool's identity (``server/name``, its original name) when the call was asked about:
     a decision holds only for the tool it was made for."""
     definition: str | None = None
-    """The tool's :attr:`~toolwire.Tool.definition_hash` when the call was asked about."""
+    """The tool's [`definition_hash`][toolwire.Tool.definition_hash] when the call was asked
+    about."""
     request: dict[str, Any] | None = None
     """For a call that waited for a decision, what a human is shown (JSON values): see
-    :meth:`toolwire.ApprovalRequest.to_dict`."""
+    ``ApprovalRequest.to_dict()``."""
     decided_by: Any = None
     """Who decided (a JSON value the decider gave)."""
     decided_at: float | None = None
@@ -125,7 +126,7 @@ class RunStore(Protocol):
 
         ``binding`` (what the run is for: its principal and its calls) is kept with the run by
         its first write that gives one; a later write giving another is refused. A record in
-        state ``pending`` is listed by :meth:`pending` until it leaves that state.
+        state ``pending`` is listed by [`pending`][] until it leaves that state.
 
         Raises:
             RunBindingConflict: the run is bound to another principal or other calls.

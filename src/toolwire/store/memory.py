@@ -31,9 +31,10 @@ class MemoryStore:
     When a new run needs room, the least recently written run with nothing unfinished (no
     call waiting for a decision, approved but not run, or running) is forgotten; when every
     run kept is unfinished, starting another raises
-    :class:`~toolwire.errors.StoreUnavailable`, so a paused run is never forgotten silently.
-    Nothing survives the process; use :class:`~toolwire.store.SQLiteStore` or
-    :class:`~toolwire.store.redis.RedisStore` when a turn may resume elsewhere.
+    [`StoreUnavailable`][toolwire.errors.StoreUnavailable], so a paused run is never forgotten
+    silently.
+    Nothing survives the process; use [`SQLiteStore`][toolwire.store.SQLiteStore] or
+    [`RedisStore`][toolwire.store.redis.RedisStore] when a turn may resume elsewhere.
     """
 
     def __init__(self, max_runs: int = 1024, *, ttl: float | None = None) -> None:

@@ -69,7 +69,7 @@ class SQLiteStore:
         path: the database file (created with its tables when missing).
         ttl: seconds a run is kept after its last write; None keeps runs until deleted.
         busy_timeout: seconds to wait for another process's write before giving up with
-            :class:`~toolwire.errors.StoreUnavailable`.
+            [`StoreUnavailable`][toolwire.errors.StoreUnavailable].
         synchronous: SQLite's ``synchronous`` setting. ``"NORMAL"`` (the default, with WAL)
             survives a crash of any process; ``"FULL"`` also survives a power cut, at the cost
             of a disk sync on every write, made on the event loop's thread.
