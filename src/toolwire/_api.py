@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Literal
 
@@ -42,7 +42,13 @@ class Listing:
 
     declaration: Declaration
     principal: Any = None
-    """Who the listing was made for (its tools are those the policy does not deny them)."""
+    """Who the listing was made for (its tools are those the policy does not deny them); the
+    turn's principal when [`execute_tool_calls`][] is given none."""
+    policy: Policy | None = None
+    """The policy the listing was made under; the turn's when none is given."""
+    source: Any = field(default=None, repr=False, compare=False)
+    """What the tools came from, when it can change (an MCP hub): a call resolves to the tool
+    as it is now, so a definition that changed since the listing is asked about again."""
 
     @property
     def tools(self) -> Any:
@@ -99,7 +105,8 @@ class Outcome:
         """
         if self.provider is None:
             raise ConfigurationError("this outcome does not know its provider")
-        return get_provider(self.provider).followup(response, self.results)
+        ids = [outcome.item.local_id for outcome in self.calls]
+        return get_provider(self.provider).followup(response, self.results, ids)
 
 
 def _as_toolset(source: Any) -> ToolSet:
@@ -114,11 +121,39 @@ def _as_toolset(source: Any) -> ToolSet:
     return ToolSet.of(source)
 
 
-def _gone(source: Any) -> Mapping[str, str]:
+def _gone(source: Any, policy: Policy | None = None, principal: Any = None) -> dict[str, str]:
     """Tools ``source`` offered before that are gone now, by exposed name: why (an MCP hub
-    knows the tools of its servers that are down)."""
-    gone = getattr(source, "unavailable", None)
-    return dict(gone) if isinstance(gone, Mapping) else {}
+    knows the tools of its servers that are down). Those ``policy`` denies ``principal``
+    outright are not named: they are unknown to them, up or down."""
+    unavailable_tools = getattr(source, "unavailable_tools", None)
+    if not callable(unavailable_tools):
+        return {}
+    return {
+        name: why
+        for name, (tool, why) in unavailable_tools().items()
+        if policy is None
+        or policy.denies_outright(tool, principal=principal, exposed_name=name) is None
+    }
+
+
+def _current(items: list[ToolCall | RejectedCall], source: Any) -> list[ToolCall | RejectedCall]:
+    """The calls resolved to ``source``'s tools as they are now: a tool whose definition
+    changed since the listing (an MCP server's "rug pull") is the new one, which needs
+    approval again; a tool that is gone keeps the listed one (its server answers
+    ``unavailable``)."""
+    live = _as_toolset(source)
+    current = []
+    for item in items:
+        if isinstance(item, ToolCall):
+            now = live.get(item.exposed_name)
+            if (
+                now is not None
+                and now is not item.tool
+                and (now.needs_approval or now.definition_hash != item.tool.definition_hash)
+            ):
+                item = replace(item, tool=now)
+        current.append(item)
+    return current
 
 
 def tools(
@@ -160,7 +195,7 @@ def tools(
         if left_out:
             toolset = toolset.without(left_out)
     declaration = adapter.declare(toolset, settings)
-    gone = _gone(source)
+    gone = _gone(source, policy, principal)
     if gone or left_out:
         declaration = replace(declaration, unavailable=gone, left_out=left_out)
     limit = adapter.PROFILE.max_tools
@@ -171,7 +206,8 @@ def tools(
             ToolwireWarning,
             stacklevel=2,
         )
-    return Listing(declaration, principal)
+    live = source if callable(getattr(source, "as_toolset", None)) else None
+    return Listing(declaration, principal, policy, live)
 
 
 def _declaration(
@@ -247,7 +283,8 @@ async def execute_tool_calls(
             the tools, the provider name and then the response.
         toolset: with ``source``: the toolset the model saw, so names resolve the same
             (built from ``source`` when None).
-        principal: who the turn runs for; policies, approvers, hooks and tools see it.
+        principal: who the turn runs for; policies, approvers, hooks and tools see it (the
+            listing's principal when None).
         taint: sources whose output is already in the model's context (the previous
             outcome's ``taint``).
         run_id: names the turn so a retry answers completed calls from the store.
@@ -281,6 +318,11 @@ async def execute_tool_calls(
         ConfigurationError: an unknown provider or option.
     """
     declaration, response = _declaration(source, args, toolset, answer_options)
+    if isinstance(source, Listing):
+        if principal is None:
+            principal = source.principal  # the listing was made for them
+        if policy is None:
+            policy = source.policy
     adapter = get_provider(declaration.provider)
     if executor is None:
         executor = Executor(
@@ -296,6 +338,8 @@ async def execute_tool_calls(
             wait_for_running=wait_for_running,
         )
     items = adapter.parse(response, declaration)
+    if isinstance(source, Listing) and source.source is not None:
+        items = _current(items, source.source)
     taint = frozenset(taint)
     outcomes = await executor.run(items, run_id=run_id, principal=principal, taint=taint, deps=deps)
     options = declaration.options
@@ -311,26 +355,14 @@ async def execute_tool_calls(
     )
 
 
-_UNTOUCHED: frozenset[str] = frozenset(
-    {
-        "not_found",
-        "invalid_arguments",
-        "denied",
-        "approval_denied",
-        "unavailable",
-        "timeout",
-        "cancelled",
-        "interrupted",
-    }
-)
-"""Error kinds of calls whose answer carries nothing the tool produced."""
-
-
 def _taints(outcomes: Sequence[CallOutcome]) -> frozenset[str]:
+    """The taints of the tools whose output this turn's answers may carry: every call the turn
+    ran, whatever its answer says (a tool's own error can quote what it read), and every
+    answer the run had kept."""
     found: set[str] = set()
     for outcome in outcomes:
         item = outcome.item
-        if isinstance(item, ToolCall) and outcome.result.error_kind not in _UNTOUCHED:
+        if isinstance(item, ToolCall) and (outcome.ran or outcome.from_store):
             found.update(taints_of(item.tool))
     return frozenset(found)
 

@@ -83,7 +83,7 @@ class _Running(_Pipeline):
         """Claim, run, store and answer one call: its failure boundary. Whatever goes wrong
         in here is this call's answer; the turn's other calls are untouched."""
         if turn.run_id is None:
-            self._finish(turn, planned.index, await self._answer_of(turn, planned))
+            self._finish(turn, planned.index, await self._answer_of(turn, planned), ran=True)
             return
         claim = await self._claim(turn, planned)
         if claim is None:
@@ -100,7 +100,7 @@ class _Running(_Pipeline):
                 await self._write_own(turn.run_id, lease.held, ended)
             raise
         result = await self._store_answer(turn, planned.index, lease.held, result)
-        self._finish(turn, planned.index, result)
+        self._finish(turn, planned.index, result, ran=True)
 
     async def _answer_of(self, turn: _Turn, planned: _Planned) -> ToolResult:
         try:

@@ -90,6 +90,9 @@ class CallOutcome:
     """True when the answer came from the run's store (the call had already been answered)."""
     halted: bool = False
     """True for the call an approver answered with deny-and-halt."""
+    ran: bool = False
+    """True when this turn ran the tool (its answer may carry what the tool produced, even
+    when it is an error)."""
 
     @property
     def call_id(self) -> str | None:
@@ -233,8 +236,12 @@ class _Pipeline:
         turn.halted = turn.halted or halted
         self._finish(turn, index, ToolResult.error("approval_denied", f"Denied: {reason}."), halted)
 
-    def _finish(self, turn: _Turn, index: int, result: ToolResult, halted: bool = False) -> None:
-        turn.outcomes[index] = CallOutcome(item=turn.items[index], result=result, halted=halted)
+    def _finish(
+        self, turn: _Turn, index: int, result: ToolResult, halted: bool = False, ran: bool = False
+    ) -> None:
+        turn.outcomes[index] = CallOutcome(
+            item=turn.items[index], result=result, halted=halted, ran=ran
+        )
 
     @property
     def worker_id(self) -> str:

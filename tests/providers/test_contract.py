@@ -258,6 +258,9 @@ def test_a_listing_leaves_out_what_the_policy_denies_that_principal_outright() -
     )
     assert outcome.calls[0].result.error_kind == "not_found"
     assert "Available tools: search, ping." in outcome.calls[0].result.text
+    # A listing's principal is the turn's when none is given.
+    as_admin = anyio.run(lambda: toolwire.execute_tool_calls(admin, response, policy=policy))
+    assert as_admin.calls[0].result.text == "refunded o1"
 
 
 def test_a_condition_that_reads_the_call_never_leaves_a_tool_out() -> None:

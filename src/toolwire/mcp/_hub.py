@@ -243,6 +243,14 @@ class Hub:
                 raise ConfigurationError(f"server {name!r}: timeout must be positive (or None)")
             if not spec.probe_timeout > 0:
                 raise ConfigurationError(f"server {name!r}: probe_timeout must be positive")
+            taints = spec.taints
+            if not isinstance(taints, str) and (
+                not isinstance(taints, list | tuple | set | frozenset)
+                or not all(isinstance(t, str) for t in taints)
+            ):
+                raise ConfigurationError(
+                    f"server {name!r}: taints must be a string or a list of strings"
+                )
         self._servers = {
             name: _Server(name, spec, limiter=anyio.Semaphore(spec.max_concurrency))
             for name, spec in servers.items()
@@ -491,6 +499,11 @@ class Hub:
         """The tools of servers that are down, by exposed name, and why: a listing made now
         leaves them out, and a call to one is answered ``unavailable`` (the model may still
         call what an earlier listing showed it)."""
+        return {name: why for name, (_, why) in self.unavailable_tools().items()}
+
+    def unavailable_tools(self) -> dict[str, tuple[Tool, str]]:
+        """:attr:`unavailable` with each tool as it was last listed (a listing for a principal
+        leaves out the ones its policy denies them, as it does the tools that are up)."""
         gone = {}
         for server in self._servers.values():
             if server.client is None:
@@ -498,7 +511,7 @@ class Hub:
                 lost = [entry.tool for entry in server.tools] or server.gone
                 for tool in lost:
                     reason = f"server {server.name!r} is down ({server.error}); try again later"
-                    gone[exposed_name_for(tool.name, tool.server_id)] = reason
+                    gone[exposed_name_for(tool.name, tool.server_id)] = (tool, reason)
         return gone
 
     def as_toolset(self) -> ToolSet:

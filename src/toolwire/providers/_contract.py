@@ -187,9 +187,12 @@ class Provider(Protocol):
         """True when ``response`` (as plain data) has this provider's shape."""
         ...
 
-    def followup(self, response: Any, answers: Sequence[Any]) -> list[Any]:
+    def followup(
+        self, response: Any, answers: Sequence[Any], ids: Sequence[str | None] = ()
+    ) -> list[Any]:
         """What to append to the conversation: the model's turn, then the answers, in this
-        provider's message shape."""
+        provider's message shape. ``ids`` are the ids the answers carry, one per call in
+        order: a call the model sent without one gets it, so every answer has its call."""
         ...
 
     def response_for(

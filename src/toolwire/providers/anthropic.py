@@ -209,7 +209,7 @@ def recognizes(response: Any) -> bool:
     """True for a Messages response, an assistant message, or a list of content blocks."""
     data = as_data(response)
     if isinstance(data, Mapping):
-        if data.get("type") == "message" or "stop_reason" in data:
+        if data.get("type") in ("message", "tool_use") or "stop_reason" in data:
             return True
         return data.get("role") == "assistant" and isinstance(data.get("content"), list | tuple)
     if isinstance(data, list | tuple):
@@ -232,7 +232,10 @@ def _error_result(tool_use_id: str, message: str) -> dict[str, Any]:
 
 
 def _blocks(response: Any) -> list[Mapping[str, Any]]:
-    check_shape(NAME, as_data(response), recognizes)
+    data = as_data(response)
+    check_shape(NAME, data, recognizes)
+    if isinstance(data, Mapping) and data.get("type") == "tool_use":
+        response = [data]  # one block
     blocks = []
     for position, raw in enumerate(
         listed(response, "content", "a message or a list of content blocks")
@@ -339,13 +342,20 @@ _INPUT_BLOCK_FIELDS = {
 such as a tool_use's ``caller``, on input)."""
 
 
-def followup(response: Any, answers: Sequence[Any]) -> list[Any]:
+def followup(response: Any, answers: Sequence[Any], ids: Sequence[str | None] = ()) -> list[Any]:
     """The assistant message, then one user message with every ``tool_result`` (all of a
-    turn's answers together, before anything else): what to append to ``messages``."""
+    turn's answers together, before anything else): what to append to ``messages``. A
+    ``tool_use`` sent without an id gets the one its answer carries (``ids``, in order)."""
     content = []
+    given = iter(ids)
     for block in _blocks(response):
         kept = _INPUT_BLOCK_FIELDS.get(str(block.get("type")))
-        content.append(dict(block) if kept is None else {k: block[k] for k in kept if k in block})
+        sent = dict(block) if kept is None else {k: block[k] for k in kept if k in block}
+        if block.get("type") == "tool_use":
+            answer_id = next(given, None)
+            if sent_id(sent.get("id")) is None and answer_id is not None:
+                sent["id"] = answer_id
+        content.append(sent)
     turn = [{"role": "assistant", "content": content}]
     return turn + ([{"role": "user", "content": list(answers)}] if answers else [])
 

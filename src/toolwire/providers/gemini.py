@@ -288,6 +288,10 @@ def _parts_of(response: Any) -> list[Any]:
         data = as_data(candidate.get("content") or {})
         if not _is_mapping(data):
             raise MalformedResponse("candidates[0].content is not an object")
+    elif "content" in data and "parts" not in data:  # a Candidate
+        data = as_data(data["content"])
+        if not _is_mapping(data):
+            raise MalformedResponse("the candidate's content is not an object")
     parts = data.get("parts")
     if parts is None:
         if "functionCall" in data or "function_call" in data:
@@ -334,7 +338,10 @@ def recognizes(response: Any) -> bool:
     """True for a generateContent response, a Content, a part, or a list of parts."""
     data = as_data(response)
     if _is_mapping(data):
-        return not _RESPONSE_KEYS.isdisjoint(data)
+        if not _RESPONSE_KEYS.isdisjoint(data):
+            return True
+        content = as_data(data.get("content"))  # a Candidate
+        return _is_mapping(content) and "parts" in content
     if isinstance(data, list | tuple):
         first = [as_data(part) for part in data[:16]]
         return any(
@@ -631,9 +638,9 @@ def _model_content(response: Any) -> Any:
     return {"role": "model", "parts": _parts_of(data)}
 
 
-def followup(response: Any, answers: Sequence[Any]) -> list[Any]:
+def followup(response: Any, answers: Sequence[Any], ids: Sequence[str | None] = ()) -> list[Any]:
     """The model's content, then one user content holding the answers: what to append to
-    ``contents``."""
+    ``contents`` (Gemini pairs answers by name and order; ``ids`` are not needed)."""
     turn = [_model_content(response)]
     return turn + ([{"role": "user", "parts": list(answers)}] if answers else [])
 

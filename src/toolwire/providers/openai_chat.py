@@ -126,6 +126,8 @@ def recognizes(response: Any) -> bool:
         return False
     if "choices" in data or data.get("object") in ("chat.completion", "chat.completion.chunk"):
         return True
+    if "message" in data and ("finish_reason" in data or "index" in data):  # a Choice
+        return True
     content = data.get("content")
     return data.get("role") == "assistant" and (
         "tool_calls" in data
@@ -148,6 +150,8 @@ def _message(response: Any) -> Mapping[str, Any]:
         if not isinstance(choice, Mapping):
             raise MalformedResponse("choices[0] is not an object")
         data = as_data(choice.get("message") or {})
+    elif isinstance(data, Mapping) and "message" in data and "role" not in data:  # a Choice
+        data = as_data(data.get("message") or {})
     if not isinstance(data, Mapping):
         raise MalformedResponse(
             f"expected a chat completion or an assistant message, not {type(response).__name__}"
@@ -262,10 +266,21 @@ _INPUT_FIELDS = ("role", "content", "refusal", "name", "tool_calls", "function_c
 """What an assistant message may carry when it is sent back (not ``annotations``)."""
 
 
-def followup(response: Any, answers: Sequence[Any]) -> list[Any]:
-    """The assistant message, then the ``tool`` messages: what to append to ``messages``."""
+def followup(response: Any, answers: Sequence[Any], ids: Sequence[str | None] = ()) -> list[Any]:
+    """The assistant message, then the ``tool`` messages: what to append to ``messages``.
+    A tool call sent without an id gets the one its answer carries (``ids``, in order)."""
     message = _message(response)
     sent = {key: message[key] for key in _INPUT_FIELDS if message.get(key) is not None}
+    calls = sent.get("tool_calls")
+    if isinstance(calls, list | tuple):
+        given = iter(ids)
+        filled = []
+        for call in map(as_data, calls):
+            answer_id = next(given, None)
+            if isinstance(call, Mapping) and sent_id(call.get("id")) is None and answer_id:
+                call = {**call, "id": answer_id}
+            filled.append(call)
+        sent["tool_calls"] = filled
     sent["role"] = "assistant"
     sent.setdefault("content", None)
     audio = as_data(message.get("audio"))
@@ -301,7 +316,9 @@ def text(response: Any) -> str:
         return content
     if isinstance(content, list):
         return "".join(
-            part.get("text", "") for part in map(as_data, content) if isinstance(part, Mapping)
+            part["text"]
+            for part in map(as_data, content)
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str)
         )
     return ""
 

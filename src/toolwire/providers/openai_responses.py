@@ -156,7 +156,10 @@ def recognizes(response: Any) -> bool:
     """True for a Responses response, or a list of its output items."""
     data = as_data(response)
     if isinstance(data, Mapping):
-        return isinstance(data.get("output"), list | tuple) or data.get("object") == "response"
+        if isinstance(data.get("output"), list | tuple) or data.get("object") == "response":
+            return True
+        kind = data.get("type")  # one output item (a lone message holds no call)
+        return kind.__class__ is str and kind in _ITEM_TYPES and kind != "message"
     if isinstance(data, list | tuple):
         return bool(item_types(data) & _ITEM_TYPES)
     return False
@@ -259,7 +262,10 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
             (naming the provider it looks like, when it is another's).
     """
     entries = []
-    check_shape(NAME, as_data(response), recognizes)
+    data = as_data(response)
+    check_shape(NAME, data, recognizes)
+    if isinstance(data, Mapping) and "output" not in data and isinstance(data.get("type"), str):
+        response = [data]  # one output item
     for position, raw in enumerate(
         listed(response, "output", "a response or a list of output items")
     ):
@@ -368,10 +374,19 @@ def _output_items(response: Any) -> list[Any]:
     return [as_data(item) for item in listed(response, "output", "a response or output items")]
 
 
-def followup(response: Any, answers: Sequence[Any]) -> list[Any]:
+def followup(response: Any, answers: Sequence[Any], ids: Sequence[str | None] = ()) -> list[Any]:
     """The response's output items, then the answers: what to append to ``input`` (when
-    the conversation is not kept by ``previous_response_id``)."""
-    return [*_output_items(response), *answers]
+    the conversation is not kept by ``previous_response_id``). A call sent without a
+    ``call_id`` gets the one its answer carries (``ids``, in order)."""
+    given = iter(ids)
+    items = []
+    for item in _output_items(response):
+        if isinstance(item, Mapping) and _is_client_call(item):
+            answer_id = next(given, None)
+            if sent_id(item.get("call_id")) is None and answer_id is not None:
+                item = {**item, "call_id": answer_id}
+        items.append(item)
+    return [*items, *answers]
 
 
 def response_for(
@@ -408,11 +423,15 @@ def response_for(
 def text(response: Any) -> str:
     """The text of the response's messages."""
     return "".join(
-        part.get("text", "")
+        part["text"]
         for item in _output_items(response)
-        if isinstance(item, Mapping) and item.get("type") == "message"
-        for part in map(as_data, item.get("content") or [])
-        if isinstance(part, Mapping) and part.get("type") == "output_text"
+        if isinstance(item, Mapping)
+        and item.get("type") == "message"
+        and isinstance(item.get("content"), list | tuple)
+        for part in map(as_data, item["content"])
+        if isinstance(part, Mapping)
+        and part.get("type") == "output_text"
+        and isinstance(part.get("text"), str)
     )
 
 
