@@ -121,6 +121,15 @@ def declared(toolset: ToolSet, provider: str, strict: bool) -> list[Declared]:
     )
 
 
+def strict_reasons(toolset: ToolSet, provider: str, strict: bool) -> dict[str, str]:
+    """Per exposed name, why a tool is declared with ``strict: false`` (for reports)."""
+    return {
+        d.name: d.not_strict_because
+        for d in declared(toolset, provider, strict)
+        if d.not_strict_because is not None
+    }
+
+
 def declaration(
     toolset: ToolSet,
     provider: str,

@@ -288,10 +288,8 @@ def _parts_of(response: Any) -> list[Any]:
         data = as_data(candidate.get("content") or {})
         if not _is_mapping(data):
             raise MalformedResponse("candidates[0].content is not an object")
-    elif "content" in data and "parts" not in data:  # a Candidate
+    elif _is_candidate(data):
         data = as_data(data["content"])
-        if not _is_mapping(data):
-            raise MalformedResponse("the candidate's content is not an object")
     parts = data.get("parts")
     if parts is None:
         if "functionCall" in data or "function_call" in data:
@@ -340,8 +338,7 @@ def recognizes(response: Any) -> bool:
     if _is_mapping(data):
         if not _RESPONSE_KEYS.isdisjoint(data):
             return True
-        content = as_data(data.get("content"))  # a Candidate
-        return _is_mapping(content) and "parts" in content
+        return _is_candidate(data)
     if isinstance(data, list | tuple):
         first = [as_data(part) for part in data[:16]]
         return any(
@@ -384,6 +381,17 @@ _PART_KEYS = frozenset(
         "thought_signature",
     }
 )
+
+
+def _is_candidate(data: Mapping[str, Any]) -> bool:
+    """True for a Candidate (its content holding the parts), not a Content or a part."""
+    if not _PARTS_HERE.isdisjoint(data):
+        return False
+    content = as_data(data.get("content"))
+    return _is_mapping(content) and "parts" in content
+
+
+_PARTS_HERE = frozenset({"parts", "functionCall", "function_call"})
 
 
 def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCall]:

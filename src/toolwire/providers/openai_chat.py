@@ -107,11 +107,7 @@ def tools(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> list[dic
 
 def strict_reasons(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> dict[str, str]:
     """Per exposed name, why a tool is declared with ``strict: false`` (for reports)."""
-    return {
-        d.name: d.not_strict_because
-        for d in _openai.declared(ToolSet.of(toolset), NAME, strict)
-        if d.not_strict_because is not None
-    }
+    return _openai.strict_reasons(ToolSet.of(toolset), NAME, strict)
 
 
 def assess(tool: Tool, options: Options | None = None) -> Verdict:
@@ -126,7 +122,7 @@ def recognizes(response: Any) -> bool:
         return False
     if "choices" in data or data.get("object") in ("chat.completion", "chat.completion.chunk"):
         return True
-    if "message" in data and ("finish_reason" in data or "index" in data):  # a Choice
+    if _is_choice(data):
         return True
     content = data.get("content")
     return data.get("role") == "assistant" and (
@@ -135,6 +131,14 @@ def recognizes(response: Any) -> bool:
         or content is None
         or isinstance(content, str)
     )
+
+
+def _is_choice(data: Mapping[str, Any]) -> bool:
+    """True for one choice of a completion (its message holding the calls), not a message."""
+    if "role" in data or "tool_calls" in data:
+        return False
+    message = as_data(data.get("message"))
+    return isinstance(message, Mapping) and message.get("role") == "assistant"
 
 
 def _message(response: Any) -> Mapping[str, Any]:
@@ -150,8 +154,8 @@ def _message(response: Any) -> Mapping[str, Any]:
         if not isinstance(choice, Mapping):
             raise MalformedResponse("choices[0] is not an object")
         data = as_data(choice.get("message") or {})
-    elif isinstance(data, Mapping) and "message" in data and "role" not in data:  # a Choice
-        data = as_data(data.get("message") or {})
+    elif isinstance(data, Mapping) and _is_choice(data):
+        data = as_data(data["message"])
     if not isinstance(data, Mapping):
         raise MalformedResponse(
             f"expected a chat completion or an assistant message, not {type(response).__name__}"

@@ -116,11 +116,7 @@ def tools(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> list[dic
 
 def strict_reasons(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> dict[str, str]:
     """Per exposed name, why a tool is declared with ``strict: false`` (for reports)."""
-    return {
-        d.name: d.not_strict_because
-        for d in _openai.declared(ToolSet.of(toolset), NAME, strict)
-        if d.not_strict_because is not None
-    }
+    return _openai.strict_reasons(ToolSet.of(toolset), NAME, strict)
 
 
 def assess(tool: Tool, options: Options | None = None) -> Verdict:
