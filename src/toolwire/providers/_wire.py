@@ -276,28 +276,29 @@ def call_arguments(raw: Any, name: str, tool: Tool) -> dict[str, Any] | str:
     that is not an object, and objects toolwire cannot carry (see
     [`toolwire.calls.argument_problem`][]) are refused.
     """
-    shown = printable(name)
     if raw.__class__ is dict or isinstance(raw, Mapping):
         arguments: Any = raw
     elif raw is None or (isinstance(raw, str) and not raw.strip()):
         if _requires_something(tool):
-            return f"Invalid arguments for {shown!r}: no arguments were sent."
+            return f"Invalid arguments for {printable(name)!r}: no arguments were sent."
         return {}
     elif not isinstance(raw, str):
+        shown = printable(name)
         return f"Invalid arguments for {shown!r}: expected a JSON object, got {json_type(raw)}."
     else:
         arguments = load_json(raw)
         if isinstance(arguments, NotJson):
             echo = raw if len(raw) <= _RAW_ECHO else raw[:_RAW_ECHO] + "..."
-            return f"Invalid arguments for {shown!r}: {arguments.why}: {printable(echo)}"
-    if not isinstance(arguments, Mapping):
+            return f"Invalid arguments for {printable(name)!r}: {arguments.why}: {printable(echo)}"
+    if arguments.__class__ is not dict and not isinstance(arguments, Mapping):
         return (
-            f"Invalid arguments for {shown!r}: expected a JSON object, got {json_type(arguments)}."
+            f"Invalid arguments for {printable(name)!r}: expected a JSON object, got "
+            f"{json_type(arguments)}."
         )
     problem = argument_problem(arguments)
     if problem is not None:
         return arguments_problem_message(name, problem)
-    return arguments if arguments.__class__ is dict else dict(arguments)
+    return dict(arguments)  # the call's own: the response is never changed through it
 
 
 def json_type(value: Any) -> str:
