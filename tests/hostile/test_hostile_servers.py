@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,13 +21,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolwire
-from toolwire import ToolResult
+from toolwire import ToolResult, ToolwireWarning
 
 pytest.importorskip("mcp")
 from hostile_mcp_servers import PNG, stdio_args
 from provider_turns import DECLARATIONS, PROVIDERS, answered_id, response_for
 
 from toolwire.mcp import HttpServer, Hub, InProcessServer, StdioServer, result_from_mcp
+from toolwire.providers import get_provider
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +55,13 @@ async def assert_good_server_works(hub: Hub) -> None:
     """The good server's tools are declared for every provider and answer through the
     governed pipeline, each answer for its own call."""
     for provider in PROVIDERS:
-        listing = toolwire.tools(hub, provider)
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            listing = toolwire.tools(hub, provider)
+        limit = get_provider(provider).PROFILE.max_tools
+        over = limit is not None and len(listing.declaration.entries) > limit
+        # A listing above the provider's limit says so, once; any other never warns.
+        assert [issubclass(w.category, ToolwireWarning) for w in said] == ([True] if over else [])
         assert {"good__add", "good__echo"} <= set(listing.toolset.exposed_names)
         calls = [("good__add", {"a": 2, "b": 3}, "c1"), ("good__echo", {"text": "hi"}, "c2")]
         with anyio.fail_after(30):
