@@ -634,9 +634,11 @@ def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -
 def _model_content(response: Any) -> Any:
     """The model's Content in ``response``, as it came: an SDK object stays one, so its
     thought signatures (bytes) go back unchanged."""
-    candidates = getattr(response, "candidates", None)
-    if candidates and getattr(candidates[0], "content", None) is not None:
-        return candidates[0].content
+    candidates = None if isinstance(response, Mapping) else getattr(response, "candidates", None)
+    if isinstance(candidates, list | tuple) and candidates:
+        content = getattr(candidates[0], "content", None)
+        if content is not None and not isinstance(content, Mapping | str):
+            return content
     data = as_data(response)
     check_shape(NAME, data, recognizes)
     if _is_mapping(data) and "candidates" in data:
