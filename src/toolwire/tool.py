@@ -326,6 +326,7 @@ def tool(
     annotations: Mapping[str, Any] | None = None,
     timeout: float | None = None,
     idempotent: bool = False,
+    taints: Iterable[str] | str | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -339,6 +340,7 @@ def tool(
     annotations: Mapping[str, Any] | None = None,
     timeout: float | None = None,
     idempotent: bool = False,
+    taints: Iterable[str] | str | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a [`Tool`][] from a function, sync or async.
 
@@ -346,7 +348,9 @@ def tool(
     from the docstring (Google, NumPy or reST style), the tool's description from the rest of
     the docstring. Parameters with defaults are optional and keep their defaults.
 
-    Use bare (``@tool``) or with options (``@tool(name="search", parallel_safe=False)``).
+    Use bare (``@tool``) or with options (``@tool(name="search", parallel_safe=False)``);
+    ``taints=("web",)`` names the sources its output brings into the model's context (see
+    ``Outcome.taint``).
     A ``functools.partial`` is a tool of the function it wraps, without the arguments it binds.
 
     A parameter annotated [`CallContext`][toolwire.CallContext] (``CallContext[MyDeps]``, or a
@@ -378,6 +382,9 @@ def tool(
             parallel_safe=parallel_safe,
             timeout=timeout,
             idempotent=idempotent,
+            taints=None
+            if taints is None
+            else frozenset((taints,) if isinstance(taints, str) else taints),
             function=schema,
         )
 

@@ -307,6 +307,18 @@ def test_the_outcome_carries_the_taint_of_the_sources_that_answered() -> None:
     assert second.taint == {"x", "web"}
 
 
+def test_a_function_tool_names_its_taints() -> None:
+    @toolwire.tool(taints="web")
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        return "page"
+
+    assert fetch.taints == {"web"}
+    listing = toolwire.tools([fetch], "gemini")
+    response = get_provider("gemini").response_for([("g1", "fetch", {"url": "u"})])
+    assert anyio.run(toolwire.execute_tool_calls, listing, response).taint == {"web"}
+
+
 # -- a server that went down ---------------------------------------------------------------------
 
 
