@@ -304,11 +304,37 @@ def test_media_are_placeholders_or_native_parts() -> None:
         "chart:\n[image: image/png, 1024 bytes]"
     )
     native = gemini.function_response("chart", result, media="parts")
-    assert native["functionResponse"]["response"]["output"] == "chart:"
+    # Each media part is named, and the response refers to it by that name ($ref).
+    assert native["functionResponse"]["response"] == {
+        "output": "chart:",
+        "media": [{"$ref": "image_1.png"}],
+    }
     assert native["functionResponse"]["parts"] == [
-        {"inlineData": {"mimeType": "image/png", "data": base64.b64encode(png).decode()}}
+        {
+            "inlineData": {
+                "mimeType": "image/png",
+                "data": base64.b64encode(png).decode(),
+                "displayName": "image_1.png",
+            }
+        }
     ]
-    types.Part.model_validate(native)
+    part = types.Part.model_validate(native)
+    assert part.function_response.parts[0].inline_data.display_name == "image_1.png"
+
+
+def test_a_tools_own_ref_keys_are_sent_as_text_never_as_part_references() -> None:
+    # Gemini reads {"$ref": name} in a function response as a media part's name.
+    tricky = ToolResult(structured_content={"schema": {"$ref": "#/defs/a"}, "n": 1})
+    output = gemini.function_response("t", tricky)["functionResponse"]["response"]["output"]
+    assert output == '{"n":1,"schema":{"$ref":"#/defs/a"}}'
+    plain = ToolResult(structured_content={"schema": {"ref": "a"}})
+    assert gemini.function_response("t", plain)["functionResponse"]["response"]["output"] == {
+        "schema": {"ref": "a"}
+    }
+    listed = ToolResult(structured_content={"items": [{"$ref": "x"}]})
+    assert isinstance(
+        gemini.function_response("t", listed)["functionResponse"]["response"]["output"], str
+    )
 
 
 def test_non_string_values_are_wrapped_so_response_is_always_an_object() -> None:

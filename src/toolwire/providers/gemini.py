@@ -533,6 +533,8 @@ def _response_part(
     else:
         body["response"] = {"output": _output(text, bool(content), result, structured)}
     if native:
+        # Each part is named, and the response refers to it by name, as Gemini documents.
+        body["response"]["media"] = [{"$ref": p["inlineData"]["displayName"]} for p in native]
         body["parts"] = native
     return {"functionResponse": body}
 
@@ -541,15 +543,32 @@ def _add_native_part(part: Any, native: list[dict[str, Any]]) -> bool:
     if isinstance(part, ImageContent | AudioContent) and (
         part.mime_type in _NATIVE_RESPONSE_MIME_TYPES
     ):
+        kind, _, subtype = part.mime_type.partition("/")
         native.append(
             {
                 "inlineData": {
                     "mimeType": part.mime_type,
                     "data": base64.b64encode(part.data).decode("ascii"),
+                    "displayName": f"{kind}_{len(native) + 1}.{subtype}",
                 }
             }
         )
         return True
+    return False
+
+
+def _holds_ref(value: Any) -> bool:
+    """True when a ``$ref`` key is anywhere in ``value`` (JSON data): Gemini reads one in a
+    function response as a reference to a media part."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if node.__class__ is dict:
+            if "$ref" in node:
+                return True
+            stack.extend(v for v in node.values() if v.__class__ is dict or v.__class__ is list)
+        elif node.__class__ is list:
+            stack.extend(v for v in node if v.__class__ is dict or v.__class__ is list)
     return False
 
 
@@ -558,7 +577,8 @@ def _output(text: str, has_content: bool, result: ToolResult, structured: Struct
     if data is None or structured == "ignore":
         return text
     if structured == "prefer" or (structured == "auto" and not has_content):
-        return dict(data)
+        # a tool's own "$ref" key would be read as a part reference: sent as JSON text
+        return canonical_json(dict(data)) if _holds_ref(data) else dict(data)
     if structured == "append":
         return (
             f"{text}\n{canonical_json(dict(data))}" if has_content else canonical_json(dict(data))
