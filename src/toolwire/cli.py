@@ -277,7 +277,8 @@ class _OptionFlag:
     option: str
     """The field's name (``cache_control``)."""
     spelling: Any
-    """``bool`` (``--x/--no-x``), ``str`` (any text), or the choices, a tuple of strings."""
+    """``bool`` (``--x/--no-x``), ``str`` (any text), ``tuple`` (names, comma-separated), or
+    the choices, a tuple of strings."""
     defaults: Mapping[str, Any]
     """Per provider taking the option (its ``Options`` has the field, spelled so), the default."""
     description: str | None = None
@@ -300,6 +301,8 @@ class _OptionFlag:
         def shown(value: Any) -> str:
             if self.spelling is bool:
                 return "on" if value else "off"
+            if self.spelling is tuple:
+                return ",".join(value) if isinstance(value, tuple) and value else "none"
             return "none" if value is None else str(value)
 
         labels = " and ".join(get_provider(name).PROFILE.label for name in self.defaults)
@@ -317,8 +320,11 @@ def _spelling(hint: Any) -> Any:
     or None when it cannot (Gemini's tuple of native tools is for code only)."""
     if hint is bool or hint is str:
         return hint
+    arms = get_args(hint) if get_origin(hint) in (typing.Union, UnionType) else (hint,)
+    if any(get_origin(arm) is tuple and get_args(arm) == (str, ...) for arm in arms):
+        return tuple  # names; a union's other arms (True for "all") are for code only
     values: list[Any] = []
-    for arm in get_args(hint) if get_origin(hint) in (typing.Union, UnionType) else (hint,):
+    for arm in arms:
         if get_origin(arm) is Literal:
             values.extend(get_args(arm))
         elif arm is not type(None):
@@ -673,6 +679,10 @@ def _provider_option(parser: argparse.ArgumentParser, *, several: bool = False) 
         )
 
 
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
 def _add_option_flags(parser: argparse.ArgumentParser) -> None:
     """The declaration options' flags (see [`_option_flags`][]); each is None unless given."""
     flags = _option_flags()
@@ -681,6 +691,8 @@ def _add_option_flags(parser: argparse.ArgumentParser) -> None:
             kind: dict[str, Any] = {"action": argparse.BooleanOptionalAction}
         elif flag.spelling is str:
             kind = {"metavar": "TEXT"}
+        elif flag.spelling is tuple:
+            kind = {"metavar": "NAME,...", "type": _names}
         else:
             kind = {"choices": flag.spelling}
         parser.add_argument(flag.flag, dest=flag.dest, default=None, help=flag.help, **kind)

@@ -65,6 +65,30 @@ class _Gemini(_Driver):
         )
 
 
+class _GeminiInteractions(_Driver):
+    """The Interactions API keeps the conversation: each turn sends only the steps not sent
+    yet (the prompt, then the answers) with the previous interaction's id."""
+
+    _previous: str | None = None
+    _sent = 0
+
+    def _connect(self, key: str) -> Any:
+        return _sdk("google.genai", "google-genai", "genai").Client(api_key=key)
+
+    def _user(self, prompt: str) -> Any:
+        return {"type": "user_input", "content": [{"type": "text", "text": prompt}]}
+
+    async def respond(self) -> Any:
+        request: dict[str, Any] = {"model": self._model, "input": self.history[self._sent :]}
+        if self._tools:
+            request["tools"] = self._tools
+        if self._previous is not None:
+            request["previous_interaction_id"] = self._previous
+        interaction = await self._client.aio.interactions.create(**request)
+        self._previous, self._sent = interaction.id, len(self.history)
+        return interaction
+
+
 class _Anthropic(_Driver):
     def _connect(self, key: str) -> Any:
         return _sdk("anthropic", "anthropic", "anthropic").AsyncAnthropic(api_key=key)
@@ -94,6 +118,7 @@ class _OpenAIResponses(_OpenAIChat):
 
 DRIVERS: dict[str, type[_Driver]] = {
     "gemini": _Gemini,
+    "gemini-interactions": _GeminiInteractions,
     "anthropic": _Anthropic,
     "openai-chat": _OpenAIChat,
     "openai-responses": _OpenAIResponses,

@@ -82,9 +82,15 @@ def declaration_for(provider: Provider, toolset: Any, options: Any) -> Declarati
 
 
 def _register_builtin() -> None:
-    from toolwire.providers import anthropic, gemini, openai_chat, openai_responses
+    from toolwire.providers import (
+        anthropic,
+        gemini,
+        gemini_interactions,
+        openai_chat,
+        openai_responses,
+    )
 
-    for module in (gemini, anthropic, openai_chat, openai_responses):
+    for module in (gemini, gemini_interactions, anthropic, openai_chat, openai_responses):
         register_provider(module)
 
 

@@ -65,6 +65,9 @@ class ProviderProfile:
     """The model the demo talks to."""
     namespace_separators: tuple[str, ...] = ()
     """Separators of a namespace the model may prefix to a name (``default_api.search``)."""
+    server_history: bool = False
+    """True when the API keeps the conversation (Gemini Interactions): ``followup`` then gives
+    the answers alone, sent beside the previous turn's id."""
 
     def accepts_name(self, name: str) -> bool:
         """True when the API takes ``name`` as a tool name."""

@@ -1,0 +1,665 @@
+"""Gemini's Interactions API (``client.interactions.create``) tool calling, as pure functions
+over dicts.
+
+Tools are flat: ``{"type": "function", name, description, parameters}``, one per function,
+beside built-in tools such as ``{"type": "google_search"}``. A deferred function also carries
+``defer_loading: true`` and a ``short_description`` the model sees until it loads the tool.
+The model's calls are ``function_call`` steps (``id``, ``name``, ``arguments`` as an object);
+answers are ``function_result`` steps (``call_id``, ``name``, ``result`` as a string, an object,
+or a list of text, image, audio and document content; ``is_error`` on a failure).
+
+The server keeps the conversation (``store`` is on by default): the next request sends only the
+answers as its ``input``, with ``previous_interaction_id`` set to the interaction's id (see
+[`followup`][] and [`continuation`][]). A client that keeps the history itself
+(``store=False``) appends [`model_steps`][] and then the answers.
+
+Schemas: ``parameters`` takes the same JSON Schema subset as generateContent's
+``parametersJsonSchema``, so the Gemini lowering is shared
+([`to_gemini_json_schema`][toolwire.schema.gemini.to_gemini_json_schema]). Where the two
+differ: the Interactions API documents that it ignores ``minLength``, ``maxLength``,
+``minProperties``, ``maxProperties``, ``uniqueItems``, ``contains``, ``minContains`` and
+``maxContains`` rather than refusing them (the lowering drops them and describes the lengths
+for the model, as for generateContent; calls are still validated against the original schema);
+there is no OpenAPI form (``schema="openapi"``) and no grouping of declarations in one tool.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolwire._text import clean_description
+from toolwire.calls import (
+    AudioContent,
+    ImageContent,
+    RejectedCall,
+    TextContent,
+    ToolCall,
+    ToolResult,
+    canonical_json,
+    content_text,
+    placeholder,
+)
+from toolwire.errors import ConfigurationError, MalformedResponse, SchemaConversionError
+from toolwire.providers import gemini
+from toolwire.providers._assess import assessed, texts
+from toolwire.providers._contract import (
+    Declaration,
+    DeclaredTool,
+    ProviderProfile,
+    Verdict,
+    implicit_declaration,
+    options_for,
+)
+from toolwire.providers._wire import (
+    CallIds,
+    NotJson,
+    StreamBudget,
+    StreamLimits,
+    as_data,
+    check_shape,
+    item_types,
+    listed,
+    load_json,
+    rejected_call,
+    resolve_call,
+    sent_id,
+    split_calls,
+)
+from toolwire.schema.checks import gemini_violations
+from toolwire.schema.gemini import coerce_whole_floats, to_gemini_json_schema
+from toolwire.tool import Tool, ToolSet
+
+__all__ = [
+    "NAME",
+    "PROFILE",
+    "Accumulator",
+    "InteractionsOptions",
+    "InteractionsStreamAccumulator",
+    "Options",
+    "answer",
+    "assess",
+    "continuation",
+    "declare",
+    "followup",
+    "function_calls",
+    "function_result",
+    "model_steps",
+    "parse",
+    "parse_calls",
+    "recognizes",
+    "response_for",
+    "text",
+    "tools",
+]
+
+NAME = "gemini-interactions"
+
+PROFILE = ProviderProfile(
+    label="Gemini Interactions",
+    name_pattern=gemini.PROFILE.name_pattern,
+    image_types=frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"}),
+    error_prefix=None,  # a failure is a function_result with is_error
+    declared_options=frozenset({"native_tools", "deferred"}),
+    max_tools=gemini.PROFILE.max_tools,
+    schema_rules="Gemini's JSON Schema subset (parameters), as for parametersJsonSchema",
+    api_key_env=gemini.PROFILE.api_key_env,
+    default_model="gemini-3-flash-preview",
+    namespace_separators=gemini.PROFILE.namespace_separators,
+    server_history=True,
+)
+
+# The media a function_result's content list takes, by content type (the SDK's own literals:
+# google.genai.interactions ImageContent, AudioContent and DocumentContent mime types).
+_MEDIA_TYPES: Mapping[str, frozenset[str]] = {
+    "image": frozenset(
+        {
+            "image/png",
+            "image/jpeg",
+            "image/webp",
+            "image/heic",
+            "image/heif",
+            "image/gif",
+            "image/bmp",
+            "image/tiff",
+        }
+    ),
+    "audio": frozenset(
+        {
+            "audio/wav",
+            "audio/mp3",
+            "audio/aiff",
+            "audio/aac",
+            "audio/ogg",
+            "audio/flac",
+            "audio/mpeg",
+            "audio/m4a",
+            "audio/l16",
+            "audio/opus",
+            "audio/alaw",
+            "audio/mulaw",
+            "audio/webm",
+        }
+    ),
+}
+_SHORT_DESCRIPTION = 200
+"""Characters of a deferred tool's short description (its first sentence, cut there)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InteractionsOptions:
+    """Options of the Interactions API."""
+
+    native_tools: tuple[Any, ...] = ()
+    """Built-in tools declared beside the functions: a type name (``"google_search"``,
+    ``"url_context"``, ``"code_execution"``), a ``(type, config)`` pair, or a raw tool map."""
+    deferred: tuple[str, ...] = field(
+        default=(), metadata={"help": "exposed names of tools declared with defer_loading"}
+    )
+    """Exposed names of tools declared with ``defer_loading: true`` and a short description:
+    the model sees their summary until it loads them (declare a ``tool_search`` tool too)."""
+    structured: gemini.StructuredMode = "prefer"
+    """How an answer carries structured content: ``"prefer"`` sends it as the result object;
+    ``"auto"`` sends the text when there is any; ``"append"`` the text and then the JSON;
+    ``"ignore"`` the text only."""
+
+
+Options = InteractionsOptions
+_DEFAULT = Options()
+
+
+# -- declare ---------------------------------------------------------------------------------------
+
+
+def _short(description: str) -> str:
+    first = description.split("\n\n", 1)[0].strip()
+    end = first.find(". ")
+    first = first[: end + 1] if end != -1 else first
+    return first if len(first) <= _SHORT_DESCRIPTION else first[: _SHORT_DESCRIPTION - 3] + "..."
+
+
+def _declare_all(toolset: ToolSet, deferred: frozenset[str]) -> tuple[list[dict[str, Any]], Any]:
+    declared = []
+    notes = {}
+    for tool in toolset:
+        if tool.providers is not None and NAME not in tool.providers:
+            continue
+        name = toolset.exposed_name(tool)
+        try:
+            parameters, tool_notes = to_gemini_json_schema(tool.input_schema)
+        except SchemaConversionError as exc:
+            raise exc.for_tool(tool.qualified_name) from None
+        description = clean_description(tool.description)
+        entry: dict[str, Any] = {
+            "type": "function",
+            "name": name,
+            "description": description,
+            "parameters": parameters,
+        }
+        if name in deferred:
+            entry["defer_loading"] = True
+            entry["short_description"] = _short(description) or name
+        declared.append(entry)
+        notes[name] = tool_notes
+    unknown = sorted(deferred - {d["name"] for d in declared})
+    if unknown:
+        names = ", ".join(d["name"] for d in declared) or "(none)"
+        raise ConfigurationError(
+            f"deferred names tools that are not declared: {', '.join(unknown)}; declared: {names}"
+        )
+    return declared, notes
+
+
+def _declared(toolset: ToolSet, deferred: Iterable[str]) -> tuple[list[dict[str, Any]], Any]:
+    names = frozenset(deferred)
+    return toolset.cached((NAME, names), lambda: _declare_all(toolset, names))
+
+
+def _native(tool: Any) -> dict[str, Any]:
+    if isinstance(tool, str):
+        return {"type": tool}
+    if isinstance(tool, tuple) and len(tool) == 2 and isinstance(tool[0], str):
+        return {"type": tool[0], **dict(tool[1])}
+    if isinstance(tool, Mapping) and isinstance(tool.get("type"), str):
+        return dict(tool)
+    raise ConfigurationError(f"not a native tool (a type name, a pair, or a map): {tool!r}")
+
+
+def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
+    """The request's ``tools``: one function entry per visible tool, then the native tools
+    (None when there is nothing to send).
+
+    Raises:
+        SchemaConversionError: naming the tool whose schema cannot be declared.
+        ConfigurationError: for a native tool that is not one, or a deferred name that is not
+            a declared tool.
+    """
+    options = options or _DEFAULT
+    declared, _ = _declared(toolset, options.deferred)
+    entries = toolset.cached(
+        (NAME, "entries"),
+        lambda: {d["name"]: DeclaredTool(d["name"], toolset[d["name"]]) for d in declared},
+    )
+    listed_tools = [*declared, *map(_native, options.native_tools)]
+    return Declaration(
+        provider=NAME,
+        options=options,
+        toolset=toolset,
+        tools=listed_tools or None,
+        entries=entries,
+    )
+
+
+def tools(
+    toolset: ToolSet | Iterable[Tool], *, deferred: Sequence[str] = ()
+) -> list[dict[str, Any]] | None:
+    """The request's ``tools`` for ``toolset``, in toolset order (None when empty)."""
+    options = options_for(NAME, Options, {"deferred": tuple(deferred)})
+    declared: list[dict[str, Any]] | None = declare(ToolSet.of(toolset), options).tools
+    return declared
+
+
+def assess(tool: Tool, options: Options | None = None) -> Verdict:
+    """How the Interactions API takes ``tool``: its lowered schema, checked against the
+    documented rules (those of generateContent's JSON Schema)."""
+
+    def declared() -> tuple[Any, list[str]]:
+        single = ToolSet([tool])
+        (entry,), notes = _declared(single, ())
+        return entry["parameters"], texts(notes[entry["name"]])
+
+    return assessed(NAME, tool, declared, gemini_violations)
+
+
+# -- parse -----------------------------------------------------------------------------------------
+
+_STEP_TYPES = frozenset(
+    {
+        "user_input",
+        "model_output",
+        "thought",
+        "function_call",
+        "function_result",
+        "code_execution_call",
+        "code_execution_result",
+        "url_context_call",
+        "url_context_result",
+        "google_search_call",
+        "google_search_result",
+        "google_maps_call",
+        "google_maps_result",
+        "file_search_call",
+        "file_search_result",
+        "mcp_server_tool_call",
+        "mcp_server_tool_result",
+        "tool_search_call",
+        "tool_search_result",
+        "retrieval_call",
+        "retrieval_result",
+        "processing_call",
+        "processing_result",
+    }
+)
+"""Step types of the Interactions API (google.genai.interactions.Step)."""
+_OWN_STEP_TYPES = _STEP_TYPES - {"function_call"}
+"""Step types no other provider uses (a Responses output item is also a ``function_call``)."""
+
+
+def _is_mapping(value: Any) -> bool:
+    return value.__class__ is dict or isinstance(value, Mapping)
+
+
+def recognizes(response: Any) -> bool:
+    """True for an interaction (an object with ``steps``), one step, or a list of steps."""
+    data = as_data(response)
+    if _is_mapping(data):
+        if isinstance(data.get("steps"), list | tuple):
+            return True
+        kind = data.get("type")
+        if kind == "function_call":  # a step's arguments are an object; an OpenAI item's text
+            return "call_id" not in data and _is_mapping(data.get("arguments", {}))
+        return kind.__class__ is str and kind in _OWN_STEP_TYPES
+    if isinstance(data, list | tuple):
+        kinds = item_types(data)
+        return bool(kinds & _OWN_STEP_TYPES) or (
+            "function_call" in kinds
+            and not any(_is_mapping(s) and "call_id" in s for s in map(as_data, data[:16]))
+        )
+    return False
+
+
+def _steps(response: Any) -> list[Mapping[str, Any]]:
+    data = as_data(response)
+    check_shape(NAME, data, recognizes)
+    if _is_mapping(data) and "steps" not in data and isinstance(data.get("type"), str):
+        data = [data]  # one step
+    steps = []
+    for position, raw in enumerate(listed(data, "steps", "an interaction or a list of steps")):
+        step = as_data(raw)
+        if not _is_mapping(step):
+            raise MalformedResponse(f"steps[{position}] is not an object")
+        steps.append(step)
+    return steps
+
+
+def function_result(
+    call_id: str,
+    name: str,
+    result: str | Mapping[str, Any] | list[dict[str, Any]],
+    *,
+    is_error: bool = False,
+) -> dict[str, Any]:
+    """A ``function_result`` step."""
+    step: dict[str, Any] = {"type": "function_result", "call_id": call_id, "name": name}
+    step["result"] = result
+    if is_error:
+        step["is_error"] = True
+    return step
+
+
+def _pending_calls(steps: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The ``function_call`` steps no ``function_result`` in the same steps answers: an
+    interaction that carries its history never gets an answered call run again."""
+    answered = {step.get("call_id") for step in steps if step.get("type") == "function_result"}
+    return [
+        step
+        for step in steps
+        if step.get("type") == "function_call" and sent_id(step.get("id")) not in answered
+    ]
+
+
+def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCall]:
+    """Every ``function_call`` step of an interaction (or a list of steps) still to answer,
+    in order.
+
+    A call to a declared tool whose arguments are an object is a [`ToolCall`][]. A call to an
+    unknown name, with arguments that are not an object, or whose ``id`` an earlier call has,
+    is a [`RejectedCall`][] with its ``function_result`` error answer. A call some
+    ``function_result`` of the same steps answers is skipped.
+
+    Raises:
+        MalformedResponse: when the response, or one of its steps, is not an object (naming
+            the provider it looks like, when it is another's).
+    """
+    calls = _pending_calls(_steps(response))
+    ids = CallIds(
+        call_id for call_id in (sent_id(step.get("id")) for step in calls) if call_id is not None
+    )
+    return [_parse_call(step, index, ids, declaration) for index, step in enumerate(calls)]
+
+
+def _parse_call(
+    step: Mapping[str, Any], index: int, ids: CallIds, declaration: Declaration
+) -> ToolCall | RejectedCall:
+    raw_name = step.get("name")
+    name = raw_name if raw_name.__class__ is str else ""
+    call_id = sent_id(step.get("id"))
+
+    def error_answer(answer_id: str, message: str) -> dict[str, Any]:
+        return function_result(answer_id, name, message, is_error=True)
+
+    if call_id is not None and not ids.keep(call_id):
+        message = ids.duplicate(call_id)
+        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error_answer)
+    return resolve_call(
+        declaration,
+        PROFILE,
+        name=name,
+        call_id=call_id,
+        arguments=step.get("arguments"),
+        index=index,
+        ids=ids,
+        error_answer=error_answer,
+        coerce=_whole_floats,
+    )
+
+
+def _whole_floats(arguments: dict[str, Any], tool: Tool) -> dict[str, Any]:
+    """Gemini may send a whole number as a float: ``2.0`` becomes ``2`` where the schema wants
+    an integer."""
+    if not any(isinstance(v, dict | list | float) for v in arguments.values()):
+        return arguments
+    return coerce_whole_floats(arguments, tool.input_schema)
+
+
+def parse_calls(response: Any, toolset: ToolSet | Iterable[Tool]) -> list[ToolCall | RejectedCall]:
+    """[`parse`][] against ``toolset`` (when there is no [`Declaration`][] at hand)."""
+    return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), _DEFAULT, declare))
+
+
+def function_calls(
+    response: Any, toolset: ToolSet | Iterable[Tool]
+) -> tuple[list[ToolCall], list[dict[str, Any]]]:
+    """The resolved calls, and the error answers for calls that cannot run."""
+    return split_calls(parse_calls(response, toolset))
+
+
+# -- answer ----------------------------------------------------------------------------------------
+
+
+def _media(part: Any) -> dict[str, Any] | None:
+    """A content item for an image or audio part the API takes, else None."""
+    if isinstance(part, ImageContent | AudioContent):
+        kind = "image" if isinstance(part, ImageContent) else "audio"
+        if part.mime_type in _MEDIA_TYPES[kind]:
+            data = base64.b64encode(part.data).decode("ascii")
+            return {"type": kind, "mime_type": part.mime_type, "data": data}
+    return None
+
+
+def _structured(result: ToolResult, text: str, has_text: bool, mode: str) -> Any:
+    """The result as a string or an object (no media), per the ``structured`` mode."""
+    data = result.structured_content
+    if data is None or mode == "ignore" or (mode == "auto" and has_text):
+        return text
+    if mode == "append":
+        return f"{text}\n{canonical_json(dict(data))}" if has_text else canonical_json(dict(data))
+    return dict(data)
+
+
+def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -> dict[str, Any]:
+    """The ``function_result`` step for ``call``: its result is a string, the structured
+    content as an object, or a content list when the result carries images or audio; a
+    failure is its message with ``is_error``.
+
+    ``result`` is an executor's (made safe to shape by ``ToolResult.from_value`` already)."""
+    options = options or _DEFAULT
+    call_id = call.call_id or call.local_id
+    name = call.exposed_name
+    if result.is_error:
+        message = content_text(result.content) or "the tool failed"
+        return function_result(call_id, name, message, is_error=True)
+    media = [_media(part) for part in result.content]
+    if not any(media):
+        text = content_text(result.content)
+        value = _structured(result, text, bool(result.content), options.structured)
+        return function_result(call_id, name, value)
+    items: list[dict[str, Any]] = []
+    data = result.structured_content
+    if data is not None and options.structured != "ignore":
+        items.append({"type": "text", "text": canonical_json(dict(data))})
+    for part, item in zip(result.content, media, strict=True):
+        if item is not None:
+            items.append(item)
+        elif isinstance(part, TextContent):
+            items.append({"type": "text", "text": part.text})
+        else:
+            items.append({"type": "text", "text": placeholder(part)})
+    return function_result(call_id, name, items)
+
+
+# -- the conversation ------------------------------------------------------------------------------
+
+
+def followup(response: Any, answers: Sequence[Any], ids: Sequence[str | None] = ()) -> list[Any]:
+    """The next request's ``input``: the answers, in call order. The server holds the rest of
+    the conversation: send them with ``previous_interaction_id`` set to ``response``'s id
+    ([`continuation`][] builds both). With ``store=False``, append [`model_steps`][] first."""
+    _steps(response)  # a response of another provider's shape is refused here too
+    return list(answers)
+
+
+def continuation(response: Any, answers: Sequence[Any]) -> dict[str, Any]:
+    """The next ``interactions.create`` arguments after ``response``: ``input`` (the answers)
+    and ``previous_interaction_id``.
+
+    Raises:
+        MalformedResponse: when the interaction has no id (it was not stored: keep the
+            history with [`model_steps`][] instead).
+    """
+    data = as_data(response)
+    interaction_id = data.get("id") if _is_mapping(data) else None
+    if not isinstance(interaction_id, str) or not interaction_id:
+        raise MalformedResponse(
+            "this interaction has no id to continue from; with store=False send the history: "
+            "model_steps(response) and then the answers"
+        )
+    return {"previous_interaction_id": interaction_id, "input": followup(response, answers)}
+
+
+def model_steps(response: Any) -> list[dict[str, Any]]:
+    """The model's steps of ``response`` (its thoughts, with their signatures, its output and
+    its calls), for a client that keeps the history itself."""
+    return [dict(step) for step in _steps(response) if step.get("type") != "user_input"]
+
+
+def response_for(
+    calls: Sequence[tuple[str, str, Mapping[str, Any]]], text: str | None = None
+) -> dict[str, Any]:
+    """An interaction holding ``text`` as model output, then ``calls`` ((id, name,
+    arguments)) as ``function_call`` steps."""
+    steps: list[dict[str, Any]] = []
+    if text:
+        steps.append({"type": "model_output", "content": [{"type": "text", "text": text}]})
+    steps += [
+        {"type": "function_call", "id": call_id, "name": name, "arguments": dict(args)}
+        for call_id, name, args in calls
+    ]
+    status = "requires_action" if calls else "completed"
+    return {"id": "interaction_1", "status": status, "steps": steps}
+
+
+def text(response: Any) -> str:
+    """The text of the model's output steps (thoughts left out)."""
+    return "".join(
+        item["text"]
+        for step in _steps(response)
+        if step.get("type") == "model_output" and isinstance(step.get("content"), list | tuple)
+        for item in map(as_data, step["content"])
+        if _is_mapping(item) and item.get("type") == "text" and isinstance(item.get("text"), str)
+    )
+
+
+# -- streaming -------------------------------------------------------------------------------------
+
+
+class InteractionsStreamAccumulator:
+    """Turns the Interactions API's streamed events into the interaction they add up to.
+
+    ``step.start`` opens a step at its ``index``; ``step.delta`` adds to it: an
+    ``arguments_delta`` is a piece of a function call's arguments (JSON text), a ``text``
+    delta a piece of the model's output, a ``thought_signature`` its thought's signature;
+    ``step.stop`` ends it. ``interaction.created``, ``interaction.status_update`` and
+    ``interaction.completed`` carry the id and status (and, when it comes, the completed
+    interaction's steps, which win). Other deltas are ignored.
+
+    Bounded by ``limits`` (see [`StreamLimits`][toolwire.providers._wire.StreamLimits]): an
+    event not shaped as the API streams it, an ``error`` event, or a stream past a limit raises
+    [`MalformedResponse`][toolwire.errors.MalformedResponse].
+    """
+
+    def __init__(self, *, limits: StreamLimits | None = None) -> None:
+        self._budget = StreamBudget("Interactions stream", limits)
+        self._steps: dict[int, dict[str, Any]] = {}
+        self._arguments: dict[int, list[str]] = {}
+        self._texts: dict[int, list[str]] = {}
+        self._interaction: dict[str, Any] = {}
+        self._completed_steps: list[Any] | None = None
+
+    def add(self, event: Any) -> None:
+        """Add one event (a dict or the SDK's event object).
+
+        Raises:
+            MalformedResponse: for an event not shaped as the API streams it, an error event,
+                or past a limit.
+        """
+        data = as_data(event)
+        if not _is_mapping(data):
+            raise MalformedResponse(f"an event must be an object, not {type(event).__name__}")
+        kind = data.get("event_type")
+        if kind == "step.start":
+            self._start(data)
+        elif kind == "step.delta":
+            self._delta(data)
+        elif kind in ("interaction.created", "interaction.completed"):
+            interaction = as_data(data.get("interaction"))
+            if not _is_mapping(interaction):
+                raise MalformedResponse(f"{kind} carries no interaction object")
+            steps = interaction.get("steps")
+            if kind == "interaction.completed" and isinstance(steps, list) and steps:
+                self._completed_steps = list(steps)
+            self._interaction.update({k: v for k, v in interaction.items() if k != "steps"})
+        elif kind == "interaction.status_update":
+            if isinstance(data.get("status"), str):
+                self._interaction["status"] = data["status"]
+        elif kind == "error":
+            error = as_data(data.get("error"))
+            message = error.get("message") if _is_mapping(error) else None
+            raise MalformedResponse(f"the interaction stream failed: {message or error!r}")
+
+    def _start(self, data: Mapping[str, Any]) -> None:
+        index = self._budget.index(data.get("index"), "index")
+        step = as_data(data.get("step"))
+        if not _is_mapping(step) or not isinstance(step.get("type"), str):
+            raise MalformedResponse("step.start carries no step object")
+        if index not in self._steps:
+            self._budget.part()
+        self._steps[index] = dict(step)
+        self._arguments.pop(index, None)
+        self._texts.pop(index, None)
+
+    def _delta(self, data: Mapping[str, Any]) -> None:
+        index = self._budget.index(data.get("index"), "index")
+        delta = as_data(data.get("delta"))
+        if not _is_mapping(delta):
+            raise MalformedResponse("step.delta carries no delta object")
+        step = self._steps.get(index)
+        if step is None:
+            raise MalformedResponse(f"step.delta for step {index}, which never started")
+        kind = delta.get("type")
+        if kind == "arguments_delta":
+            if step.get("type") != "function_call":
+                return  # another call step's arguments: not ours to run
+            piece = self._budget.text(delta.get("arguments", ""), "arguments")
+            self._arguments.setdefault(index, []).append(piece)
+        elif kind == "text":
+            self._texts.setdefault(index, []).append(self._budget.text(delta.get("text"), "text"))
+        elif kind == "thought_signature" and delta.get("signature") is not None:
+            step["signature"] = self._budget.text(delta["signature"], "signature")
+
+    def _step(self, index: int) -> dict[str, Any]:
+        step = dict(self._steps[index])
+        if index in self._arguments:
+            joined = "".join(self._arguments[index])
+            loaded = load_json(joined) if joined.strip() else {}
+            # arguments that are not a JSON object stay text: parsing answers them as invalid
+            step["arguments"] = joined if isinstance(loaded, NotJson) else loaded
+        if index in self._texts:
+            content = list(step.get("content") or [])
+            content.append({"type": "text", "text": "".join(self._texts[index])})
+            step["content"] = content
+        return step
+
+    def response(self) -> dict[str, Any]:
+        """The interaction so far: ``id`` and ``status`` when streamed, and its steps."""
+        steps = (
+            self._completed_steps
+            if self._completed_steps is not None
+            else [self._step(index) for index in sorted(self._steps)]
+        )
+        return {**self._interaction, "steps": steps}
+
+
+Accumulator = InteractionsStreamAccumulator
