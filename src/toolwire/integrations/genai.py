@@ -12,6 +12,16 @@ Manual dispatch, the durable path (AFC is leaving ``Models.generate_content``)::
     )
     response = await client.aio.models.generate_content(model=..., contents=..., config=config)
     parts = await run_function_calls(response.function_calls or [], toolset=toolset)
+
+The Interactions API (``client.interactions.create``) has its own pair::
+
+    interaction = await client.aio.interactions.create(
+        model=..., input=..., tools=interaction_tools(toolset)
+    )
+    while calls := await run_interaction_calls(interaction, toolset=toolset):
+        interaction = await client.aio.interactions.create(
+            model=..., tools=interaction_tools(toolset), **calls
+        )
 """
 
 from __future__ import annotations
@@ -27,14 +37,22 @@ from toolwire.approval import ApprovalPending, DeferredApproval
 from toolwire.calls import ToolCall, argument_problem
 from toolwire.errors import ConfigurationError, MalformedResponse, MissingDependency, ToolwireError
 from toolwire.executor import Executor, make_call
-from toolwire.providers import gemini
+from toolwire.providers import gemini, gemini_interactions
 from toolwire.schema.gemini import inline_gemini_defs
 from toolwire.tool import Tool, ToolSet
 
 if TYPE_CHECKING:
     from google.genai import types as genai_types
 
-__all__ = ["ToolCallFailed", "afc_callable", "afc_callables", "genai_tool", "run_function_calls"]
+__all__ = [
+    "ToolCallFailed",
+    "afc_callable",
+    "afc_callables",
+    "genai_tool",
+    "interaction_tools",
+    "run_function_calls",
+    "run_interaction_calls",
+]
 
 
 def _types() -> Any:
@@ -128,6 +146,65 @@ async def run_function_calls(
         )
         parts.append(types.Part.model_validate(answer))
     return parts
+
+
+# -- the Interactions API ------------------------------------------------------------------------
+
+
+def interaction_tools(
+    toolset: ToolSet | Iterable[Tool], *, deferred: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """The Interactions API's ``tools``: a ``function`` tool for every tool exported to it
+    (``deferred`` names those declared with ``defer_loading``); ``[]`` when there are none."""
+    return gemini_interactions.tools(toolset, deferred=deferred) or []
+
+
+async def run_interaction_calls(
+    interaction: Any,
+    *,
+    executor: Executor | None = None,
+    toolset: ToolSet | Iterable[Tool] | None = None,
+    run_id: str | None = None,
+    principal: Any = None,
+    taint: Iterable[str] = (),
+    deps: Any = None,
+    structured: gemini.StructuredMode = "prefer",
+) -> dict[str, Any]:
+    """Run an interaction's ``function_call`` steps through the governed pipeline.
+
+    Args:
+        interaction: what ``interactions.create`` returned (or its dict, or what a stream
+            accumulator's ``response()`` gave).
+        executor, toolset, run_id, principal, taint, deps: as [`run_function_calls`][].
+        structured: how an answer carries structured content (as
+            ``InteractionsOptions.structured``).
+
+    Returns:
+        The next ``interactions.create`` arguments: ``input``, one ``function_result`` step per
+        call in order (unknown tools and bad arguments included), and
+        ``previous_interaction_id``; ``{}`` when the model made no call (it is done).
+
+    Raises:
+        ApprovalPending: with a deferred approver, as [`Executor.run`][].
+        MalformedResponse: when ``interaction`` is not one, or has calls but no id to continue
+            from.
+    """
+    if executor is None:
+        if toolset is None:
+            raise ConfigurationError("run_interaction_calls needs an executor or a toolset")
+        executor = Executor(toolset)
+    items = gemini_interactions.parse_calls(interaction, executor.toolset)
+    if not items:
+        return {}
+    outcomes = await executor.run(items, run_id=run_id, principal=principal, taint=taint, deps=deps)
+    options = gemini_interactions.Options(structured=structured)
+    answers = [
+        gemini_interactions.answer(outcome.item, outcome.result, options)
+        if isinstance(outcome.item, ToolCall)
+        else outcome.item.answer
+        for outcome in outcomes
+    ]
+    return gemini_interactions.continuation(interaction, answers)
 
 
 # -- automatic function calling ------------------------------------------------------------------

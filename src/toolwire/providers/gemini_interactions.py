@@ -63,6 +63,7 @@ from toolwire.providers._wire import (
     item_types,
     listed,
     load_json,
+    printable,
     rejected_call,
     resolve_call,
     sent_id,
@@ -607,7 +608,8 @@ class InteractionsStreamAccumulator:
         elif kind == "error":
             error = as_data(data.get("error"))
             message = error.get("message") if _is_mapping(error) else None
-            raise MalformedResponse(f"the interaction stream failed: {message or error!r}")
+            shown = printable(message) if isinstance(message, str) else repr(error)[:300]
+            raise MalformedResponse(f"the interaction stream failed: {shown}")
 
     def _start(self, data: Mapping[str, Any]) -> None:
         index = self._budget.index(data.get("index"), "index")
