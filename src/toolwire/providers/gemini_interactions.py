@@ -564,7 +564,9 @@ class InteractionsStreamAccumulator:
     delta a piece of the model's output, a ``thought_signature`` its thought's signature;
     ``step.stop`` ends it. ``interaction.created``, ``interaction.status_update`` and
     ``interaction.completed`` carry the id and status (and, when it comes, the completed
-    interaction's steps, which win). Other deltas are ignored.
+    interaction's steps, which win). A stream the SDK continued on its own (automatic
+    continuation) holds several interactions, each opened by ``interaction.created``: their
+    steps add up, and the last one's id is the one to continue from. Other deltas are ignored.
 
     Bounded by ``limits`` (see [`StreamLimits`][toolwire.providers._wire.StreamLimits]): an
     event not shaped as the API streams it, an ``error`` event, or a stream past a limit raises
@@ -578,6 +580,9 @@ class InteractionsStreamAccumulator:
         self._texts: dict[int, list[str]] = {}
         self._interaction: dict[str, Any] = {}
         self._completed_steps: list[Any] | None = None
+        self._earlier: list[dict[str, Any]] = []
+        """The steps of earlier hops: the SDK's automatic continuation streams several
+        interactions as one, each numbering its steps from 0."""
 
     def add(self, event: Any) -> None:
         """Add one event (a dict or the SDK's event object).
@@ -598,10 +603,18 @@ class InteractionsStreamAccumulator:
             interaction = as_data(data.get("interaction"))
             if not _is_mapping(interaction):
                 raise MalformedResponse(f"{kind} carries no interaction object")
-            steps = interaction.get("steps")
-            if kind == "interaction.completed" and isinstance(steps, list) and steps:
-                self._completed_steps = list(steps)
-            self._interaction.update({k: v for k, v in interaction.items() if k != "steps"})
+            fields = {k: v for k, v in interaction.items() if k != "steps"}
+            if kind == "interaction.created":
+                if self._steps or self._completed_steps is not None:  # the next hop begins
+                    self._earlier += self._hop_steps()
+                    self._steps, self._arguments, self._texts = {}, {}, {}
+                    self._completed_steps = None
+                self._interaction = fields  # the last hop's id is the one to continue from
+            else:
+                steps = interaction.get("steps")
+                if isinstance(steps, list) and steps:
+                    self._completed_steps = [as_data(step) for step in steps]
+                self._interaction.update(fields)
         elif kind == "interaction.status_update":
             if isinstance(data.get("status"), str):
                 self._interaction["status"] = data["status"]
@@ -654,14 +667,15 @@ class InteractionsStreamAccumulator:
             step["content"] = content
         return step
 
+    def _hop_steps(self) -> list[dict[str, Any]]:
+        if self._completed_steps is not None:
+            return list(self._completed_steps)
+        return [self._step(index) for index in sorted(self._steps)]
+
     def response(self) -> dict[str, Any]:
-        """The interaction so far: ``id`` and ``status`` when streamed, and its steps."""
-        steps = (
-            self._completed_steps
-            if self._completed_steps is not None
-            else [self._step(index) for index in sorted(self._steps)]
-        )
-        return {**self._interaction, "steps": steps}
+        """The interaction so far: the last hop's ``id`` and ``status`` when streamed, and the
+        steps of every hop."""
+        return {**self._interaction, "steps": self._earlier + self._hop_steps()}
 
 
 Accumulator = InteractionsStreamAccumulator
