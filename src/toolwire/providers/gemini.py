@@ -11,6 +11,10 @@ Parse the model's calls and answer them::
     parts = [gemini.function_response(c.exposed_name, result, id=c.call_id) for c, result in ...]
     contents.append({"role": "user", "parts": rejected + parts})
 
+On the Live API, declare with ``schema="openapi"`` (Live reads ``parameters``), and answer
+with [`live_tool_response`][]; functions named in ``non_blocking`` run asynchronously, and
+``scheduling`` says how the model takes their answers.
+
 Responses may be dicts (REST JSON, camelCase or snake_case) or google-genai objects; nothing
 here imports google-genai.
 """
@@ -18,18 +22,21 @@ here imports google-genai.
 from __future__ import annotations
 
 import base64
+import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, get_args
+from urllib.parse import urlsplit
 
 from toolwire._text import clean_description
 from toolwire.calls import (
     AudioContent,
     ImageContent,
     RejectedCall,
+    ResourceLink,
     ToolCall,
     ToolResult,
     canonical_json,
@@ -76,6 +83,7 @@ __all__ = [
     "GeminiOptions",
     "MediaMode",
     "Options",
+    "Scheduling",
     "SchemaMode",
     "StreamAccumulator",
     "StructuredMode",
@@ -102,8 +110,14 @@ NAME = "gemini"
 SchemaMode = Literal["json", "openapi"]
 StructuredMode = Literal["prefer", "auto", "append", "ignore"]
 MediaMode = Literal["placeholder", "parts"]
+Scheduling = Literal["INTERRUPT", "WHEN_IDLE", "SILENT"]
+"""How the Live API takes the answer to a non-blocking call: ``"INTERRUPT"`` stops what the
+model is saying to tell it, ``"WHEN_IDLE"`` (Gemini's default) tells it once the model is
+done, ``"SILENT"`` only adds it to the context."""
+_SCHEDULINGS: tuple[str, ...] = get_args(Scheduling)
 
-# Media Gemini 3 takes inside functionResponse.parts; anything else stays a placeholder.
+# Media Gemini 3 takes inside functionResponse.parts; anything else stays a placeholder
+# ("Multimodal function responses", https://ai.google.dev/gemini-api/docs/function-calling).
 _NATIVE_RESPONSE_MIME_TYPES = frozenset(
     {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}
 )
@@ -114,7 +128,7 @@ PROFILE = ProviderProfile(
     name_pattern=r"[A-Za-z_][A-Za-z0-9_.:-]{0,127}",
     image_types=frozenset({"image/png", "image/jpeg", "image/webp"}),
     error_prefix=None,  # a failure goes under response.error
-    declared_options=frozenset({"schema", "backend", "native_tools"}),
+    declared_options=frozenset({"schema", "backend", "native_tools", "non_blocking"}),
     max_tools=512,  # "Maximum 512 function declarations can be provided" (google-genai)
     schema_rules="Gemini's JSON Schema subset (parametersJsonSchema), or OpenAPI 3.0 (parameters)",
     option_sets=({}, {"schema": "openapi"}, {"schema": "openapi", "backend": "vertex"}),
@@ -144,7 +158,28 @@ class GeminiOptions:
     structured: StructuredMode = "prefer"
     """How an answer carries structured content (see [`function_response`][])."""
     media: MediaMode = "placeholder"
-    """How an answer carries images and PDFs (see [`function_response`][])."""
+    """How an answer carries images, PDFs and links to them (see [`function_response`][])."""
+    non_blocking: bool | tuple[str, ...] = field(
+        default=False, metadata={"help": "Live API: the functions declared NON_BLOCKING"}
+    )
+    """Live API only: the functions declared ``behavior: NON_BLOCKING`` (asynchronous
+    function calling), as exposed names, or True for every function. The model goes on
+    talking while they run; their answers are taken as ``scheduling`` says. Gemini takes
+    ``behavior`` only on the Live API (``BidiGenerateContent``): leave this False for
+    ``generateContent``."""
+    scheduling: Scheduling | None = None
+    """Live API: how the model takes each answer to a non-blocking call (see
+    [`Scheduling`][]); None sends none (Gemini then takes ``"WHEN_IDLE"``)."""
+    public_urls: bool = False
+    """With ``media="parts"``: also send a tool's links to public ``https`` URLs as
+    ``fileData``, for Gemini to fetch (see [`function_response`][])."""
+
+    def __post_init__(self) -> None:
+        given: Any = self.non_blocking
+        if isinstance(given, list):  # a list from keyword options: kept hashable
+            object.__setattr__(self, "non_blocking", tuple(given))
+        if self.scheduling is not None:
+            _checked_scheduling(self.scheduling)
 
 
 Options = GeminiOptions
@@ -192,7 +227,11 @@ def _declared(
 
 
 def function_declarations(
-    toolset: ToolSet | Iterable[Tool], *, schema: SchemaMode = "json", backend: Backend = "gemini"
+    toolset: ToolSet | Iterable[Tool],
+    *,
+    schema: SchemaMode = "json",
+    backend: Backend = "gemini",
+    non_blocking: bool | Sequence[str] = False,
 ) -> list[dict[str, Any]]:
     """The ``functionDeclarations`` for the visible tools, in toolset order.
 
@@ -203,16 +242,59 @@ def function_declarations(
             older models).
         backend: ``"vertex"`` keeps what Vertex AI takes beyond the Gemini API in ``"openapi"``
             mode (``additionalProperties``, recursive ``ref``/``defs``).
+        non_blocking: Live API only: the exposed names of the functions to declare
+            ``behavior: NON_BLOCKING``, or True for all (see ``GeminiOptions.non_blocking``).
+            A name of the toolset that is not declared to Gemini is let be.
 
     Each declaration has the exposed name, a cleaned description (``""`` when missing) and an
-    object schema, even for a tool without parameters. The result is cached on the toolset;
-    treat it as read-only.
+    object schema, even for a tool without parameters. The declarations are cached on the
+    toolset; treat them as read-only.
 
     Raises:
         SchemaConversionError: naming the tool and the JSON path of a schema that cannot be
             converted.
+        ConfigurationError: ``non_blocking`` names a tool the toolset does not have (naming
+            the declared ones), or is not True, False or a list of names.
     """
-    return list(_declared(ToolSet.of(toolset), schema, backend)[0])
+    tools = ToolSet.of(toolset)
+    declarations = list(_declared(tools, schema, backend)[0])
+    chosen = _non_blocking_names(tools, declarations, non_blocking)
+    if not chosen:
+        return declarations
+    # "currently only supported by the BidiGenerateContent method" (google-genai's
+    # FunctionDeclaration.behavior; https://ai.google.dev/gemini-api/docs/live-tools)
+    return [{**d, "behavior": "NON_BLOCKING"} if d["name"] in chosen else d for d in declarations]
+
+
+def _non_blocking_names(
+    toolset: ToolSet, declarations: Sequence[Mapping[str, Any]], selection: Any
+) -> frozenset[str]:
+    """The declared names ``selection`` (True, False or exposed names) makes non-blocking.
+
+    Raises:
+        ConfigurationError: for a name the toolset does not have, or a selection of another
+            kind.
+    """
+    if selection is False:
+        return frozenset()
+    declared = [d["name"] for d in declarations]
+    if selection is True:
+        return frozenset(declared)
+    if not isinstance(selection, list | tuple):
+        raise ConfigurationError(
+            "non_blocking takes True, False or a list of exposed tool names, "
+            f"not {type(selection).__name__}"
+        )
+    for name in selection:
+        if not isinstance(name, str):
+            raise ConfigurationError(f"non_blocking names tools by exposed name, not {name!r}")
+        if name not in toolset:  # a tool the toolset hides from Gemini is let be
+            shown = ", ".join(declared[:50]) + (", ..." if len(declared) > 50 else "")
+            raise ConfigurationError(
+                f"non_blocking names {printable(name[:100])!r}, which is not a declared tool; "
+                f"declared: {shown or '(none)'}"
+            )
+    return frozenset(selection) & frozenset(declared)
 
 
 def conversion_notes(
@@ -490,6 +572,9 @@ def function_response(
     id: str | None = None,
     structured: StructuredMode = "prefer",
     media: MediaMode = "placeholder",
+    scheduling: Scheduling | None = None,
+    backend: Backend = "gemini",
+    public_urls: bool = False,
 ) -> dict[str, Any]:
     """The ``functionResponse`` part answering a call to ``name`` (the name the model used).
 
@@ -502,13 +587,44 @@ def function_response(
             ``"append"`` sends the text followed by the structured content as JSON;
             ``"ignore"`` sends the text content only.
         media: ``"placeholder"`` writes media as ``[image: image/png, 1024 bytes]``;
-            ``"parts"`` sends images and PDFs as ``functionResponse.parts`` (Gemini 3+).
+            ``"parts"`` sends images and PDFs as ``functionResponse.parts`` (Gemini 3+):
+            inline as ``inlineData``, and a [`ResourceLink`][] to one as ``fileData`` when
+            Gemini can read its URI (below).
+        scheduling: Live API: how the model takes the answer to a non-blocking call
+            (see [`Scheduling`][]); None sends none.
+        backend: where the request goes (``"gemini"`` or ``"vertex"``): which storage URIs
+            it reads.
+        public_urls: with ``media="parts"``, also send links to public ``https`` URLs as
+            ``fileData``.
 
     ``response`` is always an object: the output under ``"output"``, a failure under
-    ``"error"``.
+    ``"error"``. Each media part has a ``displayName`` (``image_1.png``, ``application_2.pdf``:
+    unique within the answer) and ``response.media`` refers to each as ``{"$ref": name}``.
+
+    A link becomes ``fileData`` only when it has a MIME type Gemini takes there and a URI it
+    reads itself: a Gemini Files API URI (``https://generativelanguage.googleapis.com/v1beta/
+    files/...``) on the Gemini API, a ``gs://`` URI on Vertex AI (the Gemini API reads a Cloud
+    Storage object only once registered, by the Files API URI that gives it), and, with
+    ``public_urls``, an ``https`` URL on a public host (no credentials, no port but 443, no IP
+    address that is not public, no ``localhost``, ``.local`` or ``.internal`` name). Any other
+    link stays text. toolwire never fetches a link; Gemini fetches a public URL itself, and a
+    URL it cannot fetch fails the request, which is why those go only when asked.
+
+    Raises:
+        ConfigurationError: for a ``scheduling`` Gemini does not take, or a ``backend`` that
+            is not ``"gemini"`` or ``"vertex"``.
     """
+    if backend not in ("gemini", "vertex"):
+        raise ConfigurationError(f"backend must be 'gemini' or 'vertex', not {backend!r}")
     return _response_part(
-        name, ToolResult.from_value(outcome), id=id, structured=structured, media=media
+        name,
+        ToolResult.from_value(outcome),
+        id=id,
+        structured=structured,
+        media=media,
+        scheduling=scheduling,
+        file_backend=backend,
+        public_urls=public_urls,
     )
 
 
@@ -519,42 +635,157 @@ def _response_part(
     id: str | None = None,
     structured: StructuredMode = "prefer",
     media: MediaMode = "placeholder",
+    scheduling: Scheduling | None = None,
+    file_backend: Backend | None = None,
+    public_urls: bool = False,
 ) -> dict[str, Any]:
+    """The ``functionResponse`` part; links become ``fileData`` only with a ``file_backend``
+    (the backend whose URIs count as readable)."""
     body: dict[str, Any] = {"name": name}
     if id:
         body["id"] = id
     native: list[dict[str, Any]] = []
     content = result.content
     if media == "parts":
-        content = tuple(part for part in result.content if not _add_native_part(part, native))
+        content = tuple(
+            part
+            for part in result.content
+            if not _add_native_part(
+                part, native, file_backend=file_backend, public_urls=public_urls
+            )
+        )
     text = content_text(content)
     if result.is_error:
         body["response"] = {"error": text or "the tool failed"}
     else:
         body["response"] = {"output": _output(text, bool(content), result, structured)}
     if native:
-        # Each part is named, and the response refers to it by name, as Gemini documents.
-        body["response"]["media"] = [{"$ref": p["inlineData"]["displayName"]} for p in native]
+        # Each part is named, and the response refers to it by name, as Gemini documents
+        # (https://ai.google.dev/gemini-api/docs/function-calling, multimodal responses).
+        body["response"]["media"] = [{"$ref": _display_name(p)} for p in native]
         body["parts"] = native
+    if scheduling is not None:
+        body["scheduling"] = _checked_scheduling(scheduling)
     return {"functionResponse": body}
 
 
-def _add_native_part(part: Any, native: list[dict[str, Any]]) -> bool:
-    if isinstance(part, ImageContent | AudioContent) and (
-        part.mime_type in _NATIVE_RESPONSE_MIME_TYPES
-    ):
-        kind, _, subtype = part.mime_type.partition("/")
-        native.append(
-            {
-                "inlineData": {
-                    "mimeType": part.mime_type,
-                    "data": base64.b64encode(part.data).decode("ascii"),
-                    "displayName": f"{kind}_{len(native) + 1}.{subtype}",
-                }
-            }
+def _checked_scheduling(scheduling: Any) -> str:
+    if scheduling not in _SCHEDULINGS or not isinstance(scheduling, str):
+        raise ConfigurationError(
+            f"scheduling must be one of {', '.join(map(repr, _SCHEDULINGS))}, not {scheduling!r}"
         )
+    return scheduling
+
+
+def _display_name(part: Mapping[str, Any]) -> str:
+    (data,) = part.values()  # the part's inlineData or fileData
+    return str(data["displayName"])
+
+
+def _add_native_part(
+    part: Any,
+    native: list[dict[str, Any]],
+    *,
+    file_backend: Backend | None = None,
+    public_urls: bool = False,
+) -> bool:
+    """Append ``part`` to ``native`` as a media part when Gemini takes it there (True), named
+    by its place among them, so inline and file parts never share a name.
+
+    A [`ResourceLink`][] counts only with a ``file_backend``, and only when that backend
+    reads its URI (see [`function_response`][]); it is never fetched here."""
+    if isinstance(part, ImageContent | AudioContent):
+        if part.mime_type not in _NATIVE_RESPONSE_MIME_TYPES:
+            return False
+        blob = {"mimeType": part.mime_type, "data": base64.b64encode(part.data).decode("ascii")}
+        native.append({"inlineData": {**blob, "displayName": _next_name(part.mime_type, native)}})
+        return True
+    if isinstance(part, ResourceLink) and file_backend is not None:
+        mime = part.mime_type
+        if mime not in _NATIVE_RESPONSE_MIME_TYPES or not _readable_uri(
+            part.uri, file_backend, public_urls
+        ):
+            return False
+        file = {"mimeType": mime, "fileUri": part.uri}
+        native.append({"fileData": {**file, "displayName": _next_name(mime, native)}})
         return True
     return False
+
+
+def _next_name(mime_type: str, native: Sequence[Any]) -> str:
+    kind, _, subtype = mime_type.partition("/")
+    return f"{kind}_{len(native) + 1}.{subtype}"
+
+
+# The URIs fileData takes, by who reads them: the Gemini API reads its Files API's files and
+# public or signed https URLs (https://ai.google.dev/gemini-api/docs/file-input-methods),
+# Vertex AI reads Cloud Storage objects and public URLs
+# (https://cloud.google.com/vertex-ai/generative-ai/docs/multimodal/function-calling).
+# A Files API file: "files/" and up to 40 lowercase letters, digits or dashes.
+_FILES_API_URI = re.compile(
+    r"https://generativelanguage\.googleapis\.com/v1(?:beta|alpha)?/files/[a-z0-9-]{1,40}"
+)
+# A Cloud Storage object: a bucket name, then an object name (no spaces or control characters).
+_GCS_URI = re.compile(r"gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]/[^\x00-\x20\x7f]{1,1024}")
+_MAX_URL = 4096  # long enough for signed URLs
+_URL_TEXT = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+")  # RFC 3986's characters
+_HOST_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+# Names that resolve only inside a network (RFC 6761, RFC 6762, ICANN's .internal, common use).
+_PRIVATE_SUFFIXES = frozenset(
+    {
+        "localhost",
+        "localdomain",
+        "local",
+        "internal",
+        "intranet",
+        "lan",
+        "home",
+        "corp",
+        "private",
+        "test",
+        "invalid",
+        "example",
+        "onion",
+        "arpa",
+    }
+)
+
+
+def _readable_uri(uri: str, backend: Backend, public_urls: bool) -> bool:
+    """True when the backend reads ``uri`` as a function response's ``fileData``."""
+    if backend == "gemini" and _FILES_API_URI.fullmatch(uri):
+        return True
+    if backend == "vertex" and _GCS_URI.fullmatch(uri):
+        return True
+    return public_urls and _public_https(uri)
+
+
+def _public_https(uri: str) -> bool:
+    """True for an ``https`` URL (RFC 3986 characters only, sent as it is) on a host anyone
+    can reach, judged from the text alone (nothing is resolved or fetched)."""
+    if len(uri) > _MAX_URL or not _URL_TEXT.fullmatch(uri):
+        return False
+    try:
+        url = urlsplit(uri)
+        port = url.port
+    except ValueError:
+        return False
+    host = url.hostname
+    if url.scheme != "https" or not host or url.username is not None or port not in (None, 443):
+        return False
+    if "generativelanguage" in host and host.endswith(".googleapis.com"):
+        return False  # the Gemini API itself: its files are read as Files API URIs only
+    try:
+        return ipaddress.ip_address(host).is_global
+    except ValueError:
+        pass
+    labels = host.split(".")
+    return (
+        len(labels) > 1
+        and all(_HOST_LABEL.fullmatch(label) for label in labels)
+        and not labels[-1].isdigit()  # a number, not a top-level domain ("127.1")
+        and labels[-1] not in _PRIVATE_SUFFIXES
+    )
 
 
 def _holds_ref(value: Any) -> bool:
@@ -604,10 +835,16 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
 
     Raises:
         SchemaConversionError: naming the tool whose schema cannot be declared.
-        ConfigurationError: for a native tool that is not one.
+        ConfigurationError: for a native tool that is not one, or ``non_blocking`` naming a
+            tool that is not declared.
     """
     options = options or _DEFAULT
-    declarations = function_declarations(toolset, schema=options.schema, backend=options.backend)
+    declarations = function_declarations(
+        toolset,
+        schema=options.schema,
+        backend=options.backend,
+        non_blocking=options.non_blocking,
+    )
     return Declaration(
         provider=NAME,
         options=options,
@@ -640,7 +877,8 @@ def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -
     """The ``functionResponse`` part for ``call``, echoing its id only when Gemini sent one.
 
     ``result`` is an executor's (made safe to shape by ``ToolResult.from_value`` already);
-    [`function_response`][] takes any value."""
+    [`function_response`][] takes any value. The options' ``backend`` says which storage
+    URIs a link may point to (see [`function_response`][])."""
     options = options or _DEFAULT
     return _response_part(
         call.exposed_name,
@@ -648,6 +886,9 @@ def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -
         id=call.call_id,
         structured=options.structured,
         media=options.media,
+        scheduling=options.scheduling,
+        file_backend=options.backend,
+        public_urls=options.public_urls,
     )
 
 
@@ -1024,7 +1265,8 @@ def live_function_calls(
     """The calls of a Live API ``toolCall`` server message, as [`function_calls`][].
 
     Declare Live tools with ``function_declarations(toolset, schema="openapi")``: Live takes
-    ``parameters`` and ignores ``parametersJsonSchema``.
+    ``parameters`` and ignores ``parametersJsonSchema``. ``non_blocking=`` there declares
+    functions the model does not wait for (asynchronous function calling).
     """
     data = as_data(message)
     if not isinstance(data, Mapping):
@@ -1043,13 +1285,32 @@ def live_function_calls(
     return function_calls([{"functionCall": c} for c in calls], toolset)
 
 
-def live_tool_response(answers: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """The client's ``toolResponse`` message for ``functionResponse`` parts (answers)."""
-    return {
-        "toolResponse": {
-            "functionResponses": [dict(answer["functionResponse"]) for answer in answers]
-        }
-    }
+def live_tool_response(
+    answers: Iterable[Mapping[str, Any]], *, scheduling: Scheduling | None = None
+) -> dict[str, Any]:
+    """The client's ``toolResponse`` message for ``functionResponse`` parts (answers).
+
+    Args:
+        answers: the ``functionResponse`` parts, e.g. an outcome's ``results``.
+        scheduling: how the model takes every one of these answers, when the calls were to
+            functions declared non-blocking (see [`Scheduling`][]; Gemini ignores it for the
+            others); None keeps each answer's own.
+
+    Asynchronous function calling (``GeminiOptions.non_blocking`` and ``scheduling``) is
+    the Live API's: https://ai.google.dev/gemini-api/docs/live-tools.
+
+    Raises:
+        ConfigurationError: for a ``scheduling`` Gemini does not take.
+    """
+    if scheduling is not None:
+        _checked_scheduling(scheduling)
+    responses = []
+    for answer in answers:
+        body = dict(answer["functionResponse"])
+        if scheduling is not None:
+            body["scheduling"] = scheduling
+        responses.append(body)
+    return {"toolResponse": {"functionResponses": responses}}
 
 
 Accumulator = StreamAccumulator
