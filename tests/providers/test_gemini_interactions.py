@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 
 import toolwire
 from toolwire import ConfigurationError, MalformedResponse, ToolResult, ToolSet
-from toolwire.calls import AudioContent, ImageContent, ResourceLink, TextContent
+from toolwire.calls import (
+    AudioContent,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+)
 from toolwire.compat import check
 from toolwire.providers import gemini_interactions as gi
 from toolwire.providers._wire import StreamLimits
@@ -49,6 +55,12 @@ def photo(name: str) -> ToolResult:
             AudioContent(b"RIFF", "audio/wav"),
             ImageContent(b"x", "image/x-icon"),
             ResourceLink(uri="https://example.com/a.png", mime_type="image/png"),
+            ResourceLink(
+                uri="https://generativelanguage.googleapis.com/v1beta/files/abc-123",
+                mime_type="application/pdf",
+            ),
+            EmbeddedResource(uri="file:///r.pdf", mime_type="application/pdf", blob=b"%PDF"),
+            EmbeddedResource(uri="file:///r.bin", blob=b"\x00"),
         )
     )
 
@@ -219,10 +231,18 @@ def test_media_go_as_a_content_list_in_the_sdks_own_type() -> None:
         [step]
     )
     kinds = [item["type"] for item in step["result"]]
-    assert kinds == ["text", "image", "audio", "text", "text"]
+    assert kinds == ["text", "image", "audio", "text", "text", "document", "document", "text"]
     assert step["result"][1]["mime_type"] == "image/png"
     assert step["result"][3]["text"].startswith("[image: image/x-icon")  # a type it takes not
+    # a link to any other host stays text: toolwire never makes Gemini fetch a URL
     assert step["result"][4]["text"].startswith("[resource link: https://example.com/a.png")
+    assert step["result"][5] == {
+        "type": "document",
+        "mime_type": "application/pdf",
+        "uri": "https://generativelanguage.googleapis.com/v1beta/files/abc-123",
+    }
+    assert step["result"][6]["data"] == "JVBERg=="
+    assert step["result"][7]["text"].startswith("[resource: file:///r.bin")
 
 
 @pytest.mark.parametrize(

@@ -92,6 +92,7 @@ __all__ = [
     "build_tools",
     "conversion_notes",
     "declare",
+    "files_api_uri",
     "followup",
     "function_calls",
     "function_declarations",
@@ -751,9 +752,14 @@ _PRIVATE_SUFFIXES = frozenset(
 )
 
 
+def files_api_uri(uri: str) -> bool:
+    """True for the URI of a file in the Gemini API's Files API (which Gemini reads itself)."""
+    return _FILES_API_URI.fullmatch(uri) is not None
+
+
 def _readable_uri(uri: str, backend: Backend, public_urls: bool) -> bool:
     """True when the backend reads ``uri`` as a function response's ``fileData``."""
-    if backend == "gemini" and _FILES_API_URI.fullmatch(uri):
+    if backend == "gemini" and files_api_uri(uri):
         return True
     if backend == "vertex" and _GCS_URI.fullmatch(uri):
         return True

@@ -33,8 +33,10 @@ from typing import Any
 from toolwire._text import clean_description
 from toolwire.calls import (
     AudioContent,
+    EmbeddedResource,
     ImageContent,
     RejectedCall,
+    ResourceLink,
     TextContent,
     ToolCall,
     ToolResult,
@@ -113,7 +115,7 @@ PROFILE = ProviderProfile(
 )
 
 # The media a function_result's content list takes, by content type (the SDK's own literals:
-# google.genai.interactions ImageContent, AudioContent and DocumentContent mime types).
+# google.genai.interactions ImageContent, DocumentContent and AudioContent mime types).
 _MEDIA_TYPES: Mapping[str, frozenset[str]] = {
     "image": frozenset(
         {
@@ -125,6 +127,22 @@ _MEDIA_TYPES: Mapping[str, frozenset[str]] = {
             "image/gif",
             "image/bmp",
             "image/tiff",
+        }
+    ),
+    "document": frozenset(
+        {
+            "application/pdf",
+            "text/csv",
+            "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+            "application/vnd.ms-powerpoint",
+            "application/vnd.oasis.opendocument.presentation",
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            "application/msword",
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.template",
+            "application/vnd.oasis.opendocument.text",
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+            "application/vnd.ms-excel",
+            "application/vnd.oasis.opendocument.spreadsheet",
         }
     ),
     "audio": frozenset(
@@ -440,14 +458,31 @@ def function_calls(
 # -- answer ----------------------------------------------------------------------------------------
 
 
-def _media(part: Any) -> dict[str, Any] | None:
-    """A content item for an image or audio part the API takes, else None."""
-    if isinstance(part, ImageContent | AudioContent):
-        kind = "image" if isinstance(part, ImageContent) else "audio"
-        if part.mime_type in _MEDIA_TYPES[kind]:
-            data = base64.b64encode(part.data).decode("ascii")
-            return {"type": kind, "mime_type": part.mime_type, "data": data}
+def _kind(mime_type: str | None) -> str | None:
+    """The content type that carries ``mime_type`` in a result list, or None."""
+    for kind, types in _MEDIA_TYPES.items():
+        if mime_type in types:
+            return kind
     return None
+
+
+def _media(part: Any) -> dict[str, Any] | None:
+    """A content item for a media part the API takes, else None: images and audio inline,
+    an embedded document's bytes inline, and a link to media in Gemini's Files API by its URI
+    (toolwire never fetches a link; other links stay text)."""
+    if isinstance(part, ImageContent | AudioContent):
+        kind, data = _kind(part.mime_type), part.data
+    elif isinstance(part, EmbeddedResource) and part.blob is not None:
+        kind, data = _kind(part.mime_type), part.blob
+    elif isinstance(part, ResourceLink) and gemini.files_api_uri(part.uri):
+        kind = _kind(part.mime_type)
+        return {"type": kind, "mime_type": part.mime_type, "uri": part.uri} if kind else None
+    else:
+        return None
+    if kind is None:
+        return None
+    encoded = base64.b64encode(data).decode("ascii")
+    return {"type": kind, "mime_type": part.mime_type, "data": encoded}
 
 
 def _structured(result: ToolResult, text: str, has_text: bool, mode: str) -> Any:
@@ -462,8 +497,9 @@ def _structured(result: ToolResult, text: str, has_text: bool, mode: str) -> Any
 
 def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -> dict[str, Any]:
     """The ``function_result`` step for ``call``: its result is a string, the structured
-    content as an object, or a content list when the result carries images or audio; a
-    failure is its message with ``is_error``.
+    content as an object, or a content list when the result carries media the API takes
+    (images, audio, documents, links to Files API files); a failure is its message with
+    ``is_error``.
 
     ``result`` is an executor's (made safe to shape by ``ToolResult.from_value`` already)."""
     options = options or _DEFAULT
