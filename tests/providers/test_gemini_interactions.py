@@ -223,7 +223,7 @@ def test_arguments_that_are_not_an_object_are_answered(arguments: Any) -> None:
 
 def test_media_go_as_a_content_list_in_the_sdks_own_type() -> None:
     outcome = _run(
-        toolwire.tools(TOOLSET, "gemini-interactions"),
+        toolwire.tools(TOOLSET, "gemini-interactions", file_links=True),
         _interaction(_call("p", "photo", {"name": "lamp"})),
     )
     (step,) = outcome.results
@@ -243,6 +243,12 @@ def test_media_go_as_a_content_list_in_the_sdks_own_type() -> None:
     }
     assert step["result"][6]["data"] == "JVBERg=="
     assert step["result"][7]["text"].startswith("[resource: file:///r.bin")
+    # without file_links, a Files API link is text too
+    plain = _run(
+        toolwire.tools(TOOLSET, "gemini-interactions"),
+        _interaction(_call("p", "photo", {"name": "lamp"})),
+    )
+    assert plain.results[0]["result"][5]["text"].startswith("[resource link: https://gen")
 
 
 @pytest.mark.parametrize(

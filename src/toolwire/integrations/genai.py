@@ -187,7 +187,7 @@ async def run_interaction_calls(
     Raises:
         ApprovalPending: with a deferred approver, as [`Executor.run`][].
         MalformedResponse: when ``interaction`` is not one, or has calls but no id to continue
-            from.
+            from (then nothing runs).
     """
     if executor is None:
         if toolset is None:
@@ -196,6 +196,7 @@ async def run_interaction_calls(
     items = gemini_interactions.parse_calls(interaction, executor.toolset)
     if not items:
         return {}
+    previous = gemini_interactions.interaction_id(interaction)  # before anything runs
     outcomes = await executor.run(items, run_id=run_id, principal=principal, taint=taint, deps=deps)
     options = gemini_interactions.Options(structured=structured)
     answers = [
@@ -204,7 +205,7 @@ async def run_interaction_calls(
         else outcome.item.answer
         for outcome in outcomes
     ]
-    return gemini_interactions.continuation(interaction, answers)
+    return {"previous_interaction_id": previous, "input": answers}
 
 
 # -- automatic function calling ------------------------------------------------------------------

@@ -26,6 +26,7 @@ there is no OpenAPI form (``schema="openapi"``) and no grouping of declarations 
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,7 +63,6 @@ from toolwire.providers._wire import (
     StreamLimits,
     as_data,
     check_shape,
-    item_types,
     listed,
     load_json,
     printable,
@@ -89,6 +89,7 @@ __all__ = [
     "followup",
     "function_calls",
     "function_result",
+    "interaction_id",
     "model_steps",
     "parse",
     "parse_calls",
@@ -183,6 +184,10 @@ class InteractionsOptions:
     """How an answer carries structured content: ``"prefer"`` sends it as the result object;
     ``"auto"`` sends the text when there is any; ``"append"`` the text and then the JSON;
     ``"ignore"`` the text only."""
+    file_links: bool = False
+    """Send a tool's links to Gemini Files API files as content the model reads (Gemini
+    reads them with the request's key, so a tool could point the model at any file of the
+    project: only for tools you trust); otherwise a link is text."""
 
 
 Options = InteractionsOptions
@@ -322,8 +327,8 @@ _STEP_TYPES = frozenset(
     }
 )
 """Step types of the Interactions API (google.genai.interactions.Step)."""
-_OWN_STEP_TYPES = _STEP_TYPES - {"function_call"}
-"""Step types no other provider uses (a Responses output item is also a ``function_call``)."""
+_OWN_STEP_TYPES = _STEP_TYPES - {"function_call", "file_search_call", "tool_search_call"}
+"""Step types no other provider uses (OpenAI Responses has items of the others' names)."""
 
 
 def _is_mapping(value: Any) -> bool:
@@ -336,17 +341,27 @@ def recognizes(response: Any) -> bool:
     if _is_mapping(data):
         if isinstance(data.get("steps"), list | tuple):
             return True
-        kind = data.get("type")
-        if kind == "function_call":  # a step's arguments are an object; an OpenAI item's text
-            return "call_id" not in data and _is_mapping(data.get("arguments", {}))
-        return kind.__class__ is str and kind in _OWN_STEP_TYPES
+        return _is_step(data)
     if isinstance(data, list | tuple):
-        kinds = item_types(data)
-        return bool(kinds & _OWN_STEP_TYPES) or (
-            "function_call" in kinds
-            and not any(_is_mapping(s) and "call_id" in s for s in map(as_data, data[:16]))
-        )
+        items = [as_data(item) for item in data[:16]]
+        if any(_is_mapping(item) and "call_id" in item and _is_call(item) for item in items):
+            return False  # an OpenAI Responses call item: joined by call_id, not id
+        return any(_is_mapping(item) and _is_step(item) for item in items)
     return False
+
+
+def _is_call(item: Mapping[str, Any]) -> bool:
+    kind = item.get("type")
+    return kind.__class__ is str and kind.endswith("_call")
+
+
+def _is_step(item: Mapping[str, Any]) -> bool:
+    """True for a step of this API's own (a function call's arguments are an object, and it
+    has no ``call_id``: an OpenAI item's arguments are text)."""
+    kind = item.get("type")
+    if kind == "function_call":
+        return "call_id" not in item and _is_mapping(item.get("arguments", {}))
+    return kind.__class__ is str and kind in _OWN_STEP_TYPES  # the shared names decide nothing
 
 
 def _steps(response: Any) -> list[Mapping[str, Any]]:
@@ -379,14 +394,25 @@ def function_result(
 
 
 def _pending_calls(steps: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The ``function_call`` steps no ``function_result`` in the same steps answers: an
-    interaction that carries its history never gets an answered call run again."""
-    answered = {step.get("call_id") for step in steps if step.get("type") == "function_result"}
-    return [
-        step
-        for step in steps
-        if step.get("type") == "function_call" and sent_id(step.get("id")) not in answered
-    ]
+    """The ``function_call`` steps no later ``function_result`` answers: an interaction that
+    carries its history never gets an answered call run again. Each answer settles one call
+    before it with its id; an answer before any such call (a previous turn's, echoed)
+    settles nothing."""
+    pending: list[Mapping[str, Any]] = []
+    unanswered: dict[str, list[int]] = {}
+    settled: set[int] = set()
+    for step in steps:
+        kind = step.get("type")
+        if kind == "function_call":
+            call_id = sent_id(step.get("id"))
+            if call_id is not None:
+                unanswered.setdefault(call_id, []).append(len(pending))
+            pending.append(step)
+        elif kind == "function_result":
+            waiting = unanswered.get(sent_id(step.get("call_id")) or "")
+            if waiting:
+                settled.add(waiting.pop(0))
+    return [step for position, step in enumerate(pending) if position not in settled]
 
 
 def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCall]:
@@ -466,15 +492,15 @@ def _kind(mime_type: str | None) -> str | None:
     return None
 
 
-def _media(part: Any) -> dict[str, Any] | None:
+def _media(part: Any, file_links: bool) -> dict[str, Any] | None:
     """A content item for a media part the API takes, else None: images and audio inline,
-    an embedded document's bytes inline, and a link to media in Gemini's Files API by its URI
-    (toolwire never fetches a link; other links stay text)."""
+    an embedded document's bytes inline, and with ``file_links`` a link to media in Gemini's
+    Files API by its URI (toolwire never fetches a link; other links stay text)."""
     if isinstance(part, ImageContent | AudioContent):
         kind, data = _kind(part.mime_type), part.data
     elif isinstance(part, EmbeddedResource) and part.blob is not None:
         kind, data = _kind(part.mime_type), part.blob
-    elif isinstance(part, ResourceLink) and gemini.files_api_uri(part.uri):
+    elif file_links and isinstance(part, ResourceLink) and gemini.files_api_uri(part.uri):
         kind = _kind(part.mime_type)
         return {"type": kind, "mime_type": part.mime_type, "uri": part.uri} if kind else None
     else:
@@ -498,8 +524,8 @@ def _structured(result: ToolResult, text: str, has_text: bool, mode: str) -> Any
 def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -> dict[str, Any]:
     """The ``function_result`` step for ``call``: its result is a string, the structured
     content as an object, or a content list when the result carries media the API takes
-    (images, audio, documents, links to Files API files); a failure is its message with
-    ``is_error``.
+    (images, audio, documents, and with ``file_links`` links to Files API files); a failure is
+    its message with ``is_error``.
 
     ``result`` is an executor's (made safe to shape by ``ToolResult.from_value`` already)."""
     options = options or _DEFAULT
@@ -508,7 +534,7 @@ def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -
     if result.is_error:
         message = content_text(result.content) or "the tool failed"
         return function_result(call_id, name, message, is_error=True)
-    media = [_media(part) for part in result.content]
+    media = [_media(part, options.file_links) for part in result.content]
     if not any(media):
         text = content_text(result.content)
         value = _structured(result, text, bool(result.content), options.structured)
@@ -538,22 +564,34 @@ def followup(response: Any, answers: Sequence[Any], ids: Sequence[str | None] = 
     return list(answers)
 
 
+def interaction_id(response: Any) -> str:
+    """The id of the interaction ``response`` is, to continue from.
+
+    Raises:
+        MalformedResponse: when it has none (it was not stored: keep the history with
+            [`model_steps`][] instead).
+    """
+    data = as_data(response)
+    found = data.get("id") if _is_mapping(data) else None
+    if not isinstance(found, str) or not found:
+        raise MalformedResponse(
+            "this interaction has no id to continue from; with store=False send the history: "
+            "model_steps(response) and then the answers"
+        )
+    return found
+
+
 def continuation(response: Any, answers: Sequence[Any]) -> dict[str, Any]:
     """The next ``interactions.create`` arguments after ``response``: ``input`` (the answers)
     and ``previous_interaction_id``.
 
     Raises:
-        MalformedResponse: when the interaction has no id (it was not stored: keep the
-            history with [`model_steps`][] instead).
+        MalformedResponse: when the interaction has no id (see [`interaction_id`][]).
     """
-    data = as_data(response)
-    interaction_id = data.get("id") if _is_mapping(data) else None
-    if not isinstance(interaction_id, str) or not interaction_id:
-        raise MalformedResponse(
-            "this interaction has no id to continue from; with store=False send the history: "
-            "model_steps(response) and then the answers"
-        )
-    return {"previous_interaction_id": interaction_id, "input": followup(response, answers)}
+    return {
+        "previous_interaction_id": interaction_id(response),
+        "input": followup(response, answers),
+    }
 
 
 def model_steps(response: Any) -> list[dict[str, Any]]:
@@ -649,7 +687,7 @@ class InteractionsStreamAccumulator:
             else:
                 steps = interaction.get("steps")
                 if isinstance(steps, list) and steps:
-                    self._completed_steps = [as_data(step) for step in steps]
+                    self._completed_steps = [self._counted(step) for step in steps]
                 self._interaction.update(fields)
         elif kind == "interaction.status_update":
             if isinstance(data.get("status"), str):
@@ -657,7 +695,7 @@ class InteractionsStreamAccumulator:
         elif kind == "error":
             error = as_data(data.get("error"))
             message = error.get("message") if _is_mapping(error) else None
-            shown = printable(message) if isinstance(message, str) else repr(error)[:300]
+            shown = printable(message[:300]) if isinstance(message, str) else repr(error)[:300]
             raise MalformedResponse(f"the interaction stream failed: {shown}")
 
     def _start(self, data: Mapping[str, Any]) -> None:
@@ -665,11 +703,20 @@ class InteractionsStreamAccumulator:
         step = as_data(data.get("step"))
         if not _is_mapping(step) or not isinstance(step.get("type"), str):
             raise MalformedResponse("step.start carries no step object")
-        if index not in self._steps:
-            self._budget.part()
+        if index in self._steps:  # starting it again would drop what it held (a call)
+            raise MalformedResponse(f"step {index} started twice")
+        content = step.get("content")
+        if content is not None and not isinstance(content, list | tuple):
+            raise MalformedResponse(f"step {index}: content is not a list")
+        self._budget.part()
         self._steps[index] = dict(step)
-        self._arguments.pop(index, None)
-        self._texts.pop(index, None)
+
+    def _counted(self, raw: Any) -> Any:
+        """A completed interaction's step, counted against the limits like streamed ones."""
+        self._budget.part()
+        step = as_data(raw)
+        self._budget.text(json.dumps(step, default=repr), "a completed step")
+        return step
 
     def _delta(self, data: Mapping[str, Any]) -> None:
         index = self._budget.index(data.get("index"), "index")
