@@ -9,11 +9,11 @@ are noted for every provider. It is what ``toolwire check`` prints.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolwire.providers import Verdict, get_provider, provider_names
+from toolwire.providers import Verdict, get_provider, make_options, provider_names
 from toolwire.tool import Tool, ToolSet
 
 __all__ = ["ProviderVerdict", "ToolReport", "check", "limits"]
@@ -43,21 +43,36 @@ class ToolReport:
 def check(
     source: ToolSet | Tool | Iterable[Tool | Callable[..., Any]],
     providers: Sequence[str] | None = None,
+    *,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[ToolReport]:
     """Per visible tool of ``source``, how each registered provider (all when None) takes it:
     each provider's ``assess``, which checks the declaration against the rules written from
     that provider's documentation.
 
+    Args:
+        source: the tools.
+        providers: provider names (all registered ones when None).
+        options: per provider name, the options to assess the declaration with (e.g.
+            ``{"anthropic": {"strict": True}}``); a provider not named takes its defaults.
+
     Raises:
-        ConfigurationError: for an unknown provider name.
+        ConfigurationError: for an unknown provider name, or an option its provider does not
+            take.
     """
-    assessors = [get_provider(name) for name in (providers or provider_names())]
+    assessors = [
+        (provider, make_options(provider, dict(given)) if given else None)
+        for provider, given in (
+            (get_provider(name), (options or {}).get(name))
+            for name in (providers or provider_names())
+        )
+    ]
     toolset = ToolSet.of(source)
     return [
         ToolReport(
             name=tool.name,
             exposed_name=exposed,
-            verdicts=tuple(provider.assess(tool) for provider in assessors),
+            verdicts=tuple(provider.assess(tool, chosen) for provider, chosen in assessors),
         )
         for exposed, tool in zip(toolset.exposed_names, toolset, strict=True)
     ]

@@ -396,7 +396,8 @@ def test_answer_options_never_change_what_a_listing_declared_and_bad_options_are
         ("openai-chat", {"strict": 1}),
         ("openai-responses", {"error_prefix": None}),
         ("anthropic", {"cache_control": "first"}),
-        ("anthropic", {"strict": True}),
+        ("anthropic", {"strict": "yes"}),
+        ("gemini-interactions", {"deferred": "search"}),
     ]:
         with pytest.raises(ConfigurationError):
             toolwire.tools(TOOLS, provider, **bad)

@@ -4,11 +4,20 @@ Tools are ``{name, description, input_schema}`` (the original schema: Anthropic 
 Schema and optional properties as they are). Calls are ``tool_use`` content blocks; answers are
 ``tool_result`` blocks, all of a turn in one user message, before any text. toolwire never
 builds a forced ``tool_choice``: current models reject it with extended thinking.
+
+With ``strict=True`` (strict tool use), each tool whose schema can be made strict is sent with
+``"strict": true`` and its schema made to fit (see
+[`toolwire.schema.anthropic.to_anthropic_strict_schema`][]); the others are sent as without it,
+and [`strict_reasons`][] says why. The strict tools of one request share a budget (20 tools, 24
+optional and 16 union-typed parameters): tools are made strict in toolset order while it lasts,
+each with its optional arguments left optional or, when the optional budget is spent, made
+nullable (a null there is stripped before the call, as for OpenAI's strict mode).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -48,8 +57,15 @@ from toolwire.providers._wire import (
     sent_id,
     split_calls,
 )
-from toolwire.schema.anthropic import to_anthropic_schema
+from toolwire.schema.anthropic import (
+    STRICT_BUDGET,
+    StrictBudget,
+    StrictForm,
+    to_anthropic_schema,
+    to_anthropic_strict_schema,
+)
 from toolwire.schema.checks import anthropic_violations
+from toolwire.schema.openai import NullPath, StrictSchemaError
 from toolwire.tool import Tool, ToolSet
 
 __all__ = [
@@ -67,6 +83,7 @@ __all__ = [
     "parse_calls",
     "recognizes",
     "response_for",
+    "strict_reasons",
     "text",
     "tool_result",
     "tool_uses",
@@ -83,11 +100,13 @@ PROFILE = ProviderProfile(
     name_pattern=r"[a-zA-Z0-9_-]{1,128}",
     image_types=_IMAGE_TYPES,
     error_prefix=None,  # tool_result blocks have is_error
-    declared_options=frozenset({"cache_control"}),
+    declared_options=frozenset({"cache_control", "strict"}),
     max_tools=None,
     schema_rules=(
-        "JSON Schema draft 2020-12 with an object root; no anyOf, oneOf or allOf at the top"
+        "JSON Schema draft 2020-12 with an object root; no anyOf, oneOf or allOf at the top; "
+        "strict tool use's subset where strict"
     ),
+    option_sets=({}, {"strict": True}),
     api_key_env=("ANTHROPIC_API_KEY",),
     default_model="claude-sonnet-4-5",
 )
@@ -102,6 +121,12 @@ class AnthropicOptions:
     )
     """``"last"`` marks the last tool ``cache_control: ephemeral``, which caches the whole
     tool list as a prompt prefix."""
+    strict: bool = field(
+        default=False, metadata={"help": "declare strict schemas where they can be made strict"}
+    )
+    """Declare each tool ``strict: true`` (strict tool use) where its schema can be made
+    strict and the request's budget for strict schemas lasts; the others are sent without
+    ``strict``."""
 
 
 Options = AnthropicOptions
@@ -132,6 +157,91 @@ def _lowered(tool: Tool) -> tuple[dict[str, Any], list[Any]]:
         raise exc.for_tool(tool.qualified_name) from None
 
 
+@dataclass(frozen=True, slots=True)
+class _Declared:
+    """One tool as the Messages API is sent it."""
+
+    entry: dict[str, Any]
+    """The request's tool: name, description, input_schema and, when strict, ``strict``."""
+    strict: bool
+    null_paths: tuple[NullPath, ...]
+    not_strict_because: str | None
+    """Why it is sent without ``strict`` in a strict declaration (else None)."""
+
+    @property
+    def name(self) -> str:
+        """The exposed name."""
+        name: str = self.entry["name"]
+        return name
+
+
+def _strict_form(
+    schema: dict[str, Any], left: StrictBudget
+) -> tuple[StrictForm | None, str | None]:
+    """``schema`` (lowered) as strict tool use takes it within what is ``left`` of the
+    request's budget, or None and why not: its optional arguments left optional or, when only
+    that fits, made required and nullable (spending union-typed parameters instead)."""
+    try:
+        form = to_anthropic_strict_schema(schema)
+    except StrictSchemaError as exc:
+        return None, f"{exc.path}: {exc.reason}"
+    if left.tools < 1:
+        return (
+            None,
+            f"the request has {STRICT_BUDGET.tools} strict tools already, the most it takes",
+        )
+    if left.fits(form.cost):
+        return form, None
+    nullable = form
+    if form.cost.optional:
+        # Not expected to raise (nullable changes no rule the walk applies); if it does, the
+        # tool is still sent, without strict.
+        with contextlib.suppress(StrictSchemaError):
+            nullable = to_anthropic_strict_schema(schema, nullable=True)
+        if left.fits(nullable.cost):
+            return nullable, None
+    needs = f"{form.cost.optional} optional and {form.cost.unions} union-typed parameters"
+    if nullable is not form:
+        needs += f" (or {nullable.cost.unions} union-typed, its optional ones made nullable)"
+    return None, (
+        f"past the request's budget for strict schemas: it needs {needs}, and "
+        f"{left.optional} of {STRICT_BUDGET.optional} optional and {left.unions} of "
+        f"{STRICT_BUDGET.unions} union-typed are left"
+    )
+
+
+def _declared(toolset: ToolSet, strict: bool) -> list[_Declared]:
+    """The toolset's tools for the Messages API, in order, strict where they can be while the
+    request's budget lasts; cached per toolset.
+
+    Raises:
+        SchemaConversionError: naming the tool whose schema cannot be declared.
+    """
+
+    def build() -> list[_Declared]:
+        left = STRICT_BUDGET
+        declared = []
+        for tool in toolset:
+            if tool.providers is not None and NAME not in tool.providers:
+                continue
+            schema = _lowered(tool)[0]
+            entry: dict[str, Any] = {
+                "name": toolset.exposed_name(tool),
+                "description": clean_description(tool.description),
+                "input_schema": schema,
+            }
+            form, reason = _strict_form(schema, left) if strict else (None, None)
+            if form is None:
+                declared.append(_Declared(entry, False, (), reason))
+                continue
+            left = left.after(form.cost)
+            entry.update(input_schema=form.schema, strict=True)
+            declared.append(_Declared(entry, True, form.null_paths, None))
+        return declared
+
+    return toolset.cached((NAME, "declared", strict), build)
+
+
 def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
     """The request's ``tools`` in toolset order (None when empty); cached on the toolset.
 
@@ -141,15 +251,8 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
     options = options or _DEFAULT
 
     def build() -> Declaration:
-        declared: list[dict[str, Any]] = [
-            {
-                "name": toolset.exposed_name(t),
-                "description": clean_description(t.description),
-                "input_schema": _lowered(t)[0],
-            }
-            for t in toolset
-            if t.providers is None or NAME in t.providers
-        ]
+        listed = _declared(toolset, options.strict)
+        declared = [d.entry for d in listed]
         if options.cache_control == "last" and declared:
             declared[-1] = {**declared[-1], "cache_control": {"type": "ephemeral"}}
         return Declaration(
@@ -157,31 +260,73 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
             options=options,
             toolset=toolset,
             tools=declared or None,
-            entries={d["name"]: DeclaredTool(d["name"], toolset[d["name"]]) for d in declared},
+            entries={
+                d.name: DeclaredTool(d.name, toolset[d.name], d.strict, d.null_paths)
+                for d in listed
+            },
         )
 
     return toolset.cached((NAME, "declaration", options), build)
 
 
 def tools(
-    toolset: ToolSet | Iterable[Tool], *, cache_control: Literal["last"] | None = None
+    toolset: ToolSet | Iterable[Tool],
+    *,
+    cache_control: Literal["last"] | None = None,
+    strict: bool = False,
 ) -> list[dict[str, Any]] | None:
     """The request's ``tools`` in toolset order (None when empty); ``cache_control="last"``
-    marks the last tool, which caches the whole list as a prompt prefix."""
-    options = options_for(NAME, Options, {"cache_control": cache_control})
+    marks the last tool, which caches the whole list as a prompt prefix; ``strict`` declares
+    strict tool use where each schema, and the request's budget, allow."""
+    options = options_for(NAME, Options, {"cache_control": cache_control, "strict": strict})
     declared: list[dict[str, Any]] | None = declare(ToolSet.of(toolset), options).tools
     return declared
 
 
+def strict_reasons(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> dict[str, str]:
+    """Per exposed name, why a tool is sent without ``strict`` (for reports): a schema strict
+    tool use cannot express, or a request whose budget for strict schemas is spent."""
+    return {
+        d.name: d.not_strict_because
+        for d in _declared(ToolSet.of(toolset), strict)
+        if d.not_strict_because is not None
+    }
+
+
 def assess(tool: Tool, options: Options | None = None) -> Verdict:
     """How the Messages API takes ``tool``: its lowered schema, checked against the documented
-    rules (draft 2020-12, an object root without top-level combinators)."""
+    rules (draft 2020-12, an object root without top-level combinators); with ``strict``, the
+    schema strict tool use is sent (alone in its request) and its rules too, or why it is
+    sent without ``strict``."""
+    options = options or _DEFAULT
+    sent: list[StrictForm] = []
 
     def declared() -> tuple[Any, list[str]]:
-        schema, notes = _lowered(tool)
-        return schema, texts(notes)
+        schema, changes = _lowered(tool)
+        notes = texts(changes)
+        if not options.strict:
+            return schema, notes
+        form, reason = _strict_form(schema, STRICT_BUDGET)
+        if form is None:
+            notes.insert(0, f"sent without strict ({reason})")
+            return schema, notes
+        sent.append(form)
+        notes += texts(form.notes)
+        if form.null_paths:
+            notes.append(
+                f"strict: {len(form.null_paths)} optional argument(s) made nullable "
+                "(nulls are stripped before the call)"
+            )
+        if form.schema != tool.input_schema:
+            notes.append(
+                f"strict: spends {form.cost.optional} of {STRICT_BUDGET.optional} optional and "
+                f"{form.cost.unions} of {STRICT_BUDGET.unions} union-typed parameters of a request"
+            )
+        return form.schema, notes
 
-    return assessed(NAME, tool, declared, anthropic_violations)
+    return assessed(
+        NAME, tool, declared, lambda schema: anthropic_violations(schema, strict=bool(sent))
+    )
 
 
 _BLOCK_TYPES = frozenset(
@@ -289,16 +434,20 @@ def _parse_block(
     )
 
 
-def parse_calls(response: Any, toolset: ToolSet | Iterable[Tool]) -> list[ToolCall | RejectedCall]:
-    """[`parse`][] against ``toolset`` (when there is no [`Declaration`][] at hand)."""
-    return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), _DEFAULT, declare))
+def parse_calls(
+    response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = False
+) -> list[ToolCall | RejectedCall]:
+    """[`parse`][] against ``toolset`` declared with ``strict`` (when there is no
+    [`Declaration`][] at hand)."""
+    options = options_for(NAME, Options, {"strict": strict})
+    return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), options, declare))
 
 
 def tool_uses(
-    response: Any, toolset: ToolSet | Iterable[Tool]
+    response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = False
 ) -> tuple[list[ToolCall], list[dict[str, Any]]]:
     """The resolved calls, and the error answers for calls that cannot run."""
-    return split_calls(parse_calls(response, toolset))
+    return split_calls(parse_calls(response, toolset, strict=strict))
 
 
 def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -> dict[str, Any]:

@@ -22,11 +22,23 @@ the validator checks it) and merges the top level into one object:
 
 What merging loosens is still enforced: arguments are validated against the original schema.
 Alternatives that are not object schemas cannot be merged: the conversion fails and says why.
+
+[`to_anthropic_strict_schema`][] makes such an ``input_schema`` fit strict tool use
+(``strict: true``, grammar-constrained sampling): every object closed, references inlined,
+what the grammar cannot carry (numeric bounds, lengths, formats it lacks, complex patterns)
+moved into descriptions, and what it cannot express at all refused with a
+[`StrictSchemaError`][toolwire.schema.openai.StrictSchemaError]. Optional properties stay
+optional, each spending the request's budget of optional parameters (see
+[`StrictBudget`][]); ``nullable=True`` makes them required and nullable instead, as OpenAI's
+strict mode does, spending the budget of union-typed parameters, with the nulls stripped
+before the call.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from toolwire._text import DESCRIPTION_LIMIT, clean_description
@@ -55,9 +67,25 @@ from toolwire.schema._rewrite import (
     _rule_broken,
     _Walk,
 )
-from toolwire.schema.checks import draft_2020_12_violations
+from toolwire.schema.checks import anthropic_pattern_problem, draft_2020_12_violations
+from toolwire.schema.openai import (
+    _DESCRIBED,
+    NullPath,
+    StrictLimits,
+    StrictSchemaError,
+    _accepts_null,
+    _Strict,
+)
 
-__all__ = ["to_anthropic_schema"]
+__all__ = [
+    "STRICT_BUDGET",
+    "StrictBudget",
+    "StrictCost",
+    "StrictForm",
+    "strict_cost",
+    "to_anthropic_schema",
+    "to_anthropic_strict_schema",
+]
 
 # Root keywords that send the root through the merge (anything else is declared as it is).
 _MERGED = frozenset({"anyOf", "oneOf", "allOf", "$ref", "enum", "const", "nullable"})
@@ -572,3 +600,266 @@ def _described(description: Any, sentences: list[str]) -> str:
     if text and text[-1].isalnum():
         text += "."
     return f"{text} {extra}".strip()
+
+
+# -- strict tool use -----------------------------------------------------------------------------
+
+# The rules are those of structured outputs ("JSON Schema limitations"), the budgets its
+# "Schema complexity limits" (https://platform.claude.com/docs/en/build-with-claude/
+# structured-outputs; the checker, toolwire.schema.checks, cites both): "Strict tools per
+# request: 20", "Optional parameters: 24 ... Each parameter not listed in `required` counts",
+# "Parameters with union types: 16 ... that use `anyOf` or type arrays", all "the combined
+# total across all strict schemas in a single request".
+
+
+@dataclass(frozen=True, slots=True)
+class StrictCost:
+    """What one strict schema spends of a request's [`StrictBudget`][]."""
+
+    optional: int
+    """Properties not in their object's ``required`` (at any depth)."""
+    unions: int
+    """Values that use ``anyOf`` or a type list (``["string", "null"]`` is one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StrictBudget:
+    """What all strict tools of one Messages request may spend together (Anthropic's explicit
+    limits; the API refuses a request past one)."""
+
+    tools: int = 20
+    optional: int = 24
+    unions: int = 16
+
+    def fits(self, cost: StrictCost) -> bool:
+        """True when one more strict tool costing ``cost`` fits what is left."""
+        return self.tools >= 1 and cost.optional <= self.optional and cost.unions <= self.unions
+
+    def after(self, cost: StrictCost) -> StrictBudget:
+        """What is left once a strict tool costing ``cost`` is declared."""
+        return StrictBudget(
+            self.tools - 1, self.optional - cost.optional, self.unions - cost.unions
+        )
+
+
+STRICT_BUDGET = StrictBudget()
+"""The budget of one request."""
+
+
+@dataclass(frozen=True, slots=True)
+class StrictForm:
+    """An ``input_schema`` made strict."""
+
+    schema: dict[str, Any]
+    null_paths: tuple[NullPath, ...]
+    """Where an optional argument was made nullable (``nullable=True``): a null there means
+    "left out" and is stripped before the call."""
+    cost: StrictCost
+    notes: tuple[ConversionNote, ...]
+    """What making it strict changed beyond what the schema's own keywords show."""
+
+
+_UNLIMITED = sys.maxsize
+# OpenAI's limits do not apply; the node cap is toolwire's own (see StrictLimits.nodes).
+_LIMITS = StrictLimits(
+    properties=_UNLIMITED,
+    nesting=_UNLIMITED,
+    enum_values=_UNLIMITED,
+    string_budget=_UNLIMITED,
+    large_enum=_UNLIMITED,
+    large_enum_budget=_UNLIMITED,
+)
+_NUMERIC_AND_LENGTHS = frozenset(
+    {
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minLength",
+        "maxLength",
+        "maxItems",
+    }
+)
+_ANNOTATED = ("description", "title")
+_STRICT_FORMATS = frozenset(
+    {
+        "date-time",
+        "time",
+        "date",
+        "duration",
+        "email",
+        "hostname",
+        "uri",
+        "ipv4",
+        "ipv6",
+        "uuid",
+    }
+)
+
+
+class _AnthropicStrict(_Strict):
+    """OpenAI's strict walk with Anthropic's rules: numeric bounds, lengths and array limits
+    other than ``minItems`` 0 or 1 described, ``uri`` among the formats, ``default`` kept,
+    patterns kept when simple, and ``required`` as the schema has it (unless ``nullable``)."""
+
+    KEPT = frozenset({"title", "description", "default"})
+    DESCRIBED = (_DESCRIBED - {"default"}) | _NUMERIC_AND_LENGTHS
+    FORMATS = _STRICT_FORMATS
+
+    def __init__(self, root: Any, *, nullable: bool) -> None:
+        super().__init__(root, _LIMITS)
+        self.nullable = nullable
+
+    def keyword(self, key: str, value: Any, out: dict[str, Any], hints: list[str]) -> None:
+        if key == "pattern":
+            if anthropic_pattern_problem(value) is None:
+                out[key] = value
+            else:  # as written: JSON would double every backslash
+                hints.append(f"pattern: {value if isinstance(value, str) else short_json(value)}")
+        elif key == "minItems":
+            if value.__class__ is int and value in (0, 1):
+                out[key] = value
+            else:  # at least one item still holds for any larger minimum
+                if value.__class__ is int and value > 1:
+                    out[key] = 1
+                hints.append(f"minItems: {short_json(value)}")
+        else:
+            super().keyword(key, value, out, hints)
+
+    def _enum(self, node: Mapping[str, Any], out: dict[str, Any], path: str) -> None:
+        if "const" in node and isinstance(node["const"], Mapping | list):
+            raise self.refuse("const must be a string, a number, a boolean or null", path)
+        super()._enum(node, out, path)
+
+    def _object(
+        self,
+        node: Mapping[str, Any],
+        out: dict[str, Any],
+        path: str,
+        instance: NullPath,
+        depth: int,
+        objects: int,
+        refs: tuple[str, ...],
+    ) -> None:
+        if not node.get("properties") and "additionalProperties" not in node:
+            branches = out.get("anyOf")
+            if branches and all(b.get("type") == "object" for b in branches):
+                del out["type"]  # {"type": "object", "oneOf": [objects]}: each closed alone
+                return
+            # Closing an object that names no property would leave it only {}: the argument
+            # could carry nothing. (The root is the arguments: no properties means none.)
+            if path != "#":
+                raise self.refuse("an object of any keys (no properties) cannot be strict", path)
+        super()._object(node, out, path, instance, depth, objects, refs)
+        if not out["required"] and "required" not in node:
+            del out["required"]  # nothing is required, as before
+
+    def optional(self, schema: dict[str, Any], instance: NullPath) -> dict[str, Any]:
+        if self.nullable:
+            return super().optional(schema, instance)
+        # A null whose default is null means what leaving the argument out means: the model
+        # leaves it out, and the union it needed is not spent.
+        if schema.get("default", NOWHERE) is None and _accepts_null(schema):
+            narrowed = _without_null(schema)
+            if narrowed is not None:
+                return narrowed
+        return schema
+
+    def required(self, converted: Mapping[str, Any], required: set[str]) -> list[str]:
+        if self.nullable:
+            return super().required(converted, required)
+        return [name for name in converted if name in required]
+
+
+def _without_null(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """``schema`` (an optional property defaulting to null) without its null and default,
+    and with no union left where one type remains; None when null cannot be taken out
+    cleanly (a const null, an enum of null alone, a union whose null is not a branch)."""
+    out = {k: v for k, v in schema.items() if k != "default"}
+    types = out.get("type")
+    if isinstance(types, list) and "null" in types:
+        rest = [t for t in types if t != "null"]
+        if not rest:
+            return None
+        out["type"] = rest[0] if len(rest) == 1 else rest
+    enum = out.get("enum")
+    if isinstance(enum, list) and None in enum:
+        values = [v for v in enum if v is not None]
+        if not values:
+            return None
+        out["enum"] = values
+    branches = out.get("anyOf")
+    if isinstance(branches, list):
+        kept = [b for b in branches if b != {"type": "null"}]
+        if not kept or any(isinstance(b, Mapping) and _accepts_null(b) for b in kept):
+            return None
+        out["anyOf"] = kept
+        if len(kept) == 1 and isinstance(kept[0], Mapping) and set(out) <= {"anyOf", *_ANNOTATED}:
+            out = _merged_annotations(out, kept[0])
+    if "const" in out and out["const"] is None:
+        return None
+    return out if not _accepts_null(out) else None
+
+
+def _merged_annotations(outer: Mapping[str, Any], only: Mapping[str, Any]) -> dict[str, Any]:
+    """The one branch left of ``outer``'s ``anyOf``, with ``outer``'s title and description
+    (two descriptions joined, the property's first)."""
+    out = dict(only)
+    title = outer.get("title")
+    if title is not None:
+        out["title"] = title
+    described = [
+        d for d in (outer.get("description"), only.get("description")) if isinstance(d, str) and d
+    ]
+    if described:
+        out["description"] = " ".join(dict.fromkeys(described))
+    return out
+
+
+def strict_cost(schema: Any) -> StrictCost:
+    """What a strict schema made here spends (references are inlined, so each value is counted
+    where it stands)."""
+    optional = unions = 0
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        if isinstance(node.get("anyOf"), list) or isinstance(node.get("type"), list):
+            unions += 1
+        props = node.get("properties")
+        if isinstance(props, Mapping):
+            required = node.get("required")
+            listed = set(required) if isinstance(required, list) else set()
+            optional += sum(1 for name in props if name not in listed)
+            stack.extend(props.values())
+        if isinstance(node.get("items"), Mapping):
+            stack.append(node["items"])
+        if isinstance(node.get("anyOf"), list):
+            stack.extend(node["anyOf"])
+    return StrictCost(optional, unions)
+
+
+def to_anthropic_strict_schema(schema: Mapping[str, Any], *, nullable: bool = False) -> StrictForm:
+    """``schema`` (an ``input_schema`` as [`to_anthropic_schema`][] gives it) made to fit
+    strict tool use (see the module docstring).
+
+    Args:
+        schema: the schema; never modified.
+        nullable: make optional properties required and nullable (their paths recorded),
+            rather than leave them optional.
+
+    Raises:
+        StrictSchemaError: why the schema cannot be strict (send the tool without ``strict``).
+    """
+    conversion = _AnthropicStrict(schema, nullable=nullable)
+    try:
+        strict = conversion.run()
+    except StrictSchemaError:
+        raise
+    except SchemaConversionError as exc:
+        raise StrictSchemaError(exc.reason, path=exc.path) from None
+    return StrictForm(
+        strict, tuple(conversion.null_paths), strict_cost(strict), tuple(conversion.notes)
+    )

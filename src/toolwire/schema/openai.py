@@ -10,6 +10,9 @@ What strict mode cannot express (``not``, ``if``/``then``/``else``, open maps, a
 ``items``, untyped values, recursion, ...) makes the conversion fail with a
 [`StrictSchemaError`][] naming the reason; the tool is then declared with
 ``strict: false`` and its original schema.
+
+The walker is shared: [`toolwire.schema.anthropic`][] subclasses it for Anthropic's strict tool
+use, which keeps and describes other keywords and may leave optional properties optional.
 """
 
 from __future__ import annotations
@@ -86,12 +89,12 @@ _DESCRIBED = frozenset(
 
 
 class StrictSchemaError(SchemaConversionError):
-    """A schema OpenAI's strict mode cannot express; ``reason`` says why."""
+    """A schema a strict mode (OpenAI's, Anthropic's) cannot express; ``reason`` says why."""
 
 
 @dataclass(frozen=True, slots=True)
 class StrictLimits:
-    """OpenAI's documented limits for strict schemas."""
+    """Limits on strict schemas; the defaults are OpenAI's documented ones."""
 
     properties: int = 5_000
     nesting: int = 10
@@ -139,6 +142,14 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Strict(Lowering):
+    """The strict lowering: OpenAI's rules here, a provider's own in a subclass (the keywords
+    it keeps, describes and the formats it takes; ``keyword``, ``optional`` and ``required``
+    for what depends on values)."""
+
+    KEPT: frozenset[str] = _KEPT
+    DESCRIBED: frozenset[str] = _DESCRIBED
+    FORMATS: frozenset[str] = _FORMATS
+
     def __init__(self, root: Any, limits: StrictLimits) -> None:
         super().__init__(root)
         self.limits = limits
@@ -223,16 +234,7 @@ class _Strict(Lowering):
                 for i, branch in enumerate(union)
             ]
         for key, value in node.items():
-            if key in _KEPT:
-                out[key] = value
-            elif key == "format":
-                if value.__class__ is str and value in _FORMATS:
-                    out[key] = value
-                else:
-                    shown_format = value if isinstance(value, str) else short_json(value)
-                    hints.append(f"format: {shown_format}")
-            elif key in _DESCRIBED and not (key == "default" and value is None):
-                hints.append(f"{key}: {short_json(value)}")
+            self.keyword(key, value, out, hints)
         self._enum(node, out, path)
         kind = types[0] if types else None
         if kind == "object" or (kind is None and "properties" in node):
@@ -244,6 +246,31 @@ class _Strict(Lowering):
         if hints:
             out["description"] = self.describe(out.get("description"), hints)
         return out
+
+    def keyword(self, key: str, value: Any, out: dict[str, Any], hints: list[str]) -> None:
+        """Keep one keyword in ``out``, or describe it in ``hints`` (or leave it out)."""
+        if key in self.KEPT:
+            out[key] = value
+        elif key == "format":
+            if value.__class__ is str and value in self.FORMATS:
+                out[key] = value
+            else:
+                shown_format = value if isinstance(value, str) else short_json(value)
+                hints.append(f"format: {shown_format}")
+        elif key in self.DESCRIBED and not (key == "default" and value is None):
+            hints.append(f"{key}: {short_json(value)}")
+
+    def optional(self, schema: dict[str, Any], instance: NullPath) -> dict[str, Any]:
+        """An optional property's converted schema as declared: made nullable (its path
+        recorded) unless it accepts null already, as every property is required."""
+        if _accepts_null(schema):
+            return schema
+        self.null_paths.append(instance)
+        return _nullable(schema)
+
+    def required(self, converted: Mapping[str, Any], required: set[str]) -> list[str]:
+        """The object's ``required`` as declared: every property."""
+        return list(converted)
 
     def _enum(self, node: Mapping[str, Any], out: dict[str, Any], path: str) -> None:
         if "enum" in node:
@@ -307,14 +334,13 @@ class _Strict(Lowering):
             self.spend_text(name)
             prop_path = f"{path}/properties/{escape_pointer(name)}"
             schema = self.convert(sub, prop_path, (*instance, name), depth + 1, objects, refs)
-            if name not in required and not _accepts_null(schema):
-                schema = _nullable(schema)
-                self.null_paths.append((*instance, name))
+            if name not in required:
+                schema = self.optional(schema, (*instance, name))
             converted[name] = schema
         out.update(
             type="object",
             properties=converted,
-            required=list(converted),
+            required=self.required(converted, required),
             additionalProperties=False,
         )
 
