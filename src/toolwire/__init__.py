@@ -51,6 +51,7 @@ from toolwire.errors import (
     ToolwireWarning,
 )
 from toolwire.executor import CallContext, CallOutcome, Executor, Veto, make_call
+from toolwire.grammar import Grammar
 from toolwire.ledger import CallTrail
 from toolwire.policy import Policy, Rule, tainted_by
 from toolwire.store import MemoryStore, RunStore, SQLiteStore
@@ -74,6 +75,7 @@ __all__ = [
     "EmbeddedResource",
     "ErrorKind",
     "Executor",
+    "Grammar",
     "ImageContent",
     "InvalidArguments",
     "Listing",

@@ -30,11 +30,14 @@ from toolwire.errors import (
     ToolNotFound,
     ToolwireWarning,
 )
+from toolwire.grammar import Grammar, grammar_from_format
 from toolwire.schema._base import escape_pointer
 from toolwire.schema._rewrite import for_validation, short_text
 
 __all__ = [
+    "CustomFormat",
     "Tool",
+    "ToolKind",
     "ToolLike",
     "ToolSet",
     "compile_validator",
@@ -51,6 +54,14 @@ _NOT_PORTABLE = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_ARGUMENT_ERRORS = 20
 
 T = TypeVar("T")
+
+ToolKind = Literal["function", "custom"]
+"""A function tool takes JSON arguments; a custom tool (OpenAI, GPT-5 and later) takes free
+text, optionally constrained by a grammar."""
+CustomFormat = Grammar | Mapping[str, Any] | None
+"""A custom tool's input format: None (or ``{"type": "text"}``) for free text, a
+``Grammar``, or OpenAI's grammar format as a dict."""
+_TEXT_ARGUMENT = "input"
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -93,6 +104,16 @@ class Tool:
     means its server's name for a server's tool, nothing for the developer's own."""
     function: FunctionSchema | None = field(default=None, repr=False)
     """Set by ``@tool`` for tools made from a function: pydantic validates their arguments."""
+    kind: ToolKind = "function"
+    """``"custom"`` for an OpenAI custom tool: the model writes free text (checked against
+    ``format``), which the handler gets as its one string argument. OpenAI is told it is a
+    custom tool; every other provider gets a function with that one string parameter."""
+    format: CustomFormat = None
+    """A custom tool's input: None for free text, or the ``Grammar`` the text must match
+    (OpenAI's ``{"type": "grammar", "syntax", "definition"}`` is read as one); the text is
+    checked before every call, on every provider."""
+    _text_argument: str | None = field(default=None, init=False, repr=False)
+    """A custom tool's one argument (see ``text_argument``)."""
     _validator: Any = field(default=None, init=False, repr=False)
     """The compiled jsonschema-rs validator, or why the schema has none (compiled once)."""
     is_async: bool = field(default=False, init=False, repr=False)
@@ -124,6 +145,43 @@ class Tool:
             object.__setattr__(self, "is_async", is_async)
         if self.function is not None and self.function.context_parameter is not None:
             object.__setattr__(self, "context_parameter", self.function.context_parameter)
+        if self.kind == "custom":
+            self._set_up_custom()
+        elif self.kind != "function":
+            raise ConfigurationError(
+                f"tool {self.name!r}: kind is 'function' or 'custom', not {self.kind!r}"
+            )
+        elif self.format is not None:
+            raise ConfigurationError(
+                f"tool {self.name!r}: a format is for custom tools; pass kind='custom'"
+            )
+
+    def _set_up_custom(self) -> None:
+        """The grammar compiled, and the input schema's one string argument found (an object
+        of one ``input`` string when no schema was given)."""
+        object.__setattr__(self, "format", grammar_from_format(self.format))
+        schema = self.input_schema
+        if schema == EMPTY_OBJECT_SCHEMA:
+            schema = _text_schema(_TEXT_ARGUMENT, "The tool's input, as text.")
+            object.__setattr__(self, "input_schema", schema)
+        name = _text_property(schema)
+        if name is None:
+            raise ConfigurationError(
+                f"custom tool {self.name!r}: the input schema must be an object with exactly "
+                "one property, a required string (the text the model writes), or left out"
+            )
+        object.__setattr__(self, "_text_argument", name)
+
+    @property
+    def grammar(self) -> Grammar | None:
+        """A custom tool's grammar (its ``format`` as a ``Grammar``), or None."""
+        return self.format if isinstance(self.format, Grammar) else None
+
+    @property
+    def text_argument(self) -> str | None:
+        """A custom tool's one argument, which holds the model's text (None for a function
+        tool)."""
+        return self._text_argument
 
     @property
     def qualified_name(self) -> str:
@@ -136,7 +194,9 @@ class Tool:
         hashed: a recorded decision holds only while this is unchanged."""
         digest = self._definition_hash
         if digest is None:
-            digest = definition_hash(self.description or "", self.input_schema, self.annotations)
+            digest = definition_hash(
+                self.description or "", self.input_schema, self.annotations, self.grammar
+            )
             object.__setattr__(self, "_definition_hash", digest)
         return digest
 
@@ -149,8 +209,11 @@ class Tool:
         part they name accepts any value). ``NaN`` and ``Infinity`` are never valid: they are
         not JSON numbers.
 
+        A custom tool's text is then checked against its grammar.
+
         Raises:
-            InvalidArguments: listing each failing field with its JSON path.
+            InvalidArguments: listing each failing field with its JSON path (a custom tool's
+                text that its grammar refuses, at the path of its one argument).
             ConfigurationError: when the input schema itself cannot validate arguments (it
                 breaks JSON Schema's rules, or has a pattern the linear-time engine cannot
                 compile), naming the tool and the reason.
@@ -167,7 +230,10 @@ class Tool:
                     if where is not None:
                         raise InvalidArguments(self.name, [where])
                     break
-            return self.function.validate(self.name, dict(arguments))
+            kwargs = self.function.validate(self.name, dict(arguments))
+            if self.format is not None:
+                self._check_text(kwargs)
+            return kwargs
         problem = argument_problem(arguments)
         if problem is not None:
             raise InvalidArguments(self.name, [("$", problem)])
@@ -181,6 +247,8 @@ class Tool:
             except ValueError as exc:
                 raise InvalidArguments(self.name, [("$", f"not JSON: {exc}")]) from None
         if valid:
+            if self.format is not None:
+                self._check_text(arguments)
             return dict(arguments)
         failures = sorted(
             itertools.islice(validator.iter_errors(arguments), _MAX_ARGUMENT_ERRORS),
@@ -190,6 +258,15 @@ class Tool:
             self.name,
             [(json_path(error.instance_path), short_text(error.message)) for error in failures],
         )
+
+    def _check_text(self, arguments: Mapping[str, Any]) -> None:
+        """The custom tool's text checked against its grammar (arguments already valid)."""
+        grammar, name = self.grammar, self._text_argument
+        assert grammar is not None
+        assert name is not None
+        problem = grammar.problem(arguments[name])
+        if problem is not None:
+            raise InvalidArguments(self.name, [(json_path((name,)), problem)])
 
     def check_schema(self) -> None:
         """Make sure the input schema can validate arguments (compiling it, once).
@@ -213,12 +290,45 @@ class Tool:
         return validator  # type: ignore[no-any-return]
 
 
-def definition_hash(description: str, schema: Any, annotations: Any) -> str:
-    """A tool definition's description, input schema and annotations, hashed."""
-    payload = canonical_json(
-        {"description": description, "schema": schema, "annotations": annotations}
-    )
+def definition_hash(
+    description: str, schema: Any, annotations: Any, grammar: Grammar | None = None
+) -> str:
+    """A tool definition's description, input schema, annotations and grammar, hashed."""
+    definition = {"description": description, "schema": schema, "annotations": annotations}
+    if grammar is not None:  # only then: the hashes of tools without one stay as they were
+        definition["grammar"] = grammar.as_format()
+    payload = canonical_json(definition)
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _text_schema(name: str, description: str | None = None) -> dict[str, Any]:
+    """The input schema of a custom tool whose text is the argument ``name``."""
+    prop: dict[str, Any] = {"type": "string"}
+    if description:
+        prop["description"] = description
+    return {
+        "type": "object",
+        "properties": {name: prop},
+        "required": [name],
+        "additionalProperties": False,
+    }
+
+
+def _text_property(schema: Mapping[str, Any]) -> str | None:
+    """The name of ``schema``'s one property when it is a required string (what a custom
+    tool's input schema must be), else None."""
+    properties = schema.get("properties")
+    if schema.get("type") != "object" or not isinstance(properties, Mapping):
+        return None
+    if len(properties) != 1:
+        return None
+    ((name, prop),) = properties.items()
+    required = schema.get("required")
+    if not isinstance(prop, Mapping) or prop.get("type") != "string":
+        return None
+    if not isinstance(required, list | tuple) or name not in required:
+        return None
+    return str(name)
 
 
 # Patterns run on model input, so only the `regex` crate's engine, linear in the input. A
@@ -327,6 +437,7 @@ def tool(
     timeout: float | None = None,
     idempotent: bool = False,
     taints: Iterable[str] | str | None = None,
+    custom: bool | CustomFormat = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -341,6 +452,7 @@ def tool(
     timeout: float | None = None,
     idempotent: bool = False,
     taints: Iterable[str] | str | None = None,
+    custom: bool | CustomFormat = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a [`Tool`][] from a function, sync or async.
 
@@ -353,13 +465,21 @@ def tool(
     ``Outcome.taint``).
     A ``functools.partial`` is a tool of the function it wraps, without the arguments it binds.
 
+    ``custom=True`` makes an OpenAI custom tool of a function of one required ``str``
+    parameter: the model writes free text, passed as that parameter; ``custom=`` a ``Grammar``
+    (or OpenAI's grammar format as a dict) also constrains the text, checked before every call
+    (see ``Tool.kind``).
+
     A parameter annotated [`CallContext`][toolwire.CallContext] (``CallContext[MyDeps]``, or a
     subclass) is no argument: the model is never told of it, and each call passes it the call's
     context (its run, id, principal, taint and the turn's ``deps``).
 
     Raises:
         ConfigurationError: when the function cannot be a tool (see
-            ``function_schema``), in one line naming what to change.
+            ``function_schema``), in one line naming what to change; for ``custom``, when it
+            does not take exactly one required ``str`` argument or the grammar does not
+            compile.
+        MissingDependency: for a Lark grammar without LLGuidance (``toolwire[lark]``).
 
     Warns:
         ToolwireWarning: when the function has no docstring and no ``description`` is given.
@@ -367,6 +487,12 @@ def tool(
 
     def build(f: Callable[..., Any]) -> Tool:
         schema = function_schema(f, name=name, description=description)
+        if custom is not False and _text_property(schema.input_schema) is None:
+            raise ConfigurationError(
+                f"custom tool {schema.name!r}: the function must take exactly one required "
+                "str parameter (the text the model writes); its arguments are "
+                f"{list(schema.parameter_names) or 'none'}"
+            )
         if description is None and not schema.description:
             _warn_caller(
                 f"tool {schema.name!r} has no docstring and no description: the model will see "
@@ -386,6 +512,8 @@ def tool(
             if taints is None
             else frozenset((taints,) if isinstance(taints, str) else taints),
             function=schema,
+            kind="function" if custom is False else "custom",
+            format=None if custom is True or custom is False else custom,
         )
 
     return build(func) if func is not None else build
@@ -419,15 +547,18 @@ def tool_from_definition(definition: Mapping[str, Any]) -> Tool:
     Reads ``name``, ``description``, the input schema as ``input_schema`` (Anthropic),
     ``inputSchema`` (MCP) or ``parameters`` (OpenAI, Gemini), the output schema as
     ``output_schema`` or ``outputSchema``, and ``annotations``; other keys are ignored, and an
-    OpenAI Chat ``{"type": "function", "function": {...}}`` is read from its ``function``. Such a
-    tool can be declared; a call of it is answered with an error, as it has nothing to run.
+    OpenAI Chat ``{"type": "function", "function": {...}}`` is read from its ``function``. An
+    OpenAI custom tool (``{"type": "custom", name, description, format}``, or Chat's
+    ``{"type": "custom", "custom": {...}}``) is read as one, with its ``format``. Such a tool can
+    be declared; a call of it is answered with an error, as it has nothing to run.
 
     Raises:
         ConfigurationError: when the definition has no string name, gives its input schema
             twice, or a field has the wrong type.
     """
-    inner = definition.get("function")
-    if definition.get("type") == "function" and isinstance(inner, Mapping):
+    kind = definition.get("type")
+    inner = definition.get(kind) if kind in ("function", "custom") else None
+    if isinstance(inner, Mapping):
         definition = inner
     name = definition.get("name")
     if not isinstance(name, str):
@@ -455,6 +586,14 @@ def tool_from_definition(definition: Mapping[str, Any]) -> Tool:
                 f"tool definition {name!r}: the {what} must be a JSON object (a mapping), "
                 f"not {type(value).__name__}"
             )
+    if kind == "custom":
+        return Tool(
+            name=name,
+            description=description,
+            kind="custom",
+            format=definition.get("format"),
+            annotations=annotations,
+        )
     return Tool(
         name=name,
         description=description,

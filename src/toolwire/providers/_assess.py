@@ -14,7 +14,7 @@ from toolwire.schema._rewrite import external_references
 from toolwire.schema.checks import property_paths
 from toolwire.tool import Tool
 
-__all__ = ["Rejected", "assessed", "texts"]
+__all__ = ["Rejected", "assessed", "custom_verdict", "texts"]
 
 _NOTES_SHOWN = 5
 _NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "defs"})
@@ -47,9 +47,9 @@ def assessed(
     schema must pass. A schema that cannot validate arguments is rejected: each call would be
     answered with that error. References to other documents (never fetched) are noted.
     """
-    if tool.providers is not None and provider not in tool.providers:
-        only = ", ".join(sorted(tool.providers))
-        return Verdict(provider, "skipped", (f"the tool is declared to {only} only",))
+    skipped = _skipped(provider, tool)
+    if skipped is not None:
+        return skipped
     unusable = None
     external: list[str] = []
     try:
@@ -73,6 +73,8 @@ def assessed(
     if unusable is not None:  # declared, but every call would fail
         return Verdict(provider, "rejected", (unusable,))
     notes = notes + external
+    if tool.kind == "custom":  # declared here as what it stands for
+        notes.insert(0, _as_function(tool))
     original = tool.input_schema
     if schema == original and not notes:
         return Verdict(provider, "accepted")
@@ -80,6 +82,34 @@ def assessed(
     if not notes:
         notes = ["rewritten with the same keywords (references moved or inlined)"]
     return Verdict(provider, "converted", tuple(dict.fromkeys(notes)))
+
+
+def custom_verdict(provider: str, tool: Tool, note: str) -> Verdict:
+    """The verdict of a provider that declares ``tool``, a custom tool, natively: ``note``
+    says how (its input schema is toolwire's own, not sent)."""
+    skipped = _skipped(provider, tool)
+    return skipped if skipped is not None else Verdict(provider, "converted", (note,))
+
+
+def _skipped(provider: str, tool: Tool) -> Verdict | None:
+    if tool.providers is not None and provider not in tool.providers:
+        only = ", ".join(sorted(tool.providers))
+        return Verdict(provider, "skipped", (f"the tool is declared to {only} only",))
+    return None
+
+
+def _as_function(tool: Tool) -> str:
+    grammar = tool.grammar
+    checked = (
+        f"; its {grammar.syntax} grammar is checked by toolwire before each call, not enforced "
+        "by the model (describe the format in the description)"
+        if grammar is not None
+        else ""
+    )
+    return (
+        f"custom tool: declared as a function with one string parameter, "
+        f"{tool.text_argument!r}{checked}"
+    )
 
 
 def _lost_paths(original: Any, declared: Any) -> list[str]:

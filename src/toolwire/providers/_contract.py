@@ -132,8 +132,12 @@ class Declaration:
     @property
     def names(self) -> tuple[str, ...]:
         """The exposed names the model was shown, in order."""
-        if self._lazy is not None:
-            return self.toolset.exposed_names
+        if self._lazy is not None:  # the tools of the toolset declared to this provider
+            return tuple(
+                name
+                for name, tool in zip(self.toolset.exposed_names, self.toolset, strict=True)
+                if tool.providers is None or self.provider in tool.providers
+            )
         return tuple(self.entries)
 
     @property

@@ -1,5 +1,5 @@
-"""What OpenAI Chat Completions and Responses share: options, strict declarations, arguments
-that arrive as JSON strings, and text answers."""
+"""What OpenAI Chat Completions and Responses share: options, strict declarations, custom
+tools, arguments that arrive as JSON strings, and text answers."""
 
 from __future__ import annotations
 
@@ -8,17 +8,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolwire._text import clean_description
-from toolwire.calls import ToolResult, canonical_json, content_text
+from toolwire.calls import RejectedCall, ToolCall, ToolResult, canonical_json, content_text
 from toolwire.errors import SchemaConversionError
-from toolwire.providers._assess import assessed, texts
+from toolwire.providers._assess import assessed, custom_verdict, texts
 from toolwire.providers._contract import Declaration, DeclaredTool, Verdict
+from toolwire.providers._wire import CallIds, json_type, printable, rejected_call, unknown_tool
 from toolwire.schema._base import ConversionNote
 from toolwire.schema.anthropic import to_anthropic_schema
 from toolwire.schema.checks import openai_violations
 from toolwire.schema.openai import NullPath, StrictSchemaError, strict_schema
 from toolwire.tool import Tool, ToolSet
 
-__all__ = ["Declared", "OpenAIOptions", "assess", "declaration", "declared", "output_text"]
+__all__ = [
+    "Declared",
+    "OpenAIOptions",
+    "assess",
+    "custom_call",
+    "declaration",
+    "declared",
+    "output_text",
+]
 
 ERROR_PREFIX = "Error: "
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -57,7 +66,12 @@ class Declared:
     strict: bool
     null_paths: tuple[NullPath, ...]
     not_strict_because: str | None
-    """Why ``strict`` is false, when it is."""
+    """Why ``strict`` is false, when it is (None for a custom tool: it has no strict mode)."""
+    custom: bool = False
+    """A custom tool: declared with its ``format``, not ``parameters``."""
+    format: dict[str, str] | None = None
+    """A custom tool's grammar in the Responses shape (``{"type": "grammar", "syntax",
+    "definition"}``); None for free text."""
 
 
 def _plain_object(tool: Tool) -> tuple[dict[str, Any], list[Any]]:
@@ -88,6 +102,18 @@ def _declare(tool: Tool, name: str, strict: bool) -> Declared:
     Raises:
         SchemaConversionError: naming the tool, for a schema that cannot be declared.
     """
+    if tool.kind == "custom":  # free text: there is no schema to make strict
+        grammar = tool.grammar
+        return Declared(
+            name=name,
+            description=clean_description(tool.description),
+            parameters=dict(tool.input_schema),
+            strict=False,
+            null_paths=(),
+            not_strict_because=None,
+            custom=True,
+            format=grammar.as_format() if grammar is not None else None,
+        )
     plain, _ = _plain_object(tool)
     reason = None
     if strict:
@@ -147,7 +173,10 @@ def declaration(
             toolset=toolset,
             tools=[wire(d) for d in tools] or None,
             entries={
-                d.name: DeclaredTool(d.name, toolset[d.name], d.strict, d.null_paths) for d in tools
+                d.name: DeclaredTool(
+                    d.name, toolset[d.name], None if d.custom else d.strict, d.null_paths
+                )
+                for d in tools
             },
         )
 
@@ -156,7 +185,9 @@ def declaration(
 
 def assess(provider: str, tool: Tool, options: OpenAIOptions) -> Verdict:
     """How an OpenAI API takes ``tool``: its declaration, checked against the documented rules
-    of the mode it is sent in."""
+    of the mode it is sent in. A custom tool is declared as one (no schema to check)."""
+    if tool.kind == "custom":
+        return custom_verdict(provider, tool, custom_note(tool))
     sent: list[Declared] = []
 
     def declare() -> tuple[Any, list[str]]:
@@ -189,3 +220,64 @@ def output_text(result: ToolResult, error_prefix: str) -> str:
     if result.is_error:
         return f"{error_prefix}{text}"
     return text
+
+
+def custom_note(tool: Tool) -> str:
+    """What ``toolwire check`` says of a custom tool declared to OpenAI."""
+    grammar = tool.grammar
+    shape = f"grammar: {grammar.syntax}" if grammar is not None else "free text"
+    return (
+        f"custom tool ({shape}): the model writes the text itself, passed as the "
+        f"{tool.text_argument!r} argument"
+    )
+
+
+def custom_call(
+    declaration: Declaration,
+    *,
+    name: str,
+    call_id: str | None,
+    text: Any,
+    index: int,
+    ids: CallIds,
+    error_answer: Callable[[str, str], Any],
+    extras: dict[str, Any],
+    kind: str,
+) -> ToolCall | RejectedCall:
+    """A custom tool call (free text ``text``) resolved against what was declared, or
+    rejected with its error answer (``kind`` names the call, as the model is told): the
+    text becomes the tool's one argument; its grammar is checked with the arguments."""
+    entry = declaration.entry(name)
+    if entry is None:
+        gone = declaration.unavailable.get(name)
+        if gone is not None:
+            message = f"Tool {printable(name)!r} is unavailable: {gone}."
+            return rejected_call(name, call_id, index, "unavailable", message, ids, error_answer)
+        message = f"Not run: this {kind} names no declared tool. " + unknown_tool(
+            declaration.names, name
+        )
+        return rejected_call(name, call_id, index, "not_found", message, ids, error_answer)
+    tool, argument = entry.tool, entry.tool.text_argument
+    if argument is None:
+        message = (
+            f"Not run: {printable(entry.name)!r} is a function tool; call it as a function, "
+            "with JSON arguments, not as a custom tool with free-form input."
+        )
+        return rejected_call(
+            entry.name, call_id, index, "invalid_arguments", message, ids, error_answer
+        )
+    if not isinstance(text, str):
+        message = f"Malformed {kind}: its input is {json_type(text)}, not text."
+        return rejected_call(
+            entry.name, call_id, index, "invalid_arguments", message, ids, error_answer
+        )
+    arguments = {argument: text}
+    return ToolCall(
+        exposed_name=entry.name,
+        tool=tool,
+        arguments=arguments,
+        call_id=call_id,
+        local_id=call_id if call_id is not None else ids.make(entry.name, arguments),
+        index=index,
+        extras=extras,
+    )

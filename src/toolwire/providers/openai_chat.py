@@ -5,6 +5,10 @@ Tools are ``{"type": "function", "function": {name, description, parameters, str
 ``choices[0].message.tool_calls`` with ``arguments`` as a JSON string; answers are
 ``{"role": "tool", "tool_call_id", "content"}`` messages, one per call, right after the
 assistant message.
+
+Custom tools (``Tool(kind="custom")``) are declared as ``{"type": "custom", "custom": {name,
+description, format}}``; the model calls one with a ``{"type": "custom", "custom": {name,
+input}}`` tool call holding free text, answered by the usual tool message.
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ from toolwire.providers._wire import (
     as_data,
     check_shape,
     json_type,
-    printable,
     rejected_call,
     resolve_call,
     sent_id,
@@ -46,6 +49,7 @@ __all__ = [
     "Options",
     "answer",
     "assess",
+    "custom_tool_call",
     "declare",
     "followup",
     "parse",
@@ -77,6 +81,19 @@ _DEFAULT = Options()
 
 
 def _entry(d: _openai.Declared) -> dict[str, Any]:
+    if d.custom:
+        grammar = d.format
+        # Chat nests the grammar one level deeper than Responses does.
+        form: dict[str, Any] = (
+            {
+                "type": "grammar",
+                "grammar": {"syntax": grammar["syntax"], "definition": grammar["definition"]},
+            }
+            if grammar is not None
+            else {"type": "text"}
+        )
+        custom = {"name": d.name, "description": d.description, "format": form}
+        return {"type": "custom", "custom": custom}
     return {
         "type": "function",
         "function": {
@@ -177,10 +194,12 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
     """Every tool call of a chat completion (or of its assistant message), in order.
 
     Every entry of ``tool_calls`` is a call and gets exactly one item: a function call to a
-    declared tool that resolves is a [`ToolCall`][]; anything else (an unknown name,
-    arguments that are not a JSON object, a ``custom`` tool call, an entry that is not a call
-    object, an id an earlier call already has) is a [`RejectedCall`][] answering its
-    ``tool_call_id``.
+    declared tool that resolves is a [`ToolCall`][], and so is a ``custom`` call to a
+    declared custom tool (its ``input`` text as the tool's one argument); anything else (an
+    unknown name, arguments that are not a JSON object, a ``custom`` call to a function tool,
+    an entry that is not a call object, an id an earlier call already has) is a
+    [`RejectedCall`][] answering its ``tool_call_id``. The entry's ``type`` decides: some
+    compatible hosts send an empty ``custom`` object beside a function call.
 
     Raises:
         MalformedResponse: when the completion is not shaped as Chat sends it (naming the
@@ -223,11 +242,17 @@ def _parse_entry(
         message = ids.duplicate(call_id)
         return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error)
     if kind == "custom":
-        message = (
-            f"{printable(name)!r} is a custom tool call (free-form input); the tools here "
-            "take JSON arguments. Call one of them as a function."
+        return _openai.custom_call(
+            declaration,
+            name=name,
+            call_id=call_id,
+            text=body.get("input") if isinstance(body, Mapping) else None,
+            index=index,
+            ids=ids,
+            error_answer=error,
+            extras={},
+            kind="custom tool call",
         )
-        return rejected_call(name, call_id, index, "not_found", message, ids, error)
     if not isinstance(body, Mapping):
         message = "Malformed tool call: no function."
         return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error)
@@ -294,15 +319,18 @@ def followup(response: Any, answers: Sequence[Any], ids: Sequence[str | None] = 
 
 
 def response_for(
-    calls: Sequence[tuple[str, str, Mapping[str, Any]]], text: str | None = None
+    calls: Sequence[tuple[str, str, Mapping[str, Any] | str]], text: str | None = None
 ) -> dict[str, Any]:
-    """A chat completion holding ``calls`` ((id, name, arguments)) and ``text``."""
+    """A chat completion holding ``calls`` ((id, name, arguments)) and ``text``; a call whose
+    arguments are a string is a ``custom`` tool call with that input."""
     import json
 
     message: dict[str, Any] = {"role": "assistant", "content": text}
     if calls:
         message["tool_calls"] = [
-            {
+            custom_tool_call(call_id, name, args)
+            if isinstance(args, str)
+            else {
                 "id": call_id,
                 "type": "function",
                 "function": {"name": name, "arguments": json.dumps(dict(args))},
@@ -311,6 +339,11 @@ def response_for(
         ]
     reason = "tool_calls" if calls else "stop"
     return {"choices": [{"index": 0, "message": message, "finish_reason": reason}]}
+
+
+def custom_tool_call(call_id: str, name: str, text: str) -> dict[str, Any]:
+    """A ``tool_calls`` entry: the model calling custom tool ``name`` with ``text``."""
+    return {"id": call_id, "type": "custom", "custom": {"name": name, "input": text}}
 
 
 def text(response: Any) -> str:

@@ -5,6 +5,10 @@ Tools are flat (``{"type": "function", name, description, parameters, strict}``)
 own and optional fields become mandatory. Calls are ``function_call`` output items joined by
 ``call_id``; answers are ``function_call_output`` items whose ``output`` is a string, or a list
 of ``input_text`` / ``input_image`` items when the result carries an image.
+
+Custom tools (``Tool(kind="custom")``) are declared as ``{"type": "custom", name, description,
+format}``; the model calls one with a ``custom_tool_call`` item holding free text (``input``),
+answered by a ``custom_tool_call_output`` of the same shape.
 """
 
 from __future__ import annotations
@@ -40,7 +44,6 @@ from toolwire.providers._wire import (
     check_shape,
     item_types,
     listed,
-    printable,
     rejected_call,
     resolve_call,
     sent_id,
@@ -56,6 +59,8 @@ __all__ = [
     "ResponsesStreamAccumulator",
     "answer",
     "assess",
+    "custom_tool_call",
+    "custom_tool_call_output",
     "declare",
     "followup",
     "function_call_output",
@@ -88,6 +93,13 @@ _DEFAULT = Options()
 
 
 def _entry(d: _openai.Declared) -> dict[str, Any]:
+    if d.custom:
+        return {
+            "type": "custom",
+            "name": d.name,
+            "description": d.description,
+            "format": d.format or {"type": "text"},
+        }
     return {
         "type": "function",
         "name": d.name,
@@ -245,10 +257,11 @@ def _is_client_call(item: Mapping[str, Any]) -> bool:
 def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCall]:
     """Every call the client must answer in a response (or a list of output items), in order.
 
-    A ``function_call`` to a declared tool that resolves is a [`ToolCall`][]. Every other
-    item the client must answer is a [`RejectedCall`][] with an answer of its own type: a
-    ``function_call`` to an unknown name or with arguments that are not a JSON object, a
-    ``custom_tool_call``,
+    A ``function_call`` to a declared tool that resolves is a [`ToolCall`][], and so is a
+    ``custom_tool_call`` to a declared custom tool (its ``input`` text as the tool's one
+    argument). Every other item the client must answer is a [`RejectedCall`][] with an answer
+    of its own type: a ``function_call`` to an unknown name or with arguments that are not a
+    JSON object, a ``custom_tool_call`` to an unknown name or a function tool, a
     ``local_shell_call``, ``shell_call``, ``apply_patch_call``, ``computer_call`` or
     client-side ``tool_search_call``, and any call whose ``call_id`` an earlier one has.
     Items the API handles itself (messages, reasoning, hosted tools) are skipped.
@@ -297,11 +310,20 @@ def _parse_item(
         message = ids.duplicate(call_id)
         return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error_answer)
     if kind == "custom_tool_call":
-        message = (
-            f"Not run: {printable(name)!r} is a custom tool (free-form input); only the "
-            "function tools declared here run."
+        extras = {"type": kind}  # answered in kind (see answer)
+        if isinstance(item.get("id"), str):
+            extras["id"] = item["id"]
+        return _openai.custom_call(
+            declaration,
+            name=name,
+            call_id=call_id,
+            text=item.get("input"),
+            index=index,
+            ids=ids,
+            error_answer=error_answer,
+            extras=extras,
+            kind="custom tool call",
         )
-        return rejected_call(name, call_id, index, "not_found", message, ids, error_answer)
     if kind != "function_call":
         message = (
             f"Not run: {kind} items are not handled here; only the function tools declared "
@@ -338,13 +360,24 @@ def function_calls(
     return split_calls(parse_calls(response, toolset, strict=strict))
 
 
+def custom_tool_call_output(call_id: str, output: str | list[dict[str, Any]]) -> dict[str, Any]:
+    """A ``custom_tool_call_output`` input item."""
+    return {"type": "custom_tool_call_output", "call_id": call_id, "output": output}
+
+
 def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -> dict[str, Any]:
-    """The ``function_call_output`` for ``call``: a string, or text and image items when the
-    result carries an image the API takes."""
+    """The ``function_call_output`` for ``call`` (a ``custom_tool_call_output`` for a call
+    that came as a ``custom_tool_call``): a string, or text and image items when the result
+    carries an image the API takes."""
     error_prefix = (options or _DEFAULT).error_prefix
     call_id = call.call_id or call.local_id
+    shaped = (
+        custom_tool_call_output
+        if call.extras.get("type") == "custom_tool_call"
+        else function_call_output
+    )
     if not any(isinstance(p, ImageContent) and p.mime_type in _IMAGE_TYPES for p in result.content):
-        return function_call_output(call_id, _openai.output_text(result, error_prefix))
+        return shaped(call_id, _openai.output_text(result, error_prefix))
     parts: list[dict[str, Any]] = []
     if result.is_error:
         parts.append({"type": "input_text", "text": error_prefix.rstrip()})
@@ -362,7 +395,7 @@ def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -
             parts.append({"type": "input_text", "text": part.text})
         else:
             parts.append({"type": "input_text", "text": placeholder(part)})
-    return function_call_output(call_id, parts)
+    return shaped(call_id, parts)
 
 
 def _output_items(response: Any) -> list[Any]:
@@ -386,10 +419,11 @@ def followup(response: Any, answers: Sequence[Any], ids: Sequence[str | None] = 
 
 
 def response_for(
-    calls: Sequence[tuple[str, str, Mapping[str, Any]]], text: str | None = None
+    calls: Sequence[tuple[str, str, Mapping[str, Any] | str]], text: str | None = None
 ) -> dict[str, Any]:
     """A response whose output holds ``text`` as a message, then ``calls`` ((id, name,
-    arguments)) as ``function_call`` items."""
+    arguments)) as ``function_call`` items; a call whose arguments are a string is a
+    ``custom_tool_call`` with that input."""
     output: list[dict[str, Any]] = []
     if text:
         content = [{"type": "output_text", "text": text, "annotations": []}]
@@ -403,7 +437,9 @@ def response_for(
             }
         )
     output += [
-        {
+        custom_tool_call(call_id, name, args, item_id=f"ctc_{index}")
+        if isinstance(args, str)
+        else {
             "type": "function_call",
             "id": f"fc_{index}",
             "call_id": call_id,
@@ -414,6 +450,17 @@ def response_for(
         for index, (call_id, name, args) in enumerate(calls)
     ]
     return {"object": "response", "output": output}
+
+
+def custom_tool_call(
+    call_id: str, name: str, text: str, *, item_id: str | None = None
+) -> dict[str, Any]:
+    """A ``custom_tool_call`` output item: the model calling custom tool ``name`` with
+    ``text``."""
+    item = {"type": "custom_tool_call", "call_id": call_id, "name": name, "input": text}
+    if item_id is not None:
+        item["id"] = item_id
+    return item
 
 
 def text(response: Any) -> str:
