@@ -1,8 +1,8 @@
 """Hostile interactions, streams, tool results and deployments against the gemini-interactions
 provider and ``toolwire.integrations.genai.run_interaction_calls``.
 
-Passing tests document invariants that hold; each ``xfail(strict=True)`` test states how the
-provider should behave and its reason names the bug."""
+Each test states an invariant: every call answered once with its own id, only typed errors,
+bounded streams, no call taken from another provider's shape, no link made into a fetch."""
 
 from __future__ import annotations
 
@@ -573,15 +573,6 @@ def test_an_openai_output_list_with_a_hosted_tool_item_is_not_taken_for_steps(
         gi.parse_calls(_responses_output(hosted), TOOLS)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "openai_responses.recognizes (openai_responses.py:170-172) takes any item or list "
-        "holding a 'function_call' type: Gemini Interactions steps (no call_id, arguments an "
-        "object) given to the openai-responses parser are parsed as its own, the call's id "
-        "'a' is dropped and a generated one answered instead"
-    ),
-)
 @pytest.mark.parametrize(
     "steps",
     [

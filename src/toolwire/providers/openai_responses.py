@@ -167,10 +167,28 @@ def recognizes(response: Any) -> bool:
         if isinstance(data.get("output"), list | tuple) or data.get("object") == "response":
             return True
         kind = data.get("type")  # one output item (a lone message holds no call)
-        return kind.__class__ is str and kind in _ITEM_TYPES and kind != "message"
+        return (
+            kind.__class__ is str
+            and kind in _ITEM_TYPES
+            and kind != "message"
+            and not _is_interactions_call(data)
+        )
     if isinstance(data, list | tuple):
+        items = [as_data(item) for item in data[:16]]
+        if any(isinstance(item, Mapping) and _is_interactions_call(item) for item in items):
+            return False
         return bool(item_types(data) & _ITEM_TYPES)
     return False
+
+
+def _is_interactions_call(item: Mapping[str, Any]) -> bool:
+    """A Gemini Interactions ``function_call`` step: no ``call_id`` (every Responses call item
+    has one) and its arguments an object, not JSON text."""
+    return (
+        item.get("type") == "function_call"
+        and "call_id" not in item
+        and isinstance(item.get("arguments", {}), Mapping)
+    )
 
 
 def function_call_output(call_id: str, output: str | list[dict[str, Any]]) -> dict[str, Any]:
