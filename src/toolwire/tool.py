@@ -771,6 +771,11 @@ class ToolSet:
         t = self._by_exposed.get(exposed_name)
         return t if t is not None and id(t) in self._visible_ids else None
 
+    def has_name(self, exposed_name: str) -> bool:
+        """True when a tool of this toolset, visible or hidden, is exposed as
+        ``exposed_name``."""
+        return exposed_name in self._by_exposed
+
     def __getitem__(self, exposed_name: str) -> Tool:
         t = self.get(exposed_name)
         if t is None:

@@ -4,6 +4,7 @@ google-genai's own Interactions types."""
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any
 
 import anyio
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolwire
-from toolwire import ConfigurationError, MalformedResponse, ToolResult, ToolSet
+from toolwire import ConfigurationError, MalformedResponse, ToolResult, ToolSet, ToolwireWarning
 from toolwire.calls import (
     AudioContent,
     EmbeddedResource,
@@ -102,9 +103,16 @@ def test_deferred_tools_carry_defer_loading_and_a_short_description() -> None:
     assert listing.tools[-1] == {"type": "tool_search"}
 
 
-def test_a_deferred_name_that_is_no_tool_is_refused_naming_the_declared_ones() -> None:
-    with pytest.raises(ConfigurationError, match=r"serch.*declared: search, photo, broken"):
-        toolwire.tools(TOOLSET, "gemini-interactions", deferred=("serch",))
+def test_a_deferred_name_that_is_no_tool_is_warned_about_naming_the_declared_ones() -> None:
+    with pytest.warns(ToolwireWarning, match=r"serch.*declared: search, photo, broken"):
+        listing = toolwire.tools(TOOLSET, "gemini-interactions", deferred=("serch",))
+    assert not any("defer_loading" in entry for entry in listing.tools)
+    # a tool a policy hides is let be, silently
+    policy = toolwire.Policy(toolwire.Rule("deny", "photo"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        hidden = toolwire.tools(TOOLSET, "gemini-interactions", deferred=("photo",), policy=policy)
+    assert [entry["name"] for entry in hidden.tools] == ["search", "broken"]
     with pytest.raises(ConfigurationError, match="not a native tool"):
         toolwire.tools(TOOLSET, "gemini-interactions", native_tools=(42,))
 

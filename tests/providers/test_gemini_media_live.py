@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import warnings
 from typing import Any
 
 import anyio
@@ -20,6 +21,7 @@ from toolwire import (
     Tool,
     ToolResult,
     ToolSet,
+    ToolwireWarning,
 )
 from toolwire.providers import gemini
 
@@ -413,11 +415,22 @@ def test_answers_carry_the_scheduling_option() -> None:
 # -- options refused -----------------------------------------------------------------------------
 
 
-def test_a_non_blocking_name_that_is_not_declared_is_refused_naming_the_declared_ones() -> None:
-    with pytest.raises(ConfigurationError, match=r"'book'.*declared: book_ticket, time_in"):
-        toolwire.tools(LIVE, "gemini", non_blocking=["book"])
-    with pytest.raises(ConfigurationError, match="'book'"):
+def test_a_non_blocking_name_no_tool_has_is_warned_about_naming_the_declared_ones() -> None:
+    # Warned, not refused: a listing must not fail because a server with that tool is down.
+    with pytest.warns(ToolwireWarning, match=r"'book'.*declared: book_ticket, time_in"):
+        listing = toolwire.tools(LIVE, "gemini", non_blocking=["book"])
+    assert not any("behavior" in d for d in listing.tools[0]["functionDeclarations"])
+    with pytest.warns(ToolwireWarning, match="'book'"):
         gemini.function_declarations(LIVE, non_blocking=("book",))
+
+
+def test_a_non_blocking_name_a_policy_hides_is_let_be() -> None:
+    policy = toolwire.Policy(toolwire.Rule("deny", "book_ticket"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        listing = toolwire.tools(LIVE, "gemini", non_blocking=["book_ticket"], policy=policy)
+    names = [d["name"] for d in listing.tools[0]["functionDeclarations"]]
+    assert "book_ticket" not in names
 
 
 @pytest.mark.parametrize(

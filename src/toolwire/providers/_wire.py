@@ -5,6 +5,7 @@ surprises, and the limits that keep a stream accumulator bounded."""
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -19,9 +20,9 @@ from toolwire.calls import (
     has_lone_surrogate,
     stable_call_id,
 )
-from toolwire.errors import MalformedResponse
+from toolwire.errors import ConfigurationError, MalformedResponse, ToolwireWarning
 from toolwire.providers._contract import Declaration, ProviderProfile
-from toolwire.tool import Tool
+from toolwire.tool import Tool, ToolSet
 
 _NO_EXTRAS: Mapping[str, Any] = MappingProxyType({})
 
@@ -88,6 +89,33 @@ def listed(response: Any, key: str, what: str) -> list[Any]:
     if not isinstance(data, list | tuple):
         raise MalformedResponse(f"expected {what}, not {type(response).__name__}")
     return list(data)
+
+
+def named_tools(
+    toolset: ToolSet, option: str, names: Iterable[str], declared: Sequence[str]
+) -> frozenset[str]:
+    """The declared tools among ``names`` (an option naming tools by exposed name).
+
+    A name of a tool the toolset hides (a policy's deny, a filter) is let be, and so is a name
+    no tool has (a server that is down, or a typo): the listing still works, and the second
+    gets a [`ToolwireWarning`][toolwire.errors.ToolwireWarning] naming the declared tools.
+
+    Raises:
+        ConfigurationError: for a name that is not a string.
+    """
+    chosen = []
+    for name in names:
+        if not isinstance(name, str):
+            raise ConfigurationError(f"{option} names tools by exposed name, not {name!r}")
+        if not toolset.has_name(name):
+            shown = ", ".join(declared[:_NAMES_LISTED]) or "(none)"
+            warnings.warn(
+                f"{option} names {printable(name[:100])!r}, which no tool has; declared: {shown}",
+                ToolwireWarning,
+                stacklevel=4,
+            )
+        chosen.append(name)
+    return frozenset(chosen) & frozenset(declared)
 
 
 def split_calls(items: list[ToolCall | RejectedCall]) -> tuple[list[ToolCall], list[Any]]:

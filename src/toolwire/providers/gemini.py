@@ -60,6 +60,7 @@ from toolwire.providers._wire import (
     get_field,
     json_type,
     load_json,
+    named_tools,
     printable,
     rejected_call,
     resolve_call,
@@ -254,8 +255,8 @@ def function_declarations(
     Raises:
         SchemaConversionError: naming the tool and the JSON path of a schema that cannot be
             converted.
-        ConfigurationError: ``non_blocking`` names a tool the toolset does not have (naming
-            the declared ones), or is not True, False or a list of names.
+        ConfigurationError: ``non_blocking`` is not True, False or a list of names (a name
+            no tool has is warned about, naming the declared ones).
     """
     tools = ToolSet.of(toolset)
     declarations = list(_declared(tools, schema, backend)[0])
@@ -273,8 +274,7 @@ def _non_blocking_names(
     """The declared names ``selection`` (True, False or exposed names) makes non-blocking.
 
     Raises:
-        ConfigurationError: for a name the toolset does not have, or a selection of another
-            kind.
+        ConfigurationError: for a selection of another kind.
     """
     if selection is False:
         return frozenset()
@@ -286,16 +286,7 @@ def _non_blocking_names(
             "non_blocking takes True, False or a list of exposed tool names, "
             f"not {type(selection).__name__}"
         )
-    for name in selection:
-        if not isinstance(name, str):
-            raise ConfigurationError(f"non_blocking names tools by exposed name, not {name!r}")
-        if name not in toolset:  # a tool the toolset hides from Gemini is let be
-            shown = ", ".join(declared[:50]) + (", ..." if len(declared) > 50 else "")
-            raise ConfigurationError(
-                f"non_blocking names {printable(name[:100])!r}, which is not a declared tool; "
-                f"declared: {shown or '(none)'}"
-            )
-    return frozenset(selection) & frozenset(declared)
+    return named_tools(toolset, "non_blocking", selection, declared)
 
 
 def conversion_notes(

@@ -65,6 +65,7 @@ from toolwire.providers._wire import (
     check_shape,
     listed,
     load_json,
+    named_tools,
     printable,
     rejected_call,
     resolve_call,
@@ -179,7 +180,8 @@ class InteractionsOptions:
         default=(), metadata={"help": "exposed names of tools declared with defer_loading"}
     )
     """Exposed names of tools declared with ``defer_loading: true`` and a short description:
-    the model sees their summary until it loads them (declare a ``tool_search`` tool too)."""
+    the model sees their summary until it loads them (declare a ``tool_search`` tool too). A
+    name of a hidden tool is let be; a name no tool has is warned about."""
     structured: gemini.StructuredMode = "prefer"
     """How an answer carries structured content: ``"prefer"`` sends it as the result object;
     ``"auto"`` sends the text when there is any; ``"append"`` the text and then the JSON;
@@ -204,7 +206,11 @@ def _short(description: str) -> str:
     return first if len(first) <= _SHORT_DESCRIPTION else first[: _SHORT_DESCRIPTION - 3] + "..."
 
 
-def _declare_all(toolset: ToolSet, deferred: frozenset[str]) -> tuple[list[dict[str, Any]], Any]:
+def _declare_all(toolset: ToolSet, names: tuple[str, ...]) -> tuple[list[dict[str, Any]], Any]:
+    visible = [
+        toolset.exposed_name(t) for t in toolset if t.providers is None or NAME in t.providers
+    ]
+    deferred = named_tools(toolset, "deferred", names, visible)
     declared = []
     notes = {}
     for tool in toolset:
@@ -227,18 +233,12 @@ def _declare_all(toolset: ToolSet, deferred: frozenset[str]) -> tuple[list[dict[
             entry["short_description"] = _short(description) or name
         declared.append(entry)
         notes[name] = tool_notes
-    unknown = sorted(deferred - {d["name"] for d in declared})
-    if unknown:
-        names = ", ".join(d["name"] for d in declared) or "(none)"
-        raise ConfigurationError(
-            f"deferred names tools that are not declared: {', '.join(unknown)}; declared: {names}"
-        )
     return declared, notes
 
 
 def _declared(toolset: ToolSet, deferred: Iterable[str]) -> tuple[list[dict[str, Any]], Any]:
-    names = frozenset(deferred)
-    return toolset.cached((NAME, names), lambda: _declare_all(toolset, names))
+    names = tuple(dict.fromkeys(deferred))
+    return toolset.cached((NAME, frozenset(names)), lambda: _declare_all(toolset, names))
 
 
 def _native(tool: Any) -> dict[str, Any]:
@@ -258,7 +258,7 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
     Raises:
         SchemaConversionError: naming the tool whose schema cannot be declared.
         ConfigurationError: for a native tool that is not one, or a deferred name that is not
-            a declared tool.
+            a string.
     """
     options = options or _DEFAULT
     declared, _ = _declared(toolset, options.deferred)
