@@ -1,6 +1,7 @@
 """OpenTelemetry spans for tool executions (extra ``toolwire[otel]``), following the GenAI
 semantic conventions: one ``execute_tool {tool name}`` span per call that runs, with the
-operation, the tool's name, description and call id, and ``error.type`` when it fails.
+operation, the tool's name, description and call id, and ``error.type`` when it fails; an
+``mcp.progress`` event on it for each progress notification of an MCP server's tool.
 
 Without ``opentelemetry-api`` installed every function here does nothing.
 """
@@ -24,7 +25,14 @@ try:
 except ImportError:
     _trace = None
 
-__all__ = ["end_tool_span", "global_tracing", "make_tracer", "tool_span"]
+__all__ = [
+    "add_progress_event",
+    "end_tool_span",
+    "global_tracing",
+    "make_tracer",
+    "recording_span",
+    "tool_span",
+]
 
 try:
     _VERSION: str | None = metadata.version("toolwire")
@@ -95,3 +103,24 @@ def end_tool_span(span: Span, result: ToolResult, error: BaseException | None) -
     if error is not None:
         span.record_exception(error)
     span.set_status(_trace.Status(_trace.StatusCode.ERROR, result.text[:500]))
+
+
+def recording_span() -> Span | None:
+    """The current span when it records (e.g. the executor's ``execute_tool`` span around the
+    tool running now), else None."""
+    if _trace is None:
+        return None
+    span: Span = _trace.get_current_span()
+    return span if span.is_recording() else None
+
+
+def add_progress_event(
+    span: Span, progress: float, total: float | None, message: str | None
+) -> None:
+    """An ``mcp.progress`` event on ``span``: a server reported progress on the call."""
+    attributes: dict[str, Any] = {"progress": progress}
+    if total is not None:
+        attributes["total"] = total
+    if message is not None:
+        attributes["message"] = message
+    span.add_event("mcp.progress", attributes)

@@ -115,6 +115,49 @@ def crasher() -> MCPServer:
     return server
 
 
+def progress() -> MCPServer:
+    """Long-running tools: one reporting progress as it goes, one silent, one never done; and a
+    tool failing with a structured reason."""
+    server = MCPServer("progress")
+
+    @server.tool(description="Works through its steps, reporting progress after each.")
+    async def steady(ctx: Context, steps: int, every: float = 0.2) -> str:
+        for step in range(1, steps + 1):
+            await anyio.sleep(every)
+            await ctx.report_progress(step, steps, f"step {step}")
+        return f"done after {steps} steps"
+
+    @server.tool(description="Works without a word.")
+    async def silent() -> str:
+        await anyio.sleep(60)
+        return "never"
+
+    @server.tool(description="Reports progress twice, then goes quiet.")
+    async def stall(ctx: Context) -> str:
+        await ctx.report_progress(1, 3)
+        await ctx.report_progress(2, 3)
+        await anyio.sleep(60)
+        return "never"
+
+    @server.tool(description="Reports progress and never finishes.")
+    async def endless(ctx: Context, every: float = 0.2) -> str:
+        step = 0
+        while True:
+            step += 1
+            await ctx.report_progress(step, None, "still working")
+            await anyio.sleep(every)
+
+    @server.tool(description="Rejects an order, saying why in structured content.")
+    def reject(order: str) -> CallToolResult:
+        return CallToolResult(
+            content=[TextContent(type="text", text=f"order {order} rejected: out of stock")],
+            structured_content={"code": "out_of_stock", "order": order, "retry_after": 30},
+            is_error=True,
+        )
+
+    return server
+
+
 def paginated(total: int, page: int, *, repeat_cursor: bool = False) -> Server:
     """A low-level server listing ``total`` tools ``page`` at a time; with ``repeat_cursor``
     it answers every page with the same cursor, as a broken server might."""
@@ -170,7 +213,7 @@ if __name__ == "__main__":
     if sys.argv[1] == "garbled":
         garbled()
         sys.exit()
-    server = {"catalogue": catalogue, "crasher": crasher}[sys.argv[1]]()
+    server = {"catalogue": catalogue, "crasher": crasher, "progress": progress}[sys.argv[1]]()
     if len(sys.argv) > 2:  # NAME PORT: streamable HTTP on 127.0.0.1
         server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:

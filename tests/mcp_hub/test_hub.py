@@ -89,7 +89,8 @@ async def test_a_timed_out_call_is_cancelled_on_the_server_too() -> None:
         return "never"
 
     async with Hub({"slow": InProcessServer(server=server, timeout=0.3)}) as hub:
-        assert hub.as_toolset()["slow__hang"].timeout == 0.3
+        # The hub times out a call that goes quiet; the executor applies only the cap.
+        assert hub.as_toolset()["slow__hang"].timeout == 600
         with anyio.fail_after(10):
             outcome = await toolwire.execute_tool_calls(
                 hub, "gemini", gemini_calls(("slow__hang", {}))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -135,9 +136,11 @@ def result_from_mcp(result: Any) -> ToolResult:
     """A ``CallToolResult`` (SDK object or dict) as a [`ToolResult`][]. Never raises.
 
     ``isError`` makes an error result carrying the server's message (kind ``failed``);
-    ``structuredContent`` is kept when it is an object. A content block that cannot be mapped
-    (an unknown kind, invalid base64, a field of the wrong type) becomes a text placeholder
-    saying so; a result that is not a ``CallToolResult`` at all is a ``failed`` answer.
+    ``structuredContent`` is kept when it is an object, on errors too (providers answer an
+    error with its text; the structured detail stays on the result for the application). A
+    content block that cannot be mapped (an unknown kind, invalid base64, a field of the wrong
+    type) becomes a text placeholder saying so; a result that is not a ``CallToolResult`` at
+    all is a ``failed`` answer.
     """
     if not hasattr(result, "content") and not isinstance(result, Mapping):
         return ToolResult.error("failed", "The server's answer is not a tool result.")
@@ -147,11 +150,11 @@ def result_from_mcp(result: Any) -> ToolResult:
     elif not isinstance(blocks, list | tuple):
         return ToolResult.error("failed", "The server's answer has content that is not a list.")
     content = tuple(_mapped(block) for block in blocks)
+    structured = _structured(_field(result, "structured_content", "structuredContent"))
     is_error = _field(result, "is_error", "isError")
     if is_error is not None and is_error is not False:  # only false (or absent) is success
-        message = content_text(content) or "the tool reported an error"
-        return ToolResult.error("failed", message)
-    return ToolResult(
-        content=content,
-        structured_content=_structured(_field(result, "structured_content", "structuredContent")),
-    )
+        failed = ToolResult.error("failed", content_text(content) or "the tool reported an error")
+        if structured is None:
+            return failed
+        return dataclasses.replace(failed, structured_content=structured)
+    return ToolResult(content=content, structured_content=structured)

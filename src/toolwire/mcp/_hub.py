@@ -1,17 +1,18 @@
 """A hub of MCP servers: their tools as one toolset, each call governed and fault-tolerant.
 
 Built on the official ``mcp`` SDK (2.x): ``mcp.Client`` reaches each server over stdio, streamable
-HTTP or in process. A server that fails to start or dies contributes no tools and its calls are
-answered ``unavailable``; the hub reconnects it in the background with bounded backoff. A
-server's tool that cannot be used (a bad name, a schema a provider cannot take, a duplicate) is
-left out of the listing with its reason and never affects another tool or server.
+HTTP, the legacy HTTP+SSE transport or in process. A server that fails to start or dies
+contributes no tools and its calls are answered ``unavailable``; the hub reconnects it in the
+background with bounded backoff. A server's tool that cannot be used (a bad name, a schema a
+provider cannot take, a duplicate) is left out of the listing with its reason and never affects
+another tool or server.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import json
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,10 +30,11 @@ from toolwire._text import clean_description, strip_invisible
 from toolwire.calls import ToolResult
 from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
 from toolwire.mcp._content import result_from_mcp
+from toolwire.mcp._progress import CallProgress, ProgressHook
 from toolwire.providers import get_provider, make_options, provider_names
 from toolwire.tool import Tool, ToolSet, compile_validator, definition_hash, exposed_name_for
 
-__all__ = ["HttpServer", "Hub", "InProcessServer", "ServerSpec", "StdioServer"]
+__all__ = ["HttpServer", "Hub", "InProcessServer", "ServerSpec", "SseServer", "StdioServer"]
 
 _PAGE_CAP = 100
 """Pages of ``tools/list`` read from one server before the listing is cut."""
@@ -61,7 +63,12 @@ class _Options:
     """Glob patterns over the server's tool names; only matching tools are listed."""
     exclude: Sequence[str] = ()
     timeout: float | None = 60.0
-    """Seconds one call may take (the tools' ``timeout``, applied by the executor)."""
+    """Seconds one call may go without progress: counted from when the request is sent, and
+    restarted by each progress notification the server sends for it (the hub applies it; a call
+    that runs out is cancelled on the server and answered ``timeout``). None: no limit."""
+    max_total_timeout: float | None = 600.0
+    """Seconds one call may take in all, however much progress it reports (the tools'
+    ``timeout``, applied by the executor); at least ``timeout``. None: no cap."""
     max_concurrency: int = 8
     """Calls to this server running at once."""
     connect_timeout: float = 30.0
@@ -95,13 +102,22 @@ class HttpServer(_Options):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SseServer(_Options):
+    """A server reached over the legacy HTTP+SSE transport (protocol revision 2024-11-05): a
+    GET on ``url`` opens the event stream, and messages are POSTed where it says."""
+
+    url: str
+    headers: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class InProcessServer(_Options):
     """A server object (``mcp.server.mcpserver.MCPServer``) run in this process."""
 
     server: Any
 
 
-ServerSpec = StdioServer | HttpServer | InProcessServer
+ServerSpec = StdioServer | HttpServer | SseServer | InProcessServer
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +170,7 @@ class _Server:
 
 
 def _target(server: _Server) -> Any:
-    """What ``mcp.Client`` connects to; stdio and HTTP transports get their listings checked
+    """What ``mcp.Client`` connects to; stdio, HTTP and SSE transports get their listings checked
     tool by tool (an in-process server is the program's own: the SDK checks it as a whole)."""
     mcp = _mcp()
     spec = server.spec
@@ -172,6 +188,10 @@ def _target(server: _Server) -> Any:
                 cwd=spec.cwd,
             )
         )
+    elif isinstance(spec, SseServer):
+        from mcp.client.sse import sse_client
+
+        transport = sse_client(spec.url, headers=dict(spec.headers) if spec.headers else None)
     else:
         from mcp.client.streamable_http import streamable_http_client
 
@@ -212,11 +232,23 @@ class Hub:
     (``needs_approval``) until [`approve_definition`][]. ``trust_new_tools=True`` trusts
     tools that appear later as they are first seen (changed definitions still need approval).
 
+    Long-running calls: every call asks its server for progress. A call may go a server's
+    ``timeout`` without progress (each notification restarts the count) and take its
+    ``max_total_timeout`` in all; either way it is then cancelled on the server and answered
+    ``timeout``. Each notification is passed to ``on_progress`` and recorded as an
+    ``mcp.progress`` event (``progress``, ``total``, ``message``) on the current
+    OpenTelemetry span (the executor's ``execute_tool`` span, when it traces).
+
     Args:
         servers: name → server; a name is non-empty and has no ``/`` (policies match
             ``server/tool``).
         max_backoff: the longest wait, in seconds, between reconnection attempts.
         trust_new_tools: trust tools that appear after a server's first listing.
+        on_progress: called as ``on_progress(context, progress, total, message)`` for each
+            progress notification, in the order the server sent them (a
+            [`ProgressContext`][toolwire.mcp.ProgressContext] says which call); a function or
+            a coroutine function, run on the event loop, so keep it quick. One that raises is
+            logged (logger ``toolwire``); the call goes on.
     """
 
     def __init__(
@@ -225,7 +257,10 @@ class Hub:
         *,
         max_backoff: float = 30.0,
         trust_new_tools: bool = False,
+        on_progress: ProgressHook | None = None,
     ) -> None:
+        if on_progress is not None and not callable(on_progress):
+            raise ConfigurationError("on_progress must be a function, or None")
         if not isinstance(servers, Mapping) or not servers:
             raise ConfigurationError("a hub needs at least one server, as a mapping name → spec")
         for name, spec in servers.items():
@@ -233,14 +268,25 @@ class Hub:
                 raise ConfigurationError(
                     f"a server's name is a non-empty string without '/', not {name!r}"
                 )
-            if not isinstance(spec, StdioServer | HttpServer | InProcessServer):
+            if not isinstance(spec, StdioServer | HttpServer | SseServer | InProcessServer):
                 raise ConfigurationError(
-                    f"server {name!r}: expected a StdioServer, HttpServer or InProcessServer"
+                    f"server {name!r}: expected a StdioServer, HttpServer, SseServer or "
+                    "InProcessServer"
                 )
             if spec.max_concurrency < 1:
                 raise ConfigurationError(f"server {name!r}: max_concurrency must be at least 1")
             if spec.timeout is not None and not spec.timeout > 0:
                 raise ConfigurationError(f"server {name!r}: timeout must be positive (or None)")
+            cap = spec.max_total_timeout
+            if cap is not None and not cap > 0:
+                raise ConfigurationError(
+                    f"server {name!r}: max_total_timeout must be positive (or None)"
+                )
+            if cap is not None and spec.timeout is not None and spec.timeout > cap:
+                raise ConfigurationError(
+                    f"server {name!r}: timeout ({spec.timeout:g} s without progress) is longer "
+                    f"than max_total_timeout ({cap:g} s in all)"
+                )
             if not spec.probe_timeout > 0:
                 raise ConfigurationError(f"server {name!r}: probe_timeout must be positive")
             taints = spec.taints
@@ -257,6 +303,9 @@ class Hub:
         }
         self.max_backoff = max_backoff
         self.trust_new_tools = trust_new_tools
+        self.on_progress = on_progress
+        """The progress hook (see above); calls started after it is set report to it."""
+        self._calls = itertools.count(1)
         self._tasks: anyio.abc.TaskGroup | None = None
         self._toolset: ToolSet | None = None
         # The definition each tool was approved with (its server's first listing, first seen
@@ -267,22 +316,52 @@ class Hub:
     def from_config(
         cls, config: Mapping[str, Any] | str | Path, *, trust_new_tools: bool = False
     ) -> Hub:
-        """A hub from an ``mcp.json``-style config (a dict, or the path of a JSON file):
-        ``{"mcpServers": {name: {"command", "args", "env", "cwd"} | {"url", "headers"}}}``.
+        """A hub from an MCP client's config, as Claude Desktop, Claude Code, Cursor, Cline,
+        Windsurf, Gemini CLI or VS Code write it: a dict, or the path of a JSON file (comments
+        and trailing commas allowed, as in VS Code's ``mcp.json``).
+
+        The servers are the ``mcpServers`` object, or VS Code's ``servers`` (also under ``mcp``
+        in its ``settings.json``); VS Code's ``inputs`` and other top-level keys are not read.
+        In each server's entry:
+
+        - ``disabled: true`` leaves the server out.
+        - ``type``: ``stdio``; ``http``, ``streamable-http`` or ``streamableHttp`` (an
+          [`HttpServer`][toolwire.mcp.HttpServer]); ``sse`` (an
+          [`SseServer`][toolwire.mcp.SseServer]). Without it, a ``command`` is a stdio server
+          and a ``url`` (Windsurf's ``serverUrl``, Gemini CLI's ``httpUrl``) is streamable
+          HTTP, or SSE when its path ends in ``/sse``. Cline's ``transportType`` stands in for
+          a missing ``type``.
+        - ``command``, ``args``, ``env`` (a null value leaves the variable out) and ``cwd``
+          for stdio; ``url`` and ``headers`` for HTTP and SSE. Numbers and booleans in
+          ``args``, ``env`` and ``headers`` are written out as JSON writes them.
+        - ``timeout``: the server's ``timeout``, in seconds (Cline's unit; Gemini CLI writes
+          milliseconds: a value over an hour is taken as written, with a warning). A timeout
+          longer than the default ``max_total_timeout`` raises it.
+        - ``include`` / ``exclude`` (or Gemini CLI's ``includeTools`` / ``excludeTools``):
+          glob patterns over the server's tool names.
+
+        ``${NAME}``, ``${env:NAME}`` and ``${NAME:-default}`` (the default when ``NAME`` is
+        unset or empty) in ``command``, ``args``, ``env``, ``cwd``, ``url`` and ``headers``
+        are read from the environment; in ``command``, ``args`` and ``cwd``, the server's own
+        ``env`` first, as its process sees it (``"args": ["--header", "Bearer ${TOKEN}"]``
+        with ``TOKEN`` in its ``env``). ``${userHome}``, ``${workspaceFolder}`` (the folder
+        holding the file's ``.vscode`` or ``.cursor`` folder, else the file's folder; for a
+        dict, the current directory), ``${workspaceFolderBasename}`` and ``${pathSeparator}``
+        are expanded as VS Code and Cursor do. ``$${`` is a literal ``${``; a bare ``$NAME``
+        is passed as written (with a warning in ``env`` and ``headers``).
+
+        Keys toolwire does not read (``autoApprove``, ``alwaysAllow``, ``trust``,
+        ``envFile``...) are ignored with a [`ToolwireWarning`][toolwire.errors.ToolwireWarning]
+        naming them.
 
         Raises:
-            ConfigurationError: the file cannot be read or an entry is not shaped so.
+            ConfigurationError: the file cannot be read; an entry is malformed (the message
+                names the server and the key); a variable it uses is not set, or cannot be
+                expanded here (VS Code's ``${input:...}`` prompts, ``${command:...}``...).
         """
-        if isinstance(config, str | Path):
-            try:
-                config = json.loads(Path(config).read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:  # ValueError: bad JSON or bad UTF-8
-                raise ConfigurationError(f"cannot read MCP config {config}: {exc}") from None
-        servers = config.get("mcpServers") if isinstance(config, Mapping) else None
-        if not isinstance(servers, Mapping):
-            raise ConfigurationError("an MCP config needs an mcpServers object")
-        specs = {name: _spec(name, entry) for name, entry in servers.items()}
-        return cls(specs, trust_new_tools=trust_new_tools)
+        from toolwire.mcp._config import read_config
+
+        return cls(read_config(config), trust_new_tools=trust_new_tools)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -465,8 +544,9 @@ class Hub:
                 server_id=server.name,
                 taints=_taints(server),
                 handler=partial(self._call, server, name),
-                # The executor times the call out; cancelled, the SDK tells the server.
-                timeout=server.spec.timeout,
+                # The executor applies the cap (the hub, the idle timeout); cancelled, the SDK
+                # tells the server.
+                timeout=server.spec.max_total_timeout,
             )
             fingerprint = definition_hash(description, schema, annotations)
         except ToolwireError as exc:
@@ -547,19 +627,30 @@ class Hub:
             return ToolResult.error(
                 "unavailable", f"Server {server.name!r} is unavailable: {server.error}."
             )
+        progress = CallProgress(
+            server.spec.timeout,
+            self.on_progress,
+            server=server.name,
+            tool=name,
+            arguments=arguments,
+            call_number=next(self._calls),
+        )
         await acquire(server.limiter)
+        result = None
         try:
-            result = await client.call_tool(name, arguments)
+            with progress:  # the idle clock, from now: cancels the request if the server is quiet
+                result = await client.call_tool(name, arguments, progress_callback=progress)
         except anyio.get_cancelled_exc_class():
-            # Timed out or cancelled: a slow tool, or a hung server? A probe tells, off this path.
-            if self._tasks is not None and not server.checking:
-                server.checking = True
-                self._tasks.start_soon(self._check_after_abandoned_call, server)
+            self._abandoned(server)  # past max_total_timeout, or the turn was cancelled
             raise
         except Exception as exc:  # mapped to an answer; nothing leaks to the caller
-            return self._failure(server, name, exc)
+            if not progress.expired:
+                return self._failure(server, name, exc)
         finally:
             server.limiter.release()
+        if result is None:  # the idle clock ran out
+            self._abandoned(server)
+            return ToolResult.error("timeout", progress.timed_out())
         answer = result_from_mcp(result)
         schema = server.output_schemas.get(name)
         if schema is not None and not answer.is_error:
@@ -600,6 +691,13 @@ class Hub:
                 )
                 self._down(server, reason)
             return False
+
+    def _abandoned(self, server: _Server) -> None:
+        """A call was given up (timed out or cancelled): a slow tool, or a hung server? A
+        probe tells, off the call's path."""
+        if self._tasks is not None and not server.checking:
+            server.checking = True
+            self._tasks.start_soon(self._check_after_abandoned_call, server)
 
     async def _check_after_abandoned_call(self, server: _Server) -> None:
         try:
@@ -753,47 +851,3 @@ def _declaration(provider: str, options: Mapping[str, Any]) -> str:
     if not options:
         return provider
     return f"{provider} ({', '.join(f'{k}={v}' for k, v in options.items())})"
-
-
-def _spec(name: Any, entry: Any) -> ServerSpec:
-    """One ``mcpServers`` entry as a server spec.
-
-    Raises:
-        ConfigurationError: the entry is not shaped as a stdio or an HTTP server.
-    """
-    if not isinstance(entry, Mapping):
-        raise ConfigurationError(f"server {name!r}: expected an object")
-    if "command" in entry:
-        command, args = entry["command"], entry.get("args") or []
-        if not isinstance(command, str) or not command:
-            raise ConfigurationError(f"server {name!r}: command must be a non-empty string")
-        if not isinstance(args, list) or not all(isinstance(a, str | int | float) for a in args):
-            raise ConfigurationError(f"server {name!r}: args must be a list of strings")
-        cwd = entry.get("cwd")
-        if cwd is not None and not isinstance(cwd, str):
-            raise ConfigurationError(f"server {name!r}: cwd must be a string")
-        return StdioServer(
-            command=command,
-            args=[str(a) for a in args],
-            env=_strings(name, "env", entry.get("env")),
-            cwd=cwd,
-        )
-    if "url" in entry:
-        url = entry["url"]
-        if not isinstance(url, str) or not url:
-            raise ConfigurationError(f"server {name!r}: url must be a non-empty string")
-        return HttpServer(url=url, headers=_strings(name, "headers", entry.get("headers")))
-    raise ConfigurationError(f"server {name!r}: needs a command or a url")
-
-
-def _strings(server: Any, what: str, value: Any) -> dict[str, str] | None:
-    """An ``env`` or ``headers`` object as strings (numbers are written out)."""
-    if value is None:
-        return None
-    if (
-        not isinstance(value, Mapping)
-        or not all(isinstance(key, str) for key in value)
-        or not all(isinstance(item, str | int | float) for item in value.values())
-    ):
-        raise ConfigurationError(f"server {server!r}: {what} must be an object of strings")
-    return {key: str(item) for key, item in value.items()}

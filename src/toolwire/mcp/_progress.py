@@ -1,0 +1,163 @@
+"""Progress of long-running MCP calls.
+
+Every call of the hub asks its server for progress. Each ``notifications/progress`` the server
+sends for a call restarts the call's idle clock (its server's ``timeout``), and is reported to
+the hub's ``on_progress`` hook and as an ``mcp.progress`` event on the current OpenTelemetry
+span.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType, TracebackType
+from typing import Any
+
+import anyio
+
+from toolwire._tracing import add_progress_event, recording_span
+from toolwire.tool import exposed_name_for
+
+__all__ = ["CallProgress", "ProgressContext", "ProgressHook"]
+
+_log = logging.getLogger("toolwire")
+
+_MESSAGE_CAP = 1000
+"""Characters of a server's progress message passed on; the rest is cut."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProgressContext:
+    """Which call a progress notification is about (what ``Hub(on_progress=...)`` is given).
+
+    The executor's call id and run id are not in it: a hub's tool is not told them.
+    """
+
+    server: str
+    """The hub's name for the server."""
+    tool: str
+    """The tool's name on its server."""
+    exposed_name: str
+    """The name the model calls the tool by (``server__tool``)."""
+    arguments: Mapping[str, Any]
+    """The arguments the call was sent with (read-only)."""
+    call_number: int
+    """The hub's count of its calls, from 1: tells concurrent calls of one tool apart."""
+
+
+ProgressHook = Callable[
+    [ProgressContext, float, "float | None", "str | None"], "Awaitable[None] | None"
+]
+"""``on_progress(context, progress, total, message)``, a function or a coroutine function;
+``total`` and ``message`` are None when the server sent none."""
+
+
+class CallProgress:
+    """One call's progress: its idle clock, and where its notifications are reported.
+
+    Used as a context manager around the request (the idle clock runs inside it) and given to
+    the SDK as the request's progress callback (which makes the SDK send a progress token).
+    """
+
+    __slots__ = (
+        "_context",
+        "_hook",
+        "_lock",
+        "_parts",
+        "_span",
+        "_watch",
+        "done",
+        "idle",
+        "reports",
+    )
+
+    def __init__(
+        self,
+        idle: float | None,
+        hook: ProgressHook | None,
+        *,
+        server: str,
+        tool: str,
+        arguments: Mapping[str, Any],
+        call_number: int,
+    ) -> None:
+        self.idle = idle
+        """Seconds the call may go without progress; None for no limit."""
+        self._watch: anyio.CancelScope | None = None
+        self._hook = hook
+        self._lock: anyio.Lock | None = None
+        self._span = recording_span()  # the span around the call, read in its own task
+        self._parts = (server, tool, arguments, call_number)  # the context, made when needed
+        self._context: ProgressContext | None = None
+        self.reports = 0
+        """Progress notifications received while the call ran."""
+        self.done = False
+
+    def __enter__(self) -> CallProgress:
+        """Start the idle clock."""
+        if self.idle is not None:
+            self._watch = anyio.CancelScope(deadline=anyio.current_time() + self.idle)
+            self._watch.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        self.done = True
+        if self._watch is None:
+            return False
+        return self._watch.__exit__(kind, exc, traceback)
+
+    @property
+    def expired(self) -> bool:
+        """True once the idle clock ran out (the request was cancelled, or is being)."""
+        return self._watch is not None and self._watch.cancel_called
+
+    def timed_out(self) -> str:
+        """What the model is told when the idle clock ran out."""
+        name = exposed_name_for(self._parts[1], self._parts[0])
+        if not self.reports:  # the executor's words for a timeout
+            return f"Tool {name!r} timed out after {self.idle:g} seconds."
+        reports = f"{self.reports} report" + ("s" if self.reports != 1 else "")
+        return (
+            f"Tool {name!r} timed out: no progress for {self.idle:g} seconds after its "
+            f"last progress report ({reports})."
+        )
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        if message is not None and len(message) > _MESSAGE_CAP:
+            message = message[:_MESSAGE_CAP]
+        if not self.done:  # a late notification neither revives the call nor its ended span
+            self.reports += 1
+            if self._watch is not None and self.idle is not None:
+                self._watch.deadline = anyio.current_time() + self.idle
+            if self._span is not None:
+                add_progress_event(self._span, progress, total, message)
+        hook = self._hook
+        if hook is None:
+            return
+        if self._context is None:
+            server, tool, arguments, number = self._parts
+            self._context = ProgressContext(
+                server=server,
+                tool=tool,
+                exposed_name=exposed_name_for(tool, server),
+                arguments=MappingProxyType(dict(arguments)),
+                call_number=number,
+            )
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        # The SDK runs each notification's callback as a task of its own, in order; the lock
+        # (first come, first served) keeps an async hook's reports of a call in that order.
+        async with self._lock:
+            try:
+                value = hook(self._context, progress, total, message)
+                if inspect.isawaitable(value):
+                    await value
+            except Exception:  # the application's hook never breaks the call
+                _log.exception("the on_progress hook failed on %s", self._context.exposed_name)

@@ -1,0 +1,112 @@
+"""The hub against the official TypeScript "everything" server (npm
+``@modelcontextprotocol/server-everything``, pinned), over stdio: its long-running operation
+reports progress through the hub, and its structured content reaches the result. (It has no
+tool that fails with structured content: test_progress.py covers that with a server of ours.)
+
+The server is installed with npm once per session; without node and npm, or when the install
+fails, the tests are skipped, except in CI (``CI`` set), where that fails them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from typing import Any, NoReturn
+
+import anyio
+import pytest
+
+import toolwire
+
+pytest.importorskip("mcp")
+
+from toolwire.mcp import Hub, ProgressContext, StdioServer
+
+pytestmark = pytest.mark.anyio
+EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
+"""Pinned: its tools' names have changed between releases."""
+
+
+def _unavailable(reason: str) -> NoReturn:
+    if os.environ.get("CI"):
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def everything(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The command that serves the everything server over stdio, once npm installed it."""
+    npm, node = shutil.which("npm"), shutil.which("node")
+    if npm is None or node is None:
+        _unavailable(f"the {EVERYTHING} tests need node and npm on the PATH")
+    prefix = tmp_path_factory.mktemp("everything")
+    command = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", EVERYTHING]
+    try:
+        installed = subprocess.run(
+            command, capture_output=True, text=True, timeout=300, check=False
+        )
+    except subprocess.TimeoutExpired:
+        _unavailable(f"npm install {EVERYTHING} did not finish within 300 s")
+    if installed.returncode != 0:
+        _unavailable(
+            f"npm install {EVERYTHING} failed (exit {installed.returncode}):\n"
+            f"{installed.stderr[-2000:]}"
+        )
+    script = prefix / "node_modules" / "@modelcontextprotocol" / "server-everything"
+    script = script / "dist" / "index.js"
+    if not script.is_file():
+        _unavailable(f"npm installed {EVERYTHING}, but without dist/index.js")
+    return [node, str(script), "stdio"]
+
+
+def server(command: list[str], **options: Any) -> StdioServer:
+    return StdioServer(command=command[0], args=command[1:], **options)
+
+
+def call(name: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"functionCall": {"name": name, "args": arguments, "id": "c1"}}]
+
+
+async def test_its_long_running_operation_reports_progress_through_the_hub(
+    everything: list[str],
+) -> None:
+    reports: list[tuple[str, float, float | None, str | None]] = []
+
+    async def on_progress(
+        context: ProgressContext, done: float, total: float | None, message: str | None
+    ) -> None:
+        reports.append((context.tool, done, total, message))
+
+    # Six steps of 0.5 s: longer in all than the timeout, which each report restarts.
+    spec = server(everything, timeout=2.0, max_total_timeout=60.0)
+    with anyio.fail_after(60):
+        async with Hub({"everything": spec}, on_progress=on_progress) as hub:
+            name = "everything__trigger-long-running-operation"
+            assert name in hub.as_toolset()
+            outcome = await toolwire.execute_tool_calls(
+                hub, "gemini", call(name, {"duration": 3, "steps": 6})
+            )
+    result = outcome.calls[0].result
+    assert (result.is_error, result.text) == (
+        False,
+        "Long running operation completed. Duration: 3 seconds, Steps: 6.",
+    )
+    operation = "trigger-long-running-operation"
+    assert reports == [(operation, float(i), 6.0, None) for i in range(1, 7)]
+
+
+async def test_its_structured_content_reaches_the_result(everything: list[str]) -> None:
+    weather = {"temperature": 36, "conditions": "Light rain / drizzle", "humidity": 82}
+    with anyio.fail_after(60):
+        async with Hub({"everything": server(everything)}) as hub:
+            tool = hub.as_toolset()["everything__get-structured-content"]
+            assert tool.output_schema is not None
+            outcome = await toolwire.execute_tool_calls(
+                hub,
+                "gemini",
+                call("everything__get-structured-content", {"location": "Chicago"}),
+            )
+    result = outcome.calls[0].result
+    assert (result.is_error, result.structured_content) == (False, weather)
+    assert outcome.results[0]["functionResponse"]["response"] == {"output": weather}
