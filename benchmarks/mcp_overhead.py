@@ -9,12 +9,18 @@ executor with the per-server timeout, building the answer), in process and over 
 - throughput: 50 calls at once (one response with 50 calls for the hub; a task group of 50
   ``call_tool`` for the bare client).
 
-    python benchmarks/mcp_overhead.py [--calls 1000]
+Then the gateway (``toolwire.mcp.serve``): the same server's ``add`` called by a bare
+``mcp.Client`` directly, and through a toolwire gateway in front of it (hub + governed
+executor + MCP server), in process and over stdio (``toolwire serve stdio:...``): latency
+one call at a time, throughput 50 calls at once.
+
+    python benchmarks/mcp_overhead.py [--calls 1000] [--gateway-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import statistics
 import sys
 import time
@@ -141,9 +147,88 @@ async def compare(name: str, target: Any, spec: Any, calls: int) -> None:
     )
 
 
-async def main_async(calls: int) -> None:
+async def _add_name(client: Any) -> str:
+    listing = await client.list_tools()
+    return next(t.name for t in listing.tools if t.name.endswith("add"))
+
+
+async def compare_gateway(name: str, direct: Any, gateway: Any, calls: int) -> None:
+    """A bare client of the server against a bare client of a gateway in front of it; both
+    open at once, alternating blocks, medians (as [`compare`][])."""
+    latency: dict[str, list[float]] = {"direct": [], "gateway": []}
+    batch: dict[str, list[float]] = {"direct": [], "gateway": []}
+    async with (
+        mcp.Client(direct, mode="legacy", cache=None) as bare,
+        mcp.Client(gateway, mode="legacy", cache=None) as governed,
+    ):
+        clients = {"direct": (bare, await _add_name(bare))}
+        clients["gateway"] = (governed, await _add_name(governed))
+
+        async def block(kind: str) -> None:
+            client, tool = clients[kind]
+            for i in range(BLOCK):
+                result = await client.call_tool(tool, {"a": i, "b": 1})
+                assert not result.is_error, result
+
+        async def burst(kind: str) -> None:
+            client, tool = clients[kind]
+            async with anyio.create_task_group() as tasks:
+                for i in range(BATCH):
+                    tasks.start_soon(client.call_tool, tool, {"a": i, "b": 1})
+
+        for _ in range(max(1, calls // BLOCK)):
+            for kind in latency:
+                latency[kind].append((await timed(block(kind)))[0] / BLOCK)
+        for _ in range(max(5, calls // 100)):
+            for kind in batch:
+                batch[kind].append((await timed(burst(kind)))[0])
+    direct_latency, gateway_latency = (statistics.median(latency[k]) for k in latency)
+    direct_rate, gateway_rate = (BATCH / statistics.median(batch[k]) for k in batch)
+    print(f"gateway, {name}:")
+    for label, took, rate in (
+        ("direct mcp.Client", direct_latency, direct_rate),
+        ("through gateway", gateway_latency, gateway_rate),
+    ):
+        print(f"  {label:<18} {took * 1e6:9.1f} us/call   {rate:8.0f} calls/s")
+    print(
+        f"  added by the gateway: latency {gateway_latency / direct_latency - 1:+.1%} "
+        f"({(gateway_latency - direct_latency) * 1e6:+.1f} us/call), throughput "
+        f"{gateway_rate / direct_rate - 1:+.1%}\n"
+    )
+
+
+async def gateway_async(calls: int) -> None:
+    from toolwire.mcp import Gateway
+
+    @toolwire.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    # One MCP hop each: the SDK's own server against the gateway serving the same function.
+    python_tools = Gateway(toolwire.ToolSet([add]), max_concurrency=BATCH).server()
+    await compare_gateway("in process, a Python tool", catalogue(), python_tools, calls)
+    # Two hops through the gateway: its server, then its hub's client of the server.
+    async with Hub({"s": InProcessServer(server=catalogue(), max_concurrency=BATCH)}) as h:
+        gateway = Gateway(h.as_toolset(), max_concurrency=BATCH)
+        in_front = gateway.server()
+        await compare_gateway("in process, in front of the server", catalogue(), in_front, calls)
+    stdio = [sys.executable, str(SERVERS), "catalogue"]
+    served = [sys.executable, "-m", "toolwire.cli", "serve", "stdio:" + shlex.join(stdio)]
+    await compare_gateway(
+        "stdio, in front of the server (toolwire serve stdio:...)",
+        mcp.StdioServerParameters(command=stdio[0], args=stdio[1:]),
+        mcp.StdioServerParameters(command=served[0], args=served[1:]),
+        calls,
+    )
+
+
+async def main_async(calls: int, gateway_only: bool = False) -> None:
     stdio = [sys.executable, str(SERVERS), "catalogue"]
     print(f"{calls} calls one at a time (blocks of {BLOCK}), then batches of {BATCH}; medians\n")
+    if gateway_only:
+        await gateway_async(calls)
+        return
     await compare(
         "in process",
         catalogue(),
@@ -156,13 +241,15 @@ async def main_async(calls: int) -> None:
         StdioServer(command=stdio[0], args=stdio[1:], max_concurrency=BATCH),
         calls,
     )
+    await gateway_async(calls)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--gateway-only", action="store_true", help="only the gateway figures")
     args = parser.parse_args()
-    anyio.run(main_async, args.calls)
+    anyio.run(main_async, args.calls, args.gateway_only)
 
 
 if __name__ == "__main__":

@@ -536,3 +536,18 @@ def test_output_cut_off_by_its_reader_ends_without_a_traceback() -> None:
     _, stderr = process.communicate(timeout=120)
     assert b"Traceback" not in stderr, stderr.decode()
     assert process.returncode == 141
+
+
+def test_check_assesses_the_declaration_the_options_ask_for() -> None:
+    source = str(ROOT / "tests" / "data" / "tools.jsonl")
+    strict = json.loads(
+        run("check", source, "--provider", "anthropic", "--strict", "--json").stdout
+    )
+    plain = json.loads(run("check", source, "--provider", "anthropic", "--json").stdout)
+    strict_notes = [n for r in strict for n in r["verdicts"]["anthropic"]["notes"]]
+    assert any(n.startswith("strict: spends") for n in strict_notes)
+    assert any(n.startswith("sent without strict (") for n in strict_notes)
+    assert not any("strict" in n for r in plain for n in r["verdicts"]["anthropic"]["notes"])
+    refused = run("check", source, "--provider", "gemini", "--strict")
+    assert refused.returncode != 0
+    assert "--strict/--no-strict is not an option of gemini" in refused.stderr

@@ -171,11 +171,10 @@ def _failure(exc: Exception) -> str:
 
 
 def _is_mcp_config(path: Path) -> bool:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # ValueError: bad JSON or bad UTF-8, said when it is read
-        return False
-    return isinstance(data, dict) and "mcpServers" in data
+    # Read as Hub.from_config reads it: mcpServers or VS Code's servers, comments allowed.
+    from toolwire.mcp._config import is_mcp_config
+
+    return is_mcp_config(path)
 
 
 def _server_name(argv: Sequence[str]) -> str:
@@ -382,6 +381,27 @@ def _given_options(args: argparse.Namespace) -> dict[str, Any]:
     return {option: value for option, value in given.items() if value is not None}
 
 
+def _options_by_provider(
+    args: argparse.Namespace, providers: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """The declaration options given to ``check``, per chosen provider taking each.
+
+    Raises:
+        ConfigurationError: for a flag none of the chosen providers takes.
+    """
+    chosen: dict[str, dict[str, Any]] = {}
+    for flag in args.option_flags:
+        value = getattr(args, flag.dest)
+        if value is None:
+            continue
+        takers = [name for name in providers if name in flag.defaults]
+        if not takers:
+            raise ConfigurationError(f"{flag.shown} is not an option of {', '.join(providers)}")
+        for name in takers:
+            chosen.setdefault(name, {})[flag.option] = value
+    return chosen
+
+
 async def _declare(args: argparse.Namespace) -> int:
     options = _given_options(args)
     async with open_source(args.source) as toolset:
@@ -403,8 +423,11 @@ async def _check(args: argparse.Namespace) -> int:
     from toolwire.compat import check, limits
 
     providers = list(dict.fromkeys(args.provider or provider_names()))
+    options = _options_by_provider(args, providers)
     async with _open(args.source) as (toolset, left_out):
-        reports = check(toolset, providers) + _left_out_reports(left_out, providers)
+        reports = check(toolset, providers, options=options) + _left_out_reports(
+            left_out, providers
+        )
         over = limits(toolset, providers)
         renamed = _renamed(toolset)
     for provider, message in over.items():
@@ -577,6 +600,7 @@ async def _demo(args: argparse.Namespace) -> int:
         model=args.model,
         scripted=args.scripted,
         colour=_colour(sys.stdout),
+        inbox=args.inbox,
     )
 
 
@@ -625,6 +649,48 @@ async def _history(args: argparse.Namespace) -> int:
     finally:
         await _close(store)
     _print_json([trail.to_dict() for trail in trails])
+    return 0
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    from toolwire.mcp._serve import _listening_on_stderr, serve
+
+    transport: Literal["stdio", "http"] = "stdio"
+    host, port = "127.0.0.1", 8000
+    if args.http is not None:
+        host, _, port_text = args.http.rpartition(":")
+        if not host or not port_text.isdigit():
+            raise ConfigurationError(f"--http is HOST:PORT, not {args.http!r}")
+        transport, host, port = "http", host.strip("[]"), int(port_text)  # [::1] → ::1
+    await serve(
+        args.source,
+        policy=args.policy,
+        store=args.store,
+        transport=transport,
+        host=host,
+        port=port,
+        principal=_principal(args.principal),
+        timeout=args.timeout,
+        elicit=not args.no_elicit,
+        on_listening=_listening_on_stderr,
+    )
+    return 0
+
+
+async def _inbox(args: argparse.Namespace) -> int:
+    from toolwire.inbox._serve import serve
+
+    store = _store(args.store)
+    try:
+        await serve(
+            store,
+            host=args.host,
+            port=args.port,
+            authorize=args.authorize,
+            announce=lambda line: print(line, flush=True),
+        )
+    finally:
+        await _close(store)
     return 0
 
 
@@ -730,6 +796,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("source", help=source_help)
     _provider_option(check, several=True)
+    _add_option_flags(check)
     check.add_argument("--json", action="store_true", help="machine-readable output")
     check.set_defaults(run=_check)
 
@@ -754,6 +821,11 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--model", help="the model to use with a real provider")
     demo.add_argument(
         "--scripted", action="store_true", help="use the scripted model even with an API key"
+    )
+    demo.add_argument(
+        "--inbox",
+        action="store_true",
+        help="calls that need approval wait for a decision in the approval console",
     )
     demo.set_defaults(run=_demo)
 
@@ -780,6 +852,36 @@ def _parser() -> argparse.ArgumentParser:
     history.add_argument("run_id")
     history.add_argument("--store", required=True, help=store_help)
     history.set_defaults(run=_history)
+
+    inbox = commands.add_parser(
+        "inbox",
+        help="serve the approval console (extra toolwire[inbox])",
+        description="Serve the approval console. Without --authorize it listens on loopback "
+        "only and lets in whoever opens the URL it prints (a random token, then a cookie).",
+    )
+    inbox.add_argument("--store", required=True, help=store_help)
+    inbox.add_argument("--host", default="127.0.0.1", help="where to listen (default: %(default)s)")
+    inbox.add_argument("--port", type=int, default=8765, help="0: any free port (default: 8765)")
+    inbox.add_argument(
+        "--authorize",
+        metavar="MODULE:FUNCTION",
+        help="request -> approver identity or None; required for a non-loopback --host",
+    )
+    inbox.set_defaults(run=_inbox)
+
+    serve = commands.add_parser(
+        "serve", help="serve SOURCE's tools as an MCP server, every call governed"
+    )
+    serve.add_argument("source", help=source_help)
+    serve.add_argument("--policy", help="a policy file (.toml, or JSON)")
+    serve.add_argument("--store", help=f"where calls wait for approval; {store_help}")
+    serve.add_argument("--http", metavar="HOST:PORT", help="streamable HTTP (default: stdio)")
+    serve.add_argument("--principal", help="who the calls run for (JSON, or a plain string)")
+    serve.add_argument("--timeout", type=float, default=60.0, help="seconds a call may take")
+    serve.add_argument(
+        "--no-elicit", action="store_true", help="never ask the client; calls wait in the store"
+    )
+    serve.set_defaults(run=_serve)
     return parser
 
 

@@ -11,6 +11,9 @@ from typing import Any, TextIO
 from toolwire._api import execute_tool_calls, tools
 from toolwire.approval import ApprovalRequest, Decision, allow, deny
 from toolwire.calls import RejectedCall, ToolCall, canonical_json, content_text
+from toolwire.demo.inbox import Console
+from toolwire.demo.inbox import answer as answer_in_console
+from toolwire.demo.inbox import console as served_console
 from toolwire.demo.live import api_key, live_model
 from toolwire.demo.scripted import ScriptedModel
 from toolwire.demo.tools import TOOLS
@@ -61,6 +64,15 @@ def terminal_approver(yes: bool, printer: Printer) -> Callable[[ApprovalRequest]
 
 
 @asynccontextmanager
+async def _console(inbox: bool, printer: Printer) -> AsyncIterator[Console | None]:
+    if not inbox:
+        yield None
+        return
+    async with served_console(printer) as served:
+        yield served
+
+
+@asynccontextmanager
 async def _demo_tools(with_mcp: bool) -> AsyncIterator[ToolSet]:
     if not with_mcp:
         yield ToolSet(TOOLS)
@@ -83,13 +95,15 @@ async def run_demo(
     scripted: bool = False,
     out: TextIO = sys.stdout,
     colour: bool = False,
+    inbox: bool = False,
 ) -> int:
-    """Run the demo loop, printing each turn; returns an exit status."""
+    """Run the demo loop, printing each turn; returns an exit status. With ``inbox``, calls
+    that need approval wait for a decision in the approval console it serves."""
     printer = Printer(out, colour)
     adapter = get_provider(provider)
     # Publishing alerts needs approval; so does any server tool not promising to be harmless.
     policy = Policy(Rule("ask", "set_alert"), destructive="ask")
-    async with _demo_tools(with_mcp) as toolset:
+    async with _demo_tools(with_mcp) as toolset, _console(inbox, printer) as console:
         listing = tools(toolset, provider)
         key = None if scripted else api_key(provider)
         llm: Any = (
@@ -109,9 +123,12 @@ async def run_demo(
             printer.line(f"\nturn {turn}: the model calls {len(calls)} tool(s)", "bold")
             for item in calls:
                 printer.line(f"  → {_shown(item)}", "cyan")
-            outcome = await execute_tool_calls(
-                listing, response, policy=policy, approver=terminal_approver(yes, printer)
-            )
+            if console is not None:
+                outcome = await answer_in_console(listing, response, policy, console, printer)
+            else:
+                outcome = await execute_tool_calls(
+                    listing, response, policy=policy, approver=terminal_approver(yes, printer)
+                )
             for call in outcome.calls:
                 result = call.result
                 text = content_text(result.content)

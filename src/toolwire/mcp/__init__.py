@@ -10,6 +10,28 @@ The ``mcp`` 1.x line is not supported.
 """
 
 from toolwire.mcp._content import result_from_mcp
-from toolwire.mcp._hub import HttpServer, Hub, InProcessServer, ServerSpec, StdioServer
+from toolwire.mcp._gateway import Gateway
+from toolwire.mcp._hub import (
+    HttpServer,
+    Hub,
+    InProcessServer,
+    ServerSpec,
+    SseServer,
+    StdioServer,
+)
+from toolwire.mcp._progress import ProgressContext, ProgressHook
+from toolwire.mcp._serve import serve
 
-__all__ = ["HttpServer", "Hub", "InProcessServer", "ServerSpec", "StdioServer", "result_from_mcp"]
+__all__ = [
+    "Gateway",
+    "HttpServer",
+    "Hub",
+    "InProcessServer",
+    "ProgressContext",
+    "ProgressHook",
+    "ServerSpec",
+    "SseServer",
+    "StdioServer",
+    "result_from_mcp",
+    "serve",
+]

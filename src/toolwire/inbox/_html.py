@@ -1,0 +1,377 @@
+"""The console's pages, as escaped HTML (every value from a run goes through ``_e``), and the
+one stylesheet and script they load from the app itself."""
+
+from __future__ import annotations
+
+import datetime
+import html
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlencode
+
+from toolwire.approval import ApprovalRequest
+from toolwire.ledger import CallTrail
+from toolwire.store import CallRecord
+
+if TYPE_CHECKING:
+    from toolwire.inbox._app import Listed, Problem
+
+__all__ = [
+    "CSS",
+    "SCRIPT",
+    "history_page",
+    "list_page",
+    "pending_region",
+    "problem_page",
+    "quoted",
+    "request_page",
+    "shown",
+]
+
+_SHORT = 240  # characters of arguments the list shows
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def quoted(value: str) -> str:
+    """An id as one path segment."""
+    return quote(value, safe="")
+
+
+def shown(value: Any) -> str:
+    """A JSON value for people: strings as they are, the rest as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
+
+
+def _when(at: Any) -> str:
+    if not isinstance(at, int | float):
+        return "-"
+    moment = datetime.datetime.fromtimestamp(at, datetime.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _span(seconds: float) -> str:
+    seconds = abs(seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def _age(at: Any, now: float) -> str:
+    return f"{_span(now - at)} ago" if isinstance(at, int | float) else "-"
+
+
+def _expiry(at: Any, now: float) -> str:
+    if not isinstance(at, int | float):
+        return "never"
+    return f"in {_span(at - now)}" if at > now else "expired"
+
+
+def _tool_label(request: ApprovalRequest) -> str:
+    if request.server is not None and request.tool_name is not None:
+        return f"{request.tool_name} on {request.server}"
+    return request.tool_name or request.exposed_name
+
+
+def _layout(title: str, base: str, heading: str, body: str, *, identity: Any = None) -> str:
+    who = f'<span class="who">signed in as {_e(shown(identity))}</span>' if identity else ""
+    return (
+        "<!doctype html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_e(heading)} - {_e(title)}</title>"
+        f'<link rel="stylesheet" href="{_e(base)}/static/inbox.css">'
+        f'<script src="{_e(base)}/static/inbox.js" defer></script>'
+        "</head><body>"
+        f'<header><a class="home" href="{_e(base)}/">{_e(title)}</a>{who}</header>'
+        f"<main><h1>{_e(heading)}</h1>{body}</main></body></html>"
+    )
+
+
+def _request_url(base: str, run_id: str, call_id: str) -> str:
+    return f"{base}/runs/{quoted(run_id)}/calls/{quoted(call_id)}"
+
+
+# -- the list ----------------------------------------------------------------------------------
+
+
+def list_page(
+    title: str,
+    base: str,
+    listed: Listed,
+    filters: Mapping[str, str],
+    *,
+    identity: Any,
+    now: float,
+    poll_seconds: float,
+) -> str:
+    principal, tool = filters.get("principal", ""), filters.get("tool", "")
+    form = (
+        f'<form class="filters" method="get" action="{_e(base)}/">'
+        f'<label>Principal <input name="principal" value="{_e(principal)}"></label>'
+        f'<label>Tool <input name="tool" value="{_e(tool)}"></label>'
+        '<button type="submit">Filter</button>'
+        f'<a href="{_e(base)}/">Clear</a></form>'
+    )
+    poll = f"{base}/fragments/pending"
+    if filters:
+        poll += "?" + urlencode(filters)
+    region = (
+        f'<div id="pending" data-poll="{_e(poll)}" data-seconds="{poll_seconds:g}" '
+        f'aria-live="polite">{pending_region(base, listed, filters, now)}</div>'
+    )
+    return _layout(title, base, "Waiting for a decision", form + region, identity=identity)
+
+
+def pending_region(base: str, listed: Listed, filters: Mapping[str, str], now: float) -> str:
+    """The table of pending requests and its pager (what the page's script refreshes)."""
+    if not listed.items:
+        rows = '<p class="empty">Nothing waits for a decision.</p>'
+    else:
+        body = "".join(_pending_row(base, request, now) for request in listed.items)
+        rows = (
+            '<table class="pending"><thead><tr><th>Tool</th><th>Arguments</th>'
+            "<th>Principal</th><th>Why</th><th>Asked</th><th>Expires</th><th>Run</th>"
+            f"</tr></thead><tbody>{body}</tbody></table>"
+        )
+    first = listed.offset + 1 if listed.items else 0
+    last = listed.offset + len(listed.items)
+    pager = [f'<span class="count">{first}-{last} of {listed.total}</span>']
+    for label, offset in (
+        ("Newer", listed.offset - listed.limit if listed.offset > 0 else None),
+        ("Older", listed.next_offset),
+    ):
+        if offset is not None:
+            query = urlencode({**filters, "offset": str(max(0, offset))})
+            pager.append(f'<a class="page" href="{_e(base)}/?{_e(query)}">{label}</a>')
+    if listed.truncated:
+        pager.append('<span class="note">(only the oldest 10000 requests are read)</span>')
+    return rows + f'<nav class="pager">{" ".join(pager)}</nav>'
+
+
+def _pending_row(base: str, request: ApprovalRequest, now: float) -> str:
+    arguments = json.dumps(request.to_dict()["arguments"], ensure_ascii=False, sort_keys=True)
+    if len(arguments) > _SHORT:
+        arguments = arguments[: _SHORT - 1] + "\u2026"
+    url = _request_url(base, request.run_id, request.call_id)
+    return (
+        '<tr class="request">'
+        f'<td><a class="open" href="{_e(url)}">{_e(_tool_label(request))}</a></td>'
+        f'<td><code class="arguments">{_e(arguments)}</code></td>'
+        f"<td>{_e(shown(request.to_dict()['principal']))}</td>"
+        f"<td>{_e(request.reason or '')}</td>"
+        f'<td title="{_e(_when(request.requested_at))}">{_e(_age(request.requested_at, now))}</td>'
+        f'<td title="{_e(_when(request.expires_at))}">{_e(_expiry(request.expires_at, now))}</td>'
+        f'<td><a href="{_e(base)}/runs/{_e(quoted(request.run_id))}">{_e(request.run_id)}</a></td>'
+        "</tr>"
+    )
+
+
+# -- one request ---------------------------------------------------------------------------------
+
+
+def request_page(
+    title: str,
+    base: str,
+    run_id: str,
+    record: CallRecord,
+    request: ApprovalRequest,
+    *,
+    csrf: str,
+    identity: Any,
+    now: float,
+    problem: Problem | None,
+    edited: str | None,
+) -> str:
+    facts = [
+        ("Tool", _tool_label(request)),
+        ("Called as", request.exposed_name),
+        ("Principal", shown(request.to_dict()["principal"])),
+        ("Why it asks", request.reason or "-"),
+        ("Asked", f"{_when(request.requested_at)} ({_age(request.requested_at, now)})"),
+        ("Expires", f"{_when(request.expires_at)} ({_expiry(request.expires_at, now)})"),
+        ("State", record.state),
+    ]
+    if record.decision is not None:
+        decided = record.decision.kind + (
+            f": {record.decision.reason}" if record.decision.reason else ""
+        )
+        facts.append(("Decided", f"{decided}, by {shown(record.decided_by)} at "
+                      f"{_when(record.decided_at)}"))  # fmt: skip
+    table = "".join(f"<tr><th>{_e(name)}</th><td>{_e(value)}</td></tr>" for name, value in facts)
+    arguments = request.to_dict()["arguments"]
+    parts = [
+        f'<table class="facts">{table}</table>',
+        f'<h2>Arguments</h2><pre class="arguments" id="arguments">{_e(_pretty(arguments))}</pre>',
+    ]
+    if problem is not None:
+        parts.append(_problem_box(problem))
+    if record.state == "pending":
+        parts.append(_forms(base, run_id, record, csrf, edited or _pretty(arguments)))
+    else:
+        parts.append('<p class="done">This call is no longer waiting for a decision.</p>')
+    schema = (record.request or {}).get("input_schema")
+    if schema is not None:
+        parts.append(
+            "<details><summary>The tool's input schema</summary>"
+            f'<pre class="schema">{_e(_pretty(schema))}</pre></details>'
+        )
+    parts.append(f'<p><a href="{_e(base)}/runs/{_e(quoted(run_id))}">The run\'s history</a></p>')
+    heading = f"{request.exposed_name} ({record.call_id})"
+    return _layout(title, base, heading, "".join(parts), identity=identity)
+
+
+def _forms(base: str, run_id: str, record: CallRecord, csrf: str, edited: str) -> str:
+    action = _e(_request_url(base, run_id, record.call_id))
+    hidden = (
+        f'<input type="hidden" name="csrf" value="{_e(csrf)}">'
+        f'<input type="hidden" name="version" value="{record.version}">'
+    )
+
+    def form(name: str, inner: str, label: str) -> str:
+        return (
+            f'<form class="decide {name}" method="post" action="{action}">{hidden}{inner}'
+            f'<button type="submit" name="action" value="{name}">{label}</button></form>'
+        )
+
+    reason = '<input name="reason" placeholder="reason (the model is told)" maxlength="2000">'
+    return (
+        '<section class="decisions"><h2>Decide</h2>'
+        + form("allow", "", "Approve")
+        + form("deny", reason, "Deny")
+        + form(
+            "edit",
+            '<label for="edited">Approve with these arguments (JSON)</label>'
+            f'<textarea id="edited" name="arguments" rows="8" spellcheck="false">{_e(edited)}'
+            "</textarea>",
+            "Approve edited",
+        )
+        + form("halt", reason, "Halt the run")
+        + "</section>"
+    )
+
+
+def _problem_box(problem: Problem) -> str:
+    fields = "".join(
+        f'<li><code class="path">{_e(path)}</code> {_e(message)}</li>'
+        for path, message in problem.fields
+    )
+    listed = f'<ul class="fields">{fields}</ul>' if fields else ""
+    return (
+        f'<div class="problem" role="alert" data-code="{_e(problem.code)}">'
+        f"<strong>{_e(problem.message)}</strong>{listed}</div>"
+    )
+
+
+# -- a run's history -----------------------------------------------------------------------------
+
+
+def history_page(title: str, base: str, run_id: str, trails: Sequence[CallTrail]) -> str:
+    rows = "".join(_trail_row(base, run_id, trail) for trail in trails)
+    body = (
+        '<table class="history"><thead><tr><th>Call</th><th>Tool</th><th>Requested</th>'
+        "<th>Decided</th><th>Ran</th><th>Answered</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+    )
+    return _layout(title, base, f"Run {run_id}", body)
+
+
+def _trail_row(base: str, run_id: str, trail: CallTrail) -> str:
+    requested = decided = ran = answered = "-"
+    if trail.requested is not None:
+        requested = f"{_when(trail.requested['at'])}: {trail.requested.get('reason') or ''}"
+    if trail.decided is not None:
+        d = trail.decided
+        decided = f"{d['kind']}{' (edited)' if d['edited'] else ''} by {shown(d['by'])} at "
+        decided += _when(d["at"]) + (f": {d['reason']}" if d.get("reason") else "")
+    if trail.claimed is not None:
+        ran = f"{_when(trail.claimed['at'])} by {trail.claimed['worker']}"
+    if trail.finished is not None:
+        f = trail.finished
+        answered = f"{f['state']}{' (' + f['error_kind'] + ')' if f['error_kind'] else ''}"
+        answered += f" at {_when(f['at'])}"
+    call = _e(trail.call_id)
+    if trail.requested is not None:
+        call = f'<a href="{_e(_request_url(base, run_id, trail.call_id))}">{call}</a>'
+    cells = "".join(f"<td>{_e(text)}</td>" for text in (requested, decided, ran, answered))
+    return (
+        f'<tr class="call" data-state="{_e(trail.state)}"><td>{call}</td>'
+        f"<td>{_e(trail.exposed_name)}</td>{cells}</tr>"
+    )
+
+
+def problem_page(title: str, base: str, problem: Problem) -> str:
+    return _layout(title, base, f"{problem.status}", _problem_box(problem))
+
+
+CSS = """
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0; color: #1b1f24; background: #f6f7f9; }
+header { display: flex; justify-content: space-between; padding: .6rem 1.2rem;
+  background: #1f2a37; color: #fff; }
+header a { color: #fff; font-weight: 600; text-decoration: none; }
+main { padding: 1rem 1.2rem; max-width: 76rem; }
+h1 { font-size: 1.35rem; margin: .4rem 0 1rem; word-break: break-all; }
+h2 { font-size: 1.05rem; margin: 1.2rem 0 .5rem; }
+table { border-collapse: collapse; width: 100%; background: #fff; }
+th, td { text-align: left; vertical-align: top; padding: .4rem .6rem;
+  border-bottom: 1px solid #e3e6ea; }
+thead th { background: #eef1f4; font-weight: 600; }
+table.facts th { width: 9rem; }
+code, pre, textarea { font: 13px/1.4 ui-monospace, monospace; }
+code.arguments { white-space: pre-wrap; word-break: break-all; }
+pre { background: #fff; border: 1px solid #e3e6ea; padding: .6rem; overflow: auto;
+  white-space: pre-wrap; word-break: break-all; }
+form.filters { display: flex; gap: .8rem; align-items: end; margin-bottom: 1rem; }
+form.filters label { display: flex; flex-direction: column; font-size: .85rem; }
+section.decisions form { margin: .5rem 0; display: flex; gap: .5rem; flex-wrap: wrap;
+  align-items: start; }
+section.decisions input[name=reason] { min-width: 22rem; }
+section.decisions textarea { width: 100%; }
+section.decisions form.edit { flex-direction: column; }
+button { padding: .35rem .9rem; border: 1px solid #888; border-radius: 4px; background: #fff;
+  cursor: pointer; }
+form.allow button, form.edit button { background: #1a7f37; color: #fff; border-color: #1a7f37; }
+form.deny button { background: #b35900; color: #fff; border-color: #b35900; }
+form.halt button { background: #b42318; color: #fff; border-color: #b42318; }
+.problem { background: #fdecea; border: 1px solid #f5c2c0; padding: .6rem .8rem; margin: 1rem 0; }
+.problem ul { margin: .4rem 0 0; }
+.pager { margin: .8rem 0; display: flex; gap: 1rem; color: #555; }
+.empty, .done { color: #555; }
+[data-stale] { opacity: .6; }
+"""
+
+# Refreshes the list without a reload: the server renders (and escapes) the fragment.
+SCRIPT = """
+"use strict";
+(function () {
+  var region = document.querySelector("[data-poll]");
+  if (!region) { return; }
+  var url = region.getAttribute("data-poll");
+  var seconds = Number(region.getAttribute("data-seconds")) || 3;
+  function refresh() {
+    fetch(url, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+      .then(function (response) {
+        if (!response.ok) { throw new Error(String(response.status)); }
+        return response.text();
+      })
+      .then(function (text) {
+        region.innerHTML = text;
+        region.removeAttribute("data-stale");
+      })
+      .catch(function () { region.setAttribute("data-stale", "true"); })
+      .then(function () { window.setTimeout(refresh, seconds * 1000); });
+  }
+  window.setTimeout(refresh, seconds * 1000);
+})();
+"""

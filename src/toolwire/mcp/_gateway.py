@@ -1,0 +1,465 @@
+"""toolwire as an MCP server: any ToolSet (or Hub, or tool source) served with the governed
+executor in front.
+
+``tools/list`` gives the visible function tools (exposed names, cleaned descriptions, the
+original input schemas, annotations); ``tools/call`` runs through an
+[`Executor`][toolwire.Executor] (validation, policy, approval, timeouts, output caps) and
+answers with the result's content, structured content and ``isError``.
+
+Approval of a call the policy asks about:
+
+1. The call first runs without a run: a call the policy allows or denies never touches the run
+   store.
+2. A call that needs approval runs again in a run of the ledger (``store``) whose id is
+   derived from the principal, the tool and the arguments (``mcp-<digest>``), so the same
+   call made again, from any connection or after a restart, finds the same run. Once that
+   run's call is answered, the next identical call is a new call: it goes to the next
+   generation of the run (``mcp-<digest>.2``, ``.3``...) and is asked about again.
+3. The decision is asked of the connected client by elicitation when it declared that
+   capability (a yes/no form): pushed as an ``elicitation/create`` request on a handshake-era
+   session, returned as an ``InputRequiredResult`` on a 2026-07-28 session (its
+   ``requestState`` is sealed by the SDK's ``RequestStateBoundary``). The client's answer is
+   recorded in the run as decided ``by="mcp-client"``, and the call runs.
+4. Otherwise (or when the client dismisses the form) the call is answered with an error that
+   says it waits, with its run id and call id: decide it with ``toolwire.decide`` (or
+   ``toolwire decide`` / the inbox) on the same store, and call the tool again with the same
+   arguments to run it.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from toolwire import ledger
+from toolwire._text import clean_description
+from toolwire.approval import (
+    ApprovalPending,
+    ApprovalRequest,
+    Approver,
+    Decision,
+    DeferredApproval,
+    allow,
+    deny,
+)
+from toolwire.calls import (
+    AudioContent,
+    Content,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    ToolResult,
+    canonical_json,
+)
+from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
+from toolwire.executor import Executor, make_call
+from toolwire.mcp._hub import Hub
+from toolwire.mcp._progress import ProgressContext
+from toolwire.policy import Policy
+from toolwire.store import MemoryStore, RunStore
+from toolwire.tool import Tool, ToolSet
+
+try:
+    import mcp_types as types
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
+    from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+except ImportError as exc:  # pragma: no cover - the extra is installed in development
+    raise MissingDependency("mcp", "mcp") from exc
+
+__all__ = ["MCP_CLIENT", "Gateway", "run_base"]
+
+MCP_CLIENT = "mcp-client"
+"""Who a decision answered by the client's elicitation form is recorded as made by."""
+
+_CALL_ID = "call"
+"""The one call of a gateway run."""
+_INPUT_KEY = "toolwire_approval"
+"""The key of the approval form in an ``InputRequiredResult``."""
+_MAX_GENERATIONS = 10_000
+_FORM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {
+            "type": "boolean",
+            "title": "Approve",
+            "description": "Run this call (true) or refuse it (false).",
+        }
+    },
+    "required": ["approve"],
+}
+
+
+_Report = Callable[[float, "float | None", "str | None"], Awaitable[None]]
+"""A request's ``report_progress``."""
+
+
+class _Escalate(ToolwireError):
+    """The first pass met a call that needs approval: it runs again in a run of the ledger."""
+
+
+def _escalate(request: ApprovalRequest) -> Decision:
+    raise _Escalate(request.exposed_name)
+
+
+class Gateway:
+    """A ToolSet served as an MCP server, every call through the governed executor.
+
+    Args:
+        toolset: the tools to serve (only function tools are listed).
+        policy: which calls may run; every call may when None.
+        store: the run ledger deferred approvals wait in; a bounded in-memory store by
+            default (then only this process can decide them).
+        approver: asked first about a call the policy marks ``ask``; returning None (or no
+            approver) defers to the client's elicitation form, then to the ledger.
+        principal: who the gateway's calls run for (policies see it; runs are bound to it).
+        timeout: seconds a call may run (a tool's own ``timeout`` wins).
+        elicit: ask connected clients that declared elicitation; False always defers.
+        name: the server's name in the MCP handshake.
+        hub: the [`Hub`][toolwire.mcp.Hub] the tools come from, if any: the progress its
+            servers report for a call is forwarded to the client that made it (see
+            [`forward_progress`][toolwire.mcp.Gateway.forward_progress]).
+        executor_options: more [`Executor`][toolwire.Executor] options (``max_output_chars``,
+            ``approval_ttl``, ``redact``...).
+    """
+
+    def __init__(
+        self,
+        toolset: ToolSet,
+        *,
+        policy: Policy | None = None,
+        store: RunStore | None = None,
+        approver: Approver | Callable[[ApprovalRequest], Any] | None = None,
+        principal: Any = None,
+        timeout: float | None = None,
+        elicit: bool = True,
+        name: str = "toolwire",
+        hub: Hub | None = None,
+        **executor_options: Any,
+    ) -> None:
+        self.toolset = ToolSet.of(toolset)
+        self.store: RunStore = store if store is not None else MemoryStore()
+        self.principal = principal
+        self.elicit = elicit
+        self.name = name
+        common = {"policy": policy, "timeout": timeout, **executor_options}
+        # Two executors, one policy: the first never keeps a run, the second keeps calls
+        # that need approval in the ledger.
+        self._direct = Executor(self.toolset, approver=_escalate, store=MemoryStore(), **common)
+        self._ledgered = Executor(
+            self.toolset, approver=approver or DeferredApproval(), store=self.store, **common
+        )
+        self._listening: dict[tuple[str | None, str, str], list[_Report]] = {}
+        if hub is not None:
+            self.forward_progress(hub)
+
+    def forward_progress(self, hub: Hub) -> None:
+        """Forward the progress ``hub``'s servers report to the clients whose calls they are
+        about (keeping the hub's own ``on_progress`` hook, called first).
+
+        The hub tells which server, tool and arguments a report is about, not which request:
+        a report goes to every call in progress with the same tool and arguments.
+        """
+        earlier = hub.on_progress
+
+        async def forward(
+            context: ProgressContext, progress: float, total: float | None, message: str | None
+        ) -> None:
+            if earlier is not None:
+                value = earlier(context, progress, total, message)
+                if inspect.isawaitable(value):
+                    await value
+            key = (context.server, context.tool, canonical_json(dict(context.arguments)))
+            for report in list(self._listening.get(key, ())):
+                with contextlib.suppress(Exception):  # a client gone is no failure of the call
+                    await report(progress, total, message)
+
+        hub.on_progress = forward
+
+    # -- the MCP server ---------------------------------------------------------------------
+
+    def server(self) -> Server[Any]:
+        """A low-level MCP ``Server`` answering ``tools/list`` and ``tools/call``."""
+
+        async def list_tools(
+            ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        ) -> types.ListToolsResult:
+            return types.ListToolsResult(tools=self.list_tools())
+
+        async def call_tool(
+            ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+        ) -> types.CallToolResult | types.InputRequiredResult:
+            return await self.call_tool(ctx, params)
+
+        server: Server[Any] = Server(self.name, on_list_tools=list_tools, on_call_tool=call_tool)
+        # requestState round-trips through the client: sealed, so it cannot be forged.
+        security = RequestStateSecurity.ephemeral()
+        server.middleware.append(RequestStateBoundary(security, default_audience=self.name))
+        return server
+
+    def list_tools(self) -> list[types.Tool]:
+        """The served tools as MCP tools, in the toolset's order."""
+        return [_mcp_tool(self.toolset.exposed_name(t), t) for t in self.toolset if _served(t)]
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Answer one ``tools/call`` (see the module docstring for approvals)."""
+        tool = self.toolset.get(params.name)
+        if tool is None or not _served(tool):
+            return _error(f"Unknown tool {params.name!r}.")
+        arguments = dict(params.arguments or {})
+        key = (tool.server_id, tool.name, canonical_json(arguments))
+        report = ctx.session.report_progress  # a no-op unless the client asked for progress
+        reports = self._listening.setdefault(key, [])
+        reports.append(report)
+        try:
+            return await self._call(ctx, params, arguments)
+        finally:
+            reports.remove(report)
+            if not reports:
+                self._listening.pop(key, None)
+
+    async def _call(
+        self,
+        ctx: ServerRequestContext[Any],
+        params: types.CallToolRequestParams,
+        arguments: dict[str, Any],
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        call = make_call(self.toolset, params.name, arguments, call_id=_CALL_ID)
+        try:
+            (outcome,) = await self._direct.run([call], principal=self.principal)
+            return _mcp_result(outcome.result)
+        except _Escalate:
+            pass
+        except ToolwireError as exc:
+            return _error(f"The call could not run: {exc}")
+        run_id = await self._run_for(params.name, arguments)
+        answered = await self._answer_from_input(ctx, params, run_id)
+        try:
+            (outcome,) = await self._ledgered.run([call], run_id=run_id, principal=self.principal)
+            return _mcp_result(outcome.result)
+        except ApprovalPending as pending:
+            request = pending.pending[0]
+        except ToolwireError as exc:  # e.g. the store is down: the client is told, not crashed
+            return _error(f"The call could not run: {exc}")
+        if not answered and self.elicit:
+            asked = await self._ask_client(ctx, request)
+            if isinstance(asked, types.InputRequiredResult):
+                return asked
+            if asked is not None and await self._record(request, asked):
+                try:
+                    (outcome,) = await self._ledgered.run(
+                        [call], run_id=run_id, principal=self.principal
+                    )
+                    return _mcp_result(outcome.result)
+                except ApprovalPending:
+                    pass
+                except ToolwireError as exc:
+                    return _error(f"The call could not run: {exc}")
+        return _waiting(request)
+
+    # -- runs -------------------------------------------------------------------------------
+
+    async def _run_for(self, name: str, arguments: Mapping[str, Any]) -> str:
+        """The run an identical call needing approval belongs to: the first generation whose
+        call has not been answered yet."""
+        base = run_base(name, arguments, principal=self.principal)
+        for generation in range(1, _MAX_GENERATIONS):
+            run_id = base if generation == 1 else f"{base}.{generation}"
+            record = await self.store.get(run_id, _CALL_ID)
+            if record is None or record.result is None:
+                return run_id
+        raise ConfigurationError(f"run {base!r} has more than {_MAX_GENERATIONS} generations")
+
+    async def _record(self, request: ApprovalRequest, decision: Decision) -> bool:
+        """Record the client's decision; False when the call no longer waits for one."""
+        try:
+            await ledger.decide(
+                self.store, request.run_id, request.call_id, decision, by=MCP_CLIENT
+            )
+        except ToolwireError:  # decided meanwhile (e.g. from the inbox): the run knows
+            return False
+        return True
+
+    # -- asking the client ------------------------------------------------------------------
+
+    def _can_elicit(self, ctx: ServerRequestContext[Any]) -> bool:
+        capabilities = ctx.session.client_capabilities
+        return self.elicit and capabilities is not None and capabilities.elicitation is not None
+
+    async def _ask_client(
+        self, ctx: ServerRequestContext[Any], request: ApprovalRequest
+    ) -> Decision | types.InputRequiredResult | None:
+        """The client's decision by its elicitation form, an ``InputRequiredResult`` carrying
+        the form (2026-07-28 sessions), or None when it cannot or will not decide."""
+        if not self._can_elicit(ctx):
+            return None
+        message = _form_message(request)
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            form = types.ElicitRequest(
+                params=types.ElicitRequestFormParams(message=message, requested_schema=_FORM_SCHEMA)
+            )
+            state = canonical_json({"run": request.run_id, "call": request.call_id})
+            return types.InputRequiredResult(input_requests={_INPUT_KEY: form}, request_state=state)
+        if not ctx.session.can_send_request:
+            return None
+        try:
+            answer = await ctx.session.elicit_form(
+                message, _FORM_SCHEMA, related_request_id=ctx.request_id
+            )
+        except Exception:  # the client failed to answer: the call waits in the ledger
+            return None
+        return _decision_of(answer)
+
+    async def _answer_from_input(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, run_id: str
+    ) -> bool:
+        """Record the answer a 2026-07-28 client retried the call with; True when it carried
+        one for this run (a dismissed form included)."""
+        if params.request_state is None or not params.input_responses:
+            return False
+        try:
+            state = json.loads(params.request_state)
+        except ValueError:
+            return False
+        if state != {"run": run_id, "call": _CALL_ID}:
+            return False  # another call's state, or an older generation's
+        answer = params.input_responses.get(_INPUT_KEY)
+        if not isinstance(answer, types.ElicitResult):
+            return False
+        decision = _decision_of(answer)
+        if decision is not None:
+            request = ApprovalRequest(
+                run_id=run_id,
+                call_id=_CALL_ID,
+                tool=None,
+                exposed_name=params.name,
+                arguments={},
+                principal=self.principal,
+                reason=None,
+            )
+            await self._record(request, decision)
+        return True
+
+
+def run_base(name: str, arguments: Mapping[str, Any], *, principal: Any = None) -> str:
+    """The id of the first run a call of ``name`` with ``arguments`` needing approval is kept
+    in (later generations add ``.2``, ``.3``...): the same for every connection and process."""
+    key = canonical_json([ledger.principal_key(principal), name, dict(arguments)])
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"mcp-{digest}"
+
+
+def _decision_of(answer: types.ElicitResult) -> Decision | None:
+    """The decision the client's form answer carries; None when it dismissed the form."""
+    if answer.action == "accept":
+        approved = (answer.content or {}).get("approve")
+        return allow() if approved is True else deny("the MCP client refused the call")
+    if answer.action == "decline":
+        return deny("the MCP client declined the call")
+    return None
+
+
+def _form_message(request: ApprovalRequest) -> str:
+    shown = json.dumps(dict(request.arguments), ensure_ascii=False, sort_keys=True)
+    if len(shown) > 2000:
+        shown = shown[:1997] + "..."
+    why = f" ({request.reason})" if request.reason else ""
+    return f"Allow the call {request.exposed_name} {shown}?{why}"
+
+
+def _waiting(request: ApprovalRequest) -> types.CallToolResult:
+    why = f" ({request.reason})" if request.reason else ""
+    return _error(
+        f"The call {request.exposed_name} waits for approval{why}. Run id: {request.run_id}; "
+        f"call id: {request.call_id}. Decide it with toolwire.decide({request.run_id!r}, "
+        f"{request.call_id!r}, toolwire.allow() or toolwire.deny(...), store=...) or "
+        f"`toolwire decide {request.run_id} {request.call_id} allow --store URL` (the inbox), "
+        "then make the same call again with the same arguments."
+    )
+
+
+# -- MCP shapes ---------------------------------------------------------------------------------
+
+
+def _served(tool: Tool) -> bool:
+    return tool.kind == "function"  # a custom (free-text) tool has no MCP form
+
+
+def _mcp_tool(exposed: str, tool: Tool) -> types.Tool:
+    annotations = None
+    if tool.annotations:
+        try:
+            annotations = types.ToolAnnotations.model_validate(dict(tool.annotations))
+        except ValueError:  # a server's malformed hints are dropped, not served
+            annotations = None
+    return types.Tool(
+        name=exposed,
+        description=clean_description(tool.description) or None,
+        input_schema=dict(tool.input_schema),
+        output_schema=_output_schema(tool),
+        annotations=annotations,
+    )
+
+
+def _output_schema(tool: Tool) -> dict[str, Any] | None:
+    """The output schema to declare: only an object's (MCP's structured content is an object;
+    a function returning ``int`` answers with text, which a declared schema would fail)."""
+    schema = tool.output_schema
+    if isinstance(schema, Mapping) and schema.get("type") == "object":
+        return dict(schema)
+    return None
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
+def _mcp_result(result: ToolResult) -> types.CallToolResult:
+    structured = dict(result.structured_content) if result.structured_content is not None else None
+    content = [_mcp_part(part) for part in result.content]
+    if not content and structured is not None:  # older clients read only the content
+        content = [types.TextContent(text=canonical_json(structured))]
+    return types.CallToolResult(
+        content=content, structured_content=structured, is_error=result.is_error
+    )
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _mcp_part(part: Content) -> types.ContentBlock:
+    match part:
+        case TextContent(text=text):
+            return types.TextContent(text=text)
+        case ImageContent(data=data, mime_type=mime):
+            return types.ImageContent(data=_b64(data), mime_type=mime)
+        case AudioContent(data=data, mime_type=mime):
+            return types.AudioContent(data=_b64(data), mime_type=mime)
+        case ResourceLink():
+            return types.ResourceLink(
+                uri=part.uri,
+                name=part.name or part.uri,
+                mime_type=part.mime_type,
+                description=part.description,
+            )
+        case EmbeddedResource(text=str() as text):
+            resource: Any = types.TextResourceContents(
+                uri=part.uri, mime_type=part.mime_type, text=text
+            )
+            return types.EmbeddedResource(resource=resource)
+        case EmbeddedResource(blob=blob):
+            resource = types.BlobResourceContents(
+                uri=part.uri, mime_type=part.mime_type, blob=_b64(blob or b"")
+            )
+            return types.EmbeddedResource(resource=resource)
+    raise TypeError(f"not a content part: {part!r}")  # pragma: no cover - exhaustive above

@@ -1,0 +1,136 @@
+"""Policies written as files: TOML (``.toml``) or JSON (anything else).
+
+```toml
+default = "allow"          # allow | ask | deny: when no rule matches (default "allow")
+destructive = "ask"        # ask | ignore: what tools that may be destructive by their
+                           # annotations (destructiveHint) get at least (default "ignore")
+
+[[rules]]
+tool = "files/delete_*"    # a glob over tool names (see toolwire.policy for which names)
+action = "deny"            # allow | ask | deny
+reason = "deleting is not for agents"   # optional: what a denied call's answer says
+
+[[rules]]
+tool = "*/send_*"
+action = "ask"
+principals = ["alice"]     # optional: only for these principals (compared as strings)
+taint = ["web"]            # optional: only once output from one of these is in the context
+```
+
+The JSON form is the same object (``{"default": ..., "rules": [{"tool": ..., ...}]}``).
+Rules keep their order (see [`Policy`][toolwire.Policy]: a deny wins, else the first
+allow or ask that matches). A key this format doesn't know is an error, never ignored: a typo
+in a policy must not silently loosen it.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from toolwire.errors import ConfigurationError
+from toolwire.policy import Effect, Policy, PolicyContext, Rule
+
+__all__ = ["load_policy", "policy_from_dict"]
+
+_TOP_KEYS = frozenset({"default", "destructive", "rules"})
+_RULE_KEYS = frozenset({"tool", "action", "reason", "principals", "taint"})
+_EFFECTS = ("allow", "ask", "deny")
+
+
+def load_policy(path: str | Path) -> Policy:
+    """The [`Policy`][toolwire.Policy] a TOML or JSON file describes.
+
+    Raises:
+        ConfigurationError: the file cannot be read or parsed, or a key is unknown or has a
+            bad value (the message names the file and the key).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"cannot read policy file {path.name}: {exc}") from None
+    try:
+        data: Any = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError) as exc:
+        kind = "TOML" if path.suffix == ".toml" else "JSON"
+        raise ConfigurationError(f"policy file {path.name} is not valid {kind}: {exc}") from None
+    return policy_from_dict(data, where=path.name)
+
+
+def policy_from_dict(data: Any, *, where: str = "policy") -> Policy:
+    """The [`Policy`][toolwire.Policy] a parsed policy file describes (see the module
+    docstring); ``where`` names it in errors.
+
+    Raises:
+        ConfigurationError: naming the key that is unknown or wrong.
+    """
+    if not isinstance(data, Mapping):
+        raise ConfigurationError(f"{where}: a policy is an object (a table) at the top")
+    _no_unknown(data, _TOP_KEYS, where)
+    default = data.get("default", "allow")
+    if default not in _EFFECTS:
+        raise ConfigurationError(f"{where}: 'default' is allow, ask or deny, not {default!r}")
+    destructive = data.get("destructive", "ignore")
+    if destructive not in ("ask", "ignore"):
+        raise ConfigurationError(f"{where}: 'destructive' is ask or ignore, not {destructive!r}")
+    rules = data.get("rules", [])
+    if not isinstance(rules, list):
+        raise ConfigurationError(f"{where}: 'rules' is a list of rules")
+    built = [_rule(entry, f"{where}: rules[{index}]") for index, entry in enumerate(rules)]
+    return Policy(*built, default=cast(Effect, default), destructive=destructive)
+
+
+def _rule(entry: Any, where: str) -> Rule:
+    if not isinstance(entry, Mapping):
+        raise ConfigurationError(f"{where}: a rule is an object (a table)")
+    _no_unknown(entry, _RULE_KEYS, where)
+    for key in ("tool", "action"):
+        if key not in entry:
+            raise ConfigurationError(f"{where}: missing {key!r}")
+    pattern, action, reason = entry["tool"], entry["action"], entry.get("reason")
+    if not isinstance(pattern, str) or not pattern:
+        raise ConfigurationError(f"{where}: 'tool' is a non-empty glob, not {pattern!r}")
+    if action not in _EFFECTS:
+        raise ConfigurationError(f"{where}: 'action' is allow, ask or deny, not {action!r}")
+    if reason is not None and not isinstance(reason, str):
+        raise ConfigurationError(f"{where}: 'reason' is a string")
+    principals = _strings(entry, "principals", where)
+    taint = _strings(entry, "taint", where)
+    return Rule(action, pattern, when=_condition(principals, taint), reason=reason)
+
+
+def _strings(entry: Mapping[str, Any], key: str, where: str) -> frozenset[str] | None:
+    value = entry.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigurationError(f"{where}: {key!r} is a list of strings")
+    return frozenset(value)
+
+
+def _condition(
+    principals: frozenset[str] | None, taint: frozenset[str] | None
+) -> Callable[[PolicyContext], bool] | None:
+    """The rule's ``when``: every condition the file gave must hold."""
+    if principals is None and taint is None:
+        return None
+
+    def when(context: PolicyContext) -> bool:
+        if principals is not None and str(context.principal) not in principals:
+            return False
+        return taint is None or bool(taint & context.taint)
+
+    return when
+
+
+def _no_unknown(data: Mapping[str, Any], known: frozenset[str], where: str) -> None:
+    unknown = sorted(str(key) for key in data if key not in known)
+    if unknown:
+        expected = ", ".join(sorted(known))
+        raise ConfigurationError(
+            f"{where}: unknown key {unknown[0]!r} (expected one of {expected})"
+        )
