@@ -1,40 +1,19 @@
 from __future__ import annotations
 
-import json
+import itertools
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
-DATA = Path(__file__).parent / "data"
+import pytest
+from hypothesis import settings
 
-
-def load_corpus(name: str) -> list[dict[str, Any]]:
-    """Records of tests/data/<name>.jsonl (see tests/data/README.md)."""
-    with (DATA / f"{name}.jsonl").open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-TOOLS = load_corpus("tools")
-STRESS = load_corpus("stress")
-ALL_SCHEMAS = TOOLS + STRESS
-
-
-def corpus_id(record: dict[str, Any]) -> str:
-    return f"{record['source'].split(':')[0]}:{record['name']}"
-
-
-import itertools  # noqa: E402
-import os  # noqa: E402
-import shutil  # noqa: E402
-import socket  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from collections.abc import AsyncIterator, Iterator  # noqa: E402
-
-import pytest  # noqa: E402
-from hypothesis import settings  # noqa: E402
-
-from toolwire import MemoryStore, RunStore, SQLiteStore  # noqa: E402
+from toolwire import MemoryStore, RunStore, SQLiteStore
 
 # CI replays the same examples on every run (a failure there is reproducible and never a coin
 # toss); local runs keep exploring new ones.

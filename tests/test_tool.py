@@ -12,7 +12,7 @@ import referencing.exceptions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ALL_SCHEMAS, TOOLS, corpus_id
+from corpus import ALL_SCHEMAS, TOOLS, corpus_id
 from toolwire import ConfigurationError, InvalidArguments, Tool, tool
 from toolwire.schema._rewrite import for_validation
 

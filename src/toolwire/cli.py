@@ -1,9 +1,11 @@
-"""The ``toolwire`` command: ``declare``, ``check``, ``call`` and ``demo``.
+"""The ``toolwire`` command: ``declare``, ``check``, ``call`` and ``demo``; ``pending``,
+``decide`` and ``history`` over a run store; ``inbox`` (the approval console) and ``serve``
+(a governed MCP gateway).
 
 SOURCE is a Python file or ``module:attribute`` holding tools, a JSON / JSON Lines file of tool
 definitions (``name``, ``description``, ``inputSchema``) as MCP servers publish them, an MCP
-server command (``stdio:CMD ARGS``), an MCP URL (``http://...``), or an ``mcp.json`` file
-(``mcpServers``).
+server command (``stdio:CMD ARGS``), an MCP URL (``http://...``), or an MCP config file
+(``mcpServers``, or VS Code's ``servers``).
 
 For an MCP source, a server's tool the hub leaves out (a bad name, a schema a provider cannot
 take, a duplicate; see [`toolwire.mcp.Hub.left_out`][]) is a ``rejected`` row in ``check``

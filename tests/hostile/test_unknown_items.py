@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from provider_turns import PROVIDERS, answer_of, answer_text, answered_id, parse
 
-from conftest import load_corpus
+from corpus import load_corpus
 from toolwire import (
     MalformedResponse,
     MemoryStore,

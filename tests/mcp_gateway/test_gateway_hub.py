@@ -106,3 +106,14 @@ async def test_progress_reaches_the_client_through_the_cli_gateway() -> None:
     assert (name, result.is_error) == ("upstream_server__steps", False)
     expected = [(step, 5, f"step {step}") for step in range(1, 6)]
     assert reports == expected[: len(reports)]
+
+
+async def test_the_gateway_serves_the_hubs_current_tools_and_keeps_a_filtered_toolset() -> None:
+    hub = Hub({"up": InProcessServer(server=upstream(anyio.Event(), anyio.Event()))})
+    async with hub:
+        following = Gateway(hub.as_toolset(), hub=hub)
+        filtered = Gateway(hub.as_toolset().without(["up__forever"]), hub=hub)
+        hub.approve_definition("up__steps")  # the hub rebuilds its toolset
+        assert [tool.name for tool in following.list_tools()] == ["up__steps", "up__forever"]
+        assert following.toolset is hub.as_toolset()
+        assert [tool.name for tool in filtered.list_tools()] == ["up__steps"]

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 import toolwire
-from conftest import TOOLS
+from corpus import TOOLS
 from toolwire import ConfigurationError, SchemaConversionError, Tool, ToolSet
 from toolwire.compat import check
 from toolwire.providers import get_provider, make_options

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolwire
-from conftest import load_corpus
+from corpus import load_corpus
 from toolwire import (
     ConfigurationError,
     Grammar,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from conftest import load_corpus
+from corpus import load_corpus
 from toolwire import RejectedCall, Tool, ToolCall, ToolSet
 from toolwire.providers import openai_chat, openai_responses
 

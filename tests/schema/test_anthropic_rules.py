@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from conftest import ALL_SCHEMAS, STRESS, TOOLS, corpus_id
+from corpus import ALL_SCHEMAS, STRESS, TOOLS, corpus_id
 from toolwire import ConfigurationError, SchemaConversionError, Tool, ToolSet, ToolwireError
 from toolwire.schema._base import ConversionNote
 from toolwire.schema.anthropic import to_anthropic_schema

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from conftest import ALL_SCHEMAS, TOOLS, corpus_id
+from corpus import ALL_SCHEMAS, TOOLS, corpus_id
 from toolwire import SchemaConversionError
 from toolwire.calls import strip_nulls
 from toolwire.schema._base import ConversionNote

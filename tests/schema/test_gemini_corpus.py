@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from conftest import ALL_SCHEMAS, corpus_id
+from corpus import ALL_SCHEMAS, corpus_id
 from toolwire.schema import to_gemini_json_schema, to_gemini_openapi_schema
 from toolwire.schema.checks import gemini_violations, property_paths
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ALL_SCHEMAS, TOOLS, corpus_id
+from corpus import ALL_SCHEMAS, TOOLS, corpus_id
 from toolwire import SchemaConversionError, Tool, ToolSet
 from toolwire.providers import openai_chat
 from toolwire.schema._base import ConversionNote

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from conftest import ALL_SCHEMAS, TOOLS, corpus_id
+from corpus import ALL_SCHEMAS, TOOLS, corpus_id
 from toolwire.calls import strip_nulls
 from toolwire.schema.checks import openai_strict_violations
 from toolwire.schema.openai import StrictLimits, StrictSchemaError, strict_schema

@@ -123,9 +123,11 @@ class Gateway:
         timeout: seconds a call may run (a tool's own ``timeout`` wins).
         elicit: ask connected clients that declared elicitation; False always defers.
         name: the server's name in the MCP handshake.
-        hub: the [`Hub`][toolwire.mcp.Hub] the tools come from, if any: the progress its
-            servers report for a call is forwarded to the client that made it (see
-            [`forward_progress`][toolwire.mcp.Gateway.forward_progress]).
+        hub: the [`Hub`][toolwire.mcp.Hub] ``toolset`` comes from, if any: the gateway then
+            serves the hub's current tools (re-read on each request, so a tool whose
+            definition changed upstream needs approval again, as the hub marks it), and the
+            progress its servers report for a call is forwarded to the client that made it
+            (see [`forward_progress`][toolwire.mcp.Gateway.forward_progress]).
         executor_options: more [`Executor`][toolwire.Executor] options (``max_output_chars``,
             ``approval_ttl``, ``redact``...).
     """
@@ -144,21 +146,35 @@ class Gateway:
         hub: Hub | None = None,
         **executor_options: Any,
     ) -> None:
-        self.toolset = ToolSet.of(toolset)
         self.store: RunStore = store if store is not None else MemoryStore()
         self.principal = principal
         self.elicit = elicit
         self.name = name
-        common = {"policy": policy, "timeout": timeout, **executor_options}
-        # Two executors, one policy: the first never keeps a run, the second keeps calls
-        # that need approval in the ledger.
-        self._direct = Executor(self.toolset, approver=_escalate, store=MemoryStore(), **common)
-        self._ledgered = Executor(
-            self.toolset, approver=approver or DeferredApproval(), store=self.store, **common
-        )
+        # Followed only when serving the hub's own toolset: a filtered one stays as it is.
+        self._hub = hub if hub is not None and hub.as_toolset() is toolset else None
+        self._approver = approver or DeferredApproval()
+        self._options = {"policy": policy, "timeout": timeout, **executor_options}
+        self._use(ToolSet.of(toolset))
         self._listening: dict[tuple[str | None, str, str], list[_Report]] = {}
         if hub is not None:
             self.forward_progress(hub)
+
+    def _use(self, toolset: ToolSet) -> None:
+        self.toolset = toolset
+        # Two executors, one policy: the first never keeps a run, the second keeps calls
+        # that need approval in the ledger.
+        self._direct = Executor(toolset, approver=_escalate, store=MemoryStore(), **self._options)
+        self._ledgered = Executor(
+            toolset, approver=self._approver, store=self.store, **self._options
+        )
+
+    def _current(self) -> ToolSet:
+        """The toolset to serve now: the hub's, when it changed (re-listed, re-approved)."""
+        if self._hub is not None:
+            latest = self._hub.as_toolset()
+            if latest is not self.toolset:
+                self._use(latest)
+        return self.toolset
 
     def forward_progress(self, hub: Hub) -> None:
         """Forward the progress ``hub``'s servers report to the clients whose calls they are
@@ -206,13 +222,14 @@ class Gateway:
 
     def list_tools(self) -> list[types.Tool]:
         """The served tools as MCP tools, in the toolset's order."""
-        return [_mcp_tool(self.toolset.exposed_name(t), t) for t in self.toolset if _served(t)]
+        toolset = self._current()
+        return [_mcp_tool(toolset.exposed_name(t), t) for t in toolset if _served(t)]
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         """Answer one ``tools/call`` (see the module docstring for approvals)."""
-        tool = self.toolset.get(params.name)
+        tool = self._current().get(params.name)
         if tool is None or not _served(tool):
             return _error(f"Unknown tool {params.name!r}.")
         arguments = dict(params.arguments or {})
@@ -233,9 +250,10 @@ class Gateway:
         params: types.CallToolRequestParams,
         arguments: dict[str, Any],
     ) -> types.CallToolResult | types.InputRequiredResult:
-        call = make_call(self.toolset, params.name, arguments, call_id=_CALL_ID)
+        direct, ledgered = self._direct, self._ledgered  # this request's, if the hub changes
+        call = make_call(direct.toolset, params.name, arguments, call_id=_CALL_ID)
         try:
-            (outcome,) = await self._direct.run([call], principal=self.principal)
+            (outcome,) = await direct.run([call], principal=self.principal)
             return _mcp_result(outcome.result)
         except _Escalate:
             pass
@@ -244,7 +262,7 @@ class Gateway:
         run_id = await self._run_for(params.name, arguments)
         answered = await self._answer_from_input(ctx, params, run_id)
         try:
-            (outcome,) = await self._ledgered.run([call], run_id=run_id, principal=self.principal)
+            (outcome,) = await ledgered.run([call], run_id=run_id, principal=self.principal)
             return _mcp_result(outcome.result)
         except ApprovalPending as pending:
             request = pending.pending[0]
@@ -256,9 +274,7 @@ class Gateway:
                 return asked
             if asked is not None and await self._record(request, asked):
                 try:
-                    (outcome,) = await self._ledgered.run(
-                        [call], run_id=run_id, principal=self.principal
-                    )
+                    (outcome,) = await ledgered.run([call], run_id=run_id, principal=self.principal)
                     return _mcp_result(outcome.result)
                 except ApprovalPending:
                     pass

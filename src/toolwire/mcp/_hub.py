@@ -167,6 +167,8 @@ class _Server:
     broken: bool = False
     checking: bool = False
     """A probe after an abandoned call is on its way."""
+    protocol_version: str | None = None
+    """The protocol revision negotiated on the current connection (None: not connected)."""
 
 
 def _target(server: _Server) -> Any:
@@ -231,6 +233,16 @@ class Hub:
     later (``search`` replaced by ``search_v2``), need approval for every call
     (``needs_approval``) until [`approve_definition`][]. ``trust_new_tools=True`` trusts
     tools that appear later as they are first seen (changed definitions still need approval).
+
+    Protocol revisions: each connection negotiates the newest revision both sides speak (the
+    SDK's ``server/discover`` probe, falling back to the ``initialize`` handshake of the
+    2024-11-05 to 2025-11-25 revisions); [`protocol_version`][] tells which. A server's
+    changed listing is re-read on its ``notifications/tools/list_changed`` (handshake
+    revisions) or on the ``subscriptions/listen`` stream the hub holds open (2026-07-28 on);
+    either way changed definitions need approval again. A 2026-07-28 server that rejects a
+    call's headers (``HEADER_MISMATCH``: its definition changed since it was listed) has that
+    call answered ``failed`` and is listed again: the hub never resends a call to a
+    definition that was not approved, as the SDK's own client would.
 
     Long-running calls: every call asks its server for progress. A call may go a server's
     ``timeout`` without progress (each notification restarts the count) and take its
@@ -394,13 +406,20 @@ class Hub:
             deadline = anyio.current_time() + server.spec.connect_timeout
             with anyio.CancelScope(deadline=deadline) as connecting:
                 try:
-                    async with mcp.Client(
-                        _target(server),
-                        mode="legacy",
-                        cache=None,
-                        message_handler=self._notifications(server),
-                    ) as client:
+                    async with (
+                        mcp.Client(
+                            _target(server),
+                            mode="auto",  # the newest revision both speak
+                            cache=None,  # every listing is read from the server
+                            message_handler=self._notifications(server),
+                        ) as client,
+                        anyio.create_task_group() as watching,
+                    ):
                         server.broken = False
+                        server.protocol_version = client.protocol_version
+                        if client.protocol_version in _modern_versions():
+                            # Subscribed before the first listing: no change falls between.
+                            await watching.start(self._listen, client, server)
                         while True:
                             server.wake = anyio.Event()
                             await self._list(client, server)
@@ -413,11 +432,13 @@ class Hub:
                             await server.wake.wait()
                             if server.broken:
                                 break
+                        watching.cancel_scope.cancel()
                 except Exception as exc:  # a server that fails in any way is down
                     server.error = _describe(exc)
             if connecting.cancelled_caught:
                 server.error = f"did not start within {server.spec.connect_timeout:g} s"
             server.client = None
+            server.protocol_version = None
             if server.tools:
                 server.gone = [entry.tool for entry in server.tools]
             server.tools = []
@@ -435,6 +456,42 @@ class Hub:
                 server.wake.set()
 
         return handle
+
+    async def _listen(
+        self,
+        client: Any,
+        server: _Server,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Hold a ``subscriptions/listen`` stream open (2026-07-28 on, where change
+        notifications come only that way): each ``ToolsListChanged`` wakes a re-listing."""
+        from mcp.client.subscriptions import SubscriptionLost
+
+        mcp = _mcp()
+        started = False
+        lost = 0
+        try:
+            while True:
+                try:
+                    async with client.listen(tools_list_changed=True) as events:
+                        if not started:
+                            started = True
+                            task_status.started()
+                        async for _ in events:  # only tool changes were asked for
+                            lost = 0
+                            server.wake.set()
+                    return  # closed by the server: no more events come
+                except SubscriptionLost:
+                    # Events may have been missed: re-list, then listen again, backing off.
+                    server.wake.set()
+                    lost += 1
+                    await anyio.sleep(min(self.max_backoff, 0.1 * 2 ** min(lost, 16)))
+        except mcp.MCPError:
+            pass  # a server without subscriptions: its listing is read at each connection
+        finally:
+            if not started:
+                task_status.started()
 
     async def _list(self, client: Any, server: _Server) -> None:
         """Read the server's listing, check it tool by tool and take it as the server's tools."""
@@ -609,6 +666,19 @@ class Hub:
             self._toolset = ToolSet(tools, on_collision="suffix")
         return self._toolset
 
+    def protocol_version(self, name: str) -> str | None:
+        """The protocol revision server ``name`` speaks on its current connection (e.g.
+        ``"2026-07-28"``, or ``"2025-06-18"`` for one that only knows the ``initialize``
+        handshake), or None while it is down.
+
+        Raises:
+            ConfigurationError: the hub has no server ``name``.
+        """
+        server = self._servers.get(name)
+        if server is None:
+            raise ConfigurationError(f"the hub has no server {name!r}")
+        return server.protocol_version if server.client is not None else None
+
     def approve_definition(self, exposed_name: str) -> None:
         """Accept the current definition of a tool that needs approval because it is new or
         its definition changed (a "rug pull"); its calls then need no approval for that.
@@ -639,7 +709,7 @@ class Hub:
         result = None
         try:
             with progress:  # the idle clock, from now: cancels the request if the server is quiet
-                result = await client.call_tool(name, arguments, progress_callback=progress)
+                result = await _send(client, name, arguments, progress)
         except anyio.get_cancelled_exc_class():
             self._abandoned(server)  # past max_total_timeout, or the turn was cancelled
             raise
@@ -716,6 +786,15 @@ class Hub:
                 )
             if exc.code == mcp.types.CONNECTION_CLOSED:
                 return self._lost(server, exc)
+            if exc.code == mcp.types.HEADER_MISMATCH:
+                # The call was sent for the definition the hub listed, which the server no
+                # longer has: re-list (a changed definition then needs approval), don't resend.
+                server.wake.set()
+                return ToolResult.error(
+                    "failed",
+                    f"Tool {_exposed(server, name)!r} changed on its server since it was "
+                    "listed; the hub is listing it again: call it again.",
+                )
             message = exc.message if isinstance(exc.message, str) else repr(exc.message)
             return ToolResult.error(
                 "failed", f"Tool {_exposed(server, name)!r} failed: {message[:_DESCRIBED]}"
@@ -743,6 +822,28 @@ class Hub:
         self._changed()
         server.wake.set()
         return message
+
+
+async def _send(client: Any, name: str, arguments: dict[str, Any], progress: Any) -> Any:
+    """One ``tools/call`` on ``client``: sent through the session, so that a
+    ``HEADER_MISMATCH`` reaches the hub instead of the SDK's re-list-and-resend; the rounds
+    of a call answered ``input_required`` (2026-07-28) are left to the SDK's client (the
+    hub gives no input: its default answers decline sampling, elicitation and roots)."""
+    first = await client.session.call_tool(
+        name, arguments, progress_callback=progress, allow_input_required=True
+    )
+    if not isinstance(first, _mcp().types.InputRequiredResult):
+        return first
+    return await client.call_tool(
+        name, arguments, progress_callback=progress, request_state=first.request_state
+    )
+
+
+def _modern_versions() -> tuple[str, ...]:
+    """The revisions without the ``initialize`` handshake (2026-07-28 on), as the SDK has them."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    return tuple(MODERN_PROTOCOL_VERSIONS)
 
 
 def _exposed(server: _Server, name: str) -> str:

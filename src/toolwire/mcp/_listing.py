@@ -20,7 +20,7 @@ from typing import Any
 
 import mcp.types
 import pydantic
-from mcp_types import methods
+from mcp_types import PROTOCOL_VERSION_META_KEY, methods
 
 __all__ = ["CheckedListings"]
 
@@ -32,6 +32,7 @@ _NAME_SHOWN = 80
 class CheckedListings:
     """``transport`` (an SDK transport: an async context manager of its two streams) with
     each tool of every ``tools/list`` answer checked against the negotiated protocol revision
+    (from the ``initialize`` answer, or the envelope of each request from 2026-07-28 on)
     on its own; a tool that fails is removed and ``refused[name]`` says why."""
 
     def __init__(
@@ -60,6 +61,11 @@ class CheckedListings:
             "initialize",
             "tools/list",
         ):
+            # From 2026-07-28 there is no initialize: each request names its revision.
+            envelope = (message.params or {}).get("_meta")
+            version = envelope.get(PROTOCOL_VERSION_META_KEY) if isinstance(envelope, dict) else None
+            if isinstance(version, str):
+                self._version = version
             if len(self._pending) >= _PENDING_CAP:
                 del self._pending[next(iter(self._pending))]
             self._pending[message.id] = message.method
@@ -121,10 +127,16 @@ def _checked(
         pass
     except (KeyError, ValueError):  # a revision the SDK's tables don't have: it decides
         return None
+    # Each tool is checked in the answer's own frame: from 2026-07-28 a listing also carries
+    # resultType, ttlMs and cacheScope. A frame that fails is the whole answer's fault.
+    try:
+        methods.validate_server_result("tools/list", version, {**result, "tools": []})
+    except pydantic.ValidationError:
+        return None
     kept = []
     for index, tool in enumerate(tools):
         try:
-            methods.validate_server_result("tools/list", version, {"tools": [tool]})
+            methods.validate_server_result("tools/list", version, {**result, "tools": [tool]})
         except pydantic.ValidationError as exc:
             refused[_name(tool, index)] = _malformed(exc)
         else:

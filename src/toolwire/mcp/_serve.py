@@ -75,6 +75,9 @@ async def serve(
         store = from_url(store)
     try:
         async with open_toolset(source) as toolset:
+            hubs = _hubs_of(source, toolset)
+            # Followed only when the toolset is the hub's own: a filtered one stays as it is.
+            own = next((hub for hub in hubs if hub.as_toolset() is toolset), None)
             gateway = Gateway(
                 toolset,
                 policy=policy,
@@ -84,10 +87,12 @@ async def serve(
                 timeout=timeout,
                 elicit=elicit,
                 name=name,
+                hub=own,
                 **executor_options,
             )
-            for hub in _hubs_of(source, toolset):
-                gateway.forward_progress(hub)
+            for hub in hubs:
+                if hub is not own:
+                    gateway.forward_progress(hub)
             if transport == "stdio":
                 await _serve_stdio(gateway)
             else:
