@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from toolwire import ledger
 from toolwire.approval import ApprovalRequest, Decision, allow, deny, halt
-from toolwire.calls import canonical_json
+from toolwire.calls import canonical_json, has_lone_surrogate
 from toolwire.errors import ConfigurationError, InvalidArguments
 from toolwire.inbox import _html
 from toolwire.store import CallRecord, RunStore
@@ -84,7 +84,7 @@ class Console:
         who = self.authorize(request)
         if inspect.isawaitable(who):
             who = await who
-        if who is None:
+        if who is None or who is False:  # False is "no", never an identity
             raise Problem(401, "unauthorized", "sign in to use the approval console")
         return ledger.principal_json(who)
 
@@ -177,18 +177,21 @@ class _Secured:
         await self.inner(scope, receive, secured_send)
 
 
-_SLASH = "\x00"  # stands for a slash inside a segment: no valid id holds a NUL
+# A slash inside a segment (``%2F``) and a NUL (``%00``) stand as two-character codes while
+# the router splits the path; a NUL comes back as one, which no valid id holds (a 400).
+_SLASH, _NUL = "\x00s", "\x00n"
 
 
 def _segments_kept(raw: bytes) -> str:
     path = raw.decode("latin-1").partition("?")[0]
     return "/".join(
-        unquote(segment, errors="replace").replace("/", _SLASH) for segment in path.split("/")
+        unquote(segment, errors="replace").replace("\x00", _NUL).replace("/", _SLASH)
+        for segment in path.split("/")
     )
 
 
 def _param(request: Request, name: str) -> str:
-    return str(request.path_params[name]).replace(_SLASH, "/")
+    return str(request.path_params[name]).replace(_SLASH, "/").replace(_NUL, "\x00")
 
 
 def _static(media_type: str, text: str) -> Any:
@@ -224,7 +227,8 @@ def _int(params: Mapping[str, str], name: str, default: int, low: int, high: int
     text = params.get(name)
     if text is None or text == "":
         return default
-    if not text.isdigit() or not low <= int(text) <= high:
+    # ASCII digits only ("²" is a digit to str.isdigit), and few enough for int()
+    if not (text.isascii() and text.isdigit() and len(text) <= 12) or not low <= int(text) <= high:
         raise Problem(400, "bad_query", f"{name} is an integer from {low} to {high}")
     return int(text)
 
@@ -232,9 +236,11 @@ def _int(params: Mapping[str, str], name: str, default: int, low: int, high: int
 def _principal(text: str) -> Any:
     """A principal in a query: JSON, or else the text itself (as the CLI reads it)."""
     try:
-        return json.loads(text)
-    except ValueError:
+        principal = json.loads(text)
+        ledger.principal_key(principal)  # NaN or infinities are no principal anyone has
+    except (ValueError, RecursionError, ConfigurationError):
         return text
+    return principal
 
 
 def _matches_tool(request: ApprovalRequest, wanted: str) -> bool:
@@ -373,8 +379,8 @@ def _check_edited(record: CallRecord, arguments: Any) -> None:
 
 
 def _decision(kind: Any, reason: Any, arguments: Any) -> Decision:
-    if reason is not None and not isinstance(reason, str):
-        raise Problem(400, "bad_decision", "reason is a string")
+    if reason is not None and (not isinstance(reason, str) or has_lone_surrogate(reason)):
+        raise Problem(400, "bad_decision", "reason is a string of valid Unicode text")
     reason = reason.strip() or None if isinstance(reason, str) else None
     if kind == "allow":
         if arguments is not None and not isinstance(arguments, Mapping):
@@ -459,7 +465,7 @@ async def _api_decide(console: Console, request: Request, identity: Any) -> Any:
     body = await _body(request)
     try:
         payload = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past Python's stack
         raise Problem(400, "bad_json", "the body is not JSON") from None
     if not isinstance(payload, dict):
         raise Problem(400, "bad_decision", "the body is a JSON object")
@@ -559,14 +565,18 @@ async def _decide_form(console: Console, request: Request, identity: Any) -> Res
     run_id, call_id = _param(request, "run_id"), _param(request, "call_id")
     action = form.get("action")
     version_text = form.get("version", "")
-    version = int(version_text) if version_text.isdigit() else None
+    version = (
+        int(version_text)
+        if version_text.isascii() and version_text.isdigit() and len(version_text) <= 12
+        else None
+    )
     edited_text = form.get("arguments", "") if action == "edit" else None
     try:
         arguments = None
         if edited_text is not None:  # an edit without arguments is refused, never a plain allow
             try:
                 arguments = json.loads(edited_text)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise Problem(
                     422, "invalid_json", "the edited arguments are not JSON", [("$", str(exc))]
                 ) from None
