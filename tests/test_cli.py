@@ -551,3 +551,34 @@ def test_check_assesses_the_declaration_the_options_ask_for() -> None:
     refused = run("check", source, "--provider", "gemini", "--strict")
     assert refused.returncode != 0
     assert "--strict/--no-strict is not an option of gemini" in refused.stderr
+
+
+def test_check_json_shows_titles_and_safe_icons(tmp_path: Path) -> None:
+    icon = {"src": "https://example.com/w.png", "mimeType": "image/png", "sizes": ["48x48"]}
+    source = tmp_path / "tools.json"
+    source.write_text(
+        json.dumps(
+            [
+                {
+                    "name": "weather",
+                    "title": "Weather",
+                    "icons": [icon, {"src": "javascript:alert(1)"}],
+                    "inputSchema": {"type": "object", "properties": {}},
+                },
+                {
+                    "name": "plain",
+                    "annotations": {"title": "Plain tool"},
+                    "inputSchema": {"type": "object", "properties": {}},
+                },
+                {"name": "bare", "inputSchema": {"type": "object", "properties": {}}},
+            ]
+        )
+    )
+    result = run("check", str(source), "--provider", "anthropic", "--json")
+    assert result.returncode == 0, result.stderr
+    reports = {r["name"]: r for r in json.loads(result.stdout)}
+    assert reports["weather"]["title"] == "Weather"
+    assert reports["weather"]["icons"] == [icon]  # the javascript: one is dropped
+    assert reports["plain"]["title"] == "Plain tool"  # annotations.title stands in
+    assert "icons" not in reports["plain"]
+    assert set(reports["bare"]) == {"name", "exposed_name", "verdicts"}

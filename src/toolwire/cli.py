@@ -46,7 +46,7 @@ import anyio
 import toolwire
 from toolwire.errors import ConfigurationError, ToolNotFound, ToolwireError
 from toolwire.providers import get_provider, provider_names
-from toolwire.tool import Tool, ToolSet, exposed_name_for
+from toolwire.tool import Tool, ToolSet, clean_title, exposed_name_for, safe_icons
 
 LeftOut = Mapping[str, Mapping[str, str]]
 """Per MCP server, the tools its hub left out: name → why."""
@@ -113,6 +113,8 @@ def _from_definitions(path: Path) -> ToolSet:
                     input_schema=schema,
                     output_schema=output_schema,
                     annotations=annotations if isinstance(annotations, dict) else None,
+                    title=clean_title(record.get("title")) or _annotated_title(annotations),
+                    icons=safe_icons(record.get("icons")),
                 )
             )
         except ToolwireError as exc:
@@ -121,6 +123,11 @@ def _from_definitions(path: Path) -> ToolSet:
         return ToolSet(tools)
     except ToolwireError as exc:
         raise SourceError(f"{path}: {exc}") from None
+
+
+def _annotated_title(annotations: Any) -> str | None:
+    """The title in a definition's annotations, the stand-in for a missing ``title``."""
+    return clean_title(annotations.get("title")) if isinstance(annotations, dict) else None
 
 
 def load_source(source: str) -> ToolSet:
@@ -443,14 +450,21 @@ async def _check(args: argparse.Namespace) -> int:
 
 def _report_json(report: Any, over: Mapping[str, str]) -> dict[str, Any]:
     """A report as ``check --json`` prints it; a provider whose tool limit the source passes
-    has ``over_limit`` in every verdict (the tool is fine alone, not with all the others)."""
+    has ``over_limit`` in every verdict (the tool is fine alone, not with all the others).
+    A tool's ``title`` and ``icons`` are there when it has them."""
     verdicts = {}
     for verdict in report.verdicts:
         shown: dict[str, Any] = {"status": verdict.status, "notes": list(verdict.notes)}
         if verdict.provider in over:
             shown["over_limit"] = over[verdict.provider]
         verdicts[verdict.provider] = shown
-    return {"name": report.name, "exposed_name": report.exposed_name, "verdicts": verdicts}
+    shown_report: dict[str, Any] = {"name": report.name, "exposed_name": report.exposed_name}
+    if report.title is not None:
+        shown_report["title"] = report.title
+    if report.icons:
+        shown_report["icons"] = [dict(icon) for icon in report.icons]
+    shown_report["verdicts"] = verdicts
+    return shown_report
 
 
 def _renamed(toolset: ToolSet) -> frozenset[str]:

@@ -29,6 +29,10 @@ class ToolReport:
     name: str
     exposed_name: str
     verdicts: tuple[Verdict, ...]
+    title: str | None = None
+    """The tool's title, for people (``Tool.title``)."""
+    icons: tuple[Mapping[str, Any], ...] | None = None
+    """The tool's icons (``Tool.icons``)."""
 
     @property
     def renamed(self) -> bool:
@@ -73,6 +77,8 @@ def check(
             name=tool.name,
             exposed_name=exposed,
             verdicts=tuple(provider.assess(tool, chosen) for provider, chosen in assessors),
+            title=tool.title,
+            icons=tool.icons,
         )
         for exposed, tool in zip(toolset.exposed_names, toolset, strict=True)
     ]

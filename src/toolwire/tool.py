@@ -21,6 +21,7 @@ from typing import Any, Literal, TypeVar, overload
 import jsonschema_rs
 
 from toolwire._function_schema import FunctionSchema, function_schema, json_path
+from toolwire._text import clean_description
 from toolwire.calls import argument_problem, canonical_json
 from toolwire.errors import (
     ConfigurationError,
@@ -85,6 +86,15 @@ class Tool:
     """JSON Schema of the structured result, when known."""
     annotations: Mapping[str, Any] | None = None
     """MCP tool annotations (``readOnlyHint``, ``destructiveHint``, ...)."""
+    title: str | None = None
+    """A name for people (MCP's ``title``), never declared to a model. Part of the definition
+    hash when set: people approving calls read it, so a changed title needs approval again,
+    as a changed ``annotations.title`` does."""
+    icons: tuple[Mapping[str, Any], ...] | None = None
+    """Icons for people (MCP's ``icons``: ``src``, ``mimeType``, ``sizes``, ``theme``), never
+    fetched by toolwire. Not part of the definition hash: a new icon URL needs no approval.
+    Readers of untrusted definitions (the MCP hub, ``tool_from_definition``) keep only
+    http(s) and ``data:image/`` sources."""
     parallel_safe: bool = True
     """False makes the executor run this tool alone, never beside another call."""
     timeout: float | None = None
@@ -137,6 +147,13 @@ class Tool:
             if not all(isinstance(t, str) for t in taints):
                 raise ConfigurationError(f"tool {self.name!r}: taints are strings: {taints!r}")
             object.__setattr__(self, "taints", taints)
+        if self.title is not None and not isinstance(self.title, str):
+            raise ConfigurationError(f"tool {self.name!r}: the title must be a string or None")
+        if self.icons is not None:
+            icons = tuple(self.icons)  # a list is taken; the tool keeps an immutable copy
+            if not all(isinstance(icon, Mapping) for icon in icons):
+                raise ConfigurationError(f"tool {self.name!r}: icons are mappings: {icons!r}")
+            object.__setattr__(self, "icons", icons)
         handler = self.handler
         if handler is not None:
             is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
@@ -190,12 +207,17 @@ class Tool:
 
     @property
     def definition_hash(self) -> str:
-        """What a model is told about the tool (description, input schema, annotations),
-        hashed: a recorded decision holds only while this is unchanged."""
+        """What a model is told about the tool (description, input schema, annotations), and
+        what people approving its calls read (its title), hashed: a recorded decision holds
+        only while this is unchanged."""
         digest = self._definition_hash
         if digest is None:
             digest = definition_hash(
-                self.description or "", self.input_schema, self.annotations, self.grammar
+                self.description or "",
+                self.input_schema,
+                self.annotations,
+                self.grammar,
+                title=self.title,
             )
             object.__setattr__(self, "_definition_hash", digest)
         return digest
@@ -291,12 +313,20 @@ class Tool:
 
 
 def definition_hash(
-    description: str, schema: Any, annotations: Any, grammar: Grammar | None = None
+    description: str,
+    schema: Any,
+    annotations: Any,
+    grammar: Grammar | None = None,
+    *,
+    title: str | None = None,
 ) -> str:
-    """A tool definition's description, input schema, annotations and grammar, hashed."""
+    """A tool definition's description, input schema, annotations, grammar and title, hashed."""
     definition = {"description": description, "schema": schema, "annotations": annotations}
-    if grammar is not None:  # only then: the hashes of tools without one stay as they were
+    # Each only when set: the hashes of tools without one stay as they were.
+    if grammar is not None:
         definition["grammar"] = grammar.as_format()
+    if title is not None:
+        definition["title"] = title
     payload = canonical_json(definition)
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -537,6 +567,45 @@ ToolLike = Tool | Callable[..., Any] | Mapping[str, Any]
 """What a toolset is made of: tools, functions (made tools by ``@tool``), and definitions
 as JSON has them (see ``tool_from_definition``)."""
 
+_ICON_KEYS = ("src", "mimeType", "sizes", "theme")
+_ICON_CAP = 16
+"""Icons kept of one tool."""
+_ICON_SOURCE_CAP = 65_536
+"""Characters an icon's ``src`` may have (a ``data:`` URI holds the whole image)."""
+_TITLE_CAP = 256
+"""Characters of a title kept."""
+
+
+def safe_icons(icons: Any) -> tuple[dict[str, Any], ...] | None:
+    """The icons of an untrusted definition worth keeping: at most 16, each with a string
+    ``src`` that is an ``http://``, ``https://`` or ``data:image/`` URI of at most 64 Ki
+    characters (``file:``, ``javascript:`` and the like are dropped), and only the keys
+    ``src``, ``mimeType``, ``sizes`` and ``theme``; None when none is left. Nothing is
+    fetched."""
+    if not isinstance(icons, list | tuple):
+        return None
+    kept: list[dict[str, Any]] = []
+    for icon in icons:
+        if len(kept) >= _ICON_CAP:
+            break
+        src = icon.get("src") if isinstance(icon, Mapping) else None
+        if not isinstance(src, str) or len(src) > _ICON_SOURCE_CAP:
+            continue
+        if not src[:11].lower().startswith(("http://", "https://", "data:image/")):
+            continue
+        kept.append({key: icon[key] for key in _ICON_KEYS if key in icon})
+    return tuple(kept) or None
+
+
+def clean_title(title: Any) -> str | None:
+    """An untrusted title as a tool keeps it: invisible characters removed, at most 256
+    characters; None when it is not a string or is blank."""
+    if not isinstance(title, str):
+        return None
+    cleaned = clean_description(title).strip()[:_TITLE_CAP]
+    return cleaned or None
+
+
 _SCHEMA_KEYS = ("input_schema", "inputSchema", "parameters")
 _OUTPUT_SCHEMA_KEYS = ("output_schema", "outputSchema")
 
@@ -546,7 +615,9 @@ def tool_from_definition(definition: Mapping[str, Any]) -> Tool:
 
     Reads ``name``, ``description``, the input schema as ``input_schema`` (Anthropic),
     ``inputSchema`` (MCP) or ``parameters`` (OpenAI, Gemini), the output schema as
-    ``output_schema`` or ``outputSchema``, and ``annotations``; other keys are ignored, and an
+    ``output_schema`` or ``outputSchema``, ``annotations``, ``title`` (else the annotations'
+    ``title``) and ``icons`` (only http(s) and ``data:image/`` ones); other keys are ignored,
+    and an
     OpenAI Chat ``{"type": "function", "function": {...}}`` is read from its ``function``. An
     OpenAI custom tool (``{"type": "custom", name, description, format}``, or Chat's
     ``{"type": "custom", "custom": {...}}``) is read as one, with its ``format``. Such a tool can
@@ -586,6 +657,10 @@ def tool_from_definition(definition: Mapping[str, Any]) -> Tool:
                 f"tool definition {name!r}: the {what} must be a JSON object (a mapping), "
                 f"not {type(value).__name__}"
             )
+    title = clean_title(definition.get("title"))
+    if title is None and annotations is not None:
+        title = clean_title(annotations.get("title"))
+    icons = safe_icons(definition.get("icons"))
     if kind == "custom":
         return Tool(
             name=name,
@@ -593,6 +668,8 @@ def tool_from_definition(definition: Mapping[str, Any]) -> Tool:
             kind="custom",
             format=definition.get("format"),
             annotations=annotations,
+            title=title,
+            icons=icons,
         )
     return Tool(
         name=name,
@@ -600,6 +677,8 @@ def tool_from_definition(definition: Mapping[str, Any]) -> Tool:
         input_schema=definition[schema_keys[0]] if schema_keys else dict(EMPTY_OBJECT_SCHEMA),
         output_schema=output_schema,
         annotations=annotations,
+        title=title,
+        icons=icons,
     )
 
 

@@ -123,6 +123,23 @@ async def test_a_server_that_knows_only_the_handshake_gets_it() -> None:
         await _rug_pull_needs_approval_again(hub, "old")
 
 
+async def test_a_server_that_leaves_the_probe_unanswered_gets_the_handshake_next() -> None:
+    spec = StdioServer(
+        command=sys.executable,
+        args=[str(SERVERS), "handshake-only-silent"],
+        connect_timeout=5.0,  # long enough to start and list: only the probe goes unanswered
+    )
+    with anyio.fail_after(30):
+        async with Hub({"old": spec}, max_backoff=0.2) as hub:
+            # The first attempt waited on server/discover until its connect_timeout...
+            assert hub.status["old"] == "did not start within 5 s"
+            # ...the next one goes straight to the initialize handshake.
+            while hub.status["old"] is not None:
+                await anyio.sleep(0.02)
+            assert hub.protocol_version("old") == "2025-06-18"
+            await _rug_pull_needs_approval_again(hub, "old")
+
+
 async def test_the_revision_of_a_server_that_is_down_is_none() -> None:
     broken = StdioServer(command=sys.executable, args=["-c", "raise SystemExit(1)"])
     async with Hub({"broken": broken}) as hub:
@@ -217,3 +234,41 @@ async def test_listings_of_the_newest_revision_are_checked_tool_by_tool() -> Non
             answer = await read.receive()
     assert answer.message.result == {**frame, "tools": [good]}
     assert set(refused) == {"bad"}
+
+
+async def test_a_call_answered_input_required_goes_on_with_the_servers_state() -> None:
+    from mcp.server.lowlevel import Server
+    from mcp.types import (
+        CallToolRequestParams,
+        CallToolResult,
+        InputRequiredResult,
+        ListToolsResult,
+        PaginatedRequestParams,
+        TextContent,
+        Tool,
+    )
+
+    states: list[str | None] = []
+
+    async def list_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
+        return ListToolsResult(
+            tools=[Tool(name="work", input_schema={"type": "object", "properties": {}})]
+        )
+
+    async def call_tool(
+        ctx: Any, params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
+        states.append(params.request_state)
+        if params.request_state is None:  # a stateless server: come back with this
+            return InputRequiredResult(request_state="step-2")
+        return CallToolResult(content=[TextContent(type="text", text="finished")])
+
+    server = Server("rounds", on_list_tools=list_tools, on_call_tool=call_tool)
+    async with Hub({"s": InProcessServer(server=server)}) as hub:
+        assert hub.protocol_version("s") == LATEST_MODERN_VERSION
+        with anyio.fail_after(10):
+            outcome = await toolwire.execute_tool_calls(
+                hub, "gemini", gemini_calls(("s__work", {}))
+            )
+    assert outcome.calls[0].result.text == "finished"
+    assert states == [None, "step-2"]

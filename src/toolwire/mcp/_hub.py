@@ -32,7 +32,14 @@ from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
 from toolwire.mcp._content import result_from_mcp
 from toolwire.mcp._progress import CallProgress, ProgressHook
 from toolwire.providers import get_provider, make_options, provider_names
-from toolwire.tool import Tool, ToolSet, compile_validator, definition_hash, exposed_name_for
+from toolwire.tool import (
+    Tool,
+    ToolSet,
+    clean_title,
+    compile_validator,
+    exposed_name_for,
+    safe_icons,
+)
 
 __all__ = ["HttpServer", "Hub", "InProcessServer", "ServerSpec", "SseServer", "StdioServer"]
 
@@ -169,6 +176,9 @@ class _Server:
     """A probe after an abandoned call is on its way."""
     protocol_version: str | None = None
     """The protocol revision negotiated on the current connection (None: not connected)."""
+    handshake_only: bool = False
+    """Connect with the ``initialize`` handshake, without probing for newer revisions first
+    (after a connection attempt that probed timed out)."""
 
 
 def _target(server: _Server) -> Any:
@@ -229,17 +239,20 @@ class Hub:
     1000 tools of a server. A left-out tool never affects another tool or server.
 
     Trust: the tools of a server's first successful listing are trusted as they are. A tool
-    whose description, schema or annotations change later, and a tool that first appears
-    later (``search`` replaced by ``search_v2``), need approval for every call
-    (``needs_approval``) until [`approve_definition`][]. ``trust_new_tools=True`` trusts
+    whose description, schema, annotations or title change later (not its icons: they are
+    only shown, never fetched), and a tool that first appears later (``search`` replaced by
+    ``search_v2``), need approval for every call (``needs_approval``) until
+    [`approve_definition`][]. ``trust_new_tools=True`` trusts
     tools that appear later as they are first seen (changed definitions still need approval).
 
     Protocol revisions: each connection negotiates the newest revision both sides speak (the
     SDK's ``server/discover`` probe, falling back to the ``initialize`` handshake of the
-    2024-11-05 to 2025-11-25 revisions); [`protocol_version`][] tells which. A server's
-    changed listing is re-read on its ``notifications/tools/list_changed`` (handshake
-    revisions) or on the ``subscriptions/listen`` stream the hub holds open (2026-07-28 on);
-    either way changed definitions need approval again. A 2026-07-28 server that rejects a
+    2024-11-05 to 2025-11-25 revisions; a server that leaves the probe unanswered until its
+    ``connect_timeout`` gets the handshake at the next attempt); [`protocol_version`][]
+    tells which. A server's changed listing is re-read on its
+    ``notifications/tools/list_changed`` (handshake revisions) or on the
+    ``subscriptions/listen`` stream the hub holds open (2026-07-28 on); either way changed
+    definitions need approval again. A 2026-07-28 server that rejects a
     call's headers (``HEADER_MISMATCH``: its definition changed since it was listed) has that
     call answered ``failed`` and is listed again: the hub never resends a call to a
     definition that was not approved, as the SDK's own client would.
@@ -409,7 +422,7 @@ class Hub:
                     async with (
                         mcp.Client(
                             _target(server),
-                            mode="auto",  # the newest revision both speak
+                            mode="legacy" if server.handshake_only else "auto",
                             cache=None,  # every listing is read from the server
                             message_handler=self._notifications(server),
                         ) as client,
@@ -435,8 +448,12 @@ class Hub:
                         watching.cancel_scope.cancel()
                 except Exception as exc:  # a server that fails in any way is down
                     server.error = _describe(exc)
+                    server.handshake_only = False  # a modern-only server refuses it: probe again
             if connecting.cancelled_caught:
                 server.error = f"did not start within {server.spec.connect_timeout:g} s"
+                # An older server may leave the revision probe (server/discover) unanswered
+                # instead of refusing it: the next attempt goes straight to the handshake.
+                server.handshake_only = not server.handshake_only
             server.client = None
             server.protocol_version = None
             if server.tools:
@@ -591,6 +608,13 @@ class Hub:
         description = clean_description(
             listed.description if isinstance(listed.description, str) else None
         )
+        # For people, not the model: MCP's display order is title, then annotations.title.
+        title = clean_title(listed.title) or clean_title((annotations or {}).get("title"))
+        icons = safe_icons(
+            [icon.model_dump(by_alias=True, exclude_none=True) for icon in listed.icons]
+            if listed.icons
+            else None
+        )
         try:
             tool = Tool(
                 name=name,
@@ -598,6 +622,8 @@ class Hub:
                 input_schema=schema,
                 output_schema=server.output_schemas.get(name, listed.output_schema),
                 annotations=annotations,
+                title=title,
+                icons=icons,
                 server_id=server.name,
                 taints=_taints(server),
                 handler=partial(self._call, server, name),
@@ -605,7 +631,7 @@ class Hub:
                 # tells the server.
                 timeout=server.spec.max_total_timeout,
             )
-            fingerprint = definition_hash(description, schema, annotations)
+            fingerprint = tool.definition_hash  # what approve_definition records
         except ToolwireError as exc:
             raise _LeftOut(str(exc)) from None
         except Exception as exc:  # e.g. a schema too deep to encode

@@ -63,7 +63,9 @@ class CheckedListings:
         ):
             # From 2026-07-28 there is no initialize: each request names its revision.
             envelope = (message.params or {}).get("_meta")
-            version = envelope.get(PROTOCOL_VERSION_META_KEY) if isinstance(envelope, dict) else None
+            version = (
+                envelope.get(PROTOCOL_VERSION_META_KEY) if isinstance(envelope, dict) else None
+            )
             if isinstance(version, str):
                 self._version = version
             if len(self._pending) >= _PENDING_CAP:
