@@ -73,7 +73,7 @@ class _Planning(_Pipeline):
             arguments: Mapping[str, Any] = dict(edited)
         else:
             if call.null_paths:  # nulls a strict schema made the model send mean "left out"
-                call = replace(call, arguments=strip_nulls(call.arguments, call.null_paths))
+                call = replace(call, arguments=_without_strict_nulls(tool, call))
             arguments = call.arguments
         validated = self._validated(
             turn, index, tool, arguments, _EDITED if edited is not None else ""
@@ -229,3 +229,21 @@ class _Planning(_Pipeline):
                 f"an approver returned a {type(decision).__name__}, not a Decision"
             )
         return decision
+
+
+def _without_strict_nulls(tool: Tool, call: ToolCall) -> dict[str, Any]:
+    """The call's arguments without the nulls strict mode made the model send; but a null the
+    tool's own schema takes (one branch of an ``anyOf`` nullable where another made it so) is
+    the tool's, kept when stripping it would make the arguments invalid."""
+    stripped = strip_nulls(call.arguments, call.null_paths)
+    if stripped == call.arguments or _fits(tool, stripped) or not _fits(tool, call.arguments):
+        return stripped
+    return call.arguments
+
+
+def _fits(tool: Tool, arguments: Mapping[str, Any]) -> bool:
+    try:
+        tool.validate_arguments(arguments)
+    except ToolwireError:  # InvalidArguments, or a schema that has no validator
+        return False
+    return True

@@ -607,13 +607,12 @@ def within_depth(value: Any, limit: int) -> bool:
 
 def strip_nulls(arguments: dict[str, Any], paths: tuple[tuple[str, ...], ...]) -> dict[str, Any]:
     """``arguments`` without the ``None`` values found at ``paths``; containers on the way are
-    copied, never mutated. Only nulls are stripped: never ``""``, ``0`` or ``False``."""
+    copied, never mutated. Only nulls are stripped: never ``""``, ``0`` or ``False``. A ``"*"``
+    step is every item of an array, and a property named ``*`` of an object."""
 
     def strip(node: Any, path: tuple[str, ...]) -> Any:
         head, rest = path[0], path[1:]
-        if head == "*":
-            if not isinstance(node, list):
-                return node
+        if head == "*" and isinstance(node, list):
             return [strip(item, rest) if rest else item for item in node]
         if not isinstance(node, dict) or head not in node:
             return node

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -199,6 +200,12 @@ def _llguidance() -> tuple[Any, Any, Any]:
     return llguidance, tokenizer, llguidance.LLParserLimits(verbose_errors=False)
 
 
+LARK_CHECK_SECONDS = 5.0
+"""How long one text may take to check against a Lark grammar: past it, the text is refused
+(an unambiguous grammar checks 200,000 characters in well under a second)."""
+_PIECE = 64  # bytes fed to the parser between looks at the clock
+
+
 def _compile_lark(definition: str) -> Any:
     llguidance, tokenizer, limits = _llguidance()
     # Given as JSON: a bare definition that starts with "{" would be read as JSON itself.
@@ -211,7 +218,21 @@ def _compile_lark(definition: str) -> Any:
     def check(text: str) -> str | None:
         data = text.encode("utf-8")
         matcher = compiled.deep_copy()  # the compiled grammar is shared; a copy is one check's
-        taken = matcher.try_consume_tokens(list(data))
+        # The parser's limits bound each byte's work, not the whole text's: an ambiguous
+        # grammar may take minutes. Fed in pieces, a check stops at its time budget.
+        deadline = time.monotonic() + LARK_CHECK_SECONDS
+        tokens, taken = list(data), 0
+        for start in range(0, len(tokens), _PIECE):
+            piece = tokens[start : start + _PIECE]
+            consumed = matcher.try_consume_tokens(piece)
+            taken += consumed
+            if consumed < len(piece):
+                break
+            if time.monotonic() > deadline and taken < len(tokens):
+                return (
+                    "the text could not be checked against the tool's Lark grammar within "
+                    f"{LARK_CHECK_SECONDS:g} s (is the grammar ambiguous?)"
+                )
         if taken == len(data):
             if matcher.is_accepting():
                 return None

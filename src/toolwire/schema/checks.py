@@ -633,6 +633,16 @@ def anthropic_pattern_problem(pattern: Any) -> str | None:
                         f"in a pattern (above {_PATTERN_BOUND})"
                     )
         i += 1
+    return _pattern_syntax(pattern)
+
+
+def _pattern_syntax(pattern: str) -> str | None:
+    """Why ``pattern`` is no regular expression at all (an unclosed group or class, a reversed
+    range, a dangling backslash), or None."""
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError) as exc:
+        return f"the pattern is not a regular expression ({exc})"
     return None
 
 
