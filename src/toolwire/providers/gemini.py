@@ -105,6 +105,7 @@ __all__ = [
     "recognizes",
     "response_for",
     "text",
+    "whole_floats",
 ]
 
 NAME = "gemini"
@@ -516,7 +517,7 @@ def _parse_call(
         ids=ids,
         error_answer=error,
         extras={"thoughtSignature": signature} if signature is not None else _NO_EXTRAS,
-        coerce=_whole_floats,
+        coerce=whole_floats,
     )
 
 
@@ -524,7 +525,7 @@ def _unnamed_error(_: str, message: str) -> dict[str, Any]:
     return _error_part("", None, message)
 
 
-def _whole_floats(arguments: dict[str, Any], tool: Tool) -> dict[str, Any]:
+def whole_floats(arguments: dict[str, Any], tool: Tool) -> dict[str, Any]:
     """Gemini sends every number as a float: ``2.0`` becomes ``2`` where the schema wants an
     integer."""
     if not any(isinstance(v, dict | list | float) for v in arguments.values()):

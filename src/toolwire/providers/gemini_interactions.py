@@ -73,7 +73,7 @@ from toolwire.providers._wire import (
     split_calls,
 )
 from toolwire.schema.checks import gemini_violations
-from toolwire.schema.gemini import coerce_whole_floats, to_gemini_json_schema
+from toolwire.schema.gemini import to_gemini_json_schema
 from toolwire.tool import Tool, ToolSet
 
 __all__ = [
@@ -457,16 +457,8 @@ def _parse_call(
         index=index,
         ids=ids,
         error_answer=error_answer,
-        coerce=_whole_floats,
+        coerce=gemini.whole_floats,  # the same models: a whole number may come as 2.0
     )
-
-
-def _whole_floats(arguments: dict[str, Any], tool: Tool) -> dict[str, Any]:
-    """Gemini may send a whole number as a float: ``2.0`` becomes ``2`` where the schema wants
-    an integer."""
-    if not any(isinstance(v, dict | list | float) for v in arguments.values()):
-        return arguments
-    return coerce_whole_floats(arguments, tool.input_schema)
 
 
 def parse_calls(response: Any, toolset: ToolSet | Iterable[Tool]) -> list[ToolCall | RejectedCall]:
