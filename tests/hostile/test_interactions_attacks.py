@@ -388,7 +388,7 @@ def test_the_hops_of_an_automatic_continuation_add_up_and_the_last_id_continues(
     continued = run_calls(response, toolset=TOOLS)
     assert continued["previous_interaction_id"] == "hop_2"
     assert [s["call_id"] for s in continued["input"]] == ["a", "b"]
-    assert PAID == [1, 2]
+    assert sorted(PAID) == [1, 2]  # each ran once; calls run concurrently, answers in order
 
 
 def test_steps_streamed_over_many_hops_stay_within_the_part_limit() -> None:
