@@ -80,6 +80,17 @@ def genai_tool(
     return tool
 
 
+def _executor(
+    executor: Executor | None, toolset: ToolSet | Iterable[Tool] | None, caller: str
+) -> Executor:
+    """The executor given, or a plain one over ``toolset``."""
+    if executor is not None:
+        return executor
+    if toolset is None:
+        raise ConfigurationError(f"{caller} needs an executor or a toolset")
+    return Executor(toolset)
+
+
 def _as_part(call: Any) -> Any:
     """A function call in any of the accepted shapes, as a part dict or SDK part."""
     types = _types()
@@ -128,10 +139,7 @@ async def run_function_calls(
         MalformedResponse: when ``calls`` is not a list of function calls.
     """
     types = _types()
-    if executor is None:
-        if toolset is None:
-            raise ConfigurationError("run_function_calls needs an executor or a toolset")
-        executor = Executor(toolset)
+    executor = _executor(executor, toolset, "run_function_calls")
     if not isinstance(calls, list | tuple):
         raise MalformedResponse(f"calls must be a list, not {type(calls).__name__}")
     items = gemini.parse_calls([_as_part(c) for c in calls], executor.toolset)
@@ -189,10 +197,7 @@ async def run_interaction_calls(
         MalformedResponse: when ``interaction`` is not one, or has calls but no id to continue
             from (then nothing runs).
     """
-    if executor is None:
-        if toolset is None:
-            raise ConfigurationError("run_interaction_calls needs an executor or a toolset")
-        executor = Executor(toolset)
+    executor = _executor(executor, toolset, "run_interaction_calls")
     items = gemini_interactions.parse_calls(interaction, executor.toolset)
     if not items:
         return {}
