@@ -12,6 +12,7 @@ from toolwire._api import (
     execute_tool_calls_sync,
     history,
     pending,
+    respond,
     tools,
 )
 from toolwire.approval import (
@@ -52,6 +53,7 @@ from toolwire.errors import (
 )
 from toolwire.executor import CallContext, CallOutcome, Executor, Veto, make_call
 from toolwire.grammar import Grammar
+from toolwire.inputs import InputAnswer, InputRequest
 from toolwire.ledger import CallTrail
 from toolwire.policy import Policy, Rule, tainted_by
 from toolwire.store import MemoryStore, RunStore, SQLiteStore
@@ -77,6 +79,8 @@ __all__ = [
     "Executor",
     "Grammar",
     "ImageContent",
+    "InputAnswer",
+    "InputRequest",
     "InvalidArguments",
     "Listing",
     "MalformedResponse",
@@ -112,6 +116,7 @@ __all__ = [
     "history",
     "make_call",
     "pending",
+    "respond",
     "tainted_by",
     "tool",
     "tools",

@@ -15,6 +15,7 @@ from toolwire.approval import ApprovalRequest, Approver, Decision
 from toolwire.calls import RejectedCall, ToolCall, ToolResult, describe_exception
 from toolwire.errors import ConfigurationError, ToolwireWarning
 from toolwire.executor import AfterHook, BeforeHook, CallOutcome, Executor
+from toolwire.inputs import InputAnswer
 from toolwire.ledger import CallTrail
 from toolwire.policy import Policy
 from toolwire.providers import Declaration, declaration_for, get_provider, make_options
@@ -426,6 +427,35 @@ async def decide(
         StoreUnavailable: the run store cannot be reached.
     """
     await ledger.decide(_store_or_default(store), run_id, call_id, decision, by=by)
+
+
+async def respond(
+    run_id: str,
+    call_id: str,
+    content: Mapping[str, Any] | None = None,
+    *,
+    action: Literal["accept", "decline", "cancel"] = "accept",
+    key: str | None = None,
+    store: RunStore | None = None,
+    by: Any = None,
+) -> None:
+    """Answer a question the MCP server of a waiting call asked (its request's ``input``, see
+    [`pending`][]): accept with the form's ``content``, or ``action="decline"`` /
+    ``"cancel"``. ``key`` names the question when the call waits on several. Once every
+    question is answered, running the same calls again with the same run id continues the
+    server's call with the answers, in any process using the same store.
+
+    The content is checked against the server's requested schema now: content that does not
+    fit raises and records nothing. Uses the process-wide store unless ``store`` is given.
+
+    Raises:
+        InvalidArguments: the content does not fit the requested schema.
+        ToolwireError: the run has no such call waiting for input, the question is already
+            answered otherwise, or the request expired.
+        StoreUnavailable: the run store cannot be reached.
+    """
+    answer = InputAnswer(action, dict(content) if content is not None else None)
+    await ledger.respond(_store_or_default(store), run_id, call_id, answer, key=key, by=by)
 
 
 async def pending(

@@ -51,6 +51,21 @@ class _Planning(_Pipeline):
         if recorded is not None and not recorded.allowed:
             self._refuse(turn, index, recorded)
             return
+        if record is not None and ledger.awaits_input(record):
+            # Its server asked a question nobody has answered yet: it waits, whatever else.
+            assert turn.run_id is not None
+            if ledger.expired(record):
+                self._finish(
+                    turn,
+                    index,
+                    ToolResult.error(
+                        "failed", "Not finished: the server's request for input expired unanswered."
+                    ),
+                )
+                return
+            turn.pending.append((index, ledger.request_of(turn.run_id, record)))
+            turn.settled.add(index)  # its record already says so
+            return
         void = (
             record is not None
             and (recorded is not None or record.state == "pending")
@@ -214,15 +229,9 @@ class _Planning(_Pipeline):
                 _log.exception("the approver failed on %s", call.exposed_name)
                 return Decision("deny", f"the approver failed ({_short(exc)})")
         if decision is None:
-            try:
-                kept = request.arguments if self.redact is None else self.redact(request)
-                kept = dict(kept)
-            except Exception as exc:  # fail closed: nothing unredacted is kept
-                _log.exception("redacting the request of %s failed", call.exposed_name)
-                self._finish(turn, index, _not_run("redacting its approval request", exc))
-                return None
-            # What the run keeps is what the application is shown: the redacted arguments.
-            turn.pending.append((index, replace(request, arguments=kept)))
+            kept = self._kept(turn, index, request)
+            if kept is not None:
+                turn.pending.append((index, kept))
             return None
         if not isinstance(decision, Decision):
             raise ConfigurationError(

@@ -8,7 +8,9 @@ import asyncio
 import inspect
 import math
 import time
+import uuid
 from contextlib import nullcontext, suppress
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -29,9 +31,10 @@ from toolwire._turn import (
     _Planned,
     _Turn,
 )
-from toolwire.approval import Decision
+from toolwire.approval import ApprovalRequest, Decision
 from toolwire.calls import ToolCall, ToolResult
 from toolwire.errors import StoreUnavailable
+from toolwire.inputs import CallInFlight, InputDeferred, current_call
 from toolwire.store import CallRecord
 from toolwire.tool import Tool
 
@@ -59,8 +62,9 @@ class _Running(_Pipeline):
         finally:
             turn.scope = None
             self._turns.discard(turn)
+            waiting = {index for index, _ in turn.pending}  # paused for input, not cancelled
             for planned in turn.planned:  # cancelled before finishing
-                if turn.outcomes[planned.index] is None:
+                if turn.outcomes[planned.index] is None and planned.index not in waiting:
                     self._finish(turn, planned.index, _CANCELLED)
 
     async def _run_group(self, turn: _Turn, group: list[_Planned]) -> None:
@@ -83,15 +87,25 @@ class _Running(_Pipeline):
         """Claim, run, store and answer one call: its failure boundary. Whatever goes wrong
         in here is this call's answer; the turn's other calls are untouched."""
         if turn.run_id is None:
-            self._finish(turn, planned.index, await self._answer_of(turn, planned), ran=True)
+            try:
+                result = await self._answer_of(turn, planned)
+            except InputDeferred as waiting:  # kept in a run made for the turn now
+                turn.run_id = f"run_{uuid.uuid4().hex}"
+                await self._keep_waiting(turn, planned, None, waiting)
+                return
+            self._finish(turn, planned.index, result, ran=True)
             return
         claim = await self._claim(turn, planned)
         if claim is None:
             return  # answered from the run, or not to be run
+        planned.resume = ledger.input_resume(claim)
         lease = ledger.Lease(self.store, turn.run_id, claim, self.lease)
         try:
             async with lease:
                 result = await self._answer_of(turn, planned)
+        except InputDeferred as waiting:
+            await self._keep_waiting(turn, planned, lease.held, waiting)
+            return
         except BaseException:
             # Cancelled mid-call (the turn, or the task): end the lease now, so a resume
             # answers the call interrupted at once instead of waiting for it to run out.
@@ -108,6 +122,8 @@ class _Running(_Pipeline):
                 return await self._run_call(turn, planned, None)
             with tool_span(turn.tracer, planned.call, turn.run_id) as span:
                 return await self._run_call(turn, planned, span)
+        except InputDeferred:
+            raise  # the call pauses: its server waits for input
         except Exception as exc:  # toolwire's own step failed after the tool may have run
             _log.exception("answering %s failed", planned.call.exposed_name)
             return ToolResult.error(
@@ -142,6 +158,17 @@ class _Running(_Pipeline):
                 if tool.context_parameter is not None:
                     kwargs = _injected(turn, planned)
                 await acquire(self._limiter)
+                told = None
+                if tool.server_id is not None:  # an MCP tool's server may ask for input
+                    told = current_call.set(
+                        CallInFlight(
+                            run_id=turn.run_id,
+                            call_id=call.local_id,
+                            exposed_name=call.exposed_name,
+                            principal=turn.principal,
+                            resume=planned.resume,
+                        )
+                    )
                 try:
                     server_limiter = self._server_limiter(tool)
                     if server_limiter is not None:
@@ -154,6 +181,8 @@ class _Running(_Pipeline):
                         value = await self._invoke(tool, kwargs)
                 finally:
                     self._limiter.release()
+                    if told is not None:
+                        current_call.reset(told)
             if scope is not None and scope.cancelled_caught:
                 result = (
                     _CANCELLED
@@ -165,6 +194,10 @@ class _Running(_Pipeline):
                 )
             else:
                 result = ToolResult.from_value(value)  # never raises: unencodable is an answer
+        except InputDeferred:
+            if span is not None:
+                span.set_attribute("toolwire.waits_for_input", True)
+            raise
         except Exception as exc:  # the tool raised: the model is told, the turn goes on
             error = exc
             result = ToolResult.error("failed", _failure_message(call.exposed_name, exc))
@@ -280,6 +313,80 @@ class _Running(_Pipeline):
         )
         turn.settled.add(index)
         return None
+
+    async def _keep_waiting(
+        self, turn: _Turn, planned: _Planned, claim: CallRecord | None, waiting: InputDeferred
+    ) -> None:
+        """Keep a call whose server waits for input in the run, ``pending`` with the server's
+        questions and state (over this worker's claim, when it has one), and list it as waiting.
+        A call whose record cannot be written is answered ``unavailable``: nothing is lost."""
+        assert turn.run_id is not None
+        call, index = planned.call, planned.index
+        turn.settled.add(index)
+        now = time.time()
+        request = ApprovalRequest(
+            run_id=turn.run_id,
+            call_id=call.local_id,
+            tool=call.tool,
+            exposed_name=call.exposed_name,
+            arguments=planned.context.arguments if planned.context is not None else planned.kwargs,
+            principal=turn.principal,
+            reason="the tool's server asks for input",
+            requested_at=now,
+            expires_at=now + self.approval_ttl if self.approval_ttl is not None else None,
+        )
+        kept = self._kept(turn, index, request)
+        if kept is None:
+            return  # answered: its arguments could not be redacted
+        base = claim or CallRecord(
+            call_id=call.local_id,
+            tool=call.exposed_name,
+            fingerprint=self._fingerprint(turn, call),
+            tool_id=call.tool.qualified_name,
+            definition=call.tool.definition_hash,
+            state="pending",
+        )
+        record = ledger.input_record(
+            base.with_(tool_id=call.tool.qualified_name, definition=call.tool.definition_hash),
+            kept,
+            waiting,
+        )
+        try:
+            if claim is not None:
+                answered = await self._write_own(turn.run_id, claim, record)
+                if answered is not None:  # another worker answered it meanwhile: that stands
+                    self._finish(turn, index, answered)
+                    return
+            elif (
+                await self.store.swap(turn.run_id, None, record, binding=self._binding(turn))
+                is None
+            ):
+                raise StoreUnavailable("the run's store kept another record of the call")
+        except Exception as exc:
+            _log.exception("keeping the input request of %s failed", call.exposed_name)
+            self._finish(
+                turn,
+                index,
+                ToolResult.error(
+                    "unavailable",
+                    f"The call's server asks for input, but the request could not be kept "
+                    f"({_short(exc)}).",
+                ),
+            )
+            return
+        questions = tuple(
+            replace(
+                q,
+                exposed_name=call.exposed_name,
+                run_id=turn.run_id,
+                call_id=call.local_id,
+                principal=turn.principal,
+                arguments=kept.arguments,
+            )
+            for q in waiting.questions
+            if q.key not in waiting.answered
+        )
+        turn.pending.append((index, replace(kept, tool=call.tool, input=questions)))
 
     async def _store_answer(
         self, turn: _Turn, index: int, claim: CallRecord, result: ToolResult
@@ -401,6 +508,8 @@ class _Running(_Pipeline):
                     current.with_(state=state, result=outcome.result, finished_at=now),
                 )
         for index, request in turn.pending:
+            if index in turn.settled:
+                continue  # waits for input: its record says so already
             seen = turn.seen.get(index)
             item = turn.items[index]
             assert isinstance(item, ToolCall)
@@ -409,7 +518,7 @@ class _Running(_Pipeline):
             await self.store.swap(
                 turn.run_id,
                 seen,
-                ledger.request_record(request, item),
+                ledger.request_record(request, item, seen=seen),
                 binding=self._binding(turn),
             )  # a failed swap: the call was decided meanwhile; the next resume reads it
 

@@ -7,7 +7,7 @@ import inspect
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal
 
 import anyio
@@ -15,6 +15,7 @@ import anyio.abc
 from typing_extensions import TypeVar
 
 from toolwire import ledger
+from toolwire._output import _log, _not_run
 from toolwire.approval import ApprovalRequest, Approver, Decision
 from toolwire.calls import RejectedCall, ToolCall, ToolResult
 from toolwire.errors import StoreUnavailable
@@ -109,6 +110,9 @@ class _Planned:
     """Set when hooks, or the tool's function, need it."""
     record: CallRecord | None = None
     """The run's record of the call when it was planned (what the claim swaps out)."""
+    resume: Mapping[str, Any] | None = None
+    """For a call that waited for input its server asked for, the answers to continue it with
+    (see [`toolwire.ledger.input_resume`][]), read from its claim."""
 
 
 @dataclass(slots=True, eq=False)
@@ -228,6 +232,18 @@ class _Pipeline:
             pairs = [(call.local_id, self._fingerprint(turn, call)) for call in turn.admitted]
             turn.binding = ledger.binding_for(turn.principal, pairs)
         return turn.binding
+
+    def _kept(self, turn: _Turn, index: int, request: ApprovalRequest) -> ApprovalRequest | None:
+        """``request`` as the run keeps it, which is what the application is shown: its
+        arguments passed through ``redact``; None, with the call answered, when that fails."""
+        try:
+            kept = request.arguments if self.redact is None else self.redact(request)
+            kept = dict(kept)
+        except Exception as exc:  # fail closed: nothing unredacted is kept
+            _log.exception("redacting the request of %s failed", request.exposed_name)
+            self._finish(turn, index, _not_run("redacting its request", exc))
+            return None
+        return replace(request, arguments=kept)
 
     def _refuse(self, turn: _Turn, index: int, decision: Decision) -> None:
         """Answer a call an approver denied (or halted the turn on)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from toolwire.errors import ConfigurationError, ToolwireError
+from toolwire.inputs import InputRequest
 from toolwire.tool import Tool
 
 __all__ = [
@@ -91,6 +92,10 @@ class ApprovalRequest:
     """When the call was asked about (seconds since the epoch)."""
     expires_at: float | None = None
     """When the request expires unanswered (the executor's ``approval_ttl``); None: never."""
+    input: tuple[InputRequest, ...] = ()
+    """For a call its server stopped to ask something (MCP elicitation): the questions that
+    wait for an answer ([`toolwire.respond`][toolwire.respond]), not for a decision. Empty for
+    a call waiting for approval."""
 
     def __post_init__(self) -> None:
         if self.tool is not None:
@@ -114,6 +119,7 @@ class ApprovalRequest:
             "reason": self.reason,
             "requested_at": self.requested_at,
             "expires_at": self.expires_at,
+            **({"input": [q.to_dict() for q in self.input]} if self.input else {}),
         }
 
     @classmethod
@@ -133,6 +139,18 @@ class ApprovalRequest:
                 and isinstance(arguments, Mapping)
             ):
                 raise TypeError("run_id, call_id and exposed_name are strings")
+            questions = data.get("input") or []
+            if not isinstance(questions, list):
+                raise TypeError("input is a list of questions")
+            context = {
+                "server": data.get("server"),
+                "tool_name": data.get("tool_name"),
+                "exposed_name": exposed,
+                "arguments": dict(arguments),
+                "run_id": run_id,
+                "call_id": call_id,
+                "principal": data.get("principal"),
+            }
             return cls(
                 run_id=run_id,
                 call_id=call_id,
@@ -145,6 +163,7 @@ class ApprovalRequest:
                 tool_name=data.get("tool_name"),
                 requested_at=data.get("requested_at"),
                 expires_at=data.get("expires_at"),
+                input=tuple(InputRequest.from_dict(q, **context) for q in questions),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ConfigurationError(f"not an approval request: {exc}") from None
@@ -198,7 +217,8 @@ class DeferredApproval:
 
 
 class ApprovalPending(ToolwireError):
-    """Some calls wait for a human decision; nothing was answered for them yet.
+    """Some calls wait for a human decision, or for input their MCP server asked for (their
+    request's ``input``); nothing was answered for them yet.
 
     Calls of the turn that needed no approval have already run and are remembered under
     ``run_id``: running the same calls again with that ``run_id`` answers them from the store.
@@ -211,5 +231,15 @@ class ApprovalPending(ToolwireError):
     def __init__(self, run_id: str, pending: Sequence[ApprovalRequest]) -> None:
         self.run_id = run_id
         self.pending = list(pending)
-        names = ", ".join(f"{p.exposed_name} ({p.call_id})" for p in self.pending)
-        super().__init__(f"run {run_id!r}: approval needed for {names}")
+        asked = [p for p in self.pending if not p.input]
+        waiting = [p for p in self.pending if p.input]
+        said = []
+        if asked:
+            said.append("approval needed for " + _named(asked))
+        if waiting:
+            said.append("input needed for " + _named(waiting))
+        super().__init__(f"run {run_id!r}: " + "; ".join(said))
+
+
+def _named(requests: Sequence[ApprovalRequest]) -> str:
+    return ", ".join(f"{p.exposed_name} ({p.call_id})" for p in requests)

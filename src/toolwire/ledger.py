@@ -34,6 +34,7 @@ from toolwire.calls import (
     strip_nulls,
 )
 from toolwire.errors import ConfigurationError, RunBindingConflict, ToolwireError
+from toolwire.inputs import InputAnswer, InputDeferred, InputRequest, checked_answer
 from toolwire.store import CallRecord, CallState, RunStore
 from toolwire.store._base import pending_since
 from toolwire.tool import Tool
@@ -43,6 +44,7 @@ __all__ = [
     "CallTrail",
     "Lease",
     "answered_state",
+    "awaits_input",
     "binding_for",
     "check_binding",
     "decide",
@@ -51,6 +53,8 @@ __all__ = [
     "fingerprint",
     "held",
     "history",
+    "input_record",
+    "input_resume",
     "interrupted_answer",
     "owner_gone",
     "pending",
@@ -58,6 +62,7 @@ __all__ = [
     "principal_key",
     "request_of",
     "request_record",
+    "respond",
     "still_running_answer",
     "trail_of",
     "valid_id",
@@ -177,10 +182,21 @@ def valid_id(value: Any) -> bool:
 # -- the request a waiting call keeps ---------------------------------------------------------
 
 
-def request_record(request: ApprovalRequest, call: ToolCall) -> CallRecord:
+def request_record(
+    request: ApprovalRequest, call: ToolCall, *, seen: CallRecord | None = None
+) -> CallRecord:
     """The ``pending`` record of a call waiting for a decision, keeping ``request`` (whose
-    arguments are already what the run may keep)."""
+    arguments are already what the run may keep), and the input the call was given when it
+    waited for input before (``seen``: resumed, it continues the server's call)."""
     tool = call.tool
+    kept = {
+        **request.to_dict(),
+        "principal_key": principal_key(request.principal),
+        "input_schema": principal_json(tool.input_schema),
+    }
+    waited = _input_wait(seen) if seen is not None else None
+    if waited is not None:
+        kept[_INPUT_WAIT] = waited
     return CallRecord(
         call_id=request.call_id,
         tool=request.exposed_name,
@@ -188,12 +204,71 @@ def request_record(request: ApprovalRequest, call: ToolCall) -> CallRecord:
         state="pending",
         tool_id=tool.qualified_name,
         definition=tool.definition_hash,
-        request={
-            **request.to_dict(),
-            "principal_key": principal_key(request.principal),
-            "input_schema": principal_json(tool.input_schema),
-        },
+        request=kept,
     )
+
+
+# -- a call waiting for input ------------------------------------------------------------------
+
+_INPUT_WAIT = "input_wait"
+"""Where a record's request keeps what a call waiting for input was asked: ``questions`` (each
+an ``InputRequest.to_dict()``), ``answers`` by key (action, content, by, at), the server's
+``state`` (its ``request_state``) and the ``protocol`` revision."""
+
+
+def _input_wait(record: CallRecord | None) -> dict[str, Any] | None:
+    kept = (record.request or {}).get(_INPUT_WAIT) if record is not None else None
+    return kept if isinstance(kept, dict) else None
+
+
+def _questions(wait: Mapping[str, Any]) -> list[InputRequest]:
+    listed = wait.get("questions")
+    return [InputRequest.from_dict(q) for q in listed] if isinstance(listed, list) else []
+
+
+def _answers(wait: Mapping[str, Any]) -> dict[str, Any]:
+    answers = wait.get("answers")
+    return dict(answers) if isinstance(answers, Mapping) else {}
+
+
+def awaits_input(record: CallRecord) -> bool:
+    """True for a call that waits for an answer to a question its server asked."""
+    wait = _input_wait(record)
+    if wait is None or record.result is not None:
+        return False
+    answers = _answers(wait)
+    return any(q.key not in answers for q in _questions(wait))
+
+
+def input_resume(record: CallRecord | None) -> dict[str, Any] | None:
+    """What resuming a call that waited for input sends its server (the questions, every
+    answer, the server's state), once every question is answered; None otherwise."""
+    wait = _input_wait(record)
+    if wait is None or awaits_input(record):  # type: ignore[arg-type]  # (not None here)
+        return None
+    return wait
+
+
+def input_record(base: CallRecord, request: ApprovalRequest, waiting: InputDeferred) -> CallRecord:
+    """``base`` (the call's claim, or a new record of it) waiting for input: ``pending``,
+    keeping ``request`` and the server's round (its questions, the answers given at once, its
+    state)."""
+    now = time.time()
+    answers = {
+        key: {**answer.to_dict(), "by": "elicitor", "at": now}
+        for key, answer in waiting.answered.items()
+    }
+    kept = {
+        **request.to_dict(),
+        "principal_key": principal_key(request.principal),
+        _INPUT_WAIT: {
+            "questions": [q.to_dict() for q in waiting.questions],
+            "answers": answers,
+            "state": waiting.state,
+            "protocol": waiting.protocol,
+        },
+    }
+    return base.with_(state="pending", request=principal_json(kept), lease_until=None, result=None)
 
 
 def decided_for(record: CallRecord, tool: Tool) -> bool:
@@ -202,10 +277,15 @@ def decided_for(record: CallRecord, tool: Tool) -> bool:
 
 
 def request_of(run_id: str, record: CallRecord) -> ApprovalRequest:
-    """The request a ``pending`` record keeps, as an [`ApprovalRequest`][] (no ``Tool``)."""
+    """The request a ``pending`` record keeps, as an [`ApprovalRequest`][] (no ``Tool``);
+    for a call waiting for input, with the questions still unanswered."""
     kept = dict(record.request or {})
     kept.update(run_id=run_id, call_id=record.call_id)
     kept.setdefault("exposed_name", record.tool)
+    wait = _input_wait(record)
+    if wait is not None:
+        answers = _answers(wait)
+        kept["input"] = [q.to_dict() for q in _questions(wait) if q.key not in answers]
     return ApprovalRequest.from_dict(kept)
 
 
@@ -260,6 +340,11 @@ async def decide(
             raise ToolwireError(f"run {run_id!r} has no call {call_id!r} waiting for approval")
         if expired(record):
             raise ToolwireError(f"run {run_id!r}: the approval request of call {call_id!r} expired")
+        if decision.allowed and awaits_input(record):
+            raise ToolwireError(
+                f"run {run_id!r}: call {call_id!r} waits for input, not for approval: answer "
+                "it with toolwire.respond (a deny or halt stops the call)"
+            )
         earlier = record.decision
         if earlier is not None and not _tightens(earlier, decision):
             if earlier == decision:
@@ -292,6 +377,117 @@ def _check_edited(record: CallRecord, arguments: Mapping[str, Any]) -> None:
             "against"
         )
     Tool(name=record.tool, input_schema=schema).validate_arguments(arguments)
+
+
+async def respond(
+    store: RunStore,
+    run_id: str,
+    call_id: str,
+    answer: InputAnswer,
+    *,
+    key: str | None = None,
+    by: Any = None,
+) -> None:
+    """Record ``answer`` (and who gave it, and when) to a question the server of a waiting
+    call of ``run_id`` asked: the question ``key``, or the only one still open. Once every
+    question of the call is answered, the call is resumed by running the same calls again
+    with the same run id.
+
+    An accepted form's content is checked against the server's requested schema: content
+    that does not fit records nothing.
+
+    Raises:
+        InvalidArguments: the content does not fit the requested schema.
+        ToolwireError: the run has no such call waiting for input, the question was already
+            answered otherwise, or the request expired.
+        ConfigurationError: several questions are open and ``key`` names none of them.
+        StoreUnavailable: the run store cannot be reached.
+    """
+    if not isinstance(answer, InputAnswer):
+        raise ConfigurationError(
+            f"an answer is an InputAnswer (toolwire.inputs.accept, decline or cancel), not a "
+            f"{type(answer).__name__}"
+        )
+    for value in (run_id, call_id):
+        if not valid_id(value):
+            raise ConfigurationError(
+                "run and call ids are strings of valid Unicode text without NUL"
+            )
+    if key is not None and not isinstance(key, str):
+        raise ConfigurationError("a question's key is a string")
+    by = principal_json(by)
+    for _ in range(SWAP_ATTEMPTS):
+        record = await store.get(run_id, call_id)
+        wait = _input_wait(record)
+        if (
+            record is None
+            or wait is None
+            or record.result is not None
+            or record.state
+            not in (
+                "pending",
+                "approved",
+            )
+        ):
+            raise ToolwireError(f"run {run_id!r} has no call {call_id!r} waiting for input")
+        if expired(record):
+            raise ToolwireError(f"run {run_id!r}: the input request of call {call_id!r} expired")
+        questions = _questions(wait)
+        answers = _answers(wait)
+        question = _question(run_id, call_id, questions, answers, key)
+        checked = checked_answer(
+            question, answer, label=f"the answer to {record.tool}'s question {question.key!r}"
+        )
+        earlier = answers.get(question.key)
+        if earlier is not None:
+            if _same_answer(earlier, checked):
+                return  # said again
+            raise ToolwireError(
+                f"run {run_id!r}: the question {question.key!r} of call {call_id!r} is already "
+                "answered; an answer is final"
+            )
+        answers[question.key] = principal_json({**checked.to_dict(), "by": by, "at": time.time()})
+        every = all(q.key in answers for q in questions)
+        request = {**(record.request or {}), _INPUT_WAIT: {**wait, "answers": answers}}
+        # Every question answered, the call leaves the waiting list: it runs on the next resume.
+        changed = record.with_(state="approved" if every else "pending", request=request)
+        if await store.swap(run_id, record, changed) is not None:
+            return
+    raise ToolwireError(f"run {run_id!r}: call {call_id!r} kept changing; answer again")
+
+
+def _same_answer(kept: Mapping[str, Any], answer: InputAnswer) -> bool:
+    return kept.get("action") == answer.action and (kept.get("content") or None) == (
+        principal_json(answer.content) or None
+    )
+
+
+def _question(
+    run_id: str,
+    call_id: str,
+    questions: list[InputRequest],
+    answers: Mapping[str, Any],
+    key: str | None,
+) -> InputRequest:
+    if key is not None:
+        for question in questions:
+            if question.key == key:
+                return question
+        raise ConfigurationError(
+            f"run {run_id!r}: call {call_id!r} has no question {key!r} (its questions: "
+            f"{', '.join(repr(q.key) for q in questions)})"
+        )
+    still = [q for q in questions if q.key not in answers]
+    if len(still) == 1:
+        return still[0]
+    if not still and len(questions) == 1:
+        return questions[0]  # answered: the same answer again is no change
+    if not still:
+        raise ToolwireError(f"run {run_id!r}: every question of call {call_id!r} is answered")
+    raise ConfigurationError(
+        f"run {run_id!r}: call {call_id!r} waits for {len(still)} answers; say which with "
+        f"key= ({', '.join(repr(q.key) for q in still)})"
+    )
 
 
 async def pending(

@@ -29,7 +29,9 @@ from toolwire._limits import acquire
 from toolwire._text import clean_description, strip_invisible
 from toolwire.calls import ToolResult
 from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
+from toolwire.inputs import Elicitor, InputDeferred, current_call
 from toolwire.mcp._content import result_from_mcp
+from toolwire.mcp._input import InFlight, InputRefused, call_with_input, legacy_callback
 from toolwire.mcp._progress import CallProgress, ProgressHook
 from toolwire.providers import get_provider, make_options, provider_names
 from toolwire.tool import (
@@ -176,6 +178,8 @@ class _Server:
     """A probe after an abandoned call is on its way."""
     protocol_version: str | None = None
     """The protocol revision negotiated on the current connection (None: not connected)."""
+    in_flight: dict[int, InFlight] = field(default_factory=dict)
+    """The calls sent and not answered yet, by the hub's call number."""
     handshake_only: bool = False
     """Connect with the ``initialize`` handshake, without probing for newer revisions first
     (after a connection attempt that probed timed out)."""
@@ -274,6 +278,18 @@ class Hub:
             [`ProgressContext`][toolwire.mcp.ProgressContext] says which call); a function or
             a coroutine function, run on the event loop, so keep it quick. One that raises is
             logged (logger ``toolwire``); the call goes on.
+        elicitor: asked about each question a server asks during a call (MCP elicitation),
+            as ``elicitor(request)`` with an [`InputRequest`][toolwire.inputs.InputRequest]
+            (a function or a coroutine function): it answers at once with an
+            [`InputAnswer`][toolwire.inputs.InputAnswer] or a mapping (the form's content,
+            accepted), or returns None to defer. Deferred on a 2026-07-28 connection, the
+            call pauses like an approval: the executor raises
+            [`ApprovalPending`][toolwire.approval.ApprovalPending] with the question in the
+            request's ``input``, and [`toolwire.respond`][toolwire.respond] answers it.
+            Older revisions need the answer within the call: a deferred question is cancelled
+            and the call answered with an error saying so. The call's idle clock stands still
+            while the elicitor decides. An answer is checked against the server's requested
+            schema before it is sent. Without an elicitor every question is declined.
     """
 
     def __init__(
@@ -283,9 +299,12 @@ class Hub:
         max_backoff: float = 30.0,
         trust_new_tools: bool = False,
         on_progress: ProgressHook | None = None,
+        elicitor: Elicitor | None = None,
     ) -> None:
         if on_progress is not None and not callable(on_progress):
             raise ConfigurationError("on_progress must be a function, or None")
+        if elicitor is not None and not callable(elicitor):
+            raise ConfigurationError("elicitor must be a function, or None")
         if not isinstance(servers, Mapping) or not servers:
             raise ConfigurationError("a hub needs at least one server, as a mapping name → spec")
         for name, spec in servers.items():
@@ -330,6 +349,8 @@ class Hub:
         self.trust_new_tools = trust_new_tools
         self.on_progress = on_progress
         """The progress hook (see above); calls started after it is set report to it."""
+        self.elicitor = elicitor
+        """Asked about servers' questions (see above); None declines them."""
         self._calls = itertools.count(1)
         self._tasks: anyio.abc.TaskGroup | None = None
         self._toolset: ToolSet | None = None
@@ -339,7 +360,12 @@ class Hub:
 
     @classmethod
     def from_config(
-        cls, config: Mapping[str, Any] | str | Path, *, trust_new_tools: bool = False
+        cls,
+        config: Mapping[str, Any] | str | Path,
+        *,
+        trust_new_tools: bool = False,
+        on_progress: ProgressHook | None = None,
+        elicitor: Elicitor | None = None,
     ) -> Hub:
         """A hub from an MCP client's config, as Claude Desktop, Claude Code, Cursor, Cline,
         Windsurf, Gemini CLI or VS Code write it: a dict, or the path of a JSON file (comments
@@ -386,7 +412,12 @@ class Hub:
         """
         from toolwire.mcp._config import read_config
 
-        return cls(read_config(config), trust_new_tools=trust_new_tools)
+        return cls(
+            read_config(config),
+            trust_new_tools=trust_new_tools,
+            on_progress=on_progress,
+            elicitor=elicitor,
+        )
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -425,6 +456,8 @@ class Hub:
                             mode="legacy" if server.handshake_only else "auto",
                             cache=None,  # every listing is read from the server
                             message_handler=self._notifications(server),
+                            # Declares elicitation; without an elicitor, questions are declined.
+                            elicitation_callback=legacy_callback(self, server),
                         ) as client,
                         anyio.create_task_group() as watching,
                     ):
@@ -723,31 +756,58 @@ class Hub:
             return ToolResult.error(
                 "unavailable", f"Server {server.name!r} is unavailable: {server.error}."
             )
+        number = next(self._calls)
         progress = CallProgress(
             server.spec.timeout,
             self.on_progress,
             server=server.name,
             tool=name,
             arguments=arguments,
-            call_number=next(self._calls),
+            call_number=number,
         )
+        call = current_call.get()
+        flight = InFlight(name, arguments, call, progress)
+        # A call that waited for input continues its server's call, with the answers kept.
+        resume = call.resume if call is not None else None
         await acquire(server.limiter)
         result = None
+        server.in_flight[number] = flight
         try:
             with progress:  # the idle clock, from now: cancels the request if the server is quiet
-                result = await _send(client, name, arguments, progress)
+                result = await call_with_input(
+                    client,
+                    server.name,
+                    name,
+                    arguments,
+                    progress,
+                    elicitor=self.elicitor,
+                    flight=flight,
+                    resume=resume,
+                )
         except anyio.get_cancelled_exc_class():
             self._abandoned(server)  # past max_total_timeout, or the turn was cancelled
             raise
+        except InputDeferred:
+            raise  # the executor keeps the call waiting in its run
+        except InputRefused as exc:
+            return ToolResult.error("failed", f"Tool {_exposed(server, name)!r} stopped: {exc}.")
         except Exception as exc:  # mapped to an answer; nothing leaks to the caller
             if not progress.expired:
                 return self._failure(server, name, exc)
         finally:
+            del server.in_flight[number]
             server.limiter.release()
         if result is None:  # the idle clock ran out
             self._abandoned(server)
             return ToolResult.error("timeout", progress.timed_out())
         answer = result_from_mcp(result)
+        if flight.problem is not None:  # a question it asked could not be answered in time
+            said = answer.text[:_DESCRIBED] or "nothing"
+            return ToolResult.error(
+                "failed",
+                f"Tool {_exposed(server, name)!r} stopped: {flight.problem}. The server "
+                f"answered: {said}",
+            )
         schema = server.output_schemas.get(name)
         if schema is not None and not answer.is_error:
             problem = _output_problem(server, name, schema, answer.structured_content)
@@ -848,21 +908,6 @@ class Hub:
         self._changed()
         server.wake.set()
         return message
-
-
-async def _send(client: Any, name: str, arguments: dict[str, Any], progress: Any) -> Any:
-    """One ``tools/call`` on ``client``: sent through the session, so that a
-    ``HEADER_MISMATCH`` reaches the hub instead of the SDK's re-list-and-resend; the rounds
-    of a call answered ``input_required`` (2026-07-28) are left to the SDK's client (the
-    hub gives no input: its default answers decline sampling, elicitation and roots)."""
-    first = await client.session.call_tool(
-        name, arguments, progress_callback=progress, allow_input_required=True
-    )
-    if not isinstance(first, _mcp().types.InputRequiredResult):
-        return first
-    return await client.call_tool(
-        name, arguments, progress_callback=progress, request_state=first.request_state
-    )
 
 
 def _modern_versions() -> tuple[str, ...]:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+import math
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType, TracebackType
 from typing import Any
@@ -112,6 +114,21 @@ class CallProgress:
         if self._watch is None:
             return False
         return self._watch.__exit__(kind, exc, traceback)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Stop the idle clock while the application answers a question the server asked
+        (the server waits for the answer, not the other way round); it restarts after."""
+        watch = self._watch
+        if watch is None or self.idle is None:
+            yield
+            return
+        watch.deadline = math.inf
+        try:
+            yield
+        finally:
+            if not self.done and not watch.cancel_called:
+                watch.deadline = anyio.current_time() + self.idle
 
     @property
     def expired(self) -> bool:

@@ -1,0 +1,260 @@
+"""Input a server asks for during a call (MCP elicitation), through the hub's ``elicitor``.
+
+Two protocol eras ask differently:
+
+- **2026-07-28 on**, a call is answered ``InputRequiredResult``: questions, and the server's
+  ``request_state``. The hub asks the elicitor each question and sends the call again with the
+  answers and the state. A question the elicitor defers pauses the call: the executor keeps the
+  round in the run (``InputDeferred``), and a later resume sends the answers given meanwhile
+  with the kept state, in any process.
+- **Before it**, the server sends ``elicitation/create`` while the call runs and waits for the
+  answer within the call: only an immediate answer works there. A deferred question is
+  cancelled, and the call is answered with an error that says so.
+
+Without an elicitor, every question is declined. An accepted form is checked against the
+server's requested schema before it is sent; an answer that does not fit is not sent (the call
+is answered with an error).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from toolwire.errors import ToolwireError
+from toolwire.inputs import (
+    CallInFlight,
+    Elicitor,
+    InputAnswer,
+    InputDeferred,
+    InputRequest,
+    answer_of,
+    checked_answer,
+    cut_message,
+    decline,
+)
+from toolwire.tool import exposed_name_for
+
+_log = logging.getLogger("toolwire")
+
+MAX_ROUNDS = 10
+"""``InputRequiredResult`` rounds of one call before the hub gives up on it."""
+_STATE_ONLY_PAUSE = 0.05
+"""Seconds before resending a round that carried only ``request_state`` (doubling, to 0.25)."""
+LEGACY_KEY = "elicitation"
+"""The key of a question asked by ``elicitation/create`` (the request carries none)."""
+
+
+class InputRefused(ToolwireError):
+    """A call cannot go on with its server's questions: it is answered ``failed`` with this
+    message (the server is not told anything more)."""
+
+
+@dataclass(eq=False)
+class InFlight:
+    """A call the hub has sent and not yet had answered, for questions asked within it."""
+
+    tool: str
+    arguments: Mapping[str, Any]
+    call: CallInFlight | None
+    progress: Any
+    problem: str | None = None
+    """Why the call's answer is replaced by an error (a question that could not be answered
+    within the call)."""
+
+
+def question(
+    server: str,
+    key: str,
+    params: Any,
+    flight: InFlight | None,
+    *,
+    deferrable: bool,
+) -> InputRequest:
+    """The ``InputRequest`` for an elicitation's params, with what is known of its call."""
+    call = flight.call if flight is not None else None
+    url = getattr(params, "url", None)
+    schema = getattr(params, "requested_schema", None)
+    return InputRequest(
+        key=key,
+        message=cut_message(getattr(params, "message", "")),
+        mode="url" if url is not None else "form",
+        requested_schema=dict(schema) if isinstance(schema, Mapping) else None,
+        url=url if isinstance(url, str) else None,
+        server=server,
+        tool_name=flight.tool if flight is not None else None,
+        exposed_name=(
+            call.exposed_name
+            if call is not None
+            else exposed_name_for(flight.tool, server)
+            if flight is not None
+            else None
+        ),
+        arguments=dict(flight.arguments) if flight is not None else {},
+        run_id=call.run_id if call is not None else None,
+        call_id=call.call_id if call is not None else None,
+        principal=call.principal if call is not None else None,
+        deferrable=deferrable,
+    )
+
+
+async def ask(elicitor: Elicitor | None, asked: InputRequest, progress: Any) -> InputAnswer | None:
+    """The elicitor's answer (checked), None when it defers; declined without an elicitor.
+    The call's idle clock stands still while it decides.
+
+    Raises:
+        InputRefused: the elicitor failed, or answered with content that does not fit.
+    """
+    if elicitor is None:
+        return decline()
+    with progress.paused() if progress is not None else _nothing():
+        try:
+            value = elicitor(asked)
+            if inspect.isawaitable(value):
+                value = await value
+            answer = answer_of(value)
+        except Exception as exc:  # the application's elicitor: fail closed, the call says why
+            _log.exception("the elicitor failed on a question of %s", asked.exposed_name)
+            raise InputRefused(
+                f"its server asked for input ({asked.message[:200]!r}) and the elicitor failed: "
+                f"{type(exc).__name__}: {str(exc)[:200]}"
+            ) from None
+    if answer is None:
+        return None
+    try:
+        return checked_answer(asked, answer, label="the elicitor's answer")
+    except ToolwireError as exc:
+        raise InputRefused(
+            f"its server asked for input ({asked.message[:200]!r}) and the answer given does "
+            f"not fit what it asked for: {str(exc)[:300]}"
+        ) from None
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+def elicit_result(answer: InputAnswer) -> Any:
+    from mcp_types import ElicitResult
+
+    return ElicitResult(
+        action=answer.action, content=dict(answer.content) if answer.content else None
+    )
+
+
+def kept_answers(resume: Mapping[str, Any]) -> dict[str, Any]:
+    """The answers a resumed call sends its server, as the SDK's ``ElicitResult``s."""
+    answers = resume.get("answers")
+    if not isinstance(answers, Mapping):
+        return {}
+    return {
+        key: elicit_result(InputAnswer(kept["action"], kept.get("content")))
+        for key, kept in answers.items()
+        if isinstance(key, str) and isinstance(kept, Mapping)
+    }
+
+
+async def call_with_input(
+    client: Any,
+    server: str,
+    name: str,
+    arguments: dict[str, Any],
+    progress: Any,
+    *,
+    elicitor: Elicitor | None,
+    flight: InFlight,
+    resume: Mapping[str, Any] | None,
+) -> Any:
+    """One ``tools/call`` on a 2026-07-28 connection (or any: an older server never answers
+    ``input_required``), its questions answered, and resumed from ``resume`` when given.
+
+    Raises:
+        InputDeferred: the elicitor deferred a question: the executor keeps the round.
+        InputRefused: the call cannot go on (see [`ask`][]), or too many rounds.
+    """
+    from mcp_types import ElicitRequest, InputRequiredResult
+
+    session = client.session
+    responses: dict[str, Any] | None = None
+    state: str | None = None
+    if resume is not None:
+        responses = kept_answers(resume) or None
+        kept_state = resume.get("state")
+        state = kept_state if isinstance(kept_state, str) else None
+    pause = _STATE_ONLY_PAUSE
+    for _ in range(MAX_ROUNDS + 1):
+        result = await session.call_tool(
+            name,
+            arguments,
+            progress_callback=progress,
+            allow_input_required=True,
+            input_responses=responses,
+            request_state=state,
+        )
+        if not isinstance(result, InputRequiredResult):
+            return result
+        state = result.request_state
+        if not result.input_requests:  # the server is busy: ask again shortly, with its state
+            responses = None
+            await anyio.sleep(pause)
+            pause = min(pause * 2, 0.25)
+            continue
+        pause = _STATE_ONLY_PAUSE
+        questions: list[InputRequest] = []
+        answers: dict[str, InputAnswer] = {}
+        for key, request in result.input_requests.items():
+            if not isinstance(request, ElicitRequest):  # sampling, roots: not offered
+                method = getattr(request, "method", "?")
+                raise InputRefused(f"its server asked for {method!r}, which the hub does not offer")
+            asked = question(server, key, request.params, flight, deferrable=True)
+            questions.append(asked)
+            answer = await ask(elicitor, asked, progress)
+            if answer is not None:
+                answers[key] = answer
+        if len(answers) < len(questions):
+            raise InputDeferred(
+                questions, answered=answers, state=state, protocol=client.protocol_version
+            )
+        responses = {key: elicit_result(answer) for key, answer in answers.items()}
+    raise InputRefused(f"its server asked for input more than {MAX_ROUNDS} times in one call")
+
+
+def legacy_callback(hub: Any, server: Any) -> Any:
+    """The client's ``elicitation_callback``: a question a handshake-era server asks within a
+    call, answered by the elicitor at once (a deferred one is cancelled)."""
+    from mcp_types import ElicitResult
+
+    async def answer(context: Any, params: Any) -> Any:
+        flights = server.in_flight
+        # The request does not say which call asks; with one call in flight, it is that one.
+        flight = next(iter(flights.values())) if len(flights) == 1 else None
+        asked = question(server.name, LEGACY_KEY, params, flight, deferrable=False)
+        try:
+            given = await ask(hub.elicitor, asked, flight.progress if flight else None)
+        except InputRefused as exc:
+            if flight is not None:
+                flight.problem = str(exc)
+            return ElicitResult(action="cancel")
+        if given is None:
+            reason = (
+                f"its server asked for input ({asked.message[:200]!r}); on its protocol "
+                "revision the answer must be given within the call, and the elicitor deferred "
+                "it, so the question was cancelled"
+            )
+            if flight is not None:
+                flight.problem = reason
+            else:
+                _log.warning("server %s: %s", server.name, reason)
+            return ElicitResult(action="cancel")
+        return elicit_result(given)
+
+    return answer
