@@ -110,3 +110,61 @@ async def test_its_structured_content_reaches_the_result(everything: list[str]) 
     result = outcome.calls[0].result
     assert (result.is_error, result.structured_content) == (False, weather)
     assert outcome.results[0]["functionResponse"]["response"] == {"output": weather}
+
+
+# -- input requests: a handshake-era server asks within the call (elicitation/create) -------------
+
+ELICITING = "everything__trigger-elicitation-request"
+
+
+async def _elicited(everything: list[str], elicitor: Any) -> toolwire.ToolResult:
+    with anyio.fail_after(60):
+        async with Hub({"everything": server(everything)}, elicitor=elicitor) as hub:
+            assert hub.protocol_version("everything") != "2026-07-28"  # the handshake era
+            outcome = await toolwire.execute_tool_calls(hub, "gemini", call(ELICITING, {}))
+    return outcome.calls[0].result
+
+
+async def test_its_elicitation_is_answered_by_the_elicitor_at_once(everything: list[str]) -> None:
+    asked: list[toolwire.InputRequest] = []
+
+    def elicitor(request: toolwire.InputRequest) -> dict[str, Any]:
+        asked.append(request)
+        return {"name": "Ada Lovelace", "check": True, "integer": 7, "email": "ada@example.com"}
+
+    result = await _elicited(everything, elicitor)
+    assert not result.is_error
+    assert "- Name: Ada Lovelace" in result.text
+    assert "- Favorite Integer: 7" in result.text
+    (question,) = asked
+    assert question.message == "Please provide inputs for the following fields:"
+    assert question.requested_schema is not None
+    assert question.requested_schema["required"] == ["name"]
+    assert (question.tool_name, question.deferrable) == ("trigger-elicitation-request", False)
+
+
+async def test_its_elicitation_is_declined_without_an_elicitor(everything: list[str]) -> None:
+    result = await _elicited(everything, None)
+    assert not result.is_error
+    assert "User declined to provide the requested information." in result.text
+
+
+async def test_an_answer_outside_its_schema_is_never_sent(everything: list[str]) -> None:
+    # Its schema bounds the integer to 1..100 and asks for an email address.
+    for answer, said in (
+        ({"name": "Ada", "integer": 500}, "500 is greater than the maximum of 100"),
+        ({"name": "Ada", "email": "not an address"}, "$.email"),
+    ):
+        result = await _elicited(everything, lambda request, answer=answer: answer)
+        assert result.error_kind == "failed"
+        assert said in result.text
+        assert "User cancelled the elicitation dialog." in result.text  # what the server got
+
+
+async def test_a_deferred_elicitation_is_cancelled_with_a_clear_error(
+    everything: list[str],
+) -> None:
+    result = await _elicited(everything, lambda request: None)
+    assert result.error_kind == "failed"
+    assert "the answer must be given within the call, and the elicitor deferred it" in result.text
+    assert "User cancelled the elicitation dialog." in result.text

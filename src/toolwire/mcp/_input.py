@@ -191,7 +191,8 @@ async def call_with_input(
         kept_state = resume.get("state")
         state = kept_state if isinstance(kept_state, str) else None
     pause = _STATE_ONLY_PAUSE
-    for _ in range(MAX_ROUNDS + 1):
+    rounds = 0
+    while True:
         result = await session.call_tool(
             name,
             arguments,
@@ -202,6 +203,11 @@ async def call_with_input(
         )
         if not isinstance(result, InputRequiredResult):
             return result
+        rounds += 1
+        if rounds > MAX_ROUNDS:
+            raise InputRefused(
+                f"its server asked for input more than {MAX_ROUNDS} times in one call"
+            )
         state = result.request_state
         if not result.input_requests:  # the server is busy: ask again shortly, with its state
             responses = None
@@ -225,7 +231,6 @@ async def call_with_input(
                 questions, answered=answers, state=state, protocol=client.protocol_version
             )
         responses = {key: elicit_result(answer) for key, answer in answers.items()}
-    raise InputRefused(f"its server asked for input more than {MAX_ROUNDS} times in one call")
 
 
 def legacy_callback(hub: Any, server: Any) -> Any:
