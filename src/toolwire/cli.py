@@ -553,8 +553,8 @@ def _print_table(
     print(f"\n{len(reports)} tool(s); {summary}")
 
 
-def _arguments_option(text: str) -> dict[str, Any]:
-    """``--args``: a JSON object.
+def _arguments_option(text: str, what: str = "--args") -> dict[str, Any]:
+    """``--args`` (or ``what``): a JSON object.
 
     Raises:
         ConfigurationError: for anything else.
@@ -562,9 +562,9 @@ def _arguments_option(text: str) -> dict[str, Any]:
     try:
         arguments = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigurationError(f"--args is not valid JSON: {exc}") from None
+        raise ConfigurationError(f"{what} is not valid JSON: {exc}") from None
     if not isinstance(arguments, dict):
-        raise ConfigurationError("--args must be a JSON object")
+        raise ConfigurationError(f"{what} must be a JSON object")
     return arguments
 
 
@@ -636,6 +636,8 @@ async def _pending(args: argparse.Namespace) -> int:
         print(_safe(f"{request.run_id}  {request.call_id}  {request.exposed_name} {shown}"))
         if request.reason:
             print(_safe(f"    why: {request.reason}"))
+        for question in request.input:  # it waits for input: `toolwire respond` answers it
+            print(_safe(f"    asks ({question.key}): {question.message}"))
     if not requests:
         print("nothing waits for a decision")
     return 0
@@ -655,6 +657,25 @@ async def _decide(args: argparse.Namespace) -> int:
     finally:
         await _close(store)
     print(_safe(f"{args.decision}: {args.run_id} {args.call_id}"))
+    return 0
+
+
+async def _respond(args: argparse.Namespace) -> int:
+    content = _arguments_option(args.content, "the answer") if args.content is not None else None
+    store = _store(args.store)
+    try:
+        await toolwire.respond(
+            args.run_id,
+            args.call_id,
+            content,
+            action=args.action,
+            key=args.key,
+            store=store,
+            by=args.by,
+        )
+    finally:
+        await _close(store)
+    print(_safe(f"{args.action}: {args.run_id} {args.call_id}"))
     return 0
 
 
@@ -863,6 +884,20 @@ def _parser() -> argparse.ArgumentParser:
     decide.add_argument("--args", help="allow: the arguments to run with instead, a JSON object")
     decide.add_argument("--by", help="who decides (kept in the run's history)")
     decide.set_defaults(run=_decide)
+
+    respond = commands.add_parser(
+        "respond", help="answer the question an MCP server asked during a waiting call"
+    )
+    respond.add_argument("run_id")
+    respond.add_argument("call_id")
+    respond.add_argument(
+        "content", nargs="?", help="accept: the answer, a JSON object fitting what was asked"
+    )
+    respond.add_argument("--action", choices=["accept", "decline", "cancel"], default="accept")
+    respond.add_argument("--key", help="which question, when the call waits on several")
+    respond.add_argument("--store", required=True, help=store_help)
+    respond.add_argument("--by", help="who answers (kept in the run)")
+    respond.set_defaults(run=_respond)
 
     history = commands.add_parser("history", help="each call of a run with its trail, as JSON")
     history.add_argument("run_id")

@@ -413,3 +413,61 @@ async def test_a_server_that_cannot_read_the_kept_state_fails_the_call_without_r
     assert result.error_kind == "failed"
     assert result.text.startswith("Tool 'asking__delete' failed:")
     assert not log.exists()
+
+
+# -- the command line and the console --------------------------------------------------------------
+
+
+async def test_the_command_line_lists_the_question_and_answers_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolwire.cli import main
+
+    path = tmp_path / "runs.sqlite"
+    url = f"sqlite:///{path}"
+    store = toolwire.SQLiteStore(path)
+    async with hub(lambda request: None) as connected:
+        toolset = connected.as_toolset()
+        executor = toolwire.Executor(toolset, store=store)
+        calls = [call(toolset, "delete", path="/x")]
+        with pytest.raises(toolwire.ApprovalPending) as caught:
+            await executor.run(calls, run_id="r1")
+        key = caught.value.pending[0].input[0].key
+        assert await anyio.to_thread.run_sync(main, ["pending", "--store", url]) == 0
+        listed = capsys.readouterr().out
+        assert f"    asks ({key}): Delete /x?" in listed
+        answer = ["respond", "r1", "c1", '{"confirm": "maybe"}', "--store", url]
+        assert await anyio.to_thread.run_sync(main, answer) == 2
+        assert "$.confirm" in capsys.readouterr().err
+        answer[3] = '{"confirm": true}'
+        assert await anyio.to_thread.run_sync(main, [*answer, "--by", "ops"]) == 0
+        (result,) = await run(executor, calls, run_id="r1")
+    assert result.text == "deleted /x"
+
+
+async def test_the_console_refuses_to_allow_a_call_that_waits_for_input() -> None:
+    pytest.importorskip("starlette")
+    import httpx
+
+    from toolwire.inbox import app
+
+    store = toolwire.MemoryStore()
+    async with hub(lambda request: None) as connected:
+        toolset = connected.as_toolset()
+        executor = toolwire.Executor(toolset, store=store)
+        calls = [call(toolset, "delete", path="/x")]
+        with pytest.raises(toolwire.ApprovalPending):
+            await executor.run(calls, run_id="r1")
+        console = app(store, authorize=lambda request: "bob")
+        transport = httpx.ASGITransport(app=console)
+        async with httpx.AsyncClient(transport=transport, base_url="http://inbox.test") as http:
+            listed = (await http.get("/api/pending", headers={"X-Toolwire-Inbox": "1"})).json()
+            url = "/api/runs/r1/calls/c1/decision"
+            refused = await http.post(
+                url, json={"decision": "allow"}, headers={"X-Toolwire-Inbox": "1"}
+            )
+        assert refused.status_code == 409
+        assert refused.json()["error"]["code"] == "waits_for_input"
+        assert len(await toolwire.pending(store=store)) == 1  # still listed, still waiting
+    (shown,) = listed["items"]
+    assert shown["input"][0]["message"] == "Delete /x?"

@@ -322,6 +322,14 @@ async def decide(
     """
     record = await _record(console, run_id, call_id)
     _still_waiting(run_id, record, version)
+    if decision.allowed and ledger.awaits_input(record):
+        # An allow would take it off the waiting list with its server's question unanswered.
+        raise Problem(
+            409,
+            "waits_for_input",
+            f"call {call_id!r} of run {run_id!r} waits for input its server asked for, not for "
+            "approval: answer it with toolwire.respond (a deny or halt stops it)",
+        )
     if decision.arguments is not None:
         _check_edited(record, decision.arguments)
     changed = record.with_(
