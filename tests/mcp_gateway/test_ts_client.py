@@ -96,3 +96,91 @@ def test_the_typescript_client_lists_calls_and_approves_over_http(
     ts_sdk: Path, http_gateway: HttpGateway
 ) -> None:
     _check(_run(ts_sdk, "http", http_gateway.url))
+
+
+UPSTREAM_POLICY = """\
+default = "allow"
+
+[[rules]]
+tool = "upstream_server/guarded"
+action = "ask"
+"""
+
+
+def test_the_typescript_client_gets_progress_cancels_upstream_and_completes_a_deferred_call(
+    ts_sdk: Path, tmp_path: Path
+) -> None:
+    import re
+    import shlex
+    import sys
+
+    import anyio
+
+    import toolwire
+
+    node = shutil.which("node")
+    assert node is not None
+    policy = tmp_path / "policy.toml"
+    policy.write_text(UPSTREAM_POLICY)
+    store_path = tmp_path / "runs.sqlite"
+    marker = tmp_path / "cancelled"
+    upstream = shlex.join([sys.executable, str(HERE / "upstream_server.py"), str(marker)])
+    gateway = [
+        sys.executable,
+        "-m",
+        "toolwire.cli",
+        "serve",
+        f"stdio:{upstream}",
+        "--policy",
+        str(policy),
+        "--store",
+        f"sqlite:///{store_path}",
+        "--no-elicit",
+    ]
+    process = subprocess.Popen(
+        [node, str(HERE / "ts_client_upstream.mjs"), str(ts_sdk), *gateway],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdin is not None
+        seen: dict[str, Any] = {}
+        for _ in range(3):  # progress, cancelled, waiting; then it waits for us
+            line = process.stdout.readline()
+            assert line, process.stderr.read() if process.stderr else ""
+            step = json.loads(line)
+            seen[step.pop("step")] = step
+        waiting = seen["waiting"]
+        assert waiting["isError"] is True
+        found = re.search(r"Run id: (\S+); call id: (\S+)\.", waiting["text"])
+        assert found is not None, waiting["text"]
+        run_id, call_id = found.groups()
+        store = toolwire.SQLiteStore(store_path)
+        anyio.run(lambda: toolwire.decide(run_id, call_id, toolwire.allow(), store=store, by="ops"))
+        process.stdin.write("decided\n")
+        process.stdin.flush()
+        approved = json.loads(process.stdout.readline())
+        process.wait(timeout=RUN_SECONDS)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+    assert seen["progress"]["text"] == "done after 3 steps"
+    # Every report reached the client before the answer (the SDK's onprogress may run after
+    # it for the last ones, and then drops them: a prefix).
+    assert seen["progress"]["wire"][-4:] == [1, 2, 3, "answer"]
+    reports = [[1, 3, "step 1"], [2, 3, "step 2"], [3, 3, "step 3"]]
+    assert seen["progress"]["progress"] == reports[: len(seen["progress"]["progress"])]
+    assert seen["progress"]["progress"]
+    assert "the user stopped it" in seen["cancelled"]["aborted"]
+    assert approved == {"step": "approved", "isError": False, "text": "guarded box"}
+    assert process.returncode == 0
+    # The call the client aborted was cancelled on the upstream server, through the gateway.
+    for _ in range(100):
+        if marker.exists():
+            break
+        anyio.run(anyio.sleep, 0.1)
+    assert marker.read_text() == "cancelled"

@@ -54,6 +54,9 @@ _NAME_CAP = 256
 """Characters a tool's name may have (the MCP spec asks for at most 128)."""
 _CHECKED_ON_LOOP = 100
 """Listings with more tools than this are checked in a worker thread, off the event loop."""
+_DRAIN_SECONDS = 1.0
+"""Most seconds a call's answer waits for the ``on_progress`` hook to finish with the reports
+received before it."""
 _DESCRIBED = 300
 """Characters of an exception's text kept in a status or an answer."""
 
@@ -800,6 +803,7 @@ class Hub:
         if result is None:  # the idle clock ran out
             self._abandoned(server)
             return ToolResult.error("timeout", progress.timed_out())
+        await progress.drained(_DRAIN_SECONDS)  # its reports reach the hook before its answer
         answer = result_from_mcp(result)
         if flight.problem is not None:  # a question it asked could not be answered in time
             said = answer.text[:_DESCRIBED] or "nothing"

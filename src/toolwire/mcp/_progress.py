@@ -65,9 +65,11 @@ class CallProgress:
 
     __slots__ = (
         "_context",
+        "_drained",
         "_hook",
         "_lock",
         "_parts",
+        "_running",
         "_span",
         "_watch",
         "done",
@@ -96,6 +98,8 @@ class CallProgress:
         self.reports = 0
         """Progress notifications received while the call ran."""
         self.done = False
+        self._running = 0  # notifications whose hook has not returned yet
+        self._drained: anyio.Event | None = None
 
     def __enter__(self) -> CallProgress:
         """Start the idle clock."""
@@ -146,7 +150,26 @@ class CallProgress:
             f"last progress report ({reports})."
         )
 
+    async def drained(self, limit: float) -> None:
+        """Wait (up to ``limit`` seconds) for the hook to finish with the notifications received
+        so far: the SDK runs each in a task of its own, which may still be running when the
+        call's answer arrives, and a report that comes after the answer is of no use to a
+        caller forwarding it (the gateway)."""
+        if self._running:
+            self._drained = anyio.Event()
+            with anyio.move_on_after(limit):
+                await self._drained.wait()
+
     async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        self._running += 1
+        try:
+            await self._report(progress, total, message)
+        finally:
+            self._running -= 1
+            if not self._running and self._drained is not None:
+                self._drained.set()
+
+    async def _report(self, progress: float, total: float | None, message: str | None) -> None:
         if message is not None and len(message) > _MESSAGE_CAP:
             message = message[:_MESSAGE_CAP]
         if not self.done:  # a late notification neither revives the call nor its ended span
