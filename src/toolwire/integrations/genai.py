@@ -183,7 +183,12 @@ async def run_interaction_calls(
     Args:
         interaction: what ``interactions.create`` returned (or its dict, or what a stream
             accumulator's ``response()`` gave).
-        executor, toolset, run_id, principal, taint, deps: as [`run_function_calls`][].
+        executor: as in [`run_function_calls`][].
+        toolset: as in [`run_function_calls`][].
+        run_id: as in [`run_function_calls`][].
+        principal: as in [`run_function_calls`][].
+        taint: as in [`run_function_calls`][].
+        deps: as in [`run_function_calls`][].
         structured: how an answer carries structured content (as
             ``InteractionsOptions.structured``).
 

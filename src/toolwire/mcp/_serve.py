@@ -55,8 +55,11 @@ async def serve(
         host: where HTTP listens (loopback by default: DNS-rebinding protection is on).
         port: the HTTP port; 0 picks a free one (``on_listening`` is told the URL).
         on_listening: called with the URL once HTTP listens.
-        principal, timeout, elicit, name, executor_options: see
-            [`Gateway`][toolwire.mcp.Gateway].
+        principal: see [`Gateway`][toolwire.mcp.Gateway].
+        timeout: see [`Gateway`][toolwire.mcp.Gateway].
+        elicit: see [`Gateway`][toolwire.mcp.Gateway].
+        name: see [`Gateway`][toolwire.mcp.Gateway].
+        executor_options: see [`Gateway`][toolwire.mcp.Gateway].
 
     Raises:
         ConfigurationError: a bad option, or a policy file that cannot be read.
