@@ -9,12 +9,15 @@ Compares, in one run, for the same calls of a trivial tool:
 
 Then concurrency: 100 calls of a tool that sleeps 100 ms, parallel-safe and not.
 
-    python benchmarks/dispatch.py [--calls 200] [--repeat 7]
+    python benchmarks/dispatch.py [--calls 200] [--repeat 7] [--json FILE]
+
+With ``--json FILE`` the figures are also written to FILE as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -97,7 +100,7 @@ def pydantic_ai_runner(n: int) -> Callable[[], Awaitable[Any]] | None:
     return run
 
 
-async def main_async(calls: int, repeat: int) -> None:
+async def main_async(calls: int, repeat: int, json_path: str | None = None) -> None:
     toolset = ToolSet([add, add_sync])
     response = gemini_response("add", calls)
     response_sync = gemini_response("add_sync", calls)
@@ -139,7 +142,19 @@ async def main_async(calls: int, repeat: int) -> None:
         ratio = (ours - floor) / (theirs - floor)
         print(f"\ntoolwire overhead / pydantic-ai overhead: {ratio:.2f}")
     else:
+        theirs = None
         print("pydantic-ai not installed; skipped")
+    figures: dict[str, Any] = {
+        "calls": calls,
+        "repeat": repeat,
+        "us_per_call": {
+            "direct call": floor * 1e6,
+            "toolwire execute_tool_calls (async tool)": ours * 1e6,
+            "toolwire execute_tool_calls (sync tool)": ours_sync * 1e6,
+            "pydantic-ai Agent + FunctionModel": None if theirs is None else theirs * 1e6,
+        },
+        "concurrency_s": {},
+    }
 
     @tool
     async def nap() -> str:
@@ -172,14 +187,19 @@ async def main_async(calls: int, repeat: int) -> None:
         outcome = await execute_tool_calls(naps, "gemini", body, executor=nap_executor)
         elapsed = time.perf_counter() - start
         print(f"\n{len(outcome.results)} calls of a 100 ms tool ({name}): {elapsed:.3f} s")
+        figures["concurrency_s"][name] = {"calls": len(outcome.results), "seconds": elapsed}
+    if json_path is not None:
+        with open(json_path, "w", encoding="utf-8") as f:
+            json.dump(figures, f, indent=2)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     args = parser.parse_args()
-    anyio.run(main_async, args.calls, args.repeat)
+    anyio.run(main_async, args.calls, args.repeat, args.json)
 
 
 if __name__ == "__main__":

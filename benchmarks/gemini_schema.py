@@ -11,7 +11,9 @@ For each converter, over every schema of tests/data/tools.jsonl and stress.jsonl
 
 Run with the peers installed (``pip install -e '.[bench]'``)::
 
-    python benchmarks/gemini_schema.py [--repeat 5]
+    python benchmarks/gemini_schema.py [--repeat 5] [--json FILE]
+
+With ``--json FILE`` the figures are also written to FILE as JSON.
 """
 
 from __future__ import annotations
@@ -183,6 +185,7 @@ def cached_declarations(records: list[dict[str, Any]], repeat: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=9, help="timed passes; the best is kept")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     args = parser.parse_args()
     records = load()
     schemas = [r["inputSchema"] for r in records]
@@ -204,6 +207,7 @@ def main() -> None:
         r = measure(converter, schemas)
         r["us"] = tool_times[converter.name]
         r["us_stress"] = stress_times[converter.name]
+        r["field"] = converter.mode
         results[converter.name] = r
         print(
             f"{converter.name:24} {converter.mode:8} {r['converted'] / n:>10.1%} "
@@ -224,6 +228,17 @@ def main() -> None:
                 f"{ours} / {theirs}: time per tool {mine['us'] / other['us']:.2f}, "
                 f"per stress schema {mine['us_stress'] / other['us_stress']:.2f}"
             )
+    if args.json is not None:
+        figures = {
+            "repeat": args.repeat,
+            "schemas": n,
+            "tools": len(tools),
+            "stress": len(stress),
+            "converters": results,
+            "cached_us_per_tool": cached,
+        }
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(figures, f, indent=2)
 
 
 if __name__ == "__main__":

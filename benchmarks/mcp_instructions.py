@@ -8,7 +8,9 @@ process under callgrind twice, with ``--few`` and ``--many`` calls to an in-proc
 with ``--stdio``, to a server subprocess whose own work is not counted); the difference divided
 by the extra calls is the cost of one call, start-up and connection excluded.
 
-    python benchmarks/mcp_instructions.py [--few 100] [--many 500] [--stdio]
+    python benchmarks/mcp_instructions.py [--few 100] [--many 500] [--stdio] [--json FILE]
+
+With ``--json FILE`` the figures are also written to FILE as JSON.
 
 Needs ``valgrind`` (Debian's package); each run takes one to two minutes.
 """
@@ -16,6 +18,7 @@ Needs ``valgrind`` (Debian's package); each run takes one to two minutes.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import subprocess
@@ -123,6 +126,7 @@ def main() -> None:
     parser.add_argument(
         "--stdio", action="store_true", help="the server in a subprocess (client side counted)"
     )
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     parser.add_argument("--run", nargs=3, help=argparse.SUPPRESS)  # PATH CALLS TRANSPORT
     options = parser.parse_args()
     if options.run:
@@ -153,6 +157,15 @@ def main() -> None:
             f"  {labels[path]:27} {per_call[path] / 1e6:7.3f} M"
             + (f"   {added / 1e3:+7.1f} k ({added / bare:+.1%})" if path != "bare" else "")
         )
+    if options.json is not None:
+        figures = {
+            "transport": transport,
+            "few": options.few,
+            "many": options.many,
+            "instructions_per_call": {labels[path]: per_call[path] for path in PATHS},
+        }
+        with open(options.json, "w", encoding="utf-8") as f:
+            json.dump(figures, f, indent=2)
 
 
 if __name__ == "__main__":

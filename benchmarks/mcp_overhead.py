@@ -14,12 +14,15 @@ Then the gateway (``toolwire.mcp.serve``): the same server's ``add`` called by a
 executor + MCP server), in process and over stdio (``toolwire serve stdio:...``): latency
 one call at a time, throughput 50 calls at once.
 
-    python benchmarks/mcp_overhead.py [--calls 1000] [--gateway-only]
+    python benchmarks/mcp_overhead.py [--calls 1000] [--gateway-only] [--json FILE]
+
+With ``--json FILE`` the figures are also written to FILE as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import statistics
 import sys
@@ -39,6 +42,8 @@ from mcp_servers import catalogue
 SERVERS = Path(__file__).parent.parent / "tests" / "mcp_hub" / "mcp_servers.py"
 BATCH = 50
 BLOCK = 20
+# Figures by comparison name, for --json: {kind: {"us_per_call", "calls_per_s", ...}}.
+FIGURES: dict[str, dict[str, dict[str, float]]] = {}
 
 
 def response(n: int, first: int = 0) -> dict[str, Any]:
@@ -145,6 +150,23 @@ async def compare(name: str, target: Any, spec: Any, calls: int) -> None:
         f"{hub_latency / bare_latency - 1:+.1%} ({(hub_latency - bare_latency) * 1e6:+.1f} "
         f"us/call), throughput {hub_rate / bare_rate - 1:+.1%}"
     )
+    FIGURES[name] = {
+        "bare mcp.Client": {
+            "us_per_call": bare_latency * 1e6,
+            "calls_per_s": bare_rate,
+            "client_cpu_us_per_call": bare_cpu * 1e6,
+        },
+        "hub tool": {
+            "us_per_call": tool_latency * 1e6,
+            "calls_per_s": tool_rate,
+            "client_cpu_us_per_call": tool_cpu * 1e6,
+        },
+        "hub + pipeline": {
+            "us_per_call": hub_latency * 1e6,
+            "calls_per_s": hub_rate,
+            "client_cpu_us_per_call": hub_cpu * 1e6,
+        },
+    }
 
 
 async def _add_name(client: Any) -> str:
@@ -195,6 +217,10 @@ async def compare_gateway(name: str, direct: Any, gateway: Any, calls: int) -> N
         f"({(gateway_latency - direct_latency) * 1e6:+.1f} us/call), throughput "
         f"{gateway_rate / direct_rate - 1:+.1%}\n"
     )
+    FIGURES[f"gateway, {name}"] = {
+        "direct mcp.Client": {"us_per_call": direct_latency * 1e6, "calls_per_s": direct_rate},
+        "through gateway": {"us_per_call": gateway_latency * 1e6, "calls_per_s": gateway_rate},
+    }
 
 
 async def gateway_async(calls: int) -> None:
@@ -248,8 +274,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--gateway-only", action="store_true", help="only the gateway figures")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     args = parser.parse_args()
     anyio.run(main_async, args.calls, args.gateway_only)
+    if args.json is not None:
+        figures = {"calls": args.calls, "block": BLOCK, "batch": BATCH, "comparisons": FIGURES}
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(figures, f, indent=2)
 
 
 if __name__ == "__main__":

@@ -12,12 +12,12 @@ library on top of that database can go below. ``vs floor`` is the store's time p
 new run over its floor's.
 
     python benchmarks/store.py [--turns 200] [--blocks 7] [--redis-url redis://...]
-        [--postgres-url postgresql://...]
+        [--postgres-url postgresql://...] [--json FILE]
 
 Without ``--redis-url`` a ``redis-server`` on the PATH is started on a free loopback port (and
 stopped); without ``--postgres-url`` a PostgreSQL server is made with ``initdb`` in a temporary
 directory (as the ``postgres`` user when run as root) and stopped. A server that cannot be had
-is left out.
+is left out. With ``--json FILE`` the figures are also written to FILE as JSON.
 """
 
 from __future__ import annotations
@@ -268,7 +268,12 @@ async def timed_turns(
 
 
 async def main(
-    turns: int, blocks: int, redis_url: str | None, postgres_url: str | None, workdir: Path
+    turns: int,
+    blocks: int,
+    redis_url: str | None,
+    postgres_url: str | None,
+    workdir: Path,
+    json_path: str | None = None,
 ) -> None:
     stores: dict[str, RunStore | None] = {
         "no run_id (no store)": None,
@@ -317,7 +322,10 @@ async def main(
         return statistics.median(s[which] for s in samples[(name, size)]) * 1e6
 
     print(f"{turns} turns per block, {blocks} blocks, medians; µs per call\n")
+    figures: dict[str, Any] = {"turns": turns, "blocks": blocks, "sizes": {}}
     for size in (1, 10):
+        rows: dict[str, dict[str, float | None]] = {}
+        figures["sizes"][str(size)] = rows
         base = median_us("MemoryStore", size, 0)
         bare = median_us("no run_id (no store)", size, 0)
         print(f"turns of {size} call{'s' if size > 1 else ''}")
@@ -337,7 +345,18 @@ async def main(
                 f"{resumed if stores[name] is not None else float('nan'):9.1f}"
                 f" {floor:9.1f} {fresh / floor:8.2f}x"
             )
+            rows[name] = {
+                "new_run_us": fresh,
+                "vs_memory": ratio,
+                "added_us": added,
+                "resume_us": resumed if stores[name] is not None else None,
+                "floor_us": floor if name in floors else None,
+                "vs_floor": fresh / floor if name in floors else None,
+            }
         print()
+    if json_path is not None:
+        with open(json_path, "w", encoding="utf-8") as f:
+            json.dump(figures, f, indent=2)
     for floor in floors.values():
         if hasattr(floor, "close"):
             await floor.close()
@@ -354,10 +373,11 @@ if __name__ == "__main__":
     parser.add_argument("--blocks", type=int, default=7)
     parser.add_argument("--redis-url")
     parser.add_argument("--postgres-url")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     options = parser.parse_args()
     with (
         redis_server(options.redis_url) as url,
         postgres_server(options.postgres_url) as pg_url,
         tempfile.TemporaryDirectory() as tmp,
     ):
-        anyio.run(main, options.turns, options.blocks, url, pg_url, Path(tmp))
+        anyio.run(main, options.turns, options.blocks, url, pg_url, Path(tmp), options.json)

@@ -9,7 +9,9 @@ For each converter, over every tool schema of tests/data/tools.jsonl (and the st
   forced to invent a value (the SDKs make them required and non-nullable);
 - us/schema: microseconds per schema, the best of several passes.
 
-    python benchmarks/strict_schema.py [--repeat 5]
+    python benchmarks/strict_schema.py [--repeat 5] [--json FILE]
+
+With ``--json FILE`` the figures are also written to FILE as JSON.
 """
 
 from __future__ import annotations
@@ -123,6 +125,7 @@ def converters() -> list[tuple[str, Callable[[Any], Any]]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     args = parser.parse_args()
     schemas = []
     for name in ("tools", "stress"):
@@ -135,6 +138,7 @@ def main() -> None:
     )
     print(header)
     print("-" * len(header))
+    results: dict[str, dict[str, float]] = {}
     for name, convert in converters():
         outputs = []
         for schema in schemas:
@@ -164,6 +168,16 @@ def main() -> None:
             f"{name:40} {converted / n:>9.1%} {len(strict) / n:>8.1%} "
             f"{(kept / total if total else 1):>14.1%} {best / n * 1e6:>10.1f}"
         )
+        results[name] = {
+            "no_error": converted / n,
+            "strict": len(strict) / n,
+            "optional_kept": kept / total if total else 1.0,
+            "us_per_schema": best / n * 1e6,
+        }
+    if args.json is not None:
+        figures = {"repeat": args.repeat, "schemas": n, "converters": results}
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(figures, f, indent=2)
 
 
 if __name__ == "__main__":
