@@ -118,11 +118,8 @@ class InputAnswer:
     content: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The answer as JSON values, as the run keeps it."""
         return {"action": self.action, "content": dict(self.content) if self.content else None}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> InputAnswer:
-        return cls(data["action"], data.get("content"))
 
 
 def accept(content: Mapping[str, Any] | None = None) -> InputAnswer:

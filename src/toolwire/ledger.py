@@ -213,7 +213,8 @@ def request_record(
 _INPUT_WAIT = "input_wait"
 """Where a record's request keeps what a call waiting for input was asked: ``questions`` (each
 an ``InputRequest.to_dict()``), ``answers`` by key (action, content, by, at), the server's
-``state`` (its ``request_state``) and the ``protocol`` revision."""
+``state`` (its ``request_state``), the ``protocol`` revision, and the ``server`` and ``tool``
+the call went to."""
 
 
 def _input_wait(record: CallRecord | None) -> dict[str, Any] | None:
@@ -266,6 +267,8 @@ def input_record(base: CallRecord, request: ApprovalRequest, waiting: InputDefer
             "answers": answers,
             "state": waiting.state,
             "protocol": waiting.protocol,
+            "server": request.server,  # the call the state belongs to, checked on resume
+            "tool": request.tool_name,
         },
     }
     return base.with_(state="pending", request=principal_json(kept), lease_until=None, result=None)

@@ -156,11 +156,22 @@ def kept_answers(resume: Mapping[str, Any]) -> dict[str, Any]:
     answers = resume.get("answers")
     if not isinstance(answers, Mapping):
         return {}
-    return {
-        key: elicit_result(InputAnswer(kept["action"], kept.get("content")))
-        for key, kept in answers.items()
-        if isinstance(key, str) and isinstance(kept, Mapping)
-    }
+    sent = {}
+    for key, kept in answers.items():
+        action, content = (
+            (kept.get("action"), kept.get("content")) if isinstance(kept, Mapping) else (None, None)
+        )
+        if not isinstance(key, str) or action not in ("accept", "decline", "cancel"):
+            raise InputRefused("the run keeps an answer it cannot send (its record was altered)")
+        if content is not None and not isinstance(content, Mapping):
+            raise InputRefused("the run keeps an answer it cannot send (its record was altered)")
+        try:
+            sent[key] = elicit_result(InputAnswer(action, content))
+        except ValueError:  # content the SDK's model refuses
+            raise InputRefused(
+                "the run keeps an answer it cannot send (its record was altered)"
+            ) from None
+    return sent
 
 
 async def call_with_input(
@@ -187,6 +198,8 @@ async def call_with_input(
     responses: dict[str, Any] | None = None
     state: str | None = None
     if resume is not None:
+        if (resume.get("server"), resume.get("tool")) != (server, name):
+            raise InputRefused("the run's answers were given for another server's call")
         responses = kept_answers(resume) or None
         kept_state = resume.get("state")
         state = kept_state if isinstance(kept_state, str) else None
