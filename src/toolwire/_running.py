@@ -346,12 +346,12 @@ class _Running(_Pipeline):
             definition=call.tool.definition_hash,
             state="pending",
         )
-        record = ledger.input_record(
-            base.with_(tool_id=call.tool.qualified_name, definition=call.tool.definition_hash),
-            kept,
-            waiting,
-        )
         try:
+            record = ledger.input_record(
+                base.with_(tool_id=call.tool.qualified_name, definition=call.tool.definition_hash),
+                kept,
+                waiting,
+            )
             if claim is not None:
                 answered = await self._write_own(turn.run_id, claim, record)
                 if answered is not None:  # another worker answered it meanwhile: that stands
