@@ -436,12 +436,15 @@ async def respond(
     *,
     action: Literal["accept", "decline", "cancel"] = "accept",
     key: str | None = None,
+    round: str | None = None,
     store: RunStore | None = None,
     by: Any = None,
 ) -> None:
     """Answer a question the MCP server of a waiting call asked (its request's ``input``, see
     [`pending`][]): accept with the form's ``content``, or ``action="decline"`` /
-    ``"cancel"``. ``key`` names the question when the call waits on several. Once every
+    ``"cancel"``. ``key`` names the question when the call waits on several; ``round`` (the
+    question's) makes sure the answer goes to the question shown, not to one the server asked
+    again since (with the same key) after an earlier answer resumed the call. Once every
     question is answered, running the same calls again with the same run id continues the
     server's call with the answers, in any process using the same store.
 
@@ -455,7 +458,9 @@ async def respond(
         StoreUnavailable: the run store cannot be reached.
     """
     answer = InputAnswer(action, dict(content) if content is not None else None)
-    await ledger.respond(_store_or_default(store), run_id, call_id, answer, key=key, by=by)
+    await ledger.respond(
+        _store_or_default(store), run_id, call_id, answer, key=key, round=round, by=by
+    )
 
 
 async def pending(

@@ -66,6 +66,22 @@ class _Planning(_Pipeline):
             turn.pending.append((index, ledger.request_of(turn.run_id, record)))
             turn.settled.add(index)  # its record already says so
             return
+        if (
+            record is not None
+            and ledger.input_resume(record) is not None
+            and not ledger.decided_for(record, tool)
+        ):
+            # Its server's questions were answered for the tool as it was defined then.
+            self._finish(
+                turn,
+                index,
+                ToolResult.error(
+                    "failed",
+                    "Not finished: the tool changed while the call waited for input; the "
+                    "answers given are not sent to the changed tool.",
+                ),
+            )
+            return
         void = (
             record is not None
             and (recorded is not None or record.state == "pending")
@@ -73,7 +89,12 @@ class _Planning(_Pipeline):
         )
         if void:
             recorded = None
-        elif recorded is None and record is not None and ledger.expired(record):
+        elif (
+            recorded is None
+            and record is not None
+            and record.state == "pending"
+            and ledger.expired(record)
+        ):
             self._finish(
                 turn,
                 index,

@@ -90,7 +90,8 @@ class _Running(_Pipeline):
             try:
                 result = await self._answer_of(turn, planned)
             except InputDeferred as waiting:  # kept in a run made for the turn now
-                turn.run_id = f"run_{uuid.uuid4().hex}"
+                if turn.run_id is None:  # (another call of the turn may have made it already)
+                    turn.run_id = f"run_{uuid.uuid4().hex}"
                 await self._keep_waiting(turn, planned, None, waiting)
                 return
             self._finish(turn, planned.index, result, ran=True)
@@ -306,6 +307,12 @@ class _Running(_Pipeline):
             if seen is not None and seen.state == "denied":  # tightened since planned
                 self._refuse(turn, index, seen.decision or Decision("deny"))
                 return None
+            if seen is not None and seen.state == "pending":
+                # Another worker put it up for approval, or its server asked for input, since
+                # this one planned it: it waits, here too.
+                turn.pending.append((index, ledger.request_of(turn.run_id, seen)))
+                turn.settled.add(index)
+                return None
         self._finish(
             turn,
             index,
@@ -336,8 +343,11 @@ class _Running(_Pipeline):
             expires_at=now + self.approval_ttl if self.approval_ttl is not None else None,
         )
         kept = self._kept(turn, index, request)
-        if kept is None:
-            return  # answered: its arguments could not be redacted
+        if kept is None:  # its arguments could not be redacted: that is its answer
+            outcome = turn.outcomes[index]
+            assert outcome is not None
+            await self._give_up_waiting(turn, index, claim, outcome.result)
+            return
         base = claim or CallRecord(
             call_id=call.local_id,
             tool=call.exposed_name,
@@ -364,19 +374,18 @@ class _Running(_Pipeline):
                 raise StoreUnavailable("the run's store kept another record of the call")
         except Exception as exc:
             _log.exception("keeping the input request of %s failed", call.exposed_name)
-            self._finish(
-                turn,
-                index,
-                ToolResult.error(
-                    "unavailable",
-                    f"The call's server asks for input, but the request could not be kept "
-                    f"({_short(exc)}).",
-                ),
+            failed = ToolResult.error(
+                "failed",
+                f"Not finished: the call's server asked for input, and the request could not "
+                f"be kept ({_short(exc)}).",
             )
+            await self._give_up_waiting(turn, index, claim, failed)
             return
+        shown_round = (record.request or {}).get("input_wait", {}).get("round")
         questions = tuple(
             replace(
                 q,
+                round=shown_round,
                 exposed_name=call.exposed_name,
                 run_id=turn.run_id,
                 call_id=call.local_id,
@@ -387,6 +396,18 @@ class _Running(_Pipeline):
             if q.key not in waiting.answered
         )
         turn.pending.append((index, replace(kept, tool=call.tool, input=questions)))
+
+    async def _give_up_waiting(
+        self, turn: _Turn, index: int, claim: CallRecord | None, result: ToolResult
+    ) -> None:
+        """Answer a call whose server's question could not be kept waiting with ``result``, for
+        good: over this worker's claim now, or (without one) when the turn's answers are
+        stored, so a resume gives the same answer instead of finding the call running."""
+        if claim is None:
+            turn.settled.discard(index)
+            self._finish(turn, index, result, ran=True)
+            return
+        self._finish(turn, index, await self._store_answer(turn, index, claim, result), ran=True)
 
     async def _store_answer(
         self, turn: _Turn, index: int, claim: CallRecord, result: ToolResult

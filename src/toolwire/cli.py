@@ -637,7 +637,7 @@ async def _pending(args: argparse.Namespace) -> int:
         if request.reason:
             print(_safe(f"    why: {request.reason}"))
         for question in request.input:  # it waits for input: `toolwire respond` answers it
-            print(_safe(f"    asks ({question.key}): {question.message}"))
+            print(_safe(f"    asks ({question.key}, round {question.round}): {question.message}"))
     if not requests:
         print("nothing waits for a decision")
     return 0
@@ -670,6 +670,7 @@ async def _respond(args: argparse.Namespace) -> int:
             content,
             action=args.action,
             key=args.key,
+            round=args.round,
             store=store,
             by=args.by,
         )
@@ -895,6 +896,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     respond.add_argument("--action", choices=["accept", "decline", "cancel"], default="accept")
     respond.add_argument("--key", help="which question, when the call waits on several")
+    respond.add_argument(
+        "--round", help="the round `toolwire pending` showed: never answer a question asked since"
+    )
     respond.add_argument("--store", required=True, help=store_help)
     respond.add_argument("--by", help="who answers (kept in the run)")
     respond.set_defaults(run=_respond)

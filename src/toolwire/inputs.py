@@ -74,10 +74,15 @@ class InputRequest:
     """False on protocol revisions before 2026-07-28, where the server waits for the answer
     within the call: returning None there cancels the request (the call is answered with an
     error saying so)."""
+    round: str | None = None
+    """For a question waiting in a run: which time the call paused. A server may ask again,
+    with the same key, once the call is resumed: pass it to
+    [`toolwire.respond`][toolwire.respond] so that an answer (retried, or late) only ever
+    answers the question that was shown."""
 
     def to_dict(self) -> dict[str, Any]:
         """The question as JSON values, as the run keeps it (without the call's context)."""
-        return {
+        shown = {
             "key": self.key,
             "message": self.message,
             "mode": self.mode,
@@ -86,6 +91,9 @@ class InputRequest:
             else None,
             "url": self.url,
         }
+        if self.round is not None:
+            shown["round"] = self.round
+        return shown
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], **context: Any) -> InputRequest:
@@ -104,8 +112,12 @@ class InputRequest:
                 raise TypeError("requested_schema is an object")
             if url is not None and not isinstance(url, str):
                 raise TypeError("url is a string")
+            shown_round = data.get("round")
+            if shown_round is not None and not isinstance(shown_round, str):
+                raise TypeError("round is a string")
         except (KeyError, TypeError) as exc:
             raise ConfigurationError(f"not an input request: {exc}") from None
+        context.setdefault("round", shown_round)
         return cls(key=key, message=message, mode=mode, requested_schema=schema, url=url, **context)
 
 
@@ -238,7 +250,10 @@ class InputDeferred(ToolwireError):
         answered: Mapping[str, InputAnswer],
         state: str | None,
         protocol: str | None,
+        sent: str,
     ) -> None:
+        self.sent = sent
+        """A digest of the arguments the call was sent with: its answers go with those only."""
         self.questions = questions
         """Every question of the server's round (answered ones included)."""
         self.answered = dict(answered)

@@ -17,6 +17,7 @@ import logging
 import os
 import socket
 import time
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -269,6 +270,8 @@ def input_record(base: CallRecord, request: ApprovalRequest, waiting: InputDefer
             "protocol": waiting.protocol,
             "server": request.server,  # the call the state belongs to, checked on resume
             "tool": request.tool_name,
+            "sent": waiting.sent,
+            "round": uuid.uuid4().hex[:16],
         },
     }
     return base.with_(state="pending", request=principal_json(kept), lease_until=None, result=None)
@@ -288,7 +291,10 @@ def request_of(run_id: str, record: CallRecord) -> ApprovalRequest:
     wait = _input_wait(record)
     if wait is not None:
         answers = _answers(wait)
-        kept["input"] = [q.to_dict() for q in _questions(wait) if q.key not in answers]
+        shown_round = wait.get("round")
+        kept["input"] = [
+            {**q.to_dict(), "round": shown_round} for q in _questions(wait) if q.key not in answers
+        ]
     return ApprovalRequest.from_dict(kept)
 
 
@@ -389,12 +395,14 @@ async def respond(
     answer: InputAnswer,
     *,
     key: str | None = None,
+    round: str | None = None,
     by: Any = None,
 ) -> None:
     """Record ``answer`` (and who gave it, and when) to a question the server of a waiting
-    call of ``run_id`` asked: the question ``key``, or the only one still open. Once every
-    question of the call is answered, the call is resumed by running the same calls again
-    with the same run id.
+    call of ``run_id`` asked: the question ``key``, or the only one still open, of the
+    ``round`` shown (the question's ``round``; when given, an answer never reaches a question
+    the server asked again since). Once every question of the call is answered, the call is
+    resumed by running the same calls again with the same run id.
 
     An accepted form's content is checked against the server's requested schema: content
     that does not fit records nothing.
@@ -418,6 +426,8 @@ async def respond(
             )
     if key is not None and not isinstance(key, str):
         raise ConfigurationError("a question's key is a string")
+    if round is not None and not isinstance(round, str):
+        raise ConfigurationError("a round is a string")
     by = principal_json(by)
     for _ in range(SWAP_ATTEMPTS):
         record = await store.get(run_id, call_id)
@@ -435,6 +445,11 @@ async def respond(
             raise ToolwireError(f"run {run_id!r} has no call {call_id!r} waiting for input")
         if expired(record):
             raise ToolwireError(f"run {run_id!r}: the input request of call {call_id!r} expired")
+        if round is not None and wait.get("round") != round:
+            raise ToolwireError(
+                f"run {run_id!r}: call {call_id!r} no longer waits on round {round!r} (its "
+                "server asked again since); answer what it asks now"
+            )
         questions = _questions(wait)
         answers = _answers(wait)
         question = _question(run_id, call_id, questions, answers, key)

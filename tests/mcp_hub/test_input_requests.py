@@ -432,10 +432,11 @@ async def test_the_command_line_lists_the_question_and_answers_it(
         calls = [call(toolset, "delete", path="/x")]
         with pytest.raises(toolwire.ApprovalPending) as caught:
             await executor.run(calls, run_id="r1")
-        key = caught.value.pending[0].input[0].key
+        (question,) = caught.value.pending[0].input
+        assert question.round is not None
         assert await anyio.to_thread.run_sync(main, ["pending", "--store", url]) == 0
         listed = capsys.readouterr().out
-        assert f"    asks ({key}): Delete /x?" in listed
+        assert f"    asks ({question.key}, round {question.round}): Delete /x?" in listed
         answer = ["respond", "r1", "c1", '{"confirm": "maybe"}', "--store", url]
         assert await anyio.to_thread.run_sync(main, answer) == 2
         assert "$.confirm" in capsys.readouterr().err

@@ -18,6 +18,7 @@ is answered with an error).
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import logging
 from collections.abc import Mapping
@@ -25,7 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from toolwire.calls import canonical_json
 from toolwire.errors import ToolwireError
 from toolwire.inputs import (
     CallInFlight,
@@ -43,7 +46,12 @@ from toolwire.tool import exposed_name_for
 _log = logging.getLogger("toolwire")
 
 MAX_ROUNDS = 10
-"""``InputRequiredResult`` rounds of one call before the hub gives up on it."""
+"""Rounds of questions in one call (``InputRequiredResult``s, or ``elicitation/create``
+requests on older revisions) before the hub gives up on it."""
+MAX_QUESTIONS = 20
+"""Questions one round may ask."""
+MAX_STATE = 256 * 1024
+"""Characters of a server's ``request_state`` a run keeps for a call that waits."""
 _STATE_ONLY_PAUSE = 0.05
 """Seconds before resending a round that carried only ``request_state`` (doubling, to 0.25)."""
 LEGACY_KEY = "elicitation"
@@ -66,6 +74,8 @@ class InFlight:
     problem: str | None = None
     """Why the call's answer is replaced by an error (a question that could not be answered
     within the call)."""
+    asked: int = 0
+    """Questions its server asked within the call (older revisions)."""
 
 
 def question(
@@ -197,9 +207,22 @@ async def call_with_input(
     session = client.session
     responses: dict[str, Any] | None = None
     state: str | None = None
+    sent = arguments_digest(arguments)
     if resume is not None:
         if (resume.get("server"), resume.get("tool")) != (server, name):
             raise InputRefused("the run's answers were given for another server's call")
+        if resume.get("sent") != sent:  # e.g. an approver edited them since
+            raise InputRefused(
+                "its arguments changed since its server asked for input; the answers given "
+                "are not sent with other arguments"
+            )
+        if resume.get("protocol") in MODERN_PROTOCOL_VERSIONS and (
+            client.protocol_version not in MODERN_PROTOCOL_VERSIONS
+        ):
+            raise InputRefused(
+                f"its server asked for input on protocol revision {resume.get('protocol')}, "
+                f"and now speaks {client.protocol_version}, which cannot continue the call"
+            )
         responses = kept_answers(resume) or None
         kept_state = resume.get("state")
         state = kept_state if isinstance(kept_state, str) else None
@@ -228,6 +251,11 @@ async def call_with_input(
             pause = min(pause * 2, 0.25)
             continue
         pause = _STATE_ONLY_PAUSE
+        if len(result.input_requests) > MAX_QUESTIONS:
+            raise InputRefused(
+                f"its server asked {len(result.input_requests)} questions at once (at most "
+                f"{MAX_QUESTIONS} are taken)"
+            )
         questions: list[InputRequest] = []
         answers: dict[str, InputAnswer] = {}
         for key, request in result.input_requests.items():
@@ -240,10 +268,25 @@ async def call_with_input(
             if answer is not None:
                 answers[key] = answer
         if len(answers) < len(questions):
+            if state is not None and len(state) > MAX_STATE:
+                raise InputRefused(
+                    f"its server's request_state is {len(state):,} characters, more than a run "
+                    f"keeps ({MAX_STATE:,})"
+                )
             raise InputDeferred(
-                questions, answered=answers, state=state, protocol=client.protocol_version
+                questions,
+                answered=answers,
+                state=state,
+                protocol=client.protocol_version,
+                sent=sent,
             )
         responses = {key: elicit_result(answer) for key, answer in answers.items()}
+
+
+def arguments_digest(arguments: Mapping[str, Any]) -> str:
+    """What identifies the arguments a call's questions were asked about."""
+    encoded = canonical_json(dict(arguments)).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(encoded).hexdigest()[:32]
 
 
 def legacy_callback(hub: Any, server: Any) -> Any:
@@ -255,6 +298,13 @@ def legacy_callback(hub: Any, server: Any) -> Any:
         flights = server.in_flight
         # The request does not say which call asks; with one call in flight, it is that one.
         flight = next(iter(flights.values())) if len(flights) == 1 else None
+        if flight is not None:
+            flight.asked += 1
+            if flight.asked > MAX_ROUNDS:
+                flight.problem = (
+                    f"its server asked for input more than {MAX_ROUNDS} times in one call"
+                )
+                return ElicitResult(action="cancel")
         asked = question(server.name, LEGACY_KEY, params, flight, deferrable=False)
         try:
             given = await ask(hub.elicitor, asked, flight.progress if flight else None)
