@@ -700,6 +700,14 @@ async def _serve(args: argparse.Namespace) -> int:
         if not host or not port_text.isdigit():
             raise ConfigurationError(f"--http is HOST:PORT, not {args.http!r}")
         transport, host, port = "http", host.strip("[]"), int(port_text)  # [::1] → ::1
+    options: dict[str, Any] = {}
+    if args.state_key_env is not None:
+        secret = os.environ.get(args.state_key_env)
+        if not secret:
+            raise ConfigurationError(
+                f"--state-key-env: the environment variable {args.state_key_env} is not set"
+            )
+        options["state_keys"] = [secret]
     await serve(
         args.source,
         policy=args.policy,
@@ -711,6 +719,7 @@ async def _serve(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         elicit=not args.no_elicit,
         on_listening=_listening_on_stderr,
+        **options,
     )
     return 0
 
@@ -935,6 +944,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--timeout", type=float, default=60.0, help="seconds a call may take")
     serve.add_argument(
         "--no-elicit", action="store_true", help="never ask the client; calls wait in the store"
+    )
+    serve.add_argument(
+        "--state-key-env",
+        metavar="NAME",
+        help="the environment variable holding the secret that seals approval forms' state "
+        "(gateways sharing it take each other's answers; default: a key of this process)",
     )
     serve.set_defaults(run=_serve)
     return parser

@@ -33,7 +33,7 @@ import contextlib
 import hashlib
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from toolwire import ledger
@@ -128,6 +128,10 @@ class Gateway:
             definition changed upstream needs approval again, as the hub marks it), and the
             progress its servers report for a call is forwarded to the client that made it
             (see [`forward_progress`][toolwire.mcp.Gateway.forward_progress]).
+        state_keys: the secrets that seal the ``requestState`` of a 2026-07-28 approval form
+            (the first seals, every one unseals: a ring to rotate through). Gateways given the
+            same keys (several workers behind one URL, or one restarted) take each other's
+            forms' answers; without keys, a key of this process only.
         executor_options: more [`Executor`][toolwire.Executor] options (``max_output_chars``,
             ``approval_ttl``, ``redact``...).
     """
@@ -144,8 +148,16 @@ class Gateway:
         elicit: bool = True,
         name: str = "toolwire",
         hub: Hub | None = None,
+        state_keys: Sequence[str | bytes] | None = None,
         **executor_options: Any,
     ) -> None:
+        if state_keys is not None and (
+            isinstance(state_keys, str | bytes)
+            or not state_keys
+            or not all(isinstance(key, str | bytes) and key for key in state_keys)
+        ):
+            raise ConfigurationError("state_keys is a non-empty list of non-empty secrets")
+        self._state_keys = list(state_keys) if state_keys is not None else None
         self.store: RunStore = store if store is not None else MemoryStore()
         self.principal = principal
         self.elicit = elicit
@@ -216,7 +228,11 @@ class Gateway:
 
         server: Server[Any] = Server(self.name, on_list_tools=list_tools, on_call_tool=call_tool)
         # requestState round-trips through the client: sealed, so it cannot be forged.
-        security = RequestStateSecurity.ephemeral()
+        security = (
+            RequestStateSecurity(keys=self._state_keys)
+            if self._state_keys is not None
+            else RequestStateSecurity.ephemeral()
+        )
         server.middleware.append(RequestStateBoundary(security, default_audience=self.name))
         return server
 
