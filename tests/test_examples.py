@@ -1,32 +1,39 @@
+"""Every file of ``examples/`` runs here, as a user would run it: the provider loops as
+programs against the scripted model of ``docs_support.model`` (on 127.0.0.1), pointed at it
+only by the SDKs' standard environment variables, with dummy keys; the others as programs
+too (``weather_tools.py``, a module of tools, through ``toolwire declare`` and imported)."""
+
 from __future__ import annotations
 
 import importlib
-import importlib.util
+import json
+import os
 import subprocess
 import sys
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
+from docs_support.model import RESULTS_TEXT, UNSET, environment, serve_model
+from integrations.interactions_server import ScriptedInteractions
+
 EXAMPLES = Path(__file__).parent.parent / "examples"
-LOOPS = ["gemini_loop", "anthropic_loop", "openai_chat_loop", "openai_responses_loop"]
+# The loop of each provider: the API paths it posts to, one call then the answer.
+LOOPS = {
+    "gemini_loop": ":generateContent",
+    "anthropic_loop": "/v1/messages",
+    "openai_chat_loop": "/v1/chat/completions",
+    "openai_responses_loop": "/v1/responses",
+}
 
 
-@pytest.mark.parametrize("name", LOOPS)
-def test_provider_examples_import_with_their_sdks(
-    name: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # They need an API key to run; importing checks the SDK names and toolwire calls they use.
-    monkeypatch.syspath_prepend(str(EXAMPLES))
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert callable(module.main)
+def test_every_example_is_run_here() -> None:
+    run_here = {*LOOPS, "mcp_hub", "approval_across_processes", "weather_tools"}
+    assert {path.stem for path in EXAMPLES.glob("*.py")} == run_here
 
 
-def run_example(script: str) -> str:
+def run_example(script: str, env: Mapping[str, str] | None = None) -> str:
     """Run ``examples/<script>`` as a program from its folder; its output, once it succeeded."""
     result = subprocess.run(
         [sys.executable, str(EXAMPLES / script)],
@@ -35,9 +42,57 @@ def run_example(script: str) -> str:
         timeout=120,
         check=False,
         cwd=EXAMPLES,
+        env=None if env is None else {**os.environ, **env},
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+@pytest.fixture(scope="module")
+def model_server() -> Iterator[ScriptedInteractions]:
+    yield from serve_model()
+
+
+def model_environment(server: ScriptedInteractions) -> dict[str, str]:
+    """The program's environment: the SDKs pointed at the model; the variables that would send
+    them elsewhere left out."""
+    env = {name: value for name, value in os.environ.items() if name not in UNSET}
+    no_proxy = ",".join(filter(None, [env.get("NO_PROXY"), "127.0.0.1", "localhost"]))
+    return env | environment(server) | {"NO_PROXY": no_proxy, "no_proxy": no_proxy}
+
+
+@pytest.mark.parametrize("name", LOOPS)
+def test_a_provider_loop_runs_against_the_scripted_model(
+    name: str, model_server: ScriptedInteractions
+) -> None:
+    # The examples read their SDK's standard variables (key, base URL), as users run them.
+    before = len(model_server.requests)
+    output = run_example(f"{name}.py", model_environment(model_server)).strip()
+    requests = model_server.requests[before:]
+    assert [request.path.endswith(LOOPS[name]) for request in requests] == [True, True]
+    # The model called get_weather (Lisbon); the loop ran it, sent the result, printed the answer.
+    assert output.startswith(RESULTS_TEXT), output
+    assert json.loads(output.removeprefix(RESULTS_TEXT)) == {
+        "city": "Lisbon",
+        "units": "celsius",
+        "forecast": ["sunny"],
+    }
+
+
+def test_the_weather_tools_declare_from_the_command_line() -> None:
+    toolwire_cli = [sys.executable, "-c", "import sys, toolwire.cli; sys.exit(toolwire.cli.main())"]
+    for flags, key in (([], "parametersJsonSchema"), (["--schema", "openapi"], "parameters")):
+        result = subprocess.run(
+            [*toolwire_cli, "declare", "weather_tools.py", *flags],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+            cwd=EXAMPLES,
+        )
+        declarations = json.loads(result.stdout)[0]["functionDeclarations"]
+        assert [d["name"] for d in declarations] == ["get_weather", "set_alert", "list_stations"]
+        assert all(key in d for d in declarations)
 
 
 def test_the_mcp_hub_example_runs_without_a_key() -> None:

@@ -11,19 +11,25 @@
 Every request is recorded (path, Accept header, JSON body) before it is answered; a request
 past the end of the script is answered ``400`` (a status the SDK does not retry), so a test
 that sends one request too many fails fast instead of hanging.
+
+Past the end of the script, a server given ``respond`` asks it for the reply instead: a
+function of the request, so one server can play a model on any path (``RawReply`` then
+carries bytes already in the wire format of whichever API the path is).
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 __all__ = [
     "JsonReply",
+    "RawReply",
+    "Reply",
     "Request",
     "ScriptedInteractions",
     "SseReply",
@@ -57,6 +63,19 @@ class SseReply:
     pieces: int = 2
 
 
+@dataclass(frozen=True, slots=True)
+class RawReply:
+    """Answer with these bytes, in this order, each written and flushed on its own: a JSON
+    body, or a stream's events already encoded (without a length, when ``stream``: it ends
+    when the connection closes)."""
+
+    chunks: Sequence[bytes]
+    content_type: str = "application/json"
+    status: int = 200
+    stream: bool = False
+
+
+Reply = JsonReply | SseReply | RawReply
 DONE = b"data: [DONE]\n\n"
 
 
@@ -75,8 +94,9 @@ def _cut(data: bytes, pieces: int) -> Iterator[bytes]:
 class ScriptedInteractions:
     """The server: answers each request with the next reply of ``script``."""
 
-    script: list[JsonReply | SseReply] = field(default_factory=list)
+    script: list[Reply] = field(default_factory=list)
     requests: list[Request] = field(default_factory=list)
+    respond: Callable[[Request], Reply | None] | None = None
 
     def __post_init__(self) -> None:
         scripted = self
@@ -86,13 +106,30 @@ class ScriptedInteractions:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"null")
+                request = Request(self.path, self.headers.get("Accept"), body)
                 with lock:
-                    scripted.requests.append(Request(self.path, self.headers.get("Accept"), body))
+                    scripted.requests.append(request)
                     reply = scripted.script.pop(0) if scripted.script else None
+                if reply is None and scripted.respond is not None:
+                    try:
+                        reply = scripted.respond(request)
+                    except Exception as exc:  # a 400 names it: the SDKs do not retry that
+                        self._send(400, "application/json", _error(f"respond failed: {exc!r}"))
+                        return
                 if reply is None:
                     self._send(400, "application/json", _error("the script has no more replies"))
                 elif isinstance(reply, JsonReply):
                     self._send(200, "application/json", json.dumps(reply.interaction).encode())
+                elif isinstance(reply, RawReply):
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", reply.content_type)
+                    if not reply.stream:
+                        length = sum(map(len, reply.chunks))
+                        self.send_header("Content-Length", str(length))
+                    self.end_headers()
+                    for chunk in reply.chunks:
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
                 else:
                     self.send_response(200)
                     self.send_header("Content-Type", "text/event-stream")
@@ -134,9 +171,11 @@ def _error(message: str) -> bytes:
     ).encode()
 
 
-def serve() -> Iterator[ScriptedInteractions]:
+def serve(
+    respond: Callable[[Request], Reply | None] | None = None,
+) -> Iterator[ScriptedInteractions]:
     """Run a server for the duration of a fixture (``yield from serve()``)."""
-    scripted = ScriptedInteractions()
+    scripted = ScriptedInteractions(respond=respond)
     scripted.thread.start()
     try:
         yield scripted
