@@ -19,7 +19,7 @@ async def main() -> None:
     messages: list[dict[str, object]] = [{"role": "user", "content": "Weather in Lisbon and Oslo?"}]
     while True:
         response = await client.messages.create(
-            model="claude-sonnet-4-5", max_tokens=1024, tools=listing.tools, messages=messages
+            model="claude-sonnet-4-6", max_tokens=1024, tools=listing.tools, messages=messages
         )
         outcome = await toolwire.execute_tool_calls(listing, response, deps=Forecasts())
         if not outcome.results:

@@ -643,7 +643,7 @@ listing = toolwire.tools(toolset, "anthropic")
 messages = [{"role": "user", "content": "Weather?"}]
 while True:
     response = client.messages.create(
-        model="claude-sonnet-4-5", max_tokens=512, tools=listing.tools, messages=messages
+        model="claude-sonnet-4-6", max_tokens=512, tools=listing.tools, messages=messages
     )
     outcome = await toolwire.execute_tool_calls(listing, response)
     if not outcome.results:
