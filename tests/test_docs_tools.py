@@ -4,14 +4,14 @@ built site."""
 from __future__ import annotations
 
 import importlib.util
-import os
-import shutil
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+
+from browser import chromium
 
 ROOT = Path(__file__).resolve().parent.parent
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -148,15 +148,6 @@ def test_png_names_and_page_files(tmp_path: Path) -> None:
     assert screenshot_docs.page_file(tmp_path, "missing/") is None
 
 
-def _chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (.ci/run installs Debian's)")
-        pytest.skip("chromium is not installed")
-    return found
-
-
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>{title}</title>
 <style>body {{ font: 16px sans-serif; margin: 2em; }} .tall {{ height: 1600px;
@@ -166,7 +157,7 @@ background: linear-gradient(#fff, #36c); }}</style></head>
 
 
 def test_screenshots_of_a_tiny_site(tmp_path: Path) -> None:
-    _chromium()
+    chromium()
     pytest.importorskip("playwright.sync_api")
     site = tmp_path / "site"
     (site / "second").mkdir(parents=True)

@@ -3,7 +3,6 @@ running elsewhere, decided), validation, before-call hooks, policy and approval.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import replace
@@ -12,7 +11,7 @@ from typing import Any
 from toolwire import ledger
 from toolwire._output import _denied, _invalid, _log, _not_run, _short
 from toolwire._turn import Veto, _context, _maybe_await, _Pipeline, _Planned, _Turn
-from toolwire.approval import ApprovalRequest, Decision
+from toolwire.approval import Decision
 from toolwire.calls import ToolCall, ToolResult, strip_nulls
 from toolwire.errors import ConfigurationError, ToolwireError
 from toolwire.policy import PolicyContext, Verdict
@@ -228,18 +227,7 @@ class _Planning(_Pipeline):
             )
         if turn.run_id is None:
             turn.run_id = f"run_{uuid.uuid4().hex}"
-        now = time.time()
-        request = ApprovalRequest(
-            run_id=turn.run_id,
-            call_id=call.local_id,
-            tool=call.tool,
-            exposed_name=call.exposed_name,
-            arguments=arguments,
-            principal=turn.principal,
-            reason=reason,
-            requested_at=now,
-            expires_at=now + self.approval_ttl if self.approval_ttl is not None else None,
-        )
+        request = self._request(turn, call, arguments, reason)
         decision = None
         if self.approver is not None and not deferred:
             try:

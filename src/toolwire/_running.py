@@ -31,7 +31,7 @@ from toolwire._turn import (
     _Planned,
     _Turn,
 )
-from toolwire.approval import ApprovalRequest, Decision
+from toolwire.approval import Decision
 from toolwire.calls import ToolCall, ToolResult
 from toolwire.errors import StoreUnavailable
 from toolwire.inputs import CallInFlight, InputDeferred, current_call
@@ -326,22 +326,12 @@ class _Running(_Pipeline):
     ) -> None:
         """Keep a call whose server waits for input in the run, ``pending`` with the server's
         questions and state (over this worker's claim, when it has one), and list it as waiting.
-        A call whose record cannot be written is answered ``unavailable``: nothing is lost."""
+        A call whose wait cannot be kept is answered ``failed``, for good: nothing is lost."""
         assert turn.run_id is not None
         call, index = planned.call, planned.index
         turn.settled.add(index)
-        now = time.time()
-        request = ApprovalRequest(
-            run_id=turn.run_id,
-            call_id=call.local_id,
-            tool=call.tool,
-            exposed_name=call.exposed_name,
-            arguments=planned.context.arguments if planned.context is not None else planned.kwargs,
-            principal=turn.principal,
-            reason="the tool's server asks for input",
-            requested_at=now,
-            expires_at=now + self.approval_ttl if self.approval_ttl is not None else None,
-        )
+        arguments = planned.context.arguments if planned.context is not None else planned.kwargs
+        request = self._request(turn, call, arguments, "the tool's server asks for input")
         kept = self._kept(turn, index, request)
         if kept is None:  # its arguments could not be redacted: that is its answer
             outcome = turn.outcomes[index]

@@ -233,6 +233,25 @@ class _Pipeline:
             turn.binding = ledger.binding_for(turn.principal, pairs)
         return turn.binding
 
+    def _request(
+        self, turn: _Turn, call: ToolCall, arguments: Mapping[str, Any], reason: str | None
+    ) -> ApprovalRequest:
+        """What a human is shown of a call that waits in the turn's run (from now, until the
+        executor's ``approval_ttl``)."""
+        assert turn.run_id is not None
+        now = time.time()
+        return ApprovalRequest(
+            run_id=turn.run_id,
+            call_id=call.local_id,
+            tool=call.tool,
+            exposed_name=call.exposed_name,
+            arguments=arguments,
+            principal=turn.principal,
+            reason=reason,
+            requested_at=now,
+            expires_at=now + self.approval_ttl if self.approval_ttl is not None else None,
+        )
+
     def _kept(self, turn: _Turn, index: int, request: ApprovalRequest) -> ApprovalRequest | None:
         """``request`` as the run keeps it, which is what the application is shown: its
         arguments passed through ``redact``; None, with the call answered, when that fails."""

@@ -5,8 +5,6 @@ refused, then the turn resumed; a hostile argument shown as text; the list updat
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,23 +14,15 @@ import anyio
 import pytest
 from inbox_tools import RAN, delete, executor, pause, served_inbox, transfer
 
+from browser import chromium
 from toolwire import SQLiteStore
 
 HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="alert(1)">'
 
 
-def _chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (.ci/run installs Debian's)")
-        pytest.skip("chromium is not installed")
-    return found
-
-
 @pytest.fixture
 def browser_page() -> Iterator[Any]:
-    executable = _chromium()
+    executable = chromium()
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True)
