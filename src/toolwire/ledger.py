@@ -214,13 +214,20 @@ def request_record(
 _INPUT_WAIT = "input_wait"
 """Where a record's request keeps what a call waiting for input was asked: ``questions`` (each
 an ``InputRequest.to_dict()``), ``answers`` by key (action, content, by, at), the server's
-``state`` (its ``request_state``), the ``protocol`` revision, and the ``server`` and ``tool``
-the call went to."""
+``state`` (its ``request_state``), the ``protocol`` revision, the ``server`` and ``tool`` the
+call went to, a digest of the arguments it was ``sent`` with, the ``round`` (an id of this
+pause) and how many times the call has been ``asked``."""
 
 
 def _input_wait(record: CallRecord | None) -> dict[str, Any] | None:
     kept = (record.request or {}).get(_INPUT_WAIT) if record is not None else None
     return kept if isinstance(kept, dict) else None
+
+
+def _asked(wait: Mapping[str, Any]) -> int:
+    """How many times the call has waited for input, this time included."""
+    asked = wait.get("asked")
+    return asked if isinstance(asked, int) else 1
 
 
 def _questions(wait: Mapping[str, Any]) -> list[InputRequest]:
@@ -260,6 +267,8 @@ def input_record(base: CallRecord, request: ApprovalRequest, waiting: InputDefer
         key: {**answer.to_dict(), "by": "elicitor", "at": now}
         for key, answer in waiting.answered.items()
     }
+    earlier = _input_wait(base)  # the call waited before: this is its server's next round
+    asked = earlier.get("asked", 1) if earlier is not None else 0
     kept = {
         **request.to_dict(),
         "principal_key": principal_key(request.principal),
@@ -272,6 +281,7 @@ def input_record(base: CallRecord, request: ApprovalRequest, waiting: InputDefer
             "tool": request.tool_name,
             "sent": waiting.sent,
             "round": uuid.uuid4().hex[:16],
+            "asked": (asked if isinstance(asked, int) else 1) + 1,
         },
     }
     return base.with_(state="pending", request=principal_json(kept), lease_until=None, result=None)
@@ -401,8 +411,9 @@ async def respond(
     """Record ``answer`` (and who gave it, and when) to a question the server of a waiting
     call of ``run_id`` asked: the question ``key``, or the only one still open, of the
     ``round`` shown (the question's ``round``; when given, an answer never reaches a question
-    the server asked again since). Once every question of the call is answered, the call is
-    resumed by running the same calls again with the same run id.
+    the server asked again since; it must be given once the server has asked more than once
+    in the call). Once every question of the call is answered, the call is resumed by running
+    the same calls again with the same run id.
 
     An accepted form's content is checked against the server's requested schema: content
     that does not fit records nothing.
@@ -411,7 +422,8 @@ async def respond(
         InvalidArguments: the content does not fit the requested schema.
         ToolwireError: the run has no such call waiting for input, the question was already
             answered otherwise, or the request expired.
-        ConfigurationError: several questions are open and ``key`` names none of them.
+        ConfigurationError: several questions are open and ``key`` names none of them, or the
+            server asked again after an earlier answer and ``round`` is not given.
         StoreUnavailable: the run store cannot be reached.
     """
     if not isinstance(answer, InputAnswer):
@@ -449,6 +461,13 @@ async def respond(
             raise ToolwireError(
                 f"run {run_id!r}: call {call_id!r} no longer waits on round {round!r} (its "
                 "server asked again since); answer what it asks now"
+            )
+        if round is None and _asked(wait) > 1:
+            # An answer without a round may be a retry of the answer to an earlier round.
+            raise ConfigurationError(
+                f"run {run_id!r}: the server of call {call_id!r} asked again after an earlier "
+                f"answer; say which round this answers with round={wait.get('round')!r} (the "
+                "round of the questions shown)"
             )
         questions = _questions(wait)
         answers = _answers(wait)

@@ -245,9 +245,12 @@ async def test_a_server_that_asks_again_on_the_resumed_round_waits_again_and_run
         with pytest.raises(toolwire.ApprovalPending) as second:
             await executor.run(calls, run_id="r1")
         assert [q.key for q in second.value.pending[0].input] == ["q2"]
+        shown = second.value.pending[0].input[0].round  # asked again: answers name the round
+        with pytest.raises(toolwire.ConfigurationError, match="asked again after an earlier"):
+            await toolwire.respond("r1", "c1", YES, key="q2", store=store)
         with pytest.raises(toolwire.ToolwireError, match="has no question 'q1'"):
-            await toolwire.respond("r1", "c1", YES, key="q1", store=store)  # a round gone
-        await toolwire.respond("r1", "c1", YES, key="q2", store=store)
+            await toolwire.respond("r1", "c1", YES, key="q1", round=shown, store=store)
+        await toolwire.respond("r1", "c1", YES, key="q2", round=shown, store=store)
         (outcome,) = await executor.run(calls, run_id="r1")
     assert outcome.result.text == "done ['q2'] s2"
     assert [r.state for r in scripted.rounds] == [None, "s1", "s2"]
@@ -758,11 +761,6 @@ async def test_the_inbox_never_allows_a_call_waiting_for_input_and_its_deny_is_f
     assert scripted.ran("a") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="without round=, respond names a question by key only: a respond retried (or "
-    "late) after the resume answers the server's next question when it reuses the key",
-)
 async def test_a_retried_respond_never_answers_the_next_rounds_question() -> None:
     def script(r: Round) -> Any:
         if r.state is None:
