@@ -62,7 +62,8 @@ class _Running(_Pipeline):
         finally:
             turn.scope = None
             self._turns.discard(turn)
-            waiting = {index for index, _ in turn.pending}  # paused for input, not cancelled
+            # Paused for input, not cancelled (most turns have nothing waiting).
+            waiting = {index for index, _ in turn.pending} if turn.pending else ()
             for planned in turn.planned:  # cancelled before finishing
                 if turn.outcomes[planned.index] is None and planned.index not in waiting:
                     self._finish(turn, planned.index, _CANCELLED)
@@ -371,7 +372,7 @@ class _Running(_Pipeline):
             )
             await self._give_up_waiting(turn, index, claim, failed)
             return
-        shown_round = (record.request or {}).get("input_wait", {}).get("round")
+        shown_round = ledger.input_round(record)
         questions = tuple(
             replace(
                 q,

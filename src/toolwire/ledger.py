@@ -56,6 +56,7 @@ __all__ = [
     "history",
     "input_record",
     "input_resume",
+    "input_round",
     "interrupted_answer",
     "owner_gone",
     "pending",
@@ -253,9 +254,15 @@ def input_resume(record: CallRecord | None) -> dict[str, Any] | None:
     """What resuming a call that waited for input sends its server (the questions, every
     answer, the server's state), once every question is answered; None otherwise."""
     wait = _input_wait(record)
-    if wait is None or awaits_input(record):  # type: ignore[arg-type]  # (not None here)
+    if record is None or wait is None or awaits_input(record):
         return None
     return wait
+
+
+def input_round(record: CallRecord) -> str | None:
+    """The round of the questions a call waiting for input was asked (see ``respond``)."""
+    wait = _input_wait(record)
+    return wait.get("round") if wait is not None else None
 
 
 def input_record(base: CallRecord, request: ApprovalRequest, waiting: InputDeferred) -> CallRecord:

@@ -22,6 +22,7 @@ import hashlib
 import inspect
 import logging
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,7 +123,7 @@ async def ask(elicitor: Elicitor | None, asked: InputRequest, progress: Any) -> 
     """
     if elicitor is None:
         return decline()
-    with progress.paused() if progress is not None else _nothing():
+    with progress.paused() if progress is not None else nullcontext():
         try:
             value = elicitor(asked)
             if inspect.isawaitable(value):
@@ -143,14 +144,6 @@ async def ask(elicitor: Elicitor | None, asked: InputRequest, progress: Any) -> 
             f"its server asked for input ({asked.message[:200]!r}) and the answer given does "
             f"not fit what it asked for: {str(exc)[:300]}"
         ) from None
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc_info: object) -> None:
-        return None
 
 
 def elicit_result(answer: InputAnswer) -> Any:
