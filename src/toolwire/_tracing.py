@@ -15,6 +15,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from toolwire.calls import ToolCall, ToolResult
+from toolwire.errors import MissingDependency
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
@@ -41,8 +42,15 @@ except metadata.PackageNotFoundError:  # pragma: no cover - running from a sourc
 
 
 def make_tracer(provider: TracerProvider | None = None) -> Tracer | None:
-    """toolwire's tracer from ``provider`` (the global one when None); None without the API."""
+    """toolwire's tracer from ``provider`` (the global one when None); None without the API.
+
+    Raises:
+        MissingDependency: ``provider`` is given but ``opentelemetry-api`` is not installed
+            (extra ``toolwire[otel]``): spans asked for are never silently left out.
+    """
     if _trace is None:
+        if provider is not None:
+            raise MissingDependency("opentelemetry-api", "otel")
         return None
     tracer: Tracer = _trace.get_tracer("toolwire", _VERSION, tracer_provider=provider)
     return tracer

@@ -960,6 +960,14 @@ def _show_warning(message: Warning | str, *_: Any, **__: Any) -> None:
     print(f"toolwire: warning: {_safe(str(message))}", file=sys.stderr)
 
 
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    """The exceptions in ``group`` and the groups nested in it."""
+    found: list[BaseException] = []
+    for error in group.exceptions:
+        found.extend(_leaves(error) if isinstance(error, BaseExceptionGroup) else [error])
+    return found
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = _parser().parse_args(argv)
@@ -972,6 +980,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BaseExceptionGroup as group:
+        # Raised in a task (a server the command started, a console): the same one line.
+        errors = _leaves(group)
+        if all(isinstance(error, KeyboardInterrupt) for error in errors):
+            return 130
+        if not all(isinstance(error, ToolwireError) for error in errors):
+            raise
+        for message in dict.fromkeys(str(error) for error in errors):
+            print(f"toolwire: error: {_safe(message)}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # The reader stopped reading (`toolwire declare ... | head`): no traceback, and none at
         # exit either when Python flushes what is left; the status a tool killed by SIGPIPE has.

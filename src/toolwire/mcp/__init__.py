@@ -6,21 +6,32 @@ async with toolwire.mcp.Hub.from_config("mcp.json") as hub:
     outcome = await toolwire.execute_tool_calls(hub, "gemini", response, policy=policy)
 ```
 
+Without the SDK, importing any of these names raises
+[`MissingDependency`][toolwire.errors.MissingDependency] naming the extra to install.
+
 The ``mcp`` 1.x line is not supported.
 """
 
-from toolwire.mcp._content import result_from_mcp
-from toolwire.mcp._gateway import Gateway
-from toolwire.mcp._hub import (
-    HttpServer,
-    Hub,
-    InProcessServer,
-    ServerSpec,
-    SseServer,
-    StdioServer,
-)
-from toolwire.mcp._progress import ProgressContext, ProgressHook
-from toolwire.mcp._serve import serve
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from toolwire.errors import MissingDependency
+
+if TYPE_CHECKING:
+    from toolwire.mcp._content import result_from_mcp
+    from toolwire.mcp._gateway import Gateway
+    from toolwire.mcp._hub import (
+        HttpServer,
+        Hub,
+        InProcessServer,
+        ServerSpec,
+        SseServer,
+        StdioServer,
+    )
+    from toolwire.mcp._progress import ProgressContext, ProgressHook
+    from toolwire.mcp._serve import serve
 
 __all__ = [
     "Gateway",
@@ -35,3 +46,38 @@ __all__ = [
     "result_from_mcp",
     "serve",
 ]
+
+# Each public name's module, imported on first use: the package itself imports without the
+# SDK, so the command line can tell an MCP config from a file of tool definitions without it
+# and say which extra is missing instead of failing on a module deep inside.
+_HOMES = {
+    "Gateway": "_gateway",
+    "HttpServer": "_hub",
+    "Hub": "_hub",
+    "InProcessServer": "_hub",
+    "ProgressContext": "_progress",
+    "ProgressHook": "_progress",
+    "ServerSpec": "_hub",
+    "SseServer": "_hub",
+    "StdioServer": "_hub",
+    "result_from_mcp": "_content",
+    "serve": "_serve",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        import mcp  # noqa: F401  the SDK every public name needs
+        import mcp_types  # noqa: F401
+    except ImportError:
+        raise MissingDependency("mcp", "mcp") from None
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

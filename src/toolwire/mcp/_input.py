@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolwire.calls import canonical_json
 from toolwire.errors import ToolwireError
@@ -196,6 +195,7 @@ async def call_with_input(
         InputRefused: the call cannot go on (see [`ask`][]), or too many rounds.
     """
     from mcp_types import ElicitRequest, InputRequiredResult
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     session = client.session
     responses: dict[str, Any] | None = None

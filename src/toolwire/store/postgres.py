@@ -34,8 +34,8 @@ from toolwire.store._base import (
 try:
     import psycopg
     from psycopg_pool import AsyncConnectionPool
-except ImportError as exc:  # pragma: no cover - exercised without the extra
-    raise MissingDependency("psycopg", "postgres") from exc
+except ImportError:  # pragma: no cover - exercised without the extra
+    raise MissingDependency("psycopg", "postgres") from None
 
 __all__ = ["PostgresStore"]
 

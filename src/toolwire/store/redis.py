@@ -29,8 +29,8 @@ from toolwire.store._base import (
 try:
     import redis.asyncio as aioredis
     from redis.exceptions import RedisError
-except ImportError as exc:  # pragma: no cover - exercised without the extra
-    raise MissingDependency("redis", "redis") from exc
+except ImportError:  # pragma: no cover - exercised without the extra
+    raise MissingDependency("redis", "redis") from None
 
 if TYPE_CHECKING:
     from redis.commands.core import AsyncScript
