@@ -497,6 +497,73 @@ def test_pending_decide_and_history_work_on_a_store_url(
     assert main(["pending", "--store", "ftp://x"]) == 2
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["pending"],
+        ["pending", "--json"],
+        ["history", "r1"],
+        ["decide", "r1", "c1", "allow"],
+        ["respond", "r1", "c1", "{}"],
+    ],
+    ids=" ".join,
+)
+def test_a_command_on_runs_made_elsewhere_refuses_a_sqlite_file_that_is_not_there(
+    tmp_path: Path, command: list[str]
+) -> None:
+    typo = tmp_path / "typo.db"
+    result = run(*command, "--store", f"sqlite:///{typo}")
+    assert_one_line_error(result, "typo.db'): no such database file")
+    assert result.stdout == ""
+    assert list(tmp_path.iterdir()) == []  # nothing created
+
+
+def test_a_command_on_runs_made_elsewhere_refuses_a_memory_store(tmp_path: Path) -> None:
+    assert_one_line_error(run("pending", "--store", "memory://"), "new, empty store")
+
+
+def test_history_of_a_run_that_is_not_there_is_an_error_naming_it(tmp_path: Path) -> None:
+    import anyio
+
+    from toolwire.store import CallRecord, SQLiteStore
+
+    path = tmp_path / "runs.db"
+
+    async def one_run() -> None:
+        async with SQLiteStore(path) as store:
+            record = CallRecord(call_id="c1", tool="pay", fingerprint="f" * 16, state="pending")
+            await store.swap("r1", None, record)
+
+    anyio.run(one_run)
+    url = f"sqlite:///{path}"
+    assert run("history", "r1", "--store", url).returncode == 0
+    result = run("history", "no-such-run", "--store", url)
+    assert_one_line_error(result, "no run 'no-such-run' in SQLiteStore(")
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://someone:hunter2@127.0.0.1:{port}/runs",
+        "redis://:hunter2@127.0.0.1:{port}/0",
+    ],
+    ids=["postgres", "redis"],
+)
+@pytest.mark.parametrize("command", [["pending"], ["history", "r1"]], ids=" ".join)
+def test_an_unreachable_store_server_is_one_line_without_its_password(
+    url: str, command: list[str]
+) -> None:
+    import socket
+
+    with socket.socket() as s:  # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = run(*command, "--store", url.format(port=port))
+    assert_one_line_error(result, f"127.0.0.1:{port}")  # one line: no pool retries logged
+    assert "hunter2" not in result.stderr
+
+
 def test_a_module_of_the_current_directory_is_a_source(tmp_path: Path) -> None:
     (tmp_path / "my_team_tools.py").write_text(
         "import toolwire\n\n\n@toolwire.tool\ndef ping(host: str) -> str:\n"

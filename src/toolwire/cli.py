@@ -686,6 +686,8 @@ async def _history(args: argparse.Namespace) -> int:
         trails = await toolwire.history(args.run_id, store=store)
     finally:
         await _close(store)
+    if not trails:  # a run is its calls: none kept, no run (or it expired)
+        raise ToolwireError(f"no run {args.run_id!r} in {store!r} (or it expired)")
     _print_json([trail.to_dict() for trail in trails])
     return 0
 
@@ -727,7 +729,7 @@ async def _serve(args: argparse.Namespace) -> int:
 async def _inbox(args: argparse.Namespace) -> int:
     from toolwire.inbox._serve import serve
 
-    store = _store(args.store)
+    store = _store(args.store, create=True)  # the console may open before the first run
     try:
         await serve(
             store,
@@ -741,10 +743,13 @@ async def _inbox(args: argparse.Namespace) -> int:
     return 0
 
 
-def _store(url: str) -> Any:
+def _store(url: str, *, create: bool = False) -> Any:
+    """The store at ``url``. Without ``create``, only one that is already there: commands that
+    look at runs made elsewhere refuse a mistyped SQLite path instead of making a new, empty
+    database of it."""
     from toolwire.store import from_url
 
-    return from_url(url)
+    return from_url(url, create=create)
 
 
 async def _close(store: Any) -> None:

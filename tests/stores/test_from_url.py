@@ -62,3 +62,22 @@ def test_redis_and_postgres_urls_make_their_stores() -> None:
 def test_a_url_of_no_known_store_or_option_is_refused(url: str) -> None:
     with pytest.raises(ConfigurationError):
         from_url(url)
+
+
+def test_a_url_not_to_create_opens_only_a_sqlite_file_that_is_there(tmp_path: Path) -> None:
+    from toolwire import StoreUnavailable
+
+    url = f"sqlite:///{tmp_path / 'typo.db'}"
+    with pytest.raises(StoreUnavailable, match="no such database file"):
+        from_url(url, create=False)
+    assert list(tmp_path.iterdir()) == []
+    from_url(url).close()  # type: ignore[attr-defined]  # made by a store that may create
+    store = from_url(f"{url}?ttl=60", create=False)
+    assert isinstance(store, SQLiteStore)
+    assert (store.ttl, store.create) == (60.0, False)
+    store.close()
+
+
+def test_a_url_not_to_create_refuses_a_memory_store_as_it_is_always_new() -> None:
+    with pytest.raises(ConfigurationError, match="new, empty store"):
+        from_url("memory://", create=False)

@@ -4,6 +4,7 @@ use of it: resuming, claims, interrupted calls, expiry and unreachable stores.""
 from __future__ import annotations
 
 import datetime
+import logging
 import sqlite3
 import time
 from collections import Counter
@@ -284,6 +285,89 @@ async def test_an_unreachable_redis_is_a_clear_error_and_nothing_runs() -> None:
     await store.aclose()
     assert isinstance(raised.value, ConnectionError)
     assert RUNS["add"] == 0
+
+
+async def test_an_unreachable_postgres_is_one_attempt_one_line_and_no_pool_noise(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from toolwire.store.postgres import PostgresStore
+
+    url = f"postgresql://someone:hunter2@127.0.0.1:{closed_port()}/runs"
+    store = PostgresStore(url, timeout=2)
+    with caplog.at_level(logging.DEBUG, logger="psycopg"):
+        with pytest.raises(StoreUnavailable, match="cannot be used") as raised:
+            await Executor(TOOLS, store=store).run(
+                [make_call(TOOLS, "add", {"a": 1, "b": 2}, call_id="c1")], run_id="r"
+            )
+        await store.aclose()
+    assert isinstance(raised.value, ConnectionError)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "Connection refused" in message
+    assert "hunter2" not in message
+    # The pool never started: no retries, and none of its "error connecting" lines.
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg.pool")] == []
+    assert RUNS["add"] == 0
+
+
+async def test_an_unreachable_redis_names_it_without_its_password() -> None:
+    from toolwire.store.redis import RedisStore
+
+    store = RedisStore(f"redis://someone:hunter2@127.0.0.1:{closed_port()}/0", timeout=2)
+    with pytest.raises(StoreUnavailable, match="cannot be reached") as raised:
+        await store.pending()
+    await store.aclose()
+    assert "hunter2" not in str(raised.value)
+    assert "\n" not in str(raised.value)
+    assert "someone:***@127.0.0.1" in str(raised.value)
+
+
+# -- opening only a store that is there (create=False) --------------------------------------------
+
+
+async def test_a_sqlite_store_not_to_create_refuses_a_missing_file_and_makes_none(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "typo.db"
+    with pytest.raises(StoreUnavailable, match="no such database file") as raised:
+        SQLiteStore(path, create=False)
+    assert isinstance(raised.value, ConnectionError)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", None],
+    ids=["an empty file", "another application's database"],
+)
+async def test_a_sqlite_store_not_to_create_refuses_a_file_without_runs_and_adds_none(
+    tmp_path: Path, content: bytes | None
+) -> None:
+    path = tmp_path / "other.db"
+    if content is not None:
+        path.write_bytes(content)
+    else:
+        other = sqlite3.connect(path)
+        other.execute("CREATE TABLE notes (text TEXT)")
+        other.commit()
+        other.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreUnavailable, match="holds no run store"):
+        SQLiteStore(path, create=False)
+    assert path.read_bytes() == before
+
+
+async def test_a_sqlite_store_not_to_create_opens_an_existing_one(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    async with SQLiteStore(path) as made:
+        await made.swap("r", None, record("c1"))
+    store = SQLiteStore(path, create=False)
+    try:
+        assert [r.call_id for r in await store.records("r")] == ["c1"]
+        await store.swap("r", None, record("c2"))  # it still writes: it only makes nothing
+        assert len(await store.records("r")) == 2
+    finally:
+        store.close()
 
 
 def closed_port() -> int:

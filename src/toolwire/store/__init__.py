@@ -56,7 +56,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def from_url(url: str) -> RunStore:
+def from_url(url: str, *, create: bool = True) -> RunStore:
     """A store from a URL:
 
     - ``memory://`` (optionally ``memory://?max_runs=N``): a [`MemoryStore`][];
@@ -70,9 +70,17 @@ def from_url(url: str) -> RunStore:
     Any of them takes ``ttl`` (seconds, or ``none``) in its query string; the rest of a URL
     goes to the driver unchanged.
 
+    ``create=False`` opens only a store that is already there, for what looks at runs made
+    elsewhere: a SQLite file that does not exist is ``StoreUnavailable`` (see
+    [`SQLiteStore`][]'s ``create``), and ``memory://``, new and empty in each process, is a
+    ``ConfigurationError``. A server's database is the server's: it is there or cannot be
+    reached.
+
     Raises:
         ConfigurationError: for a URL of no known kind, or a bad ``ttl`` or ``max_runs``.
         MissingDependency: when the store's extra is not installed.
+        StoreUnavailable: with ``create=False``, a SQLite file that does not exist or holds
+            no run store.
     """
     scheme, sep, rest = url.partition("://") if isinstance(url, str) else ("", "", "")
     if not sep:
@@ -83,6 +91,10 @@ def from_url(url: str) -> RunStore:
     if scheme == "memory":
         max_runs = options.pop("max_runs", "1024")
         _no_more(options, url)
+        if not create:
+            raise ConfigurationError(
+                f"{url!r} is a new, empty store: give the store the runs are kept in"
+            )
         if not max_runs.isdigit() or int(max_runs) < 1:
             raise ConfigurationError(f"max_runs must be a positive integer, not {max_runs!r}")
         return MemoryStore(int(max_runs), ttl=ttl if ttl is not _DEFAULT else None)
@@ -93,7 +105,9 @@ def from_url(url: str) -> RunStore:
                 "a SQLite URL is sqlite:///relative/path or sqlite:////absolute/path"
             )
         path = target[1:]
-        return SQLiteStore(path) if ttl is _DEFAULT else SQLiteStore(path, ttl=ttl)
+        if ttl is _DEFAULT:
+            return SQLiteStore(path, create=create)
+        return SQLiteStore(path, ttl=ttl, create=create)
     driver_url = f"{scheme}://{target}" + (f"?{_join(options)}" if options else "")
     if scheme in ("redis", "rediss", "unix"):
         from toolwire.store.redis import RedisStore

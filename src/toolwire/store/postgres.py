@@ -308,21 +308,33 @@ class PostgresStore:
             # Its loop ended without aclose(): the pool's tasks ended with it, and dropping it
             # lets its connections be closed as they are collected.
             self._kept.pop(self._pools.pop(gone), None)
+        options: dict[str, Any] = {
+            "autocommit": True,
+            "connect_timeout": max(1, int(self.timeout)),
+        }
+        with self._reaching():
+            # One plain connection first: a server that is down, or refuses the login, is one
+            # error after one attempt, not the pool's retries (each one logged) until it gives
+            # up. It makes the tables, one creator at a time (CREATE ... IF NOT EXISTS races
+            # with itself).
+            first = await psycopg.AsyncConnection.connect(self.conninfo, **options)
+            try:
+                async with first.transaction():
+                    await first.execute("SELECT pg_advisory_xact_lock(7270718)")
+                    await first.execute(_schema(self.prefix))
+            finally:
+                await first.close()
         pool = AsyncConnectionPool(
             self.conninfo,
             min_size=1,
             max_size=self.max_connections,
             timeout=self.timeout,
-            kwargs={"autocommit": True, "connect_timeout": max(1, int(self.timeout))},
+            kwargs=options,
             open=False,
         )
         with self._reaching():
-            await pool.open(wait=True, timeout=self.timeout)
             try:
-                # One creator at a time: CREATE ... IF NOT EXISTS races with itself.
-                async with pool.connection() as connection, connection.transaction():
-                    await connection.execute("SELECT pg_advisory_xact_lock(7270718)")
-                    await connection.execute(_schema(self.prefix))
+                await pool.open(wait=True, timeout=self.timeout)
             except BaseException:
                 await pool.close()
                 raise
@@ -340,10 +352,10 @@ class PostgresStore:
             yield
         except psycopg.errors.RaiseException as exc:  # raised by the swap function
             if _BINDING_CONFLICT not in str(exc):
-                raise StoreUnavailable(f"{self!r}: {exc}") from exc
+                raise StoreUnavailable(f"{self!r}: {_one_line(exc)}") from exc
             raise binding_conflict(None) from None
         except (psycopg.Error, PoolTimeout, OSError) as exc:
-            raise StoreUnavailable(f"{self!r} cannot be used: {exc}") from exc
+            raise StoreUnavailable(f"{self!r} cannot be used: {_one_line(exc)}") from exc
 
 
 class _Kept:
@@ -354,6 +366,11 @@ class _Kept:
     def __init__(self, connection: psycopg.AsyncConnection[Any]) -> None:
         self.connection = connection
         self.busy = False
+
+
+def _one_line(exc: BaseException) -> str:
+    """The driver's message on one line (libpq adds hints on lines of their own)."""
+    return " ".join(str(exc).split())
 
 
 def _without_password(conninfo: str) -> str:

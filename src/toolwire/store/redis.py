@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -246,7 +247,8 @@ class RedisStore:
         await self.aclose()
 
     def __repr__(self) -> str:
-        return f"RedisStore({self._url or self._client!r})"
+        # Errors name the store by its repr: never with the URL's password.
+        return f"RedisStore({_without_password(self._url) if self._url else self._client!r})"
 
     def _connection(self) -> aioredis.Redis:
         if self._client is not None:
@@ -273,7 +275,12 @@ class RedisStore:
         try:
             yield
         except (RedisError, OSError) as exc:
-            raise StoreUnavailable(f"{self!r} cannot be reached: {exc}") from exc
+            message = " ".join(str(exc).split())  # one line, whatever the client says
+            raise StoreUnavailable(f"{self!r} cannot be reached: {message}") from exc
+
+
+def _without_password(url: str) -> str:
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
 def _index_key(member: bytes | str) -> tuple[str, str] | None:

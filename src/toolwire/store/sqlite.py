@@ -66,16 +66,22 @@ class SQLiteStore:
     so the event loop goes on.
 
     Args:
-        path: the database file (created with its tables when missing).
+        path: the database file (created with its tables when missing, unless ``create`` is
+            False).
         ttl: seconds a run is kept after its last write; None keeps runs until deleted.
         busy_timeout: seconds to wait for another process's write before giving up with
             [`StoreUnavailable`][toolwire.errors.StoreUnavailable].
         synchronous: SQLite's ``synchronous`` setting. ``"NORMAL"`` (the default, with WAL)
             survives a crash of any process; ``"FULL"`` also survives a power cut, at the cost
             of a disk sync on every write, made on the event loop's thread.
+        create: False opens only a run store that is already there: a file that does not
+            exist, or holds no run store's tables, is ``StoreUnavailable`` and nothing is
+            created. For what only looks at runs made elsewhere (listing the calls waiting
+            for a decision, deciding one): a mistyped path is an error, not an empty store.
 
     Raises:
-        StoreUnavailable: the file cannot be opened or is not a SQLite database.
+        StoreUnavailable: the file cannot be opened or is not a SQLite database; with
+            ``create=False``, also when it does not exist or holds no run store.
     """
 
     def __init__(
@@ -85,6 +91,7 @@ class SQLiteStore:
         ttl: float | None = DEFAULT_TTL,
         busy_timeout: float = 5.0,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        create: bool = True,
     ) -> None:
         if ttl is not None and not ttl > 0:
             raise ValueError("ttl must be a positive number of seconds, or None")
@@ -94,7 +101,10 @@ class SQLiteStore:
         self.ttl = ttl
         self.busy_timeout = busy_timeout
         self.synchronous = synchronous
+        self.create = create
         self._writes = 0
+        if not create and not self.path.is_file():
+            raise StoreUnavailable(f"{self!r}: no such database file (nothing was created)")
         self._open()
 
     # -- RunStore ------------------------------------------------------------------------------
@@ -302,22 +312,39 @@ class SQLiteStore:
     def _connect(self, *, busy_timeout: float, setup: bool = False) -> sqlite3.Connection:
         """A connection; with ``setup``, also WAL mode and the tables (both are kept in the
         file, so one connection per process is enough)."""
+        # Without `create`, SQLite's own read-write mode: a file gone since is never made anew.
+        target = self.path if self.create else f"{self.path.absolute().as_uri()}?mode=rw"
         try:
             db = sqlite3.connect(
-                self.path,
+                target,
                 timeout=self.busy_timeout,  # setting up may wait for other processes
                 isolation_level=None,  # autocommit; writes open their own transactions
                 check_same_thread=False,
+                uri=not self.create,
             )
+            if setup and not self.create and not _holds_a_run_store(db):
+                db.close()
+                raise StoreUnavailable(f"{self!r} holds no run store (nothing was created)")
             if setup:
                 db.execute("PRAGMA journal_mode=WAL")
-                db.executescript(_SCHEMA)
+                if self.create:
+                    db.executescript(_SCHEMA)
                 _add_columns(db)
             db.execute(f"PRAGMA synchronous={self.synchronous}")  # per connection
             db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"{self!r} cannot be opened: {exc}") from exc
         return db
+
+
+def _holds_a_run_store(db: sqlite3.Connection) -> bool:
+    """Whether the database has the tables of a run store."""
+    tables = {"toolwire_runs", "toolwire_calls"}
+    found = db.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
+        tuple(sorted(tables)),
+    ).fetchone()
+    return bool(found[0] == len(tables))
 
 
 def _add_columns(db: sqlite3.Connection) -> None:
