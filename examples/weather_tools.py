@@ -5,6 +5,7 @@ call's context (``toolwire.CallContext[Forecasts]``): the model never sees that 
 
 toolwire declare examples/weather_tools.py
 toolwire declare examples/weather_tools.py --schema openapi
+toolwire call examples/weather_tools.py get_weather --args '{"location": {"city": "Oslo"}}'
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class Forecasts:
         return ["sunny"] * days
 
 
-@tool
+@tool(annotations={"readOnlyHint": True})  # it only reads: `toolwire call` runs it unasked
 def get_weather(
     context: CallContext[Forecasts],
     location: Location,
@@ -50,7 +51,8 @@ def get_weather(
         units: Temperature units.
         days: How many days of forecast, 1 to 7.
     """
-    forecast = context.deps.days(location.city, days)
+    forecasts = context.deps or Forecasts()  # the stand-in when none is given (`toolwire call`)
+    forecast = forecasts.days(location.city, days)
     return {"city": location.city, "units": units.value, "forecast": forecast}
 
 
@@ -66,7 +68,7 @@ async def set_alert(city: str, level: Literal["info", "warning", "severe"], note
     return f"{level} alert set for {city}"
 
 
-@tool
+@tool(annotations={"readOnlyHint": True})
 def list_stations(tags: list[str] | None = None) -> list[str]:
     """List the weather stations, optionally only those with all the given tags."""
     return ["LIS-01", "OPO-02"]

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from toolwire.providers import get_provider, provider_names
 
@@ -364,6 +366,225 @@ def test_call_validates_arguments_and_answers_in_the_provider_shape() -> None:
     answer = json.loads(result.stdout)
     assert answer["role"] == "tool"
     assert answer["content"].startswith("Error: ")
+
+
+DANGEROUS_TOOLS = """\
+import toolwire
+
+
+@toolwire.tool
+def delete_everything(path: str) -> str:
+    \"\"\"Delete everything under a path.\"\"\"
+    return f"deleted {path}"
+
+
+@toolwire.tool(annotations={"readOnlyHint": True})
+def look(path: str) -> str:
+    \"\"\"Look at a path.\"\"\"
+    return f"looked at {path}"
+"""
+
+
+def call_json(*args: str, **env: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    result = run("call", *args, "--args", '{"path": "/srv"}', "--json", **env)
+    return result, json.loads(result.stdout)
+
+
+def test_call_asks_before_a_python_tool_that_is_not_read_only(tmp_path: Path) -> None:
+    source = tmp_path / "tools.py"
+    source.write_text(DANGEROUS_TOOLS)
+    # No terminal to ask on (stdin is not one): refused at once, with the way out.
+    refused, body = call_json(str(source), "delete_everything")
+    assert refused.returncode == 1
+    assert (body["ok"], body["error_kind"]) == (False, "approval_denied")
+    [line] = refused.stderr.splitlines()
+    assert line.startswith("toolwire: delete_everything(")
+    assert "not declare it read-only" in line
+    assert "pass --yes" in line
+
+    approved, body = call_json(str(source), "delete_everything", "--yes")
+    assert approved.returncode == 0, approved.stderr
+    assert body["answer"]["functionResponse"]["response"] == {"output": "deleted /srv"}
+    assert "approved (--yes)" in approved.stderr
+
+    read_only, body = call_json(str(source), "look")
+    assert read_only.returncode == 0, read_only.stderr
+    assert body["ok"] is True
+    assert read_only.stderr == ""
+
+
+def test_call_runs_the_example_s_read_only_tool_and_asks_before_its_alert() -> None:
+    # The README's command: get_weather is read-only by its annotations, set_alert is not.
+    weather = run("call", str(EXAMPLE), "get_weather", "--args", '{"location": {"city": "Oslo"}}')
+    assert weather.returncode == 0, weather.stderr
+    assert json.loads(weather.stdout)["functionResponse"]["response"]["output"]["city"] == "Oslo"
+    alert = run("call", str(EXAMPLE), "set_alert", "--args", '{"city": "Oslo", "level": "info"}')
+    assert alert.returncode == 1
+    assert "set_alert(" in alert.stderr
+    assert "pass --yes" in alert.stderr
+
+
+@pytest.mark.parametrize("name", ["policy", "POLICY"])
+def test_call_applies_the_policy_the_module_defines(tmp_path: Path, name: str) -> None:
+    source = tmp_path / "tools.py"
+    source.write_text(
+        DANGEROUS_TOOLS
+        + f"\n{name} = toolwire.Policy(toolwire.Rule('deny', 'delete_*', reason='never'))\n"
+    )
+    denied, body = call_json(str(source), "delete_everything", "--yes")  # --yes: not a deny
+    assert denied.returncode == 1
+    assert body["error_kind"] == "denied"
+    assert body["answer"]["functionResponse"]["response"] == {"error": "Denied: never."}
+
+
+def test_call_applies_a_policy_file_and_the_module_s_policy_both(tmp_path: Path) -> None:
+    source = tmp_path / "tools.py"
+    source.write_text(DANGEROUS_TOOLS + "\npolicy = toolwire.Policy(default='ask')\n")
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[rules]]\ntool = "delete_*"\naction = "deny"\n')
+    # The file denies; the module's policy would only ask, and --yes would approve that.
+    denied, body = call_json(str(source), "delete_everything", "--policy", str(policy), "--yes")
+    assert (denied.returncode, body["error_kind"]) == (1, "denied")
+    # The module's policy asks about a read-only tool the file allows.
+    asked, body = call_json(str(source), "look", "--policy", str(policy))
+    assert (asked.returncode, body["error_kind"]) == (1, "approval_denied")
+    assert "pass --yes" in asked.stderr
+    # The file alone, on a module without a policy of its own.
+    source.write_text(DANGEROUS_TOOLS)
+    policy.write_text('default = "deny"\n')
+    denied, body = call_json(str(source), "look", "--policy", str(policy))
+    assert (denied.returncode, body["error_kind"]) == (1, "denied")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("policy = 'strict'", "`policy` is not a toolwire.Policy but str"),
+        (
+            "policy = toolwire.Policy()\nPOLICY = toolwire.Policy()",
+            "defines both `policy` and `POLICY`",
+        ),
+    ],
+)
+def test_a_module_policy_that_cannot_be_applied_is_a_one_line_error(
+    tmp_path: Path, extra: str, message: str
+) -> None:
+    source = tmp_path / "tools.py"
+    source.write_text(DANGEROUS_TOOLS + "\n" + extra + "\n")
+    result = run("call", str(source), "look", "--args", '{"path": "/"}')
+    assert_one_line_error(result, message)
+    assert result.stdout == ""
+
+
+def test_call_with_a_policy_file_that_cannot_be_read_is_a_one_line_error(tmp_path: Path) -> None:
+    source = tmp_path / "tools.py"
+    source.write_text(DANGEROUS_TOOLS)
+    result = run("call", str(source), "look", "--policy", str(tmp_path / "nowhere.toml"))
+    assert_one_line_error(result, "cannot read policy file nowhere.toml")
+
+
+HINT = st.one_of(st.booleans(), st.none(), st.just("true"), st.just(1))
+
+
+@given(
+    annotations=st.dictionaries(
+        st.sampled_from(["readOnlyHint", "destructiveHint", "idempotentHint", "title"]), HINT
+    )
+)
+def test_call_asks_about_a_python_tool_as_about_the_same_tool_of_a_server(
+    annotations: dict[str, Any],
+) -> None:
+    from toolwire import Policy, Tool
+    from toolwire.cli import _CallPolicy
+    from toolwire.policy import PolicyContext
+
+    def verdict(policy: Policy, server: str | None) -> str:
+        tool = Tool(name="t", server_id=server, annotations=annotations or None)
+        context = PolicyContext(tool=tool, arguments={}, principal=None, taint=frozenset())
+        return policy.evaluate(context).effect
+
+    served = verdict(Policy(destructive="ask"), "srv")
+    assert verdict(_CallPolicy([Policy()]), None) == served
+    assert verdict(_CallPolicy([Policy()]), "srv") == served
+    # Only a promise spares it: readOnlyHint true (without destructiveHint) or destructiveHint
+    # false, each the boolean itself.
+    read_only, destructive = annotations.get("readOnlyHint"), annotations.get("destructiveHint")
+    promised = destructive is False or (read_only is True and destructive is None)
+    assert (served == "allow") == promised
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
+@pytest.mark.parametrize(
+    ("typed", "ran"), [("y\n", True), ("yes\n", True), ("n\n", False), ("", False)]
+)
+def test_call_asks_on_the_terminal_and_runs_only_on_yes(
+    tmp_path: Path, typed: str, ran: bool
+) -> None:
+    import pty
+
+    source = tmp_path / "tools.py"
+    source.write_text(DANGEROUS_TOOLS)
+    exe = shutil.which("toolwire")
+    command = [exe] if exe else [sys.executable, "-m", "toolwire.cli"]
+    main_end, terminal = pty.openpty()
+    try:
+        os.write(main_end, typed.encode() if typed else b"\x04")  # \x04: end of input
+        result = subprocess.run(
+            [*command, "call", str(source), "delete_everything", "--args", '{"path": "/srv"}'],
+            stdin=terminal,
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=ROOT,
+            timeout=120,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
+    finally:
+        os.close(terminal)
+        os.close(main_end)
+    # The question goes to stderr: stdout is the answer alone.
+    assert 'delete_everything({"path": "/srv"}) needs approval' in result.stderr
+    assert result.stderr.rstrip().endswith("Run it? [y/N]")
+    answer = json.loads(result.stdout)["functionResponse"]["response"]
+    if ran:
+        assert (result.returncode, answer) == (0, {"output": "deleted /srv"})
+    else:
+        assert (result.returncode, answer) == (1, {"error": "Denied: the user said no."})
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal and SIGINT")
+def test_ctrl_c_at_the_question_ends_call_at_once_and_runs_nothing(tmp_path: Path) -> None:
+    import pty
+    import signal
+
+    source = tmp_path / "tools.py"
+    source.write_text(DANGEROUS_TOOLS.replace('return f"deleted {path}"', "return 1 / 0"))
+    exe = shutil.which("toolwire")
+    command = [exe] if exe else [sys.executable, "-m", "toolwire.cli"]
+    main_end, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [*command, "call", str(source), "delete_everything", "--args", '{"path": "/srv"}'],
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    try:
+        assert process.stderr is not None
+        asked = b""
+        while not asked.endswith(b"[y/N] "):  # the question is up: the call waits for it
+            byte = process.stderr.read(1)
+            assert byte, asked
+            asked += byte
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=60)  # no line typed: it must not wait for one
+    finally:
+        process.kill()
+        os.close(terminal)
+        os.close(main_end)
+    assert process.returncode == 130
+    assert out == b""  # nothing ran, no answer
 
 
 @pytest.mark.parametrize(

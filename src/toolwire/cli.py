@@ -23,6 +23,7 @@ warnings are one line each on stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import importlib.util
@@ -31,10 +32,11 @@ import os
 import re
 import shlex
 import sys
+import threading
 import traceback
 import typing
 import warnings
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,9 +44,12 @@ from types import UnionType
 from typing import Any, Literal, NoReturn, get_args, get_origin
 
 import anyio
+import anyio.from_thread
 
 import toolwire
+from toolwire.approval import ApprovalRequest, Decision
 from toolwire.errors import ConfigurationError, ToolNotFound, ToolwireError
+from toolwire.policy import Policy, PolicyContext, Verdict, _destructive_reason
 from toolwire.providers import get_provider, provider_names
 from toolwire.tool import Tool, ToolSet, clean_title, exposed_name_for, safe_icons
 
@@ -132,11 +137,17 @@ def _annotated_title(annotations: Any) -> str | None:
 
 def load_source(source: str) -> ToolSet:
     """The tools SOURCE names: a ``.py`` file, ``module:attribute``, or a JSON/JSONL file."""
+    return _load(source)[0]
+
+
+def _load(source: str) -> tuple[ToolSet, Policy | None]:
+    """The tools SOURCE names, and the policy of its Python module when it has one (see
+    [`_module_policy`][])."""
     path = Path(source)
     if path.suffix in (".json", ".jsonl"):
         if not path.is_file():
             raise SourceError(f"no such file: {source}")
-        return _from_definitions(path)
+        return _from_definitions(path), None
     if path.suffix == ".py":
         if not path.is_file():
             raise SourceError(f"no such file: {source}")
@@ -149,7 +160,7 @@ def load_source(source: str) -> ToolSet:
             spec.loader.exec_module(module)
         except Exception as exc:  # the file's own code failed: say how and where, in one line
             raise SourceError(f"cannot load {source}: {_failure(exc)}") from None
-        return _from_module(module, source)
+        return _from_module(module, source), _module_policy(module, source)
     module_name, _, attribute = source.partition(":")
     if not module_name:
         raise SourceError(f"not a SOURCE: {source!r}")
@@ -161,11 +172,35 @@ def load_source(source: str) -> ToolSet:
         module = importlib.import_module(module_name)
     except Exception as exc:  # not found, or its own code failed
         raise SourceError(f"cannot import {module_name!r}: {_failure(exc)}") from None
+    policy = _module_policy(module, module_name)
     if attribute:
         if not hasattr(module, attribute):
             raise SourceError(f"{module_name!r} has no attribute {attribute!r}")
-        return _tools_in(getattr(module, attribute), source)
-    return _from_module(module, source)
+        return _tools_in(getattr(module, attribute), source), policy
+    return _from_module(module, source), policy
+
+
+_POLICY_NAMES = ("policy", "POLICY")
+"""The names a SOURCE module's own [`Policy`][toolwire.Policy] goes by (``call`` applies it)."""
+
+
+def _module_policy(module: Any, where: str) -> Policy | None:
+    """The [`Policy`][toolwire.Policy] ``module`` defines as ``policy`` (or ``POLICY``), or
+    None when it defines neither.
+
+    Raises:
+        SourceError: the name holds something else, or the module has two different ones.
+    """
+    found = {name: getattr(module, name) for name in _POLICY_NAMES if hasattr(module, name)}
+    if len({id(value) for value in found.values()}) > 1:
+        raise SourceError(f"{where} defines both `policy` and `POLICY`: keep one")
+    for name, value in found.items():
+        if not isinstance(value, Policy):
+            raise SourceError(
+                f"{where}: `{name}` is not a toolwire.Policy but {type(value).__name__}"
+            )
+        return value
+    return None
 
 
 def _failure(exc: Exception) -> str:
@@ -208,19 +243,27 @@ async def open_source(source: str) -> AsyncIterator[ToolSet]:
         SourceError: for a SOURCE that cannot be loaded or servers that cannot be reached.
         MissingDependency: for an MCP source without the ``mcp`` extra.
     """
-    async with _open(source) as (toolset, left_out):
+    async with _open_with_policy(source) as (toolset, _):
+        yield toolset
+
+
+@asynccontextmanager
+async def _open_with_policy(source: str) -> AsyncIterator[tuple[ToolSet, Policy | None]]:
+    """[`open_source`][], with the policy of SOURCE's Python module when it has one."""
+    async with _open(source) as (toolset, left_out, policy):
         for server, tools in left_out.items():
             for name, why in tools.items():
                 print(
                     f"toolwire: warning: left out {server}/{_shown(name)}: {_safe(why)}",
                     file=sys.stderr,
                 )
-        yield toolset
+        yield toolset, policy
 
 
 @asynccontextmanager
-async def _open(source: str) -> AsyncIterator[tuple[ToolSet, LeftOut]]:
-    """The tools SOURCE names and, for MCP servers, the tools their hub left out."""
+async def _open(source: str) -> AsyncIterator[tuple[ToolSet, LeftOut, Policy | None]]:
+    """The tools SOURCE names, for MCP servers the tools their hub left out, and the policy of
+    a Python module."""
     path = Path(source)
     if source.startswith("stdio:"):
         argv = shlex.split(source.removeprefix("stdio:"))
@@ -236,7 +279,8 @@ async def _open(source: str) -> AsyncIterator[tuple[ToolSet, LeftOut]]:
     elif path.suffix == ".json" and path.is_file() and _is_mcp_config(path):
         servers = path
     else:
-        yield load_source(source), {}
+        toolset, policy = _load(source)
+        yield toolset, {}, policy
         return
     from toolwire.mcp import Hub
 
@@ -248,7 +292,8 @@ async def _open(source: str) -> AsyncIterator[tuple[ToolSet, LeftOut]]:
             raise SourceError(f"cannot reach the MCP server(s) of {source} ({reasons})")
         for name, why in down.items():
             print(f"toolwire: warning: MCP server {name!r} is down: {_safe(why)}", file=sys.stderr)
-        yield hub.as_toolset(), {name: tools for name, tools in hub.left_out.items() if tools}
+        left_out = {name: tools for name, tools in hub.left_out.items() if tools}
+        yield hub.as_toolset(), left_out, None
 
 
 def _shown(name: str) -> str:
@@ -433,7 +478,7 @@ async def _check(args: argparse.Namespace) -> int:
 
     providers = list(dict.fromkeys(args.provider or provider_names()))
     options = _options_by_provider(args, providers)
-    async with _open(args.source) as (toolset, left_out):
+    async with _open(args.source) as (toolset, left_out, _):
         reports = check(toolset, providers, options=options) + _left_out_reports(
             left_out, providers
         )
@@ -553,6 +598,94 @@ def _print_table(
     print(f"\n{len(reports)} tool(s); {summary}")
 
 
+class _CallPolicy(Policy):
+    """What ``call`` runs a call under: every policy given at once (a deny of any denies, an
+    ask of any asks), then approval for a tool whose annotations do not promise it is harmless.
+    The MCP defaults apply to every tool, a Python function's included: the one running the
+    command may not be the one who wrote it."""
+
+    def __init__(self, policies: Sequence[Policy]) -> None:
+        super().__init__()
+        self.policies = tuple(policies)
+        self.allows_everything = False
+
+    def evaluate(self, context: PolicyContext) -> Verdict:
+        verdicts = [policy.evaluate(context) for policy in self.policies]
+        for effect in ("deny", "ask"):
+            for verdict in verdicts:
+                if verdict.effect == effect:
+                    return verdict
+        why = _not_harmless(context.tool)
+        return Verdict("ask", why) if why is not None else Verdict("allow")
+
+    def denies_outright(
+        self, tool: Tool, *, principal: Any = None, exposed_name: str | None = None
+    ) -> str | None:
+        for policy in self.policies:
+            why = policy.denies_outright(tool, principal=principal, exposed_name=exposed_name)
+            if why is not None:
+                return why
+        return None
+
+
+def _not_harmless(tool: Tool) -> str | None:
+    """Why ``tool`` needs approval in ``call``, or None when its annotations promise it is
+    harmless (``readOnlyHint``, or ``destructiveHint: false``), as for a server's tool."""
+    if not tool.server_id and not tool.annotations:
+        return "its annotations do not declare it read-only or non-destructive"
+    return _destructive_reason(tool)
+
+
+def _terminal_approver(yes: bool) -> Callable[[ApprovalRequest], Awaitable[Decision]]:
+    """``call``'s approver: approves with ``yes``; else asks on the terminal (on stderr, so
+    stdout stays the answer), or denies at once when stdin is not a terminal."""
+
+    async def decide(request: ApprovalRequest) -> Decision:
+        arguments = json.dumps(dict(request.arguments), ensure_ascii=False, default=str)
+        what = f"{_shown(request.exposed_name)}({arguments})"
+        why = f" ({request.reason})" if request.reason else ""
+        if yes:
+            print(_safe(f"toolwire: {what} needs approval{why}: approved (--yes)"), file=sys.stderr)
+            return toolwire.allow()
+        if not sys.stdin.isatty():
+            print(
+                _safe(f"toolwire: {what} needs approval{why}: denied, no terminal to ask on ")
+                + "(pass --yes to approve)",
+                file=sys.stderr,
+            )
+            return toolwire.deny("no one could approve it: no terminal to ask on")
+        print(
+            _safe(f"toolwire: {what} needs approval{why}. Run it? [y/N] "),
+            end="",
+            flush=True,
+            file=sys.stderr,
+        )
+        answer = await _read_line()
+        if answer.strip().lower() in ("y", "yes"):
+            return toolwire.allow()
+        return toolwire.deny("the user said no")
+
+    return decide
+
+
+async def _read_line() -> str:
+    """A line of stdin, read in a daemon thread while the event loop goes on: Ctrl-C ends the
+    command at once (a worker thread of the loop's pool would keep the process alive until
+    the line came)."""
+    line: list[str] = []
+    read = anyio.Event()
+    async with anyio.from_thread.BlockingPortal() as portal:
+
+        def wait_for_it() -> None:
+            line.append(sys.stdin.readline())
+            with contextlib.suppress(RuntimeError):  # the command ended meanwhile
+                portal.call(read.set)
+
+        threading.Thread(target=wait_for_it, daemon=True).start()
+        await read.wait()
+    return line[0]
+
+
 def _arguments_option(text: str, what: str = "--args") -> dict[str, Any]:
     """``--args`` (or ``what``): a JSON object.
 
@@ -569,13 +702,13 @@ def _arguments_option(text: str, what: str = "--args") -> dict[str, Any]:
 
 
 async def _call(args: argparse.Namespace) -> int:
-    from toolwire.demo.loop import Printer, terminal_approver
     from toolwire.executor import Executor, make_call
-    from toolwire.policy import Policy
+    from toolwire.policy_file import load_policy
 
     arguments = _arguments_option(args.args)
     adapter = get_provider(args.provider)
-    async with open_source(args.source) as toolset:
+    given = load_policy(args.policy) if args.policy is not None else None
+    async with _open_with_policy(args.source) as (toolset, own):
         try:
             call = make_call(toolset, args.tool, arguments, call_id="call_1")
         except ToolNotFound:
@@ -583,12 +716,11 @@ async def _call(args: argparse.Namespace) -> int:
             raise SourceError(
                 f"{args.source} has no tool {args.tool!r} (its tools: {known})"
             ) from None
-        # A tool whose annotations don't promise it is harmless (a server's tool without
-        # annotations included) needs approval, as Policy(destructive="ask") judges it.
+        policies = [policy for policy in (own, given) if policy is not None]
         executor = Executor(
             toolset,
-            policy=Policy(destructive="ask"),
-            approver=terminal_approver(args.yes, Printer(sys.stderr, _colour(sys.stderr))),
+            policy=_CallPolicy(policies or [Policy()]),
+            approver=_terminal_approver(args.yes),
             timeout=args.timeout,
         )
         (outcome,) = await executor.run([call])
@@ -853,13 +985,29 @@ def _parser() -> argparse.ArgumentParser:
     check.set_defaults(run=_check)
 
     call = commands.add_parser(
-        "call", help="run one tool through the governed pipeline and print the answer"
+        "call",
+        help="run one tool through the governed pipeline and print the answer",
+        description="Run one call through the governed pipeline (validation, policy, approval, "
+        "timeout) and print the answer. The policy is the SOURCE module's own (a Policy named "
+        "`policy` or `POLICY`) and --policy FILE, both applied when both are given. A tool "
+        "whose annotations do not promise it is harmless (readOnlyHint, or destructiveHint "
+        "false) needs approval, a Python function's as a server's: asked on the terminal, "
+        "denied when there is none, approved with --yes.",
     )
     call.add_argument("source", help=source_help)
     call.add_argument("tool", help="the tool's exposed name (as `toolwire declare` shows it)")
     call.add_argument("--args", default="{}", help="the arguments, a JSON object")
     _provider_option(call)
-    call.add_argument("--yes", action="store_true", help="approve calls that need approval")
+    call.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="a policy file (.toml, or JSON); applied with the module's own `policy`, if any",
+    )
+    call.add_argument(
+        "--yes",
+        action="store_true",
+        help="approve the call if it needs approval (otherwise asked on the terminal)",
+    )
     call.add_argument("--timeout", type=float, default=60.0, help="seconds the call may take")
     call.add_argument("--json", action="store_true", help="the answer with its status")
     call.set_defaults(run=_call)
