@@ -476,6 +476,24 @@ def test_a_module_policy_that_cannot_be_applied_is_a_one_line_error(
     assert result.stdout == ""
 
 
+def test_a_package_s_submodule_named_policy_is_not_its_policy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolwire.cli import main
+
+    package = tmp_path / "team_pkg_with_policy_module"
+    package.mkdir()
+    (package / "policy.py").write_text("RULES = []\n")
+    (package / "__init__.py").write_text(DANGEROUS_TOOLS + "\nfrom . import policy\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    args = ["--args", '{"path": "/srv"}']
+    assert main(["call", f"{package.name}:look", "look", *args]) == 0, capsys.readouterr().err
+    assert "looked at /srv" in capsys.readouterr().out
+    assert main(["call", f"{package.name}:delete_everything", "delete_everything", *args]) == 1
+    assert "pass --yes" in capsys.readouterr().err  # still asked: no policy loosened it
+
+
 def test_call_with_a_policy_file_that_cannot_be_read_is_a_one_line_error(tmp_path: Path) -> None:
     source = tmp_path / "tools.py"
     source.write_text(DANGEROUS_TOOLS)

@@ -40,7 +40,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import UnionType
+from types import ModuleType, UnionType
 from typing import Any, Literal, NoReturn, get_args, get_origin
 
 import anyio
@@ -191,13 +191,19 @@ def _module_policy(module: Any, where: str) -> Policy | None:
     Raises:
         SourceError: the name holds something else, or the module has two different ones.
     """
-    found = {name: getattr(module, name) for name in _POLICY_NAMES if hasattr(module, name)}
+    found = {
+        name: value
+        for name in _POLICY_NAMES
+        # A package's submodule named policy is no policy of its own.
+        if not isinstance(value := getattr(module, name, None), ModuleType | None)
+    }
     if len({id(value) for value in found.values()}) > 1:
         raise SourceError(f"{where} defines both `policy` and `POLICY`: keep one")
     for name, value in found.items():
         if not isinstance(value, Policy):
             raise SourceError(
-                f"{where}: `{name}` is not a toolwire.Policy but {type(value).__name__}"
+                f"{where}: `{name}` is not a toolwire.Policy but {type(value).__name__} "
+                "(a policy file loads with toolwire.policy_file.load_policy)"
             )
         return value
     return None

@@ -310,6 +310,19 @@ async def test_an_unreachable_postgres_is_one_attempt_one_line_and_no_pool_noise
     assert RUNS["add"] == 0
 
 
+async def test_a_postgres_database_that_is_not_there_is_one_error_at_once(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from toolwire.store.postgres import PostgresStore
+
+    store = PostgresStore(postgres_url.rsplit("/", 1)[0] + "/no_such_database", timeout=2)
+    with caplog.at_level(logging.DEBUG, logger="psycopg"):
+        with pytest.raises(StoreUnavailable, match='"no_such_database" does not exist'):
+            await store.pending()
+        await store.aclose()
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg.pool")] == []
+
+
 async def test_an_unreachable_redis_names_it_without_its_password() -> None:
     from toolwire.store.redis import RedisStore
 
@@ -368,6 +381,27 @@ async def test_a_sqlite_store_not_to_create_opens_an_existing_one(tmp_path: Path
         assert len(await store.records("r")) == 2
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    "name", ["with space.db", "what?.db", "hash#tag.db", "per%41cent.db", "ünï.db", "x?mode=rwc"]
+)
+async def test_a_sqlite_store_not_to_create_opens_a_file_of_any_name(
+    tmp_path: Path, name: str
+) -> None:
+    path = tmp_path / name
+    async with SQLiteStore(path) as made:
+        await made.swap("r", None, record("c1"))
+    async with SQLiteStore(path, create=False) as store:
+        assert [r.call_id for r in await store.records("r")] == ["c1"]
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
+        name
+    ]
+    # and a missing one of the same spelling is still refused, never made
+    path.unlink()
+    with pytest.raises(StoreUnavailable):
+        SQLiteStore(path, create=False)
+    assert not path.exists()
 
 
 def closed_port() -> int:
