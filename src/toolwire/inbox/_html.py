@@ -157,7 +157,23 @@ def pending_region(base: str, listed: Listed, filters: Mapping[str, str], now: f
             pager.append(f'<a class="page" href="{_e(base)}/?{_e(query)}">{label}</a>')
     if listed.truncated:
         pager.append('<span class="note">(only the oldest 10000 requests are read)</span>')
-    return rows + f'<nav class="pager">{" ".join(pager)}</nav>'
+    return _damaged_box(listed) + rows + f'<nav class="pager">{" ".join(pager)}</nav>'
+
+
+def _damaged_box(listed: Listed) -> str:
+    """The waiting calls whose stored record cannot be read: named, never offered to decide."""
+    if not listed.damaged:
+        return ""
+    items = "".join(
+        f"<li>run <code>{_e(damaged.run_id)}</code>, call <code>{_e(damaged.call_id)}</code>: "
+        f"{_e(damaged.problem)}</li>"
+        for damaged in listed.damaged
+    )
+    return (
+        '<div class="damaged" role="alert"><p>These waiting calls cannot be shown: their '
+        "records in the store are damaged. Nothing of them runs; repair or delete them in "
+        f"the store.</p><ul>{items}</ul></div>"
+    )
 
 
 def _pending_row(base: str, request: ApprovalRequest, now: float) -> str:
@@ -346,6 +362,8 @@ form.deny button { background: #b35900; color: #fff; border-color: #b35900; }
 form.halt button { background: #b42318; color: #fff; border-color: #b42318; }
 .problem { background: #fdecea; border: 1px solid #f5c2c0; padding: .6rem .8rem; margin: 1rem 0; }
 .problem ul { margin: .4rem 0 0; }
+.damaged { background: #fff4e5; border: 1px solid #f0c36d; padding: .6rem .8rem; margin: 0 0 1rem; }
+.damaged p, .damaged ul { margin: .2rem 0; }
 .pager { margin: .8rem 0; display: flex; gap: 1rem; color: #555; }
 .empty, .done { color: #555; }
 [data-stale] { opacity: .6; }
