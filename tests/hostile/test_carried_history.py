@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolwire
-from toolwire.providers import gemini_interactions, openai_responses
+from toolwire.providers import gemini_interactions
 
 RAN: list[int] = []
 
