@@ -44,6 +44,7 @@ from typing import Any, Literal, NoReturn, get_args, get_origin
 import anyio
 
 import toolwire
+from toolwire import _jsonfile
 from toolwire.errors import ConfigurationError, ToolNotFound, ToolwireError
 from toolwire.providers import get_provider, provider_names
 from toolwire.tool import Tool, ToolSet, clean_title, exposed_name_for, safe_icons
@@ -87,10 +88,12 @@ def _from_definitions(path: Path) -> ToolSet:
         raise SourceError(f"cannot read {path}: {exc}") from None
     try:
         if path.suffix == ".jsonl":
-            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+            records = [_jsonfile.loads(line) for line in text.splitlines() if line.strip()]
         else:
-            data = json.loads(text)
+            data = _jsonfile.loads(text)
             records = data.get("tools", data) if isinstance(data, dict) else data
+    except _jsonfile.RepeatedKey as exc:  # a schema or annotation given twice: which holds?
+        raise SourceError(f"{path}: {exc}") from None
     except (ValueError, RecursionError) as exc:  # malformed, too deep, an integer too long
         raise SourceError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(records, list):
