@@ -11,7 +11,9 @@ __all__ = [
     "DESCRIPTION_LIMIT",
     "blank",
     "clean_description",
+    "escaped",
     "hides",
+    "json_hides",
     "strip_invisible",
     "visible",
     "visible_json",
@@ -75,7 +77,7 @@ _PRINTABLE_HIDDEN = re.compile(
     "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\ufe00-\ufe0f\uffa0"
     "\U000e0100-\U000e01ef]"
 )
-_SHORT_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\"}
+_SHORT_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 _JSON_SPACE = frozenset("\n\r\t")  # whitespace between a JSON text's tokens
 
 
@@ -98,8 +100,20 @@ def blank(text: str) -> bool:
 
 
 def _escape(char: str) -> str:
+    short = _SHORT_ESCAPES.get(char)
+    if short is not None:
+        return short
     code = ord(char)
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def escaped(text: str) -> str:
+    """``text`` with each hidden character (see [`hides`][]) as an escape (``\\n``, ``\\t``,
+    ``\\r``, ``\\u202e``, ``\\U000e0041``), for a line of output or a message; backslashes
+    are kept as they are (see [`visible`][] for a value a human decides on)."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(_escape(char) if _hidden(char) else char for char in text)
 
 
 def visible(text: str) -> str:
@@ -110,7 +124,7 @@ def visible(text: str) -> str:
     if text.isascii() and text.isprintable() and "\\" not in text:
         return text
     return "".join(
-        _SHORT_ESCAPES.get(char) or (_escape(char) if _hidden(char) else char) for char in text
+        "\\\\" if char == "\\" else _escape(char) if _hidden(char) else char for char in text
     )
 
 
@@ -131,6 +145,12 @@ def visible_json_text(text: str) -> str:
     return "".join(
         _json_escape(char) if char not in _JSON_SPACE and _hidden(char) else char for char in text
     )
+
+
+def json_hides(value: Any) -> bool:
+    """Whether [`visible_json`][] shows a hidden character of ``value`` as an escape (the
+    ones JSON itself escapes, such as a newline, don't count: JSON shows them already)."""
+    return hides(json.dumps(value, ensure_ascii=False))
 
 
 def visible_json(value: Any, *, indent: int | None = None) -> str:
