@@ -37,7 +37,7 @@ RAN: list[dict[str, Any]] = []
 """The arguments each call that ran was given."""
 
 
-def _move(path: str, destination: str = "/tmp/trash") -> str:
+def _move(path: str, destination: str = "/srv/trash") -> str:
     RAN.append({"path": path, "destination": destination})
     return f"moved {path}"
 

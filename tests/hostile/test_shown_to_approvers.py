@@ -200,7 +200,7 @@ def test_a_bidi_path_is_shown_escaped_and_flagged_on_every_page(
     posted = http.post(url, data={**form_fields(page.text), "action": "edit", "arguments": edited})
     assert posted.status_code == 303
     run(resume, store, "spoof", {"path": SPOOFED})
-    assert RAN == [{"path": SPOOFED, "destination": "/tmp/trash"}]  # the stored value ran
+    assert RAN == [{"path": SPOOFED, "destination": "/srv/trash"}]  # the stored value ran
     history = http.get("/runs/spoof")
     assert raw_hidden(history.text, but="\n") == []
     assert "mallory\\u202eeci" in html.unescape(history.text)
@@ -322,7 +322,7 @@ async def test_the_gateway_asks_the_client_with_the_path_escaped(mode: str) -> N
     assert raw_hidden(message) == []
     assert message.startswith("Warning: the arguments hold hidden characters")
     assert "/srv/app/logs/\\u202egol.dlo" in message
-    assert RAN == [{"path": SPOOFED, "destination": "/tmp/trash"}]  # what ran is the value
+    assert RAN == [{"path": SPOOFED, "destination": "/srv/trash"}]  # what ran is the value
 
 
 # -- toolwire pending ---------------------------------------------------------------------------
