@@ -44,6 +44,7 @@ from typing import Any, Literal, NoReturn, get_args, get_origin
 import anyio
 
 import toolwire
+from toolwire import _jsonfile, _text
 from toolwire.errors import ConfigurationError, ToolNotFound, ToolwireError
 from toolwire.providers import get_provider, provider_names
 from toolwire.tool import Tool, ToolSet, clean_title, exposed_name_for, safe_icons
@@ -87,10 +88,12 @@ def _from_definitions(path: Path) -> ToolSet:
         raise SourceError(f"cannot read {path}: {exc}") from None
     try:
         if path.suffix == ".jsonl":
-            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+            records = [_jsonfile.loads(line) for line in text.splitlines() if line.strip()]
         else:
-            data = json.loads(text)
+            data = _jsonfile.loads(text)
             records = data.get("tools", data) if isinstance(data, dict) else data
+    except _jsonfile.RepeatedKey as exc:  # a schema or annotation given twice: which holds?
+        raise SourceError(f"{path}: {exc}") from None
     except (ValueError, RecursionError) as exc:  # malformed, too deep, an integer too long
         raise SourceError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(records, list):
@@ -258,11 +261,9 @@ def _shown(name: str) -> str:
 
 
 def _safe(text: str) -> str:
-    """``text`` with each character that is not printable escaped (``\\u202e``), so a server's
-    names and schemas cannot drive or garble the terminal."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+    """``text`` with each hidden character escaped (``\\u202e``, see ``toolwire._text``), so a
+    server's names and schemas cannot drive or garble the terminal."""
+    return _text.escaped(text)
 
 
 def _colour(stream: Any) -> bool:
@@ -271,7 +272,11 @@ def _colour(stream: Any) -> bool:
 
 
 def _print_json(value: Any) -> None:
-    json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    # Hidden characters as JSON escapes: the same JSON, shown as it is on a terminal. Written
+    # piece by piece (as json.dump does): a reader that stops early stops the writing.
+    encoder = json.JSONEncoder(indent=2, ensure_ascii=False, default=str)
+    for piece in encoder.iterencode(value):
+        sys.stdout.write(_text.visible_json_text(piece))
     sys.stdout.write("\n")
 
 
@@ -632,10 +637,20 @@ async def _pending(args: argparse.Namespace) -> int:
         _print_json([request.to_dict() for request in requests])
         return 0
     for request in requests:
-        shown = json.dumps(dict(request.arguments), ensure_ascii=False)
+        arguments = dict(request.arguments)
+        shown = _text.visible_json(arguments)
         print(_safe(f"{request.run_id}  {request.call_id}  {request.exposed_name} {shown}"))
         if request.reason:
             print(_safe(f"    why: {request.reason}"))
+        if (
+            _text.hides(request.exposed_name)
+            or _text.json_hides(arguments)
+            or _text.hides(request.reason or "")
+        ):
+            print(
+                "    careful: hidden characters, shown as escapes (\\u202e); the call gets the "
+                "characters themselves"
+            )
         for question in request.input:  # it waits for input: `toolwire respond` answers it
             print(_safe(f"    asks ({question.key}, round {question.round}): {question.message}"))
     if not requests:

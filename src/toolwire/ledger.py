@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 import pydantic_core
 
+from toolwire._text import blank
 from toolwire.approval import ApprovalRequest, Decision
 from toolwire.calls import (
     ToolCall,
@@ -55,6 +56,7 @@ __all__ = [
     "fingerprint",
     "held",
     "history",
+    "identity_json",
     "input_record",
     "input_resume",
     "input_round",
@@ -107,6 +109,42 @@ def principal_json(value: Any) -> Any:
             f"a value the run keeps cannot be written: {_short(exc)}"
         ) from None
     return jsonable
+
+
+def identity_json(who: Any) -> Any | None:
+    """The identity an ``authorize`` returned, as the JSON kept as ``by`` with a decision
+    (see [`principal_json`][]); None when it names nobody: only a non-empty identity may
+    decide.
+
+    Nobody is: None; True or False (a yes or a no, never who); a string that is empty,
+    whitespace or invisible characters only; the number 0; NaN or an infinity (nothing a
+    store keeps); an empty object or list, or one whose values (at every depth; an object's
+    keys don't count) are all nobody, like ``{"user": None}``. Any other value, or an object
+    whose JSON form is one, is somebody, kept as given.
+    """
+    if who is None or isinstance(who, bool):
+        return None
+    try:
+        jsonable = principal_json(who)
+    except ConfigurationError:
+        return None
+    return jsonable if _names_someone(jsonable) else None
+
+
+def _names_someone(value: Any) -> bool:
+    """Whether a JSON value (at most ``_MAX_DEPTH`` deep: ``principal_json`` made it) holds a
+    non-empty string or a number other than 0."""
+    if isinstance(value, str):
+        return not blank(value)
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, int | float):
+        return value != 0
+    if isinstance(value, dict):
+        return any(_names_someone(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_names_someone(item) for item in value)
+    return False
 
 
 _MAX_DEPTH = 100

@@ -80,13 +80,16 @@ class Console:
     page_size: int
 
     async def identity(self, request: Request) -> Any:
-        """Who makes ``request``; raises a 401 for nobody."""
+        """Who makes ``request``, as kept with a decision; raises a 401 for nobody: None, a
+        boolean, an empty or blank string, 0, an empty container (see
+        [`ledger.identity_json`][toolwire.ledger.identity_json])."""
         who = self.authorize(request)
         if inspect.isawaitable(who):
             who = await who
-        if who is None or who is False:  # False is "no", never an identity
+        identity = ledger.identity_json(who)
+        if identity is None:
             raise Problem(401, "unauthorized", "sign in to use the approval console")
-        return ledger.principal_json(who)
+        return identity
 
     def csrf(self, identity: Any) -> str:
         """The form token of ``identity``: it changes with who is signed in."""

@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from toolwire import ledger
-from toolwire._text import clean_description
+from toolwire._text import clean_description, hides, json_hides, visible, visible_json
 from toolwire.approval import (
     ApprovalPending,
     ApprovalRequest,
@@ -401,11 +401,30 @@ def _decision_of(answer: types.ElicitResult) -> Decision | None:
 
 
 def _form_message(request: ApprovalRequest) -> str:
-    shown = json.dumps(dict(request.arguments), ensure_ascii=False, sort_keys=True)
-    if len(shown) > 2000:
+    """What the client's approval form says: the call, its arguments and the policy's reason,
+    hidden characters shown as escapes, with a warning first when some were."""
+    arguments = dict(request.arguments)
+    shown = visible_json(arguments)
+    if len(shown) > 2000:  # cut once escaped: never half a hidden character
         shown = shown[:1997] + "..."
-    why = f" ({request.reason})" if request.reason else ""
-    return f"Allow the call {request.exposed_name} {shown}?{why}"
+    why = f" ({visible(request.reason)})" if request.reason else ""
+    message = f"Allow the call {visible(request.exposed_name)} {shown}?{why}"
+    hiding = [
+        what
+        for what, hidden in (
+            ("the tool's name", hides(request.exposed_name)),
+            ("the arguments", json_hides(arguments)),
+            ("the reason", hides(request.reason or "")),
+        )
+        if hidden
+    ]
+    if not hiding:
+        return message
+    return (
+        f"Warning: {' and '.join(hiding)} hold hidden characters (controls, bidi or zero-width "
+        "characters, unusual spaces), shown as escapes such as \\u202e; the call gets the "
+        f"characters themselves. {message}"
+    )
 
 
 def _waiting(request: ApprovalRequest) -> types.CallToolResult:
