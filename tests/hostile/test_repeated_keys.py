@@ -233,3 +233,39 @@ def test_a_tool_definitions_file_with_a_repeated_key_is_one_line_from_the_cli(
     assert "tools.json" in line
     assert "'destructiveHint'" in line
     assert "[0].annotations" in line
+
+
+@pytest.mark.anyio
+async def test_an_approvers_edit_with_a_repeated_key_is_refused_and_nothing_is_decided() -> None:
+    pytest.importorskip("starlette")
+    import httpx
+
+    import toolwire
+    from toolwire import Executor, MemoryStore, Policy
+    from toolwire.approval import ApprovalPending, DeferredApproval
+    from toolwire.executor import make_call
+    from toolwire.inbox import app
+
+    @toolwire.tool
+    def move(path: str) -> str:
+        """Move a file."""
+        return path
+
+    store = MemoryStore()
+    executor = Executor(
+        [move], policy=Policy(default="ask"), approver=DeferredApproval(), store=store
+    )
+    with pytest.raises(ApprovalPending):
+        await executor.run(
+            [make_call(executor.toolset, "move", {"path": "/tmp/a"}, call_id="c1")], run_id="r"
+        )
+    transport = httpx.ASGITransport(app=app(store, authorize=lambda request: "ana"))
+    async with httpx.AsyncClient(transport=transport, base_url="http://console") as client:
+        answer = await client.post(
+            "/api/runs/r/calls/c1/decision",
+            content='{"decision": "allow", "arguments": {"path": "/tmp/a", "path": "/etc"}}',
+            headers={"X-Toolwire-Inbox": "1", "Content-Type": "application/json"},
+        )
+    assert answer.status_code == 400
+    assert "'path'" in answer.json()["error"]["message"]
+    assert [request.call_id for request in await toolwire.pending(store=store)] == ["c1"]

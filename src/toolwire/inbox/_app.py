@@ -19,7 +19,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from toolwire import ledger
+from toolwire import _jsonfile, ledger
+from toolwire._jsonfile import RepeatedKey
 from toolwire.approval import ApprovalRequest, Decision, allow, deny, halt
 from toolwire.calls import canonical_json, has_lone_surrogate
 from toolwire.errors import ConfigurationError, InvalidArguments, StoreUnavailable
@@ -495,7 +496,9 @@ async def _api_decide(console: Console, request: Request, identity: Any) -> Any:
         raise Problem(403, "csrf", f"a decision through the API needs the {API_HEADER} header")
     body = await _body(request)
     try:
-        payload = json.loads(body)
+        payload = _jsonfile.loads(body.decode())  # a repeated key: a guess at what was meant
+    except RepeatedKey as exc:
+        raise Problem(400, "bad_json", str(exc)) from None
     except (ValueError, RecursionError):  # RecursionError: nested past Python's stack
         raise Problem(400, "bad_json", "the body is not JSON") from None
     if not isinstance(payload, dict):
@@ -606,8 +609,8 @@ async def _decide_form(console: Console, request: Request, identity: Any) -> Res
         arguments = None
         if edited_text is not None:  # an edit without arguments is refused, never a plain allow
             try:
-                arguments = json.loads(edited_text)
-            except (ValueError, RecursionError) as exc:
+                arguments = _jsonfile.loads(edited_text)
+            except (ValueError, RecursionError) as exc:  # a repeated key included
                 raise Problem(
                     422, "invalid_json", "the edited arguments are not JSON", [("$", str(exc))]
                 ) from None

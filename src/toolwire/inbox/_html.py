@@ -224,7 +224,8 @@ def _damaged_box(listed: Listed) -> str:
     if not listed.damaged:
         return ""
     items = "".join(
-        f"<li>run <code>{_e(damaged.run_id)}</code>, call <code>{_e(damaged.call_id)}</code>: "
+        f"<li>run <code>{_e(visible(damaged.run_id))}</code>, call "
+        f"<code>{_e(visible(damaged.call_id))}</code>: "
         f"{_e(damaged.problem)}</li>"
         for damaged in listed.damaged
     )
