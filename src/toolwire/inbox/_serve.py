@@ -6,7 +6,6 @@ from __future__ import annotations
 import getpass
 import hmac
 import importlib
-import ipaddress
 import secrets
 import socket
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ import anyio
 import anyio.abc
 
 from toolwire import ledger
+from toolwire._net import is_loopback
 from toolwire.errors import ConfigurationError, MissingDependency
 from toolwire.store import RunStore
 
@@ -83,15 +83,6 @@ async def _sign_in(scope: Any, send: Any, token: str, rest: str) -> None:
         }
     )
     await send({"type": "http.response.body", "body": b""})
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def load_authorize(spec: str) -> Any:
