@@ -570,6 +570,44 @@ def test_call_asks_on_the_terminal_and_runs_only_on_yes(
         assert (result.returncode, answer) == (1, {"error": "Denied: the user said no."})
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
+def test_call_s_question_shows_hidden_characters_as_escapes_and_says_so(tmp_path: Path) -> None:
+    import pty
+
+    source = tmp_path / "tools.py"
+    source.write_text(DANGEROUS_TOOLS)
+    exe = shutil.which("toolwire")
+    command = [exe] if exe else [sys.executable, "-m", "toolwire.cli"]
+    tricky = "/srv/app/\u202egol.dlo"  # shows as /srv/app/old.log on a terminal
+    main_end, terminal = pty.openpty()
+    try:
+        os.write(main_end, b"n\n")
+        result = subprocess.run(
+            [
+                *command,
+                "call",
+                str(source),
+                "delete_everything",
+                "--args",
+                json.dumps({"path": tricky}, ensure_ascii=False),
+            ],
+            stdin=terminal,
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=ROOT,
+            timeout=120,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
+    finally:
+        os.close(terminal)
+        os.close(main_end)
+    assert "\u202e" not in result.stderr  # the character itself never reaches the terminal
+    assert 'delete_everything({"path": "/srv/app/\\u202egol.dlo"}) needs approval' in result.stderr
+    assert "careful: hidden characters" in result.stderr
+    assert result.returncode == 1  # it was answered no
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal and SIGINT")
 def test_ctrl_c_at_the_question_ends_call_at_once_and_runs_nothing(tmp_path: Path) -> None:
     import pty

@@ -3,9 +3,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolwire import ConfigurationError, Policy, Rule, Tool, tainted_by
-from toolwire.policy import PolicyContext
+from toolwire.policy import PolicyContext, may_ask
 
 
 def ctx(tool: Tool, principal: Any = None, taint: frozenset[str] = frozenset()) -> PolicyContext:
@@ -67,3 +69,84 @@ def test_bad_effects_are_configuration_errors() -> None:
         Rule("maybe", "*")  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError):
         Policy(default="sometimes")  # type: ignore[arg-type]
+
+
+# -- may_ask: whether any call of a tool may need approval, judged before the call ---------------
+
+_ANNOTATIONS: list[dict[str, Any] | None] = [
+    None,
+    {"readOnlyHint": True},
+    {"destructiveHint": True},
+    {"destructiveHint": False},
+    {"readOnlyHint": True, "destructiveHint": True},
+]
+_TOOLS = st.builds(
+    lambda name, server, annotations, changed: Tool(
+        name=name, server_id=server, annotations=annotations, needs_approval=changed
+    ),
+    st.sampled_from(["get_issue", "merge_pr", "send"]),
+    st.sampled_from([None, "github"]),
+    st.sampled_from(_ANNOTATIONS),
+    st.booleans(),
+)
+_WHEN: dict[str, Any] = {
+    "always": None,
+    "for alice": lambda c: c.principal == "alice",
+    "reads the arguments": lambda c: c.arguments.get("force") is True,
+    "reads the taint": tainted_by("web"),
+    "raises": lambda c: 1 / 0,
+}
+_RULES = st.builds(
+    lambda effect, pattern, when: Rule(effect, pattern, when=_WHEN[when]),
+    st.sampled_from(["allow", "ask", "deny"]),
+    st.sampled_from(["*", "get_*", "github/*", "github/merge_pr", "send", "other"]),
+    st.sampled_from(list(_WHEN)),
+)
+_POLICIES = st.builds(
+    lambda rules, default, destructive: Policy(*rules, default=default, destructive=destructive),
+    st.lists(_RULES, max_size=4),
+    st.sampled_from(["allow", "ask", "deny"]),
+    st.sampled_from(["ask", "ignore"]),
+)
+_CALLS = [({}, frozenset()), ({"force": True}, frozenset()), ({}, frozenset({"web"}))]
+
+
+@settings(max_examples=500, deadline=None)
+@given(_POLICIES, _TOOLS, st.sampled_from([None, "alice", "bob"]))
+def test_a_tool_no_call_of_which_may_need_approval_is_never_asked_about(
+    policy: Policy, tool: Tool, principal: Any
+) -> None:
+    # may_ask None is a promise: whatever the call's arguments and taint, no ask.
+    reason = may_ask(policy, tool, principal=principal)
+    effects = {
+        policy.evaluate(
+            PolicyContext(tool=tool, arguments=arguments, principal=principal, taint=taint)
+        ).effect
+        for arguments, taint in _CALLS
+    }
+    if reason is None:
+        assert "ask" not in effects
+    if "ask" in effects:
+        assert reason
+
+
+def test_may_ask_names_why_a_call_may_need_approval() -> None:
+    destructive = Tool(name="drop", annotations={"destructiveHint": True})
+    assert may_ask(Policy(Rule("ask", "github/*")), merge_pr) == "policy rule 'github/*' asks"
+    assert may_ask(Policy(default="ask"), local) == "the policy's default asks"
+    assert may_ask(Policy(destructive="ask"), destructive) == (
+        "its annotations do not declare it read-only or non-destructive"
+    )
+    changed = Tool(name="local_tool", needs_approval=True)
+    assert may_ask(Policy(), changed) == (
+        "the tool is new or its definition changed since it was approved"
+    )
+    # An allow for every call decides before the ask rule and the default.
+    assert (
+        may_ask(Policy(Rule("allow", "local_tool"), Rule("ask", "*"), default="ask"), local) is None
+    )
+    # A tool denied outright is never asked about.
+    assert may_ask(Policy(Rule("deny", "*"), default="ask"), local) is None
+    # An allow that depends on the call may not apply: the ask behind it may.
+    behind = Policy(Rule("allow", "local_tool", when=tainted_by("web")), Rule("ask", "*"))
+    assert may_ask(behind, local) == "policy rule '*' asks"

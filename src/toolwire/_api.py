@@ -293,7 +293,9 @@ async def execute_tool_calls(
         policy: which calls may run (see [`Policy`][toolwire.policy.Policy]).
         timeout: seconds one call may take (see [`Executor`][]).
         store: the run store; the process-wide in-memory store when None.
-        executor: a configured executor to use instead of the options above.
+        executor: a configured executor to use instead of the options above (giving
+            both, or an executor whose policy is not the listing's, is a
+            ``ConfigurationError``: nothing given is silently dropped).
         on_unknown: ``"raise"`` raises [`ToolNotFound`][toolwire.errors.ToolNotFound] for a
             call to an unknown tool instead of answering it.
         before_call: hooks run before each call (see [`Executor`][]).
@@ -316,8 +318,28 @@ async def execute_tool_calls(
         StoreUnavailable: the run store failed (its ``outcomes`` hold every call's answer when
             it failed after the first call ran).
         MalformedResponse: the response is not the provider's shape, or is broken.
-        ConfigurationError: an unknown provider or option.
+        ConfigurationError: an unknown provider or option, or options that conflict (see
+            ``executor`` and ``toolset``).
     """
+    if isinstance(source, Listing) and toolset is not None:
+        raise ConfigurationError(
+            "execute_tool_calls(listing, response, toolset=...): the listing's toolset is the "
+            "one its calls are parsed against; leave toolset out"
+        )
+    if executor is not None:
+        _check_executor(
+            executor,
+            source,
+            policy=policy,
+            approver=approver,
+            timeout=timeout,
+            store=store,
+            on_unknown=on_unknown,
+            before_call=before_call,
+            after_call=after_call,
+            on_interrupted=on_interrupted,
+            wait_for_running=wait_for_running,
+        )
     declaration, response = _declaration(source, args, toolset, answer_options)
     if isinstance(source, Listing):
         if principal is None:
@@ -354,6 +376,51 @@ async def execute_tool_calls(
         provider=declaration.provider,
         taint=taint | _taints(outcomes),
     )
+
+
+_EXECUTOR_OPTIONS: dict[str, Any] = {
+    "policy": None,
+    "approver": None,
+    "timeout": None,
+    "store": None,
+    "on_unknown": "answer",
+    "before_call": (),
+    "after_call": (),
+    "on_interrupted": "error",
+    "wait_for_running": None,
+}
+"""The facade's options an executor has its own of, with their defaults."""
+
+
+def _given(value: Any, default: Any) -> bool:
+    if default is None:
+        return value is not None
+    if default == ():
+        return len(value) > 0
+    return bool(value != default)
+
+
+def _check_executor(executor: Executor, source: Any, **options: Any) -> None:
+    """Refuse an ``executor=`` beside what it would ignore: options of its own, given to the
+    facade too, and a listing made under a policy the executor does not apply (the listing's
+    policy binds every call parsed against it).
+
+    Raises:
+        ConfigurationError: naming each conflict.
+    """
+    given = [name for name, value in options.items() if _given(value, _EXECUTOR_OPTIONS[name])]
+    if given:
+        raise ConfigurationError(
+            f"execute_tool_calls: {', '.join(given)} given beside executor=, which has its "
+            "own; configure the Executor with them, or leave executor out"
+        )
+    listed_under = source.policy if isinstance(source, Listing) else None
+    if listed_under is not None and executor.policy is not listed_under:
+        raise ConfigurationError(
+            "execute_tool_calls: the listing was made under a policy the executor does not "
+            "apply; build the executor with Executor(..., policy=listing.policy), or leave "
+            "executor out"
+        )
 
 
 def _taints(outcomes: Sequence[CallOutcome]) -> frozenset[str]:

@@ -47,6 +47,7 @@ import anyio
 import anyio.from_thread
 
 import toolwire
+from toolwire import _jsonfile, _text
 from toolwire.approval import ApprovalRequest, Decision
 from toolwire.errors import ConfigurationError, ToolNotFound, ToolwireError
 from toolwire.policy import Policy, PolicyContext, Verdict, _destructive_reason
@@ -92,10 +93,12 @@ def _from_definitions(path: Path) -> ToolSet:
         raise SourceError(f"cannot read {path}: {exc}") from None
     try:
         if path.suffix == ".jsonl":
-            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+            records = [_jsonfile.loads(line) for line in text.splitlines() if line.strip()]
         else:
-            data = json.loads(text)
+            data = _jsonfile.loads(text)
             records = data.get("tools", data) if isinstance(data, dict) else data
+    except _jsonfile.RepeatedKey as exc:  # a schema or annotation given twice: which holds?
+        raise SourceError(f"{path}: {exc}") from None
     except (ValueError, RecursionError) as exc:  # malformed, too deep, an integer too long
         raise SourceError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(records, list):
@@ -309,11 +312,9 @@ def _shown(name: str) -> str:
 
 
 def _safe(text: str) -> str:
-    """``text`` with each character that is not printable escaped (``\\u202e``), so a server's
-    names and schemas cannot drive or garble the terminal."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+    """``text`` with each hidden character escaped (``\\u202e``, see ``toolwire._text``), so a
+    server's names and schemas cannot drive or garble the terminal."""
+    return _text.escaped(text)
 
 
 def _colour(stream: Any) -> bool:
@@ -322,7 +323,11 @@ def _colour(stream: Any) -> bool:
 
 
 def _print_json(value: Any) -> None:
-    json.dump(value, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    # Hidden characters as JSON escapes: the same JSON, shown as it is on a terminal. Written
+    # piece by piece (as json.dump does): a reader that stops early stops the writing.
+    encoder = json.JSONEncoder(indent=2, ensure_ascii=False, default=str)
+    for piece in encoder.iterencode(value):
+        sys.stdout.write(_text.visible_json_text(piece))
     sys.stdout.write("\n")
 
 
@@ -647,8 +652,9 @@ def _terminal_approver(yes: bool) -> Callable[[ApprovalRequest], Awaitable[Decis
     stdout stays the answer), or denies at once when stdin is not a terminal."""
 
     async def decide(request: ApprovalRequest) -> Decision:
-        arguments = json.dumps(dict(request.arguments), ensure_ascii=False, default=str)
-        what = f"{_shown(request.exposed_name)}({arguments})"
+        # Shown as the console shows what a human approves: hidden characters as escapes.
+        text = json.dumps(dict(request.arguments), ensure_ascii=False, sort_keys=True, default=str)
+        what = f"{_shown(request.exposed_name)}({_text.visible_json_text(text)})"
         why = f" ({request.reason})" if request.reason else ""
         if yes:
             print(_safe(f"toolwire: {what} needs approval{why}: approved (--yes)"), file=sys.stderr)
@@ -660,6 +666,12 @@ def _terminal_approver(yes: bool) -> Callable[[ApprovalRequest], Awaitable[Decis
                 file=sys.stderr,
             )
             return toolwire.deny("no one could approve it: no terminal to ask on")
+        if _text.hides(request.exposed_name) or _text.hides(text) or _text.hides(why):
+            print(
+                "toolwire: careful: hidden characters, shown as escapes (\\u202e); the call "
+                "gets the characters themselves",
+                file=sys.stderr,
+            )
         print(
             _safe(f"toolwire: {what} needs approval{why}. Run it? [y/N] "),
             end="",
@@ -770,10 +782,20 @@ async def _pending(args: argparse.Namespace) -> int:
         _print_json([request.to_dict() for request in requests])
         return 0
     for request in requests:
-        shown = json.dumps(dict(request.arguments), ensure_ascii=False)
+        arguments = dict(request.arguments)
+        shown = _text.visible_json(arguments)
         print(_safe(f"{request.run_id}  {request.call_id}  {request.exposed_name} {shown}"))
         if request.reason:
             print(_safe(f"    why: {request.reason}"))
+        if (
+            _text.hides(request.exposed_name)
+            or _text.json_hides(arguments)
+            or _text.hides(request.reason or "")
+        ):
+            print(
+                "    careful: hidden characters, shown as escapes (\\u202e); the call gets the "
+                "characters themselves"
+            )
         for question in request.input:  # it waits for input: `toolwire respond` answers it
             print(_safe(f"    asks ({question.key}, round {question.round}): {question.message}"))
     if not requests:

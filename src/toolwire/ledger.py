@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 import pydantic_core
 
+from toolwire._text import blank
 from toolwire.approval import ApprovalRequest, Decision
 from toolwire.calls import (
     ToolCall,
@@ -36,7 +37,7 @@ from toolwire.calls import (
 )
 from toolwire.errors import ConfigurationError, RunBindingConflict, ToolwireError
 from toolwire.inputs import InputAnswer, InputDeferred, InputRequest, checked_answer
-from toolwire.store import CallRecord, CallState, RunStore
+from toolwire.store import CallRecord, CallState, DamagedRecord, RunStore
 from toolwire.store._base import pending_since
 from toolwire.tool import Tool
 
@@ -44,6 +45,7 @@ __all__ = [
     "HOST",
     "CallTrail",
     "Lease",
+    "Waiting",
     "answered_state",
     "awaits_input",
     "binding_for",
@@ -54,6 +56,7 @@ __all__ = [
     "fingerprint",
     "held",
     "history",
+    "identity_json",
     "input_record",
     "input_resume",
     "input_round",
@@ -68,6 +71,7 @@ __all__ = [
     "still_running_answer",
     "trail_of",
     "valid_id",
+    "waiting",
 ]
 
 _log = logging.getLogger("toolwire")
@@ -105,6 +109,42 @@ def principal_json(value: Any) -> Any:
             f"a value the run keeps cannot be written: {_short(exc)}"
         ) from None
     return jsonable
+
+
+def identity_json(who: Any) -> Any | None:
+    """The identity an ``authorize`` returned, as the JSON kept as ``by`` with a decision
+    (see [`principal_json`][]); None when it names nobody: only a non-empty identity may
+    decide.
+
+    Nobody is: None; True or False (a yes or a no, never who); a string that is empty,
+    whitespace or invisible characters only; the number 0; NaN or an infinity (nothing a
+    store keeps); an empty object or list, or one whose values (at every depth; an object's
+    keys don't count) are all nobody, like ``{"user": None}``. Any other value, or an object
+    whose JSON form is one, is somebody, kept as given.
+    """
+    if who is None or isinstance(who, bool):
+        return None
+    try:
+        jsonable = principal_json(who)
+    except ConfigurationError:
+        return None
+    return jsonable if _names_someone(jsonable) else None
+
+
+def _names_someone(value: Any) -> bool:
+    """Whether a JSON value (at most ``_MAX_DEPTH`` deep: ``principal_json`` made it) holds a
+    non-empty string or a number other than 0."""
+    if isinstance(value, str):
+        return not blank(value)
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, int | float):
+        return value != 0
+    if isinstance(value, dict):
+        return any(_names_someone(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_names_someone(item) for item in value)
+    return False
 
 
 _MAX_DEPTH = 100
@@ -534,15 +574,27 @@ def _question(
     )
 
 
-async def pending(
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """What waits for a decision (see [`waiting`][])."""
+
+    requests: list[ApprovalRequest]
+    """The requests, oldest first."""
+    damaged: list[DamagedRecord]
+    """Waiting calls whose stored record cannot be read: named so they are not lost from
+    view; deciding or resuming one raises ``StoreUnavailable``, and nothing of it runs."""
+
+
+async def waiting(
     store: RunStore,
     *,
     principal: Any = None,
     run_id: str | None = None,
     limit: int = 100,
-) -> list[ApprovalRequest]:
+) -> Waiting:
     """The calls waiting for a decision, oldest request first, across runs (only
-    ``principal``'s, or ``run_id``'s, when given)."""
+    ``principal``'s, or ``run_id``'s, when given), and those whose record is damaged: what an
+    approval screen shows."""
     if limit.__class__ is not int or not 1 <= limit <= _MAX_LISTED:
         raise ConfigurationError(f"limit is an integer from 1 to {_MAX_LISTED}")
     if run_id is not None and not valid_id(run_id):
@@ -550,7 +602,34 @@ async def pending(
     key = principal_key(principal) if principal is not None else None
     found = await store.pending(run_id=run_id, principal_key=key, limit=limit)
     now = time.time()  # an expired request waits for nothing: it is answered denied on resume
-    return [request_of(run, record) for run, record in found if not expired(record, now)]
+    requests = []
+    damaged = []
+    for run, record in found:
+        if isinstance(record, DamagedRecord):
+            damaged.append(record)
+        elif not expired(record, now):
+            requests.append(request_of(run, record))
+    return Waiting(requests, damaged)
+
+
+async def pending(
+    store: RunStore,
+    *,
+    principal: Any = None,
+    run_id: str | None = None,
+    limit: int = 100,
+) -> list[ApprovalRequest]:
+    """The requests of [`waiting`][]; a waiting call whose record is damaged is logged as a
+    warning on the ``toolwire`` logger (deciding it raises ``StoreUnavailable``)."""
+    found = await waiting(store, principal=principal, run_id=run_id, limit=limit)
+    for damaged in found.damaged:
+        _log.warning(
+            "run %r: waiting call %r cannot be listed: %s",
+            damaged.run_id,
+            damaged.call_id,
+            damaged.problem,
+        )
+    return found.requests
 
 
 _MAX_LISTED = 10_000

@@ -346,6 +346,47 @@ def denies_outright(
     return "denied by the default policy"
 
 
+def may_ask(
+    policy: Policy, tool: Tool, *, principal: Any = None, exposed_name: str | None = None
+) -> str | None:
+    """Why some call of ``tool`` by ``principal`` may need approval under ``policy`` (an
+    ``ask`` rule that may apply, an ``ask`` default, annotations under
+    ``destructive="ask"``, a definition that is new or changed), or None when no call can.
+
+    Judged before any call, as [`denies_outright`][] is: a rule's condition that reads the
+    arguments or the taint may hold, so an ``ask`` behind it counts. None is a promise (no
+    call will ever be asked about); a reason may be a false alarm.
+    """
+    if denies_outright(policy, tool, principal=principal, exposed_name=exposed_name) is not None:
+        return None
+    if tool.needs_approval:
+        return "the tool is new or its definition changed since it was approved"
+    context = PolicyContext(
+        tool=tool,
+        arguments=_UnknownArguments(),
+        principal=principal,
+        taint=_UnknownTaint(),
+        exposed_name=exposed_name,
+    )
+    names = _names_of(tool, exposed_name)
+    for rule in policy.rules:
+        if rule.effect == "deny":
+            continue  # a deny never asks; one that may not apply lets the rest decide
+        certain = _certainly(rule, context, names)
+        if certain is False:
+            continue
+        if rule.effect == "ask":
+            return rule.reason or f"policy rule {rule.pattern!r} asks"
+        if certain is True:
+            break  # an allow for every call: no later rule, nor the default, is reached
+    else:
+        if policy.default == "ask":
+            return "the policy's default asks"
+    if policy.destructive == "ask":
+        return _destructive_reason(tool)
+    return None
+
+
 def _certainly(rule: Rule, context: PolicyContext, names: frozenset[str]) -> bool | None:
     """Whether ``rule`` applies to every call of the context's tool (True), to none (False),
     or that depends on the call (None)."""

@@ -20,17 +20,19 @@ taint = ["web"]            # optional: only once output from one of these is in 
 The JSON form is the same object (``{"default": ..., "rules": [{"tool": ..., ...}]}``).
 Rules keep their order (see [`Policy`][toolwire.Policy]: a deny wins, else the first
 allow or ask that matches). A key this format doesn't know is an error, never ignored: a typo
-in a policy must not silently loosen it.
+in a policy must not silently loosen it. A key given twice in one table or object is an error
+too, in JSON as in TOML: ``{"default": "deny", "default": "allow"}`` is refused, never read as
+whichever value comes last.
 """
 
 from __future__ import annotations
 
-import json
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from toolwire import _jsonfile
 from toolwire.errors import ConfigurationError
 from toolwire.policy import Effect, Policy, PolicyContext, Rule
 
@@ -45,8 +47,8 @@ def load_policy(path: str | Path) -> Policy:
     """The [`Policy`][toolwire.Policy] a TOML or JSON file describes.
 
     Raises:
-        ConfigurationError: the file cannot be read or parsed, or a key is unknown or has a
-            bad value (the message names the file and the key).
+        ConfigurationError: the file cannot be read or parsed, a key is unknown, repeated or
+            has a bad value (the message names the file and the key).
     """
     path = Path(path)
     try:
@@ -54,8 +56,10 @@ def load_policy(path: str | Path) -> Policy:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"cannot read policy file {path.name}: {exc}") from None
     try:
-        data: Any = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (tomllib.TOMLDecodeError, ValueError) as exc:
+        data: Any = tomllib.loads(text) if path.suffix == ".toml" else _jsonfile.loads(text)
+    except _jsonfile.RepeatedKey as exc:
+        raise exc.of(f"policy file {path.name}") from None
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError) as exc:
         kind = "TOML" if path.suffix == ".toml" else "JSON"
         raise ConfigurationError(f"policy file {path.name} is not valid {kind}: {exc}") from None
     return policy_from_dict(data, where=path.name)

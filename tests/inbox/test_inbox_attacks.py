@@ -26,6 +26,7 @@ from starlette.routing import Mount
 
 import toolwire
 from toolwire import MemoryStore, RunStore, SQLiteStore, make_call
+from toolwire._text import visible
 from toolwire.inbox import app
 from toolwire.inbox._serve import COOKIE, TokenGate
 
@@ -326,7 +327,8 @@ def test_any_ids_round_trip_through_links_and_stay_escaped(
             assert '"' not in href
             page = await http.get(href)
             assert page.status_code == 200, (href, page.text[:300])
-            assert f"({html.escape(call_id)})" in page.text
+            # the id as shown to people: hidden characters as escapes, backslashes doubled
+            assert f"({html.escape(visible(call_id))})" in page.text
             decided = await http.post(f"/api{href}/decision", json={"decision": "deny"})
             assert decided.status_code == 200, decided.text[:300]
             assert (decided.json()["run_id"], decided.json()["call_id"]) == (run_id, call_id)

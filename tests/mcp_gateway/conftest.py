@@ -3,6 +3,7 @@ reached by the official `mcp` client over stdio or streamable HTTP on 127.0.0.1.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -50,7 +51,9 @@ def connect(transport: str, gateway_processes: list[HttpGateway]) -> Connect:
         argv = serve_argv(store_url, *extra)
         server: Any
         if transport == "stdio":
-            server = StdioServerParameters(command=argv[0], args=argv[1:])
+            # This environment, not the SDK's short default: the gateway imports the same
+            # toolwire as the tests (PYTHONPATH included).
+            server = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
         else:
             gateway = HttpGateway(argv)
             gateway_processes.append(gateway)

@@ -43,7 +43,9 @@ async def test_listing_gives_exposed_names_original_schemas_and_annotations(
         async with connect() as client:
             listing = await client.list_tools()
     tools = {tool.name: tool for tool in listing.tools}
-    assert list(tools) == ["add", "weather", "delete_file", "format_disk"]
+    # format_disk, which the policy denies outright, is not listed (as toolwire.tools leaves
+    # it out); delete_file, which it asks about, is.
+    assert list(tools) == ["add", "weather", "delete_file"]
     assert tools["add"].model_dump(by_alias=True, exclude_none=True) == {
         "name": "add",
         "description": "Add two integers.",
@@ -93,12 +95,14 @@ async def test_an_unknown_tool_is_answered_is_error(connect: Connect) -> None:
     assert "Unknown tool 'no_such_tool'" in _text(result)
 
 
-async def test_a_denied_call_is_answered_with_the_policy_reason(connect: Connect) -> None:
+async def test_a_call_to_a_tool_the_policy_denies_outright_is_answered_as_an_unknown_tool(
+    connect: Connect,
+) -> None:
     with anyio.fail_after(BOUND):
         async with connect() as client:
             result = await client.call_tool("format_disk", {"device": "sda"})
     assert result.is_error is True
-    assert "formatting disks is not for agents" in _text(result)
+    assert _text(result) == "Unknown tool 'format_disk'."
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

@@ -4,6 +4,7 @@ cancelled upstream."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -97,7 +98,8 @@ async def test_progress_reaches_the_client_through_the_cli_gateway() -> None:
         reports.append((progress, total, message))
 
     with anyio.fail_after(BOUND):
-        async with Client(StdioServerParameters(command=argv[0], args=argv[1:])) as client:
+        server = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+        async with Client(server) as client:
             name = "upstream_server__steps"
             assert name in [tool.name for tool in (await client.list_tools()).tools]
             result = await client.call_tool(name, {"n": 5}, progress_callback=on_progress)

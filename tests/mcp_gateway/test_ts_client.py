@@ -67,12 +67,8 @@ def _run(ts_sdk: Path, *target: str) -> dict[str, Any]:
 
 
 def _check(seen: dict[str, Any]) -> None:
-    assert [tool["name"] for tool in seen["tools"]] == [
-        "add",
-        "weather",
-        "delete_file",
-        "format_disk",
-    ]
+    # format_disk, which the policy denies outright, is not listed, and is unknown.
+    assert [tool["name"] for tool in seen["tools"]] == ["add", "weather", "delete_file"]
     assert seen["tools"][0]["annotations"] == {"readOnlyHint": True}
     assert seen["tools"][0]["inputSchema"]["required"] == ["a", "b"]
     assert seen["add"] == {"isError": False, "text": "5", "structured": None}
@@ -81,7 +77,7 @@ def _check(seen: dict[str, Any]) -> None:
     assert "$.b: Field required" in seen["bad"]["text"]
     assert seen["denied"] == {
         "isError": True,
-        "text": "Denied: formatting disks is not for agents.",
+        "text": "Unknown tool 'format_disk'.",
         "structured": None,
     }
     assert seen["approved"] == {"isError": False, "text": "deleted t.txt", "structured": None}

@@ -13,7 +13,8 @@ const { ElicitRequestSchema } = await load("types.js");
 let transport;
 if (transportKind === "stdio") {
   const { StdioClientTransport } = await load("client/stdio.js");
-  transport = new StdioClientTransport({ command: rest[0], args: rest.slice(1), stderr: "inherit" });
+  // This environment, not the SDK's short default: the gateway imports the tests' toolwire.
+  transport = new StdioClientTransport({ command: rest[0], args: rest.slice(1), env: process.env, stderr: "inherit" });
 } else {
   const { StreamableHTTPClientTransport } = await load("client/streamableHttp.js");
   transport = new StreamableHTTPClientTransport(new URL(rest[0]));

@@ -14,7 +14,8 @@ const { CallToolResultSchema } = await load("types.js");
 const { StdioClientTransport } = await load("client/stdio.js");
 
 const client = new Client({ name: "ts-upstream-test", version: "1.0.0" });
-const transport = new StdioClientTransport({ command, args, stderr: "inherit" });
+// This environment, not the SDK's short default: the gateway imports the tests' toolwire.
+const transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
 await client.connect(transport);
 // What reached the client, in wire order: the SDK runs a notification's handler a little later
 // than it answers a response, so its onprogress may miss the last reports before an answer.

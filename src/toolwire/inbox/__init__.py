@@ -5,10 +5,13 @@
 ``toolwire inbox --store URL`` serves it alone, on loopback, behind a random token.
 
 Every request goes through ``authorize(request)``, which returns who the approver is (any
-JSON value, kept as ``by`` on each decision) or None (401). Forms carry a CSRF token bound
-to that identity (403 without it); the JSON API's ``POST`` needs the ``X-Toolwire-Inbox``
-header, which a cross-site page cannot send. A decision is recorded only for a call still
-``pending`` (and, when given, at the version the approver saw): anything else is a 409.
+JSON value that names someone, kept as ``by`` on each decision) or None (401). Only a
+non-empty identity gets in: None, True or False, an empty or blank string, 0, and an empty
+container (or one holding only such values, like ``{"user": None}``) are a 401 too. Forms
+carry a CSRF token bound to that identity (403 without it); the JSON API's ``POST`` needs the
+``X-Toolwire-Inbox`` header, which a cross-site page cannot send. A decision is recorded only
+for a call still ``pending`` (and, when given, at the version the approver saw): anything else
+is a 409.
 
 Routes (relative to where the app is mounted):
 
@@ -33,7 +36,8 @@ __all__ = ["Authorize", "app"]
 
 Authorize = Callable[[Any], "Any | Awaitable[Any]"]
 """``authorize(request) -> identity | None`` (sync or async): who makes the request, given
-Starlette's ``Request``; None refuses it (401)."""
+Starlette's ``Request``; None, or any identity that names nobody (``""``, ``0``, ``{}``...,
+see [`ledger.identity_json`][toolwire.ledger.identity_json]), refuses it (401)."""
 
 
 def app(

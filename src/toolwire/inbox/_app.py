@@ -10,7 +10,7 @@ import json
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -19,12 +19,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from toolwire import ledger
+from toolwire import _jsonfile, ledger
+from toolwire._jsonfile import RepeatedKey
 from toolwire.approval import ApprovalRequest, Decision, allow, deny, halt
 from toolwire.calls import canonical_json, has_lone_surrogate
-from toolwire.errors import ConfigurationError, InvalidArguments
+from toolwire.errors import ConfigurationError, InvalidArguments, StoreUnavailable
 from toolwire.inbox import _html
-from toolwire.store import CallRecord, RunStore
+from toolwire.store import CallRecord, DamagedRecord, RunStore
 from toolwire.tool import Tool
 
 __all__ = ["API_HEADER", "Problem", "build"]
@@ -80,13 +81,16 @@ class Console:
     page_size: int
 
     async def identity(self, request: Request) -> Any:
-        """Who makes ``request``; raises a 401 for nobody."""
+        """Who makes ``request``, as kept with a decision; raises a 401 for nobody: None, a
+        boolean, an empty or blank string, 0, an empty container (see
+        [`ledger.identity_json`][toolwire.ledger.identity_json])."""
         who = self.authorize(request)
         if inspect.isawaitable(who):
             who = await who
-        if who is None or who is False:  # False is "no", never an identity
+        identity = ledger.identity_json(who)
+        if identity is None:
             raise Problem(401, "unauthorized", "sign in to use the approval console")
-        return ledger.principal_json(who)
+        return identity
 
     def csrf(self, identity: Any) -> str:
         """The form token of ``identity``: it changes with who is signed in."""
@@ -123,6 +127,10 @@ def build(
             try:
                 identity = await console.identity(request)
                 return await handler(console, request, identity)
+            except StoreUnavailable as exc:
+                problem = _unavailable(exc)
+                body = _html.problem_page(console.title, _base(request), problem)
+                return HTMLResponse(body, status_code=problem.status)
             except Problem as problem:
                 body = _html.problem_page(console.title, _base(request), problem)
                 return HTMLResponse(body, status_code=problem.status)
@@ -134,6 +142,9 @@ def build(
             try:
                 identity = await console.identity(request)
                 return JSONResponse(await handler(console, request, identity))
+            except StoreUnavailable as exc:
+                problem = _unavailable(exc)
+                return JSONResponse(problem.to_dict(), status_code=problem.status)
             except Problem as problem:
                 return JSONResponse(problem.to_dict(), status_code=problem.status)
 
@@ -152,6 +163,11 @@ def build(
         Route("/static/inbox.js", _static("text/javascript", _html.SCRIPT)),
     ]
     return _Secured(Starlette(routes=routes))
+
+
+def _unavailable(exc: StoreUnavailable) -> Problem:
+    """A 503 saying what the store could not give (it names a damaged record's call)."""
+    return Problem(503, "store_unavailable", str(exc))
 
 
 class _Secured:
@@ -216,6 +232,8 @@ class Listed:
     offset: int
     limit: int
     truncated: bool
+    damaged: list[DamagedRecord] = field(default_factory=list)
+    """Waiting calls whose stored record cannot be read (named, never listed to decide)."""
 
     @property
     def next_offset(self) -> int | None:
@@ -258,13 +276,14 @@ async def _listed(console: Console, params: Mapping[str, str]) -> Listed:
     run_id = params.get("run_id") or None
     if run_id is not None and not ledger.valid_id(run_id):
         raise Problem(400, "bad_query", "run_id is not a valid run id")
-    found = await ledger.pending(
+    waiting = await ledger.waiting(
         console.store,
         principal=_principal(principal) if principal is not None else None,
         run_id=run_id,
         limit=_SCAN,
     )
-    truncated = len(found) >= _SCAN
+    found = waiting.requests
+    truncated = len(found) + len(waiting.damaged) >= _SCAN
     if tool is not None:
         found = [request for request in found if _matches_tool(request, tool)]
     newest_first = sorted(found, key=lambda request: -(request.requested_at or 0.0))
@@ -274,6 +293,7 @@ async def _listed(console: Console, params: Mapping[str, str]) -> Listed:
         offset=offset,
         limit=limit,
         truncated=truncated,
+        damaged=waiting.damaged,
     )
 
 
@@ -444,6 +464,10 @@ async def _api_pending(console: Console, request: Request, identity: Any) -> Any
         "limit": listed.limit,
         "next_offset": listed.next_offset,
         "truncated": listed.truncated,
+        "damaged": [
+            {"run_id": damaged.run_id, "call_id": damaged.call_id, "problem": damaged.problem}
+            for damaged in listed.damaged
+        ],
     }
 
 
@@ -472,7 +496,9 @@ async def _api_decide(console: Console, request: Request, identity: Any) -> Any:
         raise Problem(403, "csrf", f"a decision through the API needs the {API_HEADER} header")
     body = await _body(request)
     try:
-        payload = json.loads(body)
+        payload = _jsonfile.loads(body.decode())  # a repeated key: a guess at what was meant
+    except RepeatedKey as exc:
+        raise Problem(400, "bad_json", str(exc)) from None
     except (ValueError, RecursionError):  # RecursionError: nested past Python's stack
         raise Problem(400, "bad_json", "the body is not JSON") from None
     if not isinstance(payload, dict):
@@ -583,8 +609,8 @@ async def _decide_form(console: Console, request: Request, identity: Any) -> Res
         arguments = None
         if edited_text is not None:  # an edit without arguments is refused, never a plain allow
             try:
-                arguments = json.loads(edited_text)
-            except (ValueError, RecursionError) as exc:
+                arguments = _jsonfile.loads(edited_text)
+            except (ValueError, RecursionError) as exc:  # a repeated key included
                 raise Problem(
                     422, "invalid_json", "the edited arguments are not JSON", [("$", str(exc))]
                 ) from None

@@ -1,15 +1,22 @@
 """The console's pages, as escaped HTML (every value from a run goes through ``_e``), and the
-one stylesheet and script they load from the app itself."""
+one stylesheet and script they load from the app itself.
+
+What a human reads to decide (the tool, its arguments and their keys, the principal, the
+reason, who decided) is shown so that it cannot pass for another value: hidden characters
+(controls, bidi controls, zero-width and other invisible characters, unusual spaces) are shown
+as escapes (``\\u202e``) and the page says which fields hold some (see ``toolwire._text``). The
+stored value is unchanged: an approval approves the value itself.
+"""
 
 from __future__ import annotations
 
 import datetime
 import html
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
+from toolwire._text import hides, json_hides, visible, visible_json, visible_json_text
 from toolwire.approval import ApprovalRequest
 from toolwire.ledger import CallTrail
 from toolwire.store import CallRecord
@@ -33,7 +40,9 @@ _SHORT = 240  # characters of arguments the list shows
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    # A hidden character that reached here (an approver's own edit, an id in a message) is
+    # shown as a JSON escape: inside a JSON string it reads back as itself.
+    return html.escape(visible_json_text(str(value)), quote=True)
 
 
 def quoted(value: str) -> str:
@@ -42,12 +51,61 @@ def quoted(value: str) -> str:
 
 
 def shown(value: Any) -> str:
-    """A JSON value for people: strings as they are, the rest as JSON."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    """A JSON value for people: strings as text, the rest as JSON, hidden characters as
+    escapes either way."""
+    return visible(value) if isinstance(value, str) else visible_json(value)
 
 
 def _pretty(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
+    return visible_json(value, indent=2)
+
+
+class _Read:
+    """Values a human reads to decide, made visible, noting which held hidden characters."""
+
+    def __init__(self) -> None:
+        self.hiding: list[str] = []
+
+    def _note(self, what: str) -> None:
+        if what not in self.hiding:
+            self.hiding.append(what)
+
+    def text(self, value: str, what: str) -> str:
+        if hides(value):
+            self._note(what)
+        return visible(value)
+
+    def json(self, value: Any, what: str, *, indent: int | None = None) -> str:
+        if json_hides(value):
+            self._note(what)
+        return visible_json(value, indent=indent)
+
+    def value(self, value: Any, what: str) -> str:
+        """As [`shown`][]: a string as text, anything else as JSON."""
+        return self.text(value, what) if isinstance(value, str) else self.json(value, what)
+
+    def warning(self) -> str:
+        """The notice a page shows when a field held hidden characters ("" when none did)."""
+        if not self.hiding:
+            return ""
+        fields = ", ".join(self.hiding)
+        return (
+            f'<div class="hidden-chars" role="alert" data-fields="{_e(fields)}">'
+            f"<strong>Hidden characters in {_e(fields)}.</strong> They hold characters that "
+            "do not show as themselves (controls, bidi or zero-width characters, unusual "
+            "spaces), shown here as escapes such as <code>\\u202e</code>, with backslashes "
+            "doubled in text. The call gets the characters themselves, not the escapes.</div>"
+        )
+
+    def badge(self) -> str:
+        """The mark a row of the list carries when a field held hidden characters."""
+        if not self.hiding:
+            return ""
+        fields = ", ".join(self.hiding)
+        return (
+            f' <span class="hidden-chars" title="hidden characters in {_e(fields)}, '
+            f'shown as escapes">hidden characters: {_e(fields)}</span>'
+        )
 
 
 def _when(at: Any) -> str:
@@ -78,10 +136,11 @@ def _expiry(at: Any, now: float) -> str:
     return f"in {_span(at - now)}" if at > now else "expired"
 
 
-def _tool_label(request: ApprovalRequest) -> str:
+def _tool_label(request: ApprovalRequest, read: _Read) -> str:
     if request.server is not None and request.tool_name is not None:
-        return f"{request.tool_name} on {request.server}"
-    return request.tool_name or request.exposed_name
+        tool = read.text(request.tool_name, "the tool's name")
+        return f"{tool} on {read.text(request.server, 'the server')}"
+    return read.text(request.tool_name or request.exposed_name, "the tool's name")
 
 
 def _layout(title: str, base: str, heading: str, body: str, *, identity: Any = None) -> str:
@@ -157,23 +216,47 @@ def pending_region(base: str, listed: Listed, filters: Mapping[str, str], now: f
             pager.append(f'<a class="page" href="{_e(base)}/?{_e(query)}">{label}</a>')
     if listed.truncated:
         pager.append('<span class="note">(only the oldest 10000 requests are read)</span>')
-    return rows + f'<nav class="pager">{" ".join(pager)}</nav>'
+    return _damaged_box(listed) + rows + f'<nav class="pager">{" ".join(pager)}</nav>'
+
+
+def _damaged_box(listed: Listed) -> str:
+    """The waiting calls whose stored record cannot be read: named, never offered to decide."""
+    if not listed.damaged:
+        return ""
+    items = "".join(
+        f"<li>run <code>{_e(visible(damaged.run_id))}</code>, call "
+        f"<code>{_e(visible(damaged.call_id))}</code>: "
+        f"{_e(damaged.problem)}</li>"
+        for damaged in listed.damaged
+    )
+    return (
+        '<div class="damaged" role="alert"><p>These waiting calls cannot be shown: their '
+        "records in the store are damaged. Nothing of them runs; repair or delete them in "
+        f"the store.</p><ul>{items}</ul></div>"
+    )
 
 
 def _pending_row(base: str, request: ApprovalRequest, now: float) -> str:
-    arguments = json.dumps(request.to_dict()["arguments"], ensure_ascii=False, sort_keys=True)
-    if len(arguments) > _SHORT:
+    read = _Read()
+    tool = _tool_label(request, read)
+    listed = request.to_dict()
+    arguments = read.json(listed["arguments"], "the arguments")
+    if len(arguments) > _SHORT:  # cut once escaped: the escapes of what is cut are not shown
         arguments = arguments[: _SHORT - 1] + "\u2026"
+    principal = read.value(listed["principal"], "the principal")
+    reason = read.text(request.reason or "", "the reason")
+    run_id = read.text(request.run_id, "the run id")
     url = _request_url(base, request.run_id, request.call_id)
+    hidden = f' data-hidden="{_e(", ".join(read.hiding))}"' if read.hiding else ""
     return (
-        '<tr class="request">'
-        f'<td><a class="open" href="{_e(url)}">{_e(_tool_label(request))}</a></td>'
+        f'<tr class="request"{hidden}>'
+        f'<td><a class="open" href="{_e(url)}">{_e(tool)}</a>{read.badge()}</td>'
         f'<td><code class="arguments">{_e(arguments)}</code></td>'
-        f"<td>{_e(shown(request.to_dict()['principal']))}</td>"
-        f"<td>{_e(request.reason or '')}</td>"
+        f"<td>{_e(principal)}</td>"
+        f"<td>{_e(reason)}</td>"
         f'<td title="{_e(_when(request.requested_at))}">{_e(_age(request.requested_at, now))}</td>'
         f'<td title="{_e(_when(request.expires_at))}">{_e(_expiry(request.expires_at, now))}</td>'
-        f'<td><a href="{_e(base)}/runs/{_e(quoted(request.run_id))}">{_e(request.run_id)}</a></td>'
+        f'<td><a href="{_e(base)}/runs/{_e(quoted(request.run_id))}">{_e(run_id)}</a></td>'
         "</tr>"
     )
 
@@ -194,31 +277,35 @@ def request_page(
     problem: Problem | None,
     edited: str | None,
 ) -> str:
+    read = _Read()
+    asked = request.to_dict()
     facts = [
-        ("Tool", _tool_label(request)),
-        ("Called as", request.exposed_name),
-        ("Principal", shown(request.to_dict()["principal"])),
-        ("Why it asks", request.reason or "-"),
+        ("Tool", _tool_label(request, read)),
+        ("Called as", read.text(request.exposed_name, "the name it was called as")),
+        ("Principal", read.value(asked["principal"], "the principal")),
+        ("Why it asks", read.text(request.reason, "the reason") if request.reason else "-"),
         ("Asked", f"{_when(request.requested_at)} ({_age(request.requested_at, now)})"),
         ("Expires", f"{_when(request.expires_at)} ({_expiry(request.expires_at, now)})"),
         ("State", record.state),
     ]
     if record.decision is not None:
+        reason = record.decision.reason
         decided = record.decision.kind + (
-            f": {record.decision.reason}" if record.decision.reason else ""
+            f": {read.text(reason, 'the decision')}" if reason else ""
         )
-        facts.append(("Decided", f"{decided}, by {shown(record.decided_by)} at "
-                      f"{_when(record.decided_at)}"))  # fmt: skip
+        by = read.value(record.decided_by, "who decided")
+        facts.append(("Decided", f"{decided}, by {by} at {_when(record.decided_at)}"))
     table = "".join(f"<tr><th>{_e(name)}</th><td>{_e(value)}</td></tr>" for name, value in facts)
-    arguments = request.to_dict()["arguments"]
+    arguments = read.json(asked["arguments"], "the arguments", indent=2)
     parts = [
+        read.warning(),
         f'<table class="facts">{table}</table>',
-        f'<h2>Arguments</h2><pre class="arguments" id="arguments">{_e(_pretty(arguments))}</pre>',
+        f'<h2>Arguments</h2><pre class="arguments" id="arguments">{_e(arguments)}</pre>',
     ]
     if problem is not None:
         parts.append(_problem_box(problem))
     if record.state == "pending":
-        parts.append(_forms(base, run_id, record, csrf, edited or _pretty(arguments)))
+        parts.append(_forms(base, run_id, record, csrf, edited or arguments))
     else:
         parts.append('<p class="done">This call is no longer waiting for a decision.</p>')
     schema = (record.request or {}).get("input_schema")
@@ -228,7 +315,7 @@ def request_page(
             f'<pre class="schema">{_e(_pretty(schema))}</pre></details>'
         )
     parts.append(f'<p><a href="{_e(base)}/runs/{_e(quoted(run_id))}">The run\'s history</a></p>')
-    heading = f"{request.exposed_name} ({record.call_id})"
+    heading = f"{visible(request.exposed_name)} ({visible(record.call_id)})"
     return _layout(title, base, heading, "".join(parts), identity=identity)
 
 
@@ -284,30 +371,31 @@ def history_page(title: str, base: str, run_id: str, trails: Sequence[CallTrail]
         "<th>Decided</th><th>Ran</th><th>Answered</th></tr></thead>"
         f"<tbody>{rows}</tbody></table>"
     )
-    return _layout(title, base, f"Run {run_id}", body)
+    return _layout(title, base, f"Run {visible(run_id)}", body)
 
 
 def _trail_row(base: str, run_id: str, trail: CallTrail) -> str:
     requested = decided = ran = answered = "-"
     if trail.requested is not None:
-        requested = f"{_when(trail.requested['at'])}: {trail.requested.get('reason') or ''}"
+        why = visible(trail.requested.get("reason") or "")
+        requested = f"{_when(trail.requested['at'])}: {why}"
     if trail.decided is not None:
         d = trail.decided
         decided = f"{d['kind']}{' (edited)' if d['edited'] else ''} by {shown(d['by'])} at "
-        decided += _when(d["at"]) + (f": {d['reason']}" if d.get("reason") else "")
+        decided += _when(d["at"]) + (f": {visible(d['reason'])}" if d.get("reason") else "")
     if trail.claimed is not None:
-        ran = f"{_when(trail.claimed['at'])} by {trail.claimed['worker']}"
+        ran = f"{_when(trail.claimed['at'])} by {visible(str(trail.claimed['worker']))}"
     if trail.finished is not None:
         f = trail.finished
         answered = f"{f['state']}{' (' + f['error_kind'] + ')' if f['error_kind'] else ''}"
         answered += f" at {_when(f['at'])}"
-    call = _e(trail.call_id)
+    call = _e(visible(trail.call_id))
     if trail.requested is not None:
         call = f'<a href="{_e(_request_url(base, run_id, trail.call_id))}">{call}</a>'
     cells = "".join(f"<td>{_e(text)}</td>" for text in (requested, decided, ran, answered))
     return (
         f'<tr class="call" data-state="{_e(trail.state)}"><td>{call}</td>'
-        f"<td>{_e(trail.exposed_name)}</td>{cells}</tr>"
+        f"<td>{_e(visible(trail.exposed_name))}</td>{cells}</tr>"
     )
 
 
@@ -346,8 +434,14 @@ form.deny button { background: #b35900; color: #fff; border-color: #b35900; }
 form.halt button { background: #b42318; color: #fff; border-color: #b42318; }
 .problem { background: #fdecea; border: 1px solid #f5c2c0; padding: .6rem .8rem; margin: 1rem 0; }
 .problem ul { margin: .4rem 0 0; }
+.damaged { background: #fff4e5; border: 1px solid #f0c36d; padding: .6rem .8rem; margin: 0 0 1rem; }
+.damaged p, .damaged ul { margin: .2rem 0; }
 .pager { margin: .8rem 0; display: flex; gap: 1rem; color: #555; }
 .empty, .done { color: #555; }
+.hidden-chars { background: #fff4ce; border: 1px solid #e0b400; color: #5c4400; }
+div.hidden-chars { padding: .6rem .8rem; margin: 0 0 1rem; }
+span.hidden-chars { display: inline-block; margin-left: .4rem; padding: 0 .3rem;
+  font-size: .8rem; border-radius: 3px; }
 [data-stale] { opacity: .6; }
 """
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import getpass
 import hmac
 import importlib
-import ipaddress
 import secrets
 import socket
 from dataclasses import dataclass
@@ -16,6 +15,8 @@ from urllib.parse import parse_qsl, quote, urlencode
 import anyio
 import anyio.abc
 
+from toolwire import ledger
+from toolwire._net import is_loopback
 from toolwire.errors import ConfigurationError, MissingDependency
 from toolwire.store import RunStore
 
@@ -29,9 +30,15 @@ class TokenGate:
     the cookie and drops the token from the URL), then by the cookie, or as a bearer token.
 
     Wraps the console (an ASGI app); [`authorize`][] is the console's ``authorize``.
+
+    Raises:
+        ConfigurationError: ``identity`` names nobody (see
+            [`ledger.identity_json`][toolwire.ledger.identity_json]).
     """
 
     def __init__(self, token: str, identity: Any) -> None:
+        if ledger.identity_json(identity) is None:  # the console would let nobody in
+            raise ConfigurationError(f"the token gate's identity names nobody: {identity!r}")
         self.token = token
         self.identity = identity
         self.inner: Any = None
@@ -78,15 +85,6 @@ async def _sign_in(scope: Any, send: Any, token: str, rest: str) -> None:
     await send({"type": "http.response.body", "body": b""})
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def load_authorize(spec: str) -> Any:
     """``module:function`` as a function.
 
@@ -108,9 +106,10 @@ def load_authorize(spec: str) -> Any:
 
 def _user() -> str:
     try:
-        return getpass.getuser()
+        user = getpass.getuser()
     except Exception:  # no user name in this environment
         return "local"
+    return "local" if ledger.identity_json(user) is None else user
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,8 +83,13 @@ def genai_tool(
 def _executor(
     executor: Executor | None, toolset: ToolSet | Iterable[Tool] | None, caller: str
 ) -> Executor:
-    """The executor given, or a plain one over ``toolset``."""
+    """The executor given, or a plain one over ``toolset``; never both, so the toolset is
+    not silently ignored."""
     if executor is not None:
+        if toolset is not None:
+            raise ConfigurationError(
+                f"{caller}: toolset given beside executor=, which has its own; leave one out"
+            )
         return executor
     if toolset is None:
         raise ConfigurationError(f"{caller} needs an executor or a toolset")

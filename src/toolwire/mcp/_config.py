@@ -16,7 +16,6 @@ entry point. The clients disagree on a few things; the choices made here:
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import re
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from toolwire import _jsonfile
 from toolwire.errors import ConfigurationError, ToolwireWarning
 from toolwire.mcp._hub import HttpServer, ServerSpec, SseServer, StdioServer
 
@@ -121,22 +121,27 @@ def is_mcp_config(path: Path) -> bool:
 
 def _load(path: Path) -> Any:
     """The JSON of the file at ``path``; comments and trailing commas are taken as VS Code
-    takes them in its ``mcp.json``.
+    takes them in its ``mcp.json``. A key given twice in one object is refused: a server, its
+    ``disabled``, ``command`` or tool filters given twice would be a guess between two.
 
     Raises:
-        ConfigurationError: the file cannot be read, or is not JSON.
+        ConfigurationError: the file cannot be read, is not JSON, or repeats a key.
     """
     try:
         text = path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark some editors write
     except (OSError, ValueError) as exc:  # ValueError: not UTF-8
         raise ConfigurationError(f"cannot read MCP config {path}: {exc}") from None
     try:
-        return json.loads(text)
+        return _jsonfile.loads(text)
     except RecursionError:
         raise ConfigurationError(f"cannot read MCP config {path}: nested too deeply") from None
+    except _jsonfile.RepeatedKey as exc:
+        raise exc.of(f"MCP config {path}") from None
     except ValueError as exc:
         try:
-            return json.loads(_plain_json(text))
+            return _jsonfile.loads(_plain_json(text))
+        except _jsonfile.RepeatedKey as repeated:
+            raise repeated.of(f"MCP config {path}") from None
         except (ValueError, RecursionError):
             pass
         raise ConfigurationError(f"cannot read MCP config {path}: {exc}") from None

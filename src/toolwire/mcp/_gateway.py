@@ -23,7 +23,12 @@ Approval of a call the policy asks about:
 4. Otherwise (or when the client dismisses the form) the call is answered with an error that
    says it waits, with its run id and call id: decide it with ``toolwire.decide`` (or
    ``toolwire decide`` / the inbox) on the same store, and call the tool again with the same
-   arguments to run it.
+   arguments to run it. With a [`MemoryStore`][toolwire.store.MemoryStore] (the default) no
+   other process can reach the run: the answer says so, and names only the form (if the
+   client answers forms) or a shared store.
+
+``tools/list`` leaves out the tools the policy denies outright for the principal (as
+``toolwire.tools(policy=)`` does), and a call to one of them is answered as an unknown tool.
 """
 
 from __future__ import annotations
@@ -36,8 +41,10 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+import anyio
+
 from toolwire import ledger
-from toolwire._text import clean_description
+from toolwire._text import clean_description, hides, json_hides, visible, visible_json
 from toolwire.approval import (
     ApprovalPending,
     ApprovalRequest,
@@ -114,9 +121,11 @@ class Gateway:
 
     Args:
         toolset: the tools to serve (only function tools are listed).
-        policy: which calls may run; every call may when None.
+        policy: which calls may run; every call may when None. A tool it denies outright
+            for ``principal`` is not served (neither listed nor callable).
         store: the run ledger deferred approvals wait in; a bounded in-memory store by
-            default (then only this process can decide them).
+            default (then only this process can decide them, and a waiting call's answer
+            does not point the client at ``toolwire decide``).
         approver: asked first about a call the policy marks ``ask``; returning None (or no
             approver) defers to the client's elicitation form, then to the ledger.
         principal: who the gateway's calls run for (policies see it; runs are bound to it).
@@ -165,26 +174,41 @@ class Gateway:
         # Followed only when serving the hub's own toolset: a filtered one stays as it is.
         self._hub = hub if hub is not None and hub.as_toolset() is toolset else None
         self._approver = approver or DeferredApproval()
+        self._policy = policy
         self._options = {"policy": policy, "timeout": timeout, **executor_options}
         self._use(ToolSet.of(toolset))
         self._listening: dict[tuple[str | None, str, str], list[_Report]] = {}
+        self._calls: set[anyio.CancelScope] = set()
         if hub is not None:
             self.forward_progress(hub)
 
     def _use(self, toolset: ToolSet) -> None:
-        self.toolset = toolset
+        self._source = toolset
+        # What the policy lets the principal call, as toolwire.tools(policy=) declares it: a
+        # tool it denies outright is neither listed nor callable (a call to it is unknown).
+        policy = self._policy
+        denied = [
+            name
+            for name, tool in zip(toolset.exposed_names, toolset, strict=True)
+            if policy is not None
+            and policy.denies_outright(tool, principal=self.principal, exposed_name=name)
+            is not None
+        ]
+        self.toolset = toolset.without(denied)
         # Two executors, one policy: the first never keeps a run, the second keeps calls
         # that need approval in the ledger.
-        self._direct = Executor(toolset, approver=_escalate, store=MemoryStore(), **self._options)
+        self._direct = Executor(
+            self.toolset, approver=_escalate, store=MemoryStore(), **self._options
+        )
         self._ledgered = Executor(
-            toolset, approver=self._approver, store=self.store, **self._options
+            self.toolset, approver=self._approver, store=self.store, **self._options
         )
 
     def _current(self) -> ToolSet:
         """The toolset to serve now: the hub's, when it changed (re-listed, re-approved)."""
         if self._hub is not None:
             latest = self._hub.as_toolset()
-            if latest is not self.toolset:
+            if latest is not self._source:
                 self._use(latest)
         return self.toolset
 
@@ -237,7 +261,8 @@ class Gateway:
         return server
 
     def list_tools(self) -> list[types.Tool]:
-        """The served tools as MCP tools, in the toolset's order."""
+        """The served tools as MCP tools, in the toolset's order: those the policy does not
+        deny the principal outright."""
         toolset = self._current()
         return [_mcp_tool(toolset.exposed_name(t), t) for t in toolset if _served(t)]
 
@@ -253,12 +278,25 @@ class Gateway:
         report = ctx.session.report_progress  # a no-op unless the client asked for progress
         reports = self._listening.setdefault(key, [])
         reports.append(report)
-        try:
-            return await self._call(ctx, params, arguments)
-        finally:
-            reports.remove(report)
-            if not reports:
-                self._listening.pop(key, None)
+        with anyio.CancelScope() as call:
+            self._calls.add(call)
+            try:
+                return await self._call(ctx, params, arguments)
+            finally:
+                self._calls.discard(call)
+                reports.remove(report)
+                if not reports:
+                    self._listening.pop(key, None)
+        return _error(  # ended by _end_calls: the gateway stops
+            f"The gateway stopped before the call {params.name} finished: it may or may not "
+            "have taken effect."
+        )
+
+    def _end_calls(self) -> None:
+        """End the calls in progress (the gateway stops): each is answered that it was
+        interrupted, while its client can still be answered."""
+        for call in list(self._calls):
+            call.cancel()
 
     async def _call(
         self,
@@ -296,7 +334,7 @@ class Gateway:
                     pass
                 except ToolwireError as exc:
                     return _error(f"The call could not run: {exc}")
-        return _waiting(request)
+        return self._waiting(ctx, request)
 
     # -- runs -------------------------------------------------------------------------------
 
@@ -320,6 +358,40 @@ class Gateway:
         except ToolwireError:  # decided meanwhile (e.g. from the inbox): the run knows
             return False
         return True
+
+    def _waiting(
+        self, ctx: ServerRequestContext[Any], request: ApprovalRequest
+    ) -> types.CallToolResult:
+        """The answer to a call left waiting for a decision: only ways to decide it that can
+        work (a store in this process's memory is out of reach of ``toolwire decide``)."""
+        why = f" ({request.reason})" if request.reason else ""
+        text = (
+            f"The call {request.exposed_name} waits for approval{why}. "
+            f"Run id: {request.run_id}; call id: {request.call_id}. "
+        )
+        if not isinstance(self.store, MemoryStore):
+            text += (
+                f"Decide it with toolwire.decide({request.run_id!r}, {request.call_id!r}, "
+                "toolwire.allow() or toolwire.deny(...), store=...) or "
+                f"`toolwire decide {request.run_id} {request.call_id} allow --store URL` "
+                "(the inbox), then make the same call again with the same arguments."
+            )
+        elif self._can_elicit(ctx):
+            text += (
+                "It is kept in the gateway's memory (no shared run store), which `toolwire "
+                "decide` and the inbox cannot reach: make the same call again with the same "
+                "arguments and approve it in the form this client is asked."
+            )
+        else:
+            who = "this client does not answer" if self.elicit else "the gateway asks no client"
+            text += (
+                "It is kept in the gateway's memory (no shared run store), which `toolwire "
+                f"decide` and the inbox cannot reach, and {who} approval forms (elicitation), "
+                "so it cannot be approved from outside the gateway's process. A gateway served "
+                "with a shared run store (`--store sqlite:///runs.db`, or `store=`) lets such "
+                "calls be decided from outside it."
+            )
+        return _error(text)
 
     # -- asking the client ------------------------------------------------------------------
 
@@ -401,21 +473,29 @@ def _decision_of(answer: types.ElicitResult) -> Decision | None:
 
 
 def _form_message(request: ApprovalRequest) -> str:
-    shown = json.dumps(dict(request.arguments), ensure_ascii=False, sort_keys=True)
-    if len(shown) > 2000:
+    """What the client's approval form says: the call, its arguments and the policy's reason,
+    hidden characters shown as escapes, with a warning first when some were."""
+    arguments = dict(request.arguments)
+    shown = visible_json(arguments)
+    if len(shown) > 2000:  # cut once escaped: never half a hidden character
         shown = shown[:1997] + "..."
-    why = f" ({request.reason})" if request.reason else ""
-    return f"Allow the call {request.exposed_name} {shown}?{why}"
-
-
-def _waiting(request: ApprovalRequest) -> types.CallToolResult:
-    why = f" ({request.reason})" if request.reason else ""
-    return _error(
-        f"The call {request.exposed_name} waits for approval{why}. Run id: {request.run_id}; "
-        f"call id: {request.call_id}. Decide it with toolwire.decide({request.run_id!r}, "
-        f"{request.call_id!r}, toolwire.allow() or toolwire.deny(...), store=...) or "
-        f"`toolwire decide {request.run_id} {request.call_id} allow --store URL` (the inbox), "
-        "then make the same call again with the same arguments."
+    why = f" ({visible(request.reason)})" if request.reason else ""
+    message = f"Allow the call {visible(request.exposed_name)} {shown}?{why}"
+    hiding = [
+        what
+        for what, hidden in (
+            ("the tool's name", hides(request.exposed_name)),
+            ("the arguments", json_hides(arguments)),
+            ("the reason", hides(request.reason or "")),
+        )
+        if hidden
+    ]
+    if not hiding:
+        return message
+    return (
+        f"Warning: {' and '.join(hiding)} hold hidden characters (controls, bidi or zero-width "
+        "characters, unusual spaces), shown as escapes such as \\u202e; the call gets the "
+        f"characters themselves. {message}"
     )
 
 

@@ -2,25 +2,39 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import sys
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
+import anyio
+
+from toolwire._net import is_loopback
 from toolwire.approval import ApprovalRequest, Approver
-from toolwire.errors import ConfigurationError, MissingDependency
+from toolwire.errors import ConfigurationError, MissingDependency, ToolwireWarning
 from toolwire.mcp._gateway import Gateway
 from toolwire.mcp._hub import Hub
-from toolwire.policy import Policy
-from toolwire.store import RunStore
+from toolwire.policy import ALLOW_ALL, Policy, may_ask
+from toolwire.store import MemoryStore, RunStore
 from toolwire.tool import Tool, ToolSet
 
 __all__ = ["open_toolset", "serve"]
 
 Source = ToolSet | Hub | ModuleType | str | Path | Iterable[Tool | Callable[..., Any]]
+
+_SHUTDOWN_SECONDS = 10.0
+"""The most seconds a cancelled HTTP gateway's shutdown may take (its open requests are
+ended at once, so it takes a fraction of a second unless its lifespan hangs)."""
+_ANSWERS_SECONDS = 2.0
+"""The most seconds a stopping HTTP gateway waits for the answers to its ended calls to be
+sent before it ends the sessions they are in."""
+_SHOWN_TOOLS = 3
+"""How many tools the no-store warning names."""
 
 
 async def serve(
@@ -40,8 +54,17 @@ async def serve(
     **executor_options: Any,
 ) -> None:
     """Serve ``source``'s tools as an MCP server until the client (stdio) or the process
-    (HTTP) stops; every call goes through the governed executor (see
+    (HTTP) stops, or it is cancelled (then it stops quietly: open HTTP requests, calls in
+    progress included, are ended); every call goes through the governed executor (see
     [`Gateway`][toolwire.mcp.Gateway]).
+
+    The gateway has no authentication: over HTTP it listens on loopback only.
+
+    Without a store, a call the policy asks about waits in this process's memory, where
+    nothing outside it can decide it: only a client answering the approval form
+    (elicitation) can approve it. Serving tools the policy may ask about without a store
+    therefore warns ([`ToolwireWarning`][toolwire.errors.ToolwireWarning]) once at start,
+    and is refused when nothing could approve them (``elicit=False`` and no ``approver``).
 
     Args:
         source: a ToolSet, a [`Hub`][toolwire.mcp.Hub] (opened here), a module holding
@@ -52,7 +75,8 @@ async def serve(
             ``toolwire.policy_file``).
         store: the run store, or its URL (``sqlite:///runs.db``...).
         transport: ``"stdio"``, or ``"http"`` (streamable HTTP at ``/mcp``).
-        host: where HTTP listens (loopback by default: DNS-rebinding protection is on).
+        host: where HTTP listens: a loopback address (``127.0.0.1``, the default, ``::1``)
+            or ``localhost``; DNS-rebinding protection is on.
         port: the HTTP port; 0 picks a free one (``on_listening`` is told the URL).
         on_listening: called with the URL once HTTP listens.
         principal: see [`Gateway`][toolwire.mcp.Gateway].
@@ -62,11 +86,16 @@ async def serve(
         executor_options: see [`Gateway`][toolwire.mcp.Gateway].
 
     Raises:
-        ConfigurationError: a bad option, or a policy file that cannot be read.
+        ConfigurationError: a bad option, a policy file that cannot be read, a ``host`` that
+            is not loopback, or tools the policy may ask about that nothing could approve.
         MissingDependency: HTTP without ``uvicorn``.
     """
     if transport not in ("stdio", "http"):
         raise ConfigurationError(f"transport is 'stdio' or 'http', not {transport!r}")
+    if transport == "http" and not is_loopback(host):
+        raise ConfigurationError(_NOT_LOOPBACK.format(host=host))
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]  # [::1] → ::1, as a socket takes it
     if isinstance(policy, str | Path):
         from toolwire.policy_file import load_policy
 
@@ -76,8 +105,13 @@ async def serve(
         from toolwire.store import from_url
 
         store = from_url(store)
+    # A store of this process's memory that only the gateway holds: no one else can decide
+    # what waits in it (a MemoryStore passed in is the caller's, who can).
+    unreachable = store is None or (owned_store and isinstance(store, MemoryStore))
     try:
         async with open_toolset(source) as toolset:
+            if unreachable and approver is None:
+                _check_approvable(toolset, policy, principal, elicit)
             hubs = _hubs_of(source, toolset)
             # Followed only when the toolset is the hub's own: a filtered one stays as it is.
             own = next((hub for hub in hubs if hub.as_toolset() is toolset), None)
@@ -138,6 +172,42 @@ def _hubs_of(source: Source, toolset: ToolSet) -> list[Hub]:
     return list(found.values())
 
 
+_NOT_LOOPBACK = (
+    "the MCP gateway has no authentication yet, so it listens on loopback only "
+    "(127.0.0.1, ::1, localhost), not {host!r}: anyone reaching the port would call the "
+    "tools as the gateway's principal"
+)
+
+
+def _check_approvable(
+    toolset: ToolSet, policy: Policy | None, principal: Any, elicit: bool
+) -> None:
+    """Warn (or refuse, when ``elicit`` is off) when calls of served tools may need approval
+    and nothing outside this process can decide them."""
+    asking: list[str] = []
+    for name, tool in zip(toolset.exposed_names, toolset, strict=True):
+        if may_ask(policy or ALLOW_ALL, tool, principal=principal, exposed_name=name):
+            asking.append(name)
+    if not asking:
+        return
+    shown = ", ".join(asking[:_SHOWN_TOOLS]) + (
+        f" and {len(asking) - _SHOWN_TOOLS} more" if len(asking) > _SHOWN_TOOLS else ""
+    )
+    if not elicit:
+        raise ConfigurationError(
+            f"calls of {shown} may need approval, and with no store and no approval forms "
+            "(elicit off) nothing could approve them: give a shared store (--store "
+            "sqlite:///runs.db) to decide them with `toolwire decide` or the inbox"
+        )
+    warnings.warn(
+        f"calls of {shown} may need approval, and with no store only a client that answers "
+        "approval forms (elicitation) can approve them; give a shared store (--store "
+        "sqlite:///runs.db) to decide them with `toolwire decide` or the inbox",
+        ToolwireWarning,
+        stacklevel=3,
+    )
+
+
 async def _serve_stdio(gateway: Gateway) -> None:
     from mcp.server.stdio import stdio_server
 
@@ -151,9 +221,9 @@ async def _serve_http(
 ) -> None:
     try:
         import uvicorn
+        from mcp.server.transport_security import TransportSecuritySettings
     except ImportError as exc:
         raise MissingDependency("uvicorn", "mcp") from exc
-    app = gateway.server().streamable_http_app(host=host)
     # The socket is bound here, so port 0 works and the URL is known before serving.
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -163,18 +233,191 @@ async def _serve_http(
     except OSError as exc:
         sock.close()
         raise ConfigurationError(f"cannot listen on {host}:{port}: {exc}") from None
+    address, bound = sock.getsockname()[:2]
+    if not is_loopback(address):  # a name (`localhost`) resolved elsewhere: never serve it
+        sock.close()
+        raise ConfigurationError(_NOT_LOOPBACK.format(host=f"{host} ({address})"))
     sock.listen(128)  # before the URL is told: a client connecting at once is queued, not refused
-    bound = sock.getsockname()[1]
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     url = f"http://{shown}:{bound}/mcp"
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
+    # DNS-rebinding protection for every loopback address, not only the SDK's three: a web
+    # page whose name resolves to 127.0.0.2 must not reach the tools.
+    names = ["127.0.0.1", "localhost", "[::1]", shown]
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{name}:*" for name in names],
+        allowed_origins=[f"http://{name}:*" for name in names],
+    )
+    app = gateway.server().streamable_http_app(host=host, transport_security=security)
+    requests = _Requests(app)
+    # The app's lifespan (the MCP sessions) is run here, not by uvicorn, so that a stopping
+    # gateway ends it in order (see _serve_until_stopped).
+    config = uvicorn.Config(requests, log_level="warning", lifespan="off")
     if on_listening is not None:
         on_listening(url)
     try:
-        await server.serve(sockets=[sock])
+        await _serve_until_stopped(gateway, uvicorn.Server, config, app, requests, sock)
     finally:
         sock.close()
+
+
+class _Requests:
+    """The gateway's ASGI app with each request in a cancel scope of its own: a stopping
+    gateway ends the requests still open itself (an MCP client's event stream never ends on
+    its own), each with a complete HTTP answer, so the server has nothing left to cancel."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.refusing = False
+        self._open: set[anyio.CancelScope] = set()
+        self._answering = 0
+        self._answered = anyio.Event()
+        self._answered.set()
+
+    def refuse(self) -> None:
+        """Answer new requests 503."""
+        self.refusing = True
+
+    async def answered(self) -> None:
+        """Wait until no request but event streams (``GET``) is open."""
+        await self._answered.wait()
+
+    def end(self) -> None:
+        """End the requests still open."""
+        for scope in list(self._open):
+            scope.cancel()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.refusing:
+            await _send_stopping(send)
+            return
+        started = complete = False
+
+        async def tracked(message: Any) -> None:
+            nonlocal started, complete
+            if message["type"] == "http.response.start":
+                started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                complete = True
+            await send(message)
+
+        answering = scope.get("method") != "GET"
+        if answering:
+            self._answering += 1
+            if self._answering == 1:
+                self._answered = anyio.Event()
+        with anyio.CancelScope() as request:
+            self._open.add(request)
+            try:
+                await self.app(scope, receive, tracked)
+            finally:
+                self._open.discard(request)
+                if answering:
+                    self._answering -= 1
+                    if not self._answering:
+                        self._answered.set()
+        if (request.cancelled_caught or self.refusing) and not complete:
+            # Ended by the stop (or its session was): the answer is closed, not left open.
+            with anyio.CancelScope(shield=True), contextlib.suppress(OSError):
+                if started:
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                else:
+                    await _send_stopping(send)
+
+
+async def _send_stopping(send: Any) -> None:
+    body = b"the MCP gateway is stopping"
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 503,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode("ascii")),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _serve_until_stopped(
+    gateway: Gateway,
+    server_class: Any,
+    config: Any,
+    app: Any,
+    requests: _Requests,
+    sock: socket.socket,
+) -> None:
+    """Serve ``app`` on ``sock`` with uvicorn (``server_class``, ``config``) until the server
+    stops (a signal) or this is cancelled, then stop in order: new requests refused, the
+    calls in progress answered that the gateway stopped (and those answers sent), the MCP
+    sessions ended, the requests still open (event streams) ended, then the server's own
+    shutdown, which finds nothing left to wait for.
+    (Cancelling uvicorn midway instead leaves its tasks to die at the loop's close, each
+    with a traceback on stderr.)"""
+    sessions_end, sessions_over = anyio.Event(), anyio.Event()
+
+    async def before_shutdown() -> None:
+        requests.refuse()
+        gateway._end_calls()  # each call in progress is answered that the gateway stopped
+        with anyio.move_on_after(_ANSWERS_SECONDS):
+            await requests.answered()  # those answers sent before the sessions end
+        sessions_end.set()
+        await sessions_over.wait()
+        requests.end()
+
+    class Server(server_class):  # type: ignore[misc]
+        async def shutdown(self, sockets: Any = None) -> None:
+            await before_shutdown()
+            await super().shutdown(sockets=sockets)
+
+    server = Server(config)
+    stopping = anyio.Event()
+    shield = anyio.CancelScope(shield=True)
+    failed: list[BaseException] = []
+
+    async def sessions(*, task_status: Any) -> None:
+        try:
+            async with app.router.lifespan_context(app):
+                task_status.started()
+                await sessions_end.wait()
+        finally:
+            sessions_over.set()
+
+    async def serving() -> None:
+        with shield:
+            try:
+                async with anyio.create_task_group() as tasks:
+                    await tasks.start(sessions)
+                    try:
+                        await server.serve(sockets=[sock])
+                    finally:
+                        sessions_end.set()  # when it never got to its shutdown
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as exc:  # re-raised below as it was raised, not in a group
+                failed.append(_unwrapped(exc))
+            finally:
+                stopping.set()
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(serving)
+        try:
+            await stopping.wait()
+        finally:
+            server.should_exit = True  # as a signal does: uvicorn shuts itself down
+            # A bound on the whole stop, in case a session or the server does not end.
+            shield.deadline = anyio.current_time() + _SHUTDOWN_SECONDS
+    if failed:
+        raise failed[0]
+
+
+def _unwrapped(exc: BaseException) -> BaseException:
+    """The one exception a task group wrapped, or ``exc``."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 async def _close(store: Any) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -34,6 +34,7 @@ __all__ = [
     "arguments_problem_message",
     "as_data",
     "call_arguments",
+    "carried_calls",
     "get_field",
     "json_type",
     "listed",
@@ -207,6 +208,52 @@ class CallIds:
             "in the same response, so their answers could not be told apart. If it still needs "
             "to run, call it again."
         )
+
+
+def carried_calls(
+    entries: Sequence[Mapping[str, Any]],
+    *,
+    is_call: Callable[[Mapping[str, Any]], bool],
+    answers: Mapping[str, str],
+    parse_turn: Callable[[list[Mapping[str, Any]]], list[ToolCall | RejectedCall]],
+) -> list[ToolCall | RejectedCall]:
+    """The calls of a carried history that no answer after them settles, in order.
+
+    A history holds a model turn's calls, then the answers sent back, then the next turn's
+    calls, and so on. Each turn's calls (those up to the next answer) are parsed by
+    ``parse_turn`` as that turn's response was on its own, so a call sent without an id gets
+    the id its answer was sent with. An answer (an entry whose ``type`` is a key of
+    ``answers``; its value names the field holding the call id) settles the earliest call
+    before it with that id that nothing settled yet: one answer, one call. An answer before
+    any such call (a previous turn's, echoed) settles nothing.
+    """
+    parsed: list[ToolCall | RejectedCall] = []
+    open_ids: dict[str | None, list[int]] = {}
+    settled: set[int] = set()
+    turn: list[Mapping[str, Any]] = []
+    for entry in entries:
+        if is_call(entry):
+            turn.append(entry)
+            continue
+        kind = entry.get("type")
+        id_field = answers.get(kind) if kind.__class__ is str else None
+        if id_field is None:
+            continue  # the model's text or thoughts, or a step the API runs itself
+        if turn:  # the answers begin: the turn before them is complete
+            for item in parse_turn(turn):
+                open_ids.setdefault(item.local_id, []).append(len(parsed))
+                parsed.append(item)
+            turn = []
+        waiting = open_ids.get(sent_id(entry.get(id_field)))
+        if waiting:
+            settled.add(waiting.pop(0))
+    if turn:
+        parsed += parse_turn(turn)
+    if settled:
+        parsed = [item for position, item in enumerate(parsed) if position not in settled]
+    if any(item.index != index for index, item in enumerate(parsed)):  # several turns' calls
+        parsed = [replace(item, index=index) for index, item in enumerate(parsed)]
+    return parsed
 
 
 def rejected_call(

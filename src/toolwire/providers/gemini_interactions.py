@@ -29,6 +29,7 @@ import base64
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from toolwire._text import clean_description
@@ -62,6 +63,7 @@ from toolwire.providers._wire import (
     StreamBudget,
     StreamLimits,
     as_data,
+    carried_calls,
     check_shape,
     listed,
     load_json,
@@ -393,42 +395,41 @@ def function_result(
     return step
 
 
-def _pending_calls(steps: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The ``function_call`` steps no later ``function_result`` answers: an interaction that
-    carries its history never gets an answered call run again. Each answer settles one call
-    before it with its id; an answer before any such call (a previous turn's, echoed)
-    settles nothing."""
-    pending: list[Mapping[str, Any]] = []
-    unanswered: dict[str, list[int]] = {}
-    settled: set[int] = set()
-    for step in steps:
-        kind = step.get("type")
-        if kind == "function_call":
-            call_id = sent_id(step.get("id"))
-            if call_id is not None:
-                unanswered.setdefault(call_id, []).append(len(pending))
-            pending.append(step)
-        elif kind == "function_result":
-            waiting = unanswered.get(sent_id(step.get("call_id")) or "")
-            if waiting:
-                settled.add(waiting.pop(0))
-    return [step for position, step in enumerate(pending) if position not in settled]
-
-
 def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCall]:
     """Every ``function_call`` step of an interaction (or a list of steps) still to answer,
     in order.
 
     A call to a declared tool whose arguments are an object is a [`ToolCall`][]. A call to an
     unknown name, with arguments that are not an object, or whose ``id`` an earlier call has,
-    is a [`RejectedCall`][] with its ``function_result`` error answer. A call some
-    ``function_result`` of the same steps answers is skipped.
+    is a [`RejectedCall`][] with its ``function_result`` error answer. A call some later
+    ``function_result`` of the same steps answers is skipped, whether the model sent it an
+    id or it was answered under a generated one: steps that carry their history never get
+    an answered call run again.
 
     Raises:
         MalformedResponse: when the response, or one of its steps, is not an object (naming
             the provider it looks like, when it is another's).
     """
-    calls = _pending_calls(_steps(response))
+    return carried_calls(
+        _steps(response),
+        is_call=_is_function_call,
+        answers=_ANSWERS,
+        parse_turn=partial(_parse_turn, declaration=declaration),
+    )
+
+
+_ANSWERS = {"function_result": "call_id"}
+"""The steps that answer a call, and the field naming the call they answer."""
+
+
+def _is_function_call(step: Mapping[str, Any]) -> bool:
+    return step.get("type") == "function_call"
+
+
+def _parse_turn(
+    calls: list[Mapping[str, Any]], declaration: Declaration
+) -> list[ToolCall | RejectedCall]:
+    """One turn's ``function_call`` steps, as a response holding only them is parsed."""
     ids = CallIds(
         call_id for call_id in (sent_id(step.get("id")) for step in calls) if call_id is not None
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from toolwire.calls import (
@@ -41,6 +42,7 @@ from toolwire.providers._wire import (
     StreamBudget,
     StreamLimits,
     as_data,
+    carried_calls,
     check_shape,
     item_types,
     listed,
@@ -282,7 +284,8 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
     JSON object, a ``custom_tool_call`` to an unknown name or a function tool, a
     ``local_shell_call``, ``shell_call``, ``apply_patch_call``, ``computer_call`` or
     client-side ``tool_search_call``, and any call whose ``call_id`` an earlier one has.
-    Items the API handles itself (messages, reasoning, hosted tools) are skipped.
+    Items the API handles itself (messages, reasoning, hosted tools) are skipped, and so is a
+    call that a later output item of the list answers (a history the client keeps itself).
 
     Raises:
         MalformedResponse: when the response, or one of its output items, is not an object
@@ -299,17 +302,40 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
         item = as_data(raw)
         if not isinstance(item, Mapping):
             raise MalformedResponse(f"output[{position}] is not an object")
-        if _is_client_call(item):
-            entries.append(item)
+        entries.append(item)
+    prefix = getattr(declaration.options, "error_prefix", ERROR_PREFIX)
+    return carried_calls(
+        entries,
+        is_call=_is_client_call,
+        answers=_ANSWERS,
+        parse_turn=partial(_parse_turn, declaration=declaration, prefix=prefix),
+    )
+
+
+_ANSWERS = {
+    "function_call_output": "call_id",
+    "custom_tool_call_output": "call_id",
+    "local_shell_call_output": "id",
+    "shell_call_output": "call_id",
+    "apply_patch_call_output": "call_id",
+    "computer_call_output": "call_id",
+    "tool_search_output": "call_id",
+}
+"""The input items that answer a call, and the field naming the call they answer: a list of
+items that carries its history (a client keeping the conversation itself) never gets an
+answered call run again."""
+
+
+def _parse_turn(
+    calls: list[Mapping[str, Any]], declaration: Declaration, prefix: str
+) -> list[ToolCall | RejectedCall]:
+    """One turn's call items, as a response holding only them is parsed."""
     ids = CallIds(
         call_id
-        for call_id in (sent_id(item.get("call_id")) for item in entries)
+        for call_id in (sent_id(item.get("call_id")) for item in calls)
         if call_id is not None
     )
-    prefix = getattr(declaration.options, "error_prefix", ERROR_PREFIX)
-    return [
-        _parse_item(item, index, ids, declaration, prefix) for index, item in enumerate(entries)
-    ]
+    return [_parse_item(item, index, ids, declaration, prefix) for index, item in enumerate(calls)]
 
 
 def _parse_item(

@@ -22,7 +22,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from toolwire.errors import ConfigurationError
-from toolwire.store._base import DEFAULT_TTL, CallRecord, CallState, RunStore
+from toolwire.store._base import DEFAULT_TTL, CallRecord, CallState, DamagedRecord, RunStore
 from toolwire.store.memory import MemoryStore
 from toolwire.store.sqlite import SQLiteStore
 
@@ -34,6 +34,7 @@ __all__ = [
     "DEFAULT_TTL",
     "CallRecord",
     "CallState",
+    "DamagedRecord",
     "MemoryStore",
     "PostgresStore",
     "RedisStore",

@@ -7,15 +7,19 @@ import json
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Annotated, Any, Literal, NotRequired, Protocol, runtime_checkable
 
+import pydantic
 import pydantic_core
+from pydantic import ConfigDict, with_config
+from typing_extensions import TypedDict
 
 from toolwire.approval import Decision
 from toolwire.calls import (
     AudioContent,
     Content,
     EmbeddedResource,
+    ErrorKind,
     ImageContent,
     ResourceLink,
     TextContent,
@@ -27,10 +31,12 @@ __all__ = [
     "DEFAULT_TTL",
     "CallRecord",
     "CallState",
+    "DamagedRecord",
     "RunStore",
     "binding_conflict",
     "decode_record",
     "encode_record",
+    "listed_record",
     "pending_since",
 ]
 
@@ -147,10 +153,11 @@ class RunStore(Protocol):
 
     async def pending(
         self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
-    ) -> list[tuple[str, CallRecord]]:
+    ) -> list[tuple[str, CallRecord | DamagedRecord]]:
         """Calls waiting for a decision, as ``(run_id, record)``, oldest request first, from an
         index (never a scan of every run); only those of ``run_id`` and of the principal whose
-        key is ``principal_key`` when given."""
+        key is ``principal_key`` when given. A record that cannot be read is listed as a
+        [`DamagedRecord`][] rather than failing the whole list."""
         ...
 
 
@@ -203,27 +210,67 @@ def encode_record(record: CallRecord) -> str:
     return pydantic_core.to_json(body, fallback=str).decode()
 
 
-def decode_record(text: str | bytes, version: int) -> CallRecord:
-    """A record from its JSON form.
+def decode_record(text: str | bytes, version: int, *, call_id: str | None = None) -> CallRecord:
+    """A record from its JSON form, its whole shape checked (nested parts included).
+
+    Args:
+        text: the JSON form.
+        version: the version the store keeps beside it.
+        call_id: the call the store keeps it under, when known: a record naming another
+            call is damaged too.
 
     Raises:
-        StoreUnavailable: the stored text is not a record (written by something else, or
-            damaged): the run cannot be trusted, so nothing of it runs.
+        StoreUnavailable: the stored text is not a record of that call (written by something
+            else, or damaged): the call cannot be trusted, so nothing of it runs.
     """
+    which = f"the stored record of call {call_id!r}" if call_id is not None else "a stored record"
     try:
-        return _decode_record(text, version)
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        body = _RECORD_FORM.validate_python(json.loads(text), strict=True)
+        record = _record_from(body, version)
+    except pydantic.ValidationError as exc:
+        raise StoreUnavailable(f"{which} cannot be read: {_first_error(exc)}") from None
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:  # not JSON, bad base64
         raise StoreUnavailable(
-            f"a stored call record cannot be read ({type(exc).__name__}: {exc})"
-        ) from exc
+            f"{which} cannot be read ({type(exc).__name__}: {str(exc)[:200]})"
+        ) from None
+    if call_id is not None and record.call_id != call_id:
+        raise StoreUnavailable(f"{which} cannot be read: it names another call")
+    return record
 
 
-def _decode_record(text: str | bytes, version: int) -> CallRecord:
-    body = json.loads(text)
+@dataclass(frozen=True, slots=True)
+class DamagedRecord:
+    """A waiting call whose stored record cannot be read: listed by ``RunStore.pending`` so it
+    is not lost from view; nothing of it runs."""
+
+    run_id: str
+    call_id: str
+    problem: str
+    """What is wrong with it."""
+
+
+def listed_record(
+    run_id: str, call_id: str, text: str | bytes, version: int
+) -> CallRecord | DamagedRecord:
+    """A record a store lists as pending, or what is wrong with it."""
+    try:
+        return decode_record(text, version, call_id=call_id)
+    except StoreUnavailable as exc:
+        return DamagedRecord(run_id, call_id, str(exc))
+
+
+def _first_error(exc: pydantic.ValidationError) -> str:
+    """The first problem pydantic found, as ``field.path: message`` (the value left out: it
+    may be anything, of any size)."""
+    first = exc.errors(include_url=False, include_input=False)[0]
+    where = ".".join(str(part) for part in first["loc"]) or "the record"
+    more = exc.error_count() - 1
+    return f"{where}: {first['msg']}" + (f" (and {more} more)" if more else "")
+
+
+def _record_from(body: _RecordForm, version: int) -> CallRecord:
     decision = body.get("decision")
     result = body.get("result")
-    if body["state"] not in _STATES:
-        raise ValueError(f"unknown state {body['state']!r}")
     return CallRecord(
         call_id=body["call_id"],
         tool=body["tool"],
@@ -235,8 +282,16 @@ def _decode_record(text: str | bytes, version: int) -> CallRecord:
             else None
         ),
         result=_decode_result(result) if result is not None else None,
+        owner=body.get("owner"),
+        started_at=body.get("started_at"),
+        lease_until=body.get("lease_until"),
+        finished_at=body.get("finished_at"),
+        tool_id=body.get("tool_id"),
+        definition=body.get("definition"),
+        request=dict(request) if (request := body.get("request")) is not None else None,
+        decided_by=body.get("decided_by"),
+        decided_at=body.get("decided_at"),
         version=version,
-        **{name: body.get(name) for name in _OPTIONAL_FIELDS},
     )
 
 
@@ -252,7 +307,125 @@ _OPTIONAL_FIELDS = (
     "decided_at",
 )
 """Fields written only when set (the JSON form of older records lacks them)."""
-_STATES = frozenset(("pending", "approved", "denied", "running", "completed", "failed"))
+
+
+# The JSON form's shape, checked whole when a record is read (strict: a number is not a
+# string of digits). Parts a later release may add to are open (extra keys kept).
+
+_OPEN = ConfigDict(extra="allow")
+
+
+class _DecisionForm(TypedDict):
+    kind: Literal["allow", "deny", "halt"]
+    reason: str | None
+    arguments: NotRequired[dict[str, Any] | None]
+
+
+class _TextForm(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class _MediaForm(TypedDict):
+    type: Literal["image", "audio"]
+    data: str
+    mime_type: str
+
+
+class _LinkForm(TypedDict):
+    type: Literal["resource_link"]
+    uri: str
+    name: str | None
+    mime_type: str | None
+    description: str | None
+
+
+class _ResourceForm(TypedDict):
+    type: Literal["resource"]
+    uri: str
+    mime_type: str | None
+    text: str | None
+    blob: str | None
+
+
+_PartForm = Annotated[
+    _TextForm | _MediaForm | _LinkForm | _ResourceForm, pydantic.Field(discriminator="type")
+]
+
+
+class _ResultForm(TypedDict):
+    content: list[_PartForm]
+    structured_content: NotRequired[dict[str, Any] | None]
+    is_error: NotRequired[bool]
+    error_kind: NotRequired[ErrorKind | None]
+
+
+@with_config(_OPEN)
+class _QuestionForm(TypedDict):
+    key: str
+    message: str
+    mode: NotRequired[Literal["form", "url"]]
+    requested_schema: NotRequired[dict[str, Any] | None]
+    url: NotRequired[str | None]
+    round: NotRequired[str | None]
+
+
+@with_config(_OPEN)
+class _InputAnswerForm(TypedDict):
+    action: Literal["accept", "decline", "cancel"]
+    content: NotRequired[dict[str, Any] | None]
+
+
+@with_config(_OPEN)
+class _InputWaitForm(TypedDict):
+    questions: list[_QuestionForm]
+    answers: NotRequired[dict[str, _InputAnswerForm]]
+    state: NotRequired[Any]
+    protocol: NotRequired[str | None]
+    server: NotRequired[str | None]
+    tool: NotRequired[str | None]
+    sent: NotRequired[str | None]
+    round: NotRequired[str | None]
+    asked: NotRequired[int]
+
+
+@with_config(_OPEN)
+class _RequestForm(TypedDict):
+    run_id: NotRequired[str]
+    call_id: NotRequired[str]
+    exposed_name: NotRequired[str]
+    server: NotRequired[str | None]
+    tool_name: NotRequired[str | None]
+    arguments: NotRequired[dict[str, Any] | None]
+    principal: NotRequired[Any]
+    principal_key: NotRequired[str | None]
+    reason: NotRequired[str | None]
+    requested_at: NotRequired[float | None]
+    expires_at: NotRequired[float | None]
+    input: NotRequired[list[_QuestionForm]]
+    input_schema: NotRequired[Any]
+    input_wait: NotRequired[_InputWaitForm]
+
+
+class _RecordForm(TypedDict):
+    call_id: str
+    tool: str
+    fingerprint: str
+    state: CallState
+    decision: NotRequired[_DecisionForm | None]
+    result: NotRequired[_ResultForm | None]
+    owner: NotRequired[str | None]
+    started_at: NotRequired[float | None]
+    lease_until: NotRequired[float | None]
+    finished_at: NotRequired[float | None]
+    tool_id: NotRequired[str | None]
+    definition: NotRequired[str | None]
+    request: NotRequired[_RequestForm | None]
+    decided_by: NotRequired[Any]
+    decided_at: NotRequired[float | None]
+
+
+_RECORD_FORM = pydantic.TypeAdapter(_RecordForm)
 
 
 def _encode_result(result: ToolResult) -> dict[str, Any]:
@@ -265,7 +438,7 @@ def _encode_result(result: ToolResult) -> dict[str, Any]:
     return body
 
 
-def _decode_result(body: dict[str, Any]) -> ToolResult:
+def _decode_result(body: _ResultForm) -> ToolResult:
     return ToolResult(
         content=tuple(_decode_part(part) for part in body["content"]),
         structured_content=body.get("structured_content"),
@@ -305,27 +478,28 @@ def _encode_part(part: Content) -> dict[str, Any]:
     raise TypeError(f"not a content part: {part!r}")  # pragma: no cover - exhaustive above
 
 
-def _decode_part(body: dict[str, Any]) -> Content:
-    match body["type"]:
-        case "text":
-            return TextContent(body["text"])
-        case "image":
-            return ImageContent(base64.b64decode(body["data"]), body["mime_type"])
-        case "audio":
-            return AudioContent(base64.b64decode(body["data"]), body["mime_type"])
-        case "resource_link":
-            return ResourceLink(
-                uri=body["uri"],
-                name=body["name"],
-                mime_type=body["mime_type"],
-                description=body["description"],
-            )
-        case "resource":
-            blob = body["blob"]
-            return EmbeddedResource(
-                uri=body["uri"],
-                mime_type=body["mime_type"],
-                text=body["text"],
-                blob=base64.b64decode(blob) if blob is not None else None,
-            )
-    raise ValueError(f"unknown content part type {body['type']!r} in a stored record")
+def _decode_part(body: _PartForm) -> Content:
+    if body["type"] == "text":
+        return TextContent(body["text"])
+    if body["type"] == "image":
+        return ImageContent(_unb64(body["data"]), body["mime_type"])
+    if body["type"] == "audio":
+        return AudioContent(_unb64(body["data"]), body["mime_type"])
+    if body["type"] == "resource_link":
+        return ResourceLink(
+            uri=body["uri"],
+            name=body["name"],
+            mime_type=body["mime_type"],
+            description=body["description"],
+        )
+    blob = body["blob"]
+    return EmbeddedResource(
+        uri=body["uri"],
+        mime_type=body["mime_type"],
+        text=body["text"],
+        blob=_unb64(blob) if blob is not None else None,
+    )
+
+
+def _unb64(text: str) -> bytes:
+    return base64.b64decode(text, validate=True)  # binascii.Error (a ValueError) if damaged

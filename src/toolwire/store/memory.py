@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from toolwire.errors import StoreUnavailable
-from toolwire.store._base import CallRecord, binding_conflict, pending_since
+from toolwire.store._base import CallRecord, DamagedRecord, binding_conflict, pending_since
 
 __all__ = ["MemoryStore"]
 
@@ -77,7 +77,7 @@ class MemoryStore:
 
     async def pending(
         self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
-    ) -> list[tuple[str, CallRecord]]:
+    ) -> list[tuple[str, CallRecord | DamagedRecord]]:
         with self._lock:
             waiting = sorted(
                 (since, key)
@@ -85,7 +85,7 @@ class MemoryStore:
                 if (run_id is None or key[0] == run_id)
                 and (principal_key is None or principal == principal_key)
             )
-            found = []
+            found: list[tuple[str, CallRecord | DamagedRecord]] = []
             for _, (run, call_id) in waiting:
                 live = self._live(run)
                 if live is not None and call_id in live.calls:

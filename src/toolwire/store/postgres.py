@@ -25,9 +25,11 @@ from toolwire.errors import (
 from toolwire.store._base import (
     DEFAULT_TTL,
     CallRecord,
+    DamagedRecord,
     binding_conflict,
     decode_record,
     encode_record,
+    listed_record,
     pending_since,
 )
 
@@ -156,7 +158,7 @@ class PostgresStore:
             " AND (r.expires_at IS NULL OR r.expires_at > %s)",
             (run_id, call_id, time.time()),
         )
-        return decode_record(rows[0][1], rows[0][0]) if rows else None
+        return decode_record(rows[0][1], rows[0][0], call_id=call_id) if rows else None
 
     async def get_many(self, run_id: str, call_ids: Sequence[str]) -> list[CallRecord | None]:
         return (await self.load(run_id, call_ids))[1]
@@ -173,7 +175,7 @@ class PostgresStore:
         if not rows:
             return None, [None] * len(call_ids)
         found = {
-            call_id: decode_record(record, version)
+            call_id: decode_record(record, version, call_id=call_id)
             for _, call_id, version, record in rows
             if call_id is not None
         }
@@ -181,18 +183,20 @@ class PostgresStore:
 
     async def records(self, run_id: str) -> list[CallRecord]:
         rows = await self._fetch(
-            f"SELECT c.version, c.record FROM {self._calls} c"
+            f"SELECT c.call_id, c.version, c.record FROM {self._calls} c"
             f" JOIN {self._runs} r ON r.run_id = c.run_id"
             " WHERE c.run_id = %s AND (r.expires_at IS NULL OR r.expires_at > %s)",
             (run_id, time.time()),
         )
-        return [decode_record(record, version) for version, record in rows]
+        return [
+            decode_record(record, version, call_id=call_id) for call_id, version, record in rows
+        ]
 
     async def pending(
         self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
-    ) -> list[tuple[str, CallRecord]]:
+    ) -> list[tuple[str, CallRecord | DamagedRecord]]:
         rows = await self._fetch(
-            f"SELECT c.run_id, c.version, c.record FROM {self._calls} c"
+            f"SELECT c.run_id, c.call_id, c.version, c.record FROM {self._calls} c"
             f" JOIN {self._runs} r ON r.run_id = c.run_id"
             " WHERE c.pending_since IS NOT NULL"
             " AND (%s::text IS NULL OR c.run_id = %s)"
@@ -201,7 +205,10 @@ class PostgresStore:
             " ORDER BY c.pending_since LIMIT %s",
             (run_id, run_id, principal_key, principal_key, time.time(), limit),
         )
-        return [(run, decode_record(record, version)) for run, version, record in rows]
+        return [
+            (run, listed_record(run, call_id, record, version))
+            for run, call_id, version, record in rows
+        ]
 
     async def swap(
         self,

@@ -21,6 +21,7 @@ from toolwire.errors import ConfigurationError, MissingDependency, StoreUnavaila
 from toolwire.store._base import (
     DEFAULT_TTL,
     CallRecord,
+    DamagedRecord,
     binding_conflict,
     decode_record,
     encode_record,
@@ -115,14 +116,14 @@ class RedisStore:
     async def get(self, run_id: str, call_id: str) -> CallRecord | None:
         with self._reaching():
             value = await self._connection().hget(self.prefix + run_id, call_id)
-        return _decoded(value)
+        return _decoded(value, call_id)
 
     async def get_many(self, run_id: str, call_ids: Sequence[str]) -> list[CallRecord | None]:
         if not call_ids:
             return []
         with self._reaching():
             values = await self._connection().hmget(self.prefix + run_id, list(call_ids))
-        return [_decoded(value) for value in values]
+        return [_decoded(value, call_id) for call_id, value in zip(call_ids, values, strict=True)]
 
     async def load(
         self, run_id: str, call_ids: Sequence[str]
@@ -132,7 +133,10 @@ class RedisStore:
         binding = values[0]
         if isinstance(binding, bytes):
             binding = binding.decode("utf-8", "replace")  # compared, never trusted
-        return binding, [_decoded(value) for value in values[1:]]
+        records = [
+            _decoded(value, call_id) for call_id, value in zip(call_ids, values[1:], strict=True)
+        ]
+        return binding, records
 
     async def records(self, run_id: str) -> list[CallRecord]:
         with self._reaching():
@@ -141,22 +145,16 @@ class RedisStore:
             record
             for field, value in values.items()
             if field not in (_BINDING, _BINDING.encode())
-            and (record := _decoded(value)) is not None
+            and (record := _decoded(value, _text(field))) is not None
         ]
 
     async def pending(
         self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
-    ) -> list[tuple[str, CallRecord]]:
-        if run_id is not None:  # one run: its own hash is the smaller index
-            waiting = sorted(
-                (since, record.call_id, record)
-                for record in await self.records(run_id)
-                if (since := pending_since(record)) is not None
-                and (principal_key is None or since[1] == principal_key)
-            )
-            return [(run_id, record) for _, _, record in waiting[:limit]]
+    ) -> list[tuple[str, CallRecord | DamagedRecord]]:
         client = self._connection()
-        found: list[tuple[str, CallRecord]] = []
+        if run_id is not None:  # one run: its own hash is the smaller index
+            return await self._pending_of(run_id, principal_key, limit)
+        found: list[tuple[str, CallRecord | DamagedRecord]] = []
         start, page = 0, max(limit * 2, 64)
         while len(found) < limit:
             with self._reaching():
@@ -172,8 +170,14 @@ class RedisStore:
                     for _, (run, call_id) in listed:
                         pipe.hget(self.prefix + run, call_id)
                     values = await pipe.execute()
-            for (member, (run, _)), value in zip(listed, values, strict=True):
-                record = _decoded(value)
+            for (member, (run, call_id)), value in zip(listed, values, strict=True):
+                try:
+                    record = _decoded(value, call_id)
+                except StoreUnavailable as exc:
+                    # Whose it is cannot be read: listed only when no principal is asked for.
+                    if principal_key is None:
+                        found.append((run, DamagedRecord(run, call_id, str(exc))))
+                    continue
                 since = pending_since(record) if record is not None else None
                 if record is None or since is None:
                     gone.append(member)  # its run expired (or was deleted)
@@ -187,6 +191,37 @@ class RedisStore:
                     await client.zrem(self._pending_key, *gone)
                 start -= len(gone)
         return found
+
+    async def _pending_of(
+        self, run_id: str, principal_key: str | None, limit: int
+    ) -> list[tuple[str, CallRecord | DamagedRecord]]:
+        client = self._connection()
+        with self._reaching():
+            values = await client.hgetall(self.prefix + run_id)
+        waiting: list[tuple[float, str, CallRecord | DamagedRecord]] = []
+        for field, value in values.items():
+            call_id = _text(field)
+            if call_id == _BINDING:
+                continue
+            try:
+                record = _decoded(value, call_id)
+            except StoreUnavailable as exc:
+                # Listed when the index has it, and no principal (which cannot be read) is asked.
+                member = json.dumps([run_id, call_id])
+                with self._reaching():
+                    since = await client.zscore(self._pending_key, member)
+                if since is not None and principal_key is None:
+                    waiting.append((since, call_id, DamagedRecord(run_id, call_id, str(exc))))
+                continue
+            listed = pending_since(record) if record is not None else None
+            if (
+                record is not None
+                and listed is not None
+                and (principal_key is None or listed[1] == principal_key)
+            ):
+                waiting.append((listed[0], call_id, record))
+        waiting.sort(key=lambda entry: entry[:2])
+        return [(run_id, record) for _, _, record in waiting[:limit]]
 
     async def swap(
         self,
@@ -295,14 +330,22 @@ def _index_key(member: bytes | str) -> tuple[str, str] | None:
     return run, call_id
 
 
-def _decoded(value: bytes | str | None) -> CallRecord | None:
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _decoded(value: bytes | str | None, call_id: str) -> CallRecord | None:
     if value is None:
         return None
     try:
         text = value.decode() if isinstance(value, bytes) else value  # per decode_responses
     except UnicodeDecodeError as exc:  # written by something else, or damaged
-        raise StoreUnavailable(f"a stored call record is not UTF-8 text: {exc}") from exc
+        raise StoreUnavailable(
+            f"the stored record of call {call_id!r} is not UTF-8 text: {exc}"
+        ) from exc
     version, _, encoded = text.partition(":")
-    if not version.isdigit():
-        raise StoreUnavailable(f"a stored call record cannot be read: {text[:80]!r}")
-    return decode_record(encoded, int(version))
+    if not (version.isascii() and version.isdigit()):
+        raise StoreUnavailable(
+            f"the stored record of call {call_id!r} cannot be read: {text[:80]!r}"
+        )
+    return decode_record(encoded, int(version), call_id=call_id)

@@ -19,9 +19,11 @@ from toolwire.errors import StoreUnavailable
 from toolwire.store._base import (
     DEFAULT_TTL,
     CallRecord,
+    DamagedRecord,
     binding_conflict,
     decode_record,
     encode_record,
+    listed_record,
     pending_since,
 )
 
@@ -127,7 +129,7 @@ class SQLiteStore:
 
     async def pending(
         self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
-    ) -> list[tuple[str, CallRecord]]:
+    ) -> list[tuple[str, CallRecord | DamagedRecord]]:
         return await self._run(partial(self._pending, run_id, principal_key, limit))
 
     async def swap(
@@ -203,7 +205,7 @@ class SQLiteStore:
             " AND (r.expires_at IS NULL OR r.expires_at > ?)",
             (run_id, call_id, time.time()),
         ).fetchone()
-        return decode_record(row[1], row[0]) if row is not None else None
+        return decode_record(row[1], row[0], call_id=call_id) if row is not None else None
 
     def _get_many(
         self, run_id: str, call_ids: list[str], db: sqlite3.Connection
@@ -215,7 +217,10 @@ class SQLiteStore:
             " AND (r.expires_at IS NULL OR r.expires_at > ?)",
             (run_id, json.dumps(call_ids), time.time()),
         ).fetchall()
-        return {call_id: decode_record(encoded, version) for call_id, version, encoded in rows}
+        return {
+            call_id: decode_record(encoded, version, call_id=call_id)
+            for call_id, version, encoded in rows
+        }
 
     def _load(
         self, run_id: str, call_ids: list[str], db: sqlite3.Connection
@@ -231,18 +236,20 @@ class SQLiteStore:
 
     def _records(self, run_id: str, db: sqlite3.Connection) -> list[CallRecord]:
         rows = db.execute(
-            "SELECT c.version, c.record FROM toolwire_calls c"
+            "SELECT c.call_id, c.version, c.record FROM toolwire_calls c"
             " JOIN toolwire_runs r ON r.run_id = c.run_id"
             " WHERE c.run_id = ? AND (r.expires_at IS NULL OR r.expires_at > ?)",
             (run_id, time.time()),
         ).fetchall()
-        return [decode_record(encoded, version) for version, encoded in rows]
+        return [
+            decode_record(encoded, version, call_id=call_id) for call_id, version, encoded in rows
+        ]
 
     def _pending(
         self, run_id: str | None, principal_key: str | None, limit: int, db: sqlite3.Connection
-    ) -> list[tuple[str, CallRecord]]:
+    ) -> list[tuple[str, CallRecord | DamagedRecord]]:
         rows = db.execute(
-            "SELECT c.run_id, c.version, c.record FROM toolwire_calls c"
+            "SELECT c.run_id, c.call_id, c.version, c.record FROM toolwire_calls c"
             " JOIN toolwire_runs r ON r.run_id = c.run_id"
             " WHERE c.pending_since IS NOT NULL"
             " AND (? IS NULL OR c.run_id = ?) AND (? IS NULL OR c.principal_key = ?)"
@@ -250,7 +257,10 @@ class SQLiteStore:
             " ORDER BY c.pending_since LIMIT ?",
             (run_id, run_id, principal_key, principal_key, time.time(), limit),
         ).fetchall()
-        return [(run, decode_record(encoded, version)) for run, version, encoded in rows]
+        return [
+            (run, listed_record(run, call_id, encoded, version))
+            for run, call_id, version, encoded in rows
+        ]
 
     def _swap(
         self,
