@@ -926,3 +926,48 @@ def test_check_json_shows_titles_and_safe_icons(tmp_path: Path) -> None:
     assert reports["plain"]["title"] == "Plain tool"  # annotations.title stands in
     assert "icons" not in reports["plain"]
     assert set(reports["bare"]) == {"name", "exposed_name", "verdicts"}
+
+
+def test_pending_names_a_damaged_record_and_lists_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    import anyio
+
+    from toolwire import ApprovalPending, DeferredApproval, Executor, Policy, ToolSet, make_call
+    from toolwire import tool as make_tool
+    from toolwire.cli import main
+    from toolwire.store import from_url
+
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+
+    @make_tool
+    def pay(amount: int) -> str:
+        """Pay."""
+        return f"paid {amount}"
+
+    tools = ToolSet([pay])
+
+    async def turn(run_id: str) -> Any:
+        executor = Executor(
+            tools, store=from_url(url), policy=Policy(default="ask"), approver=DeferredApproval()
+        )
+        return await executor.run(
+            [make_call(tools, "pay", {"amount": 5}, call_id="c1")], run_id=run_id
+        )
+
+    for run_id in ("intact", "damaged"):
+        with pytest.raises(ApprovalPending):
+            anyio.run(turn, run_id)
+    with sqlite3.connect(tmp_path / "runs.db") as db:
+        db.execute(
+            "UPDATE toolwire_calls SET record = json_set(record, '$.request', 'x')"
+            " WHERE run_id = 'damaged'"
+        )
+    assert main(["pending", "--store", url]) == 1
+    captured = capsys.readouterr()
+    assert "intact  c1  pay" in captured.out
+    assert "damaged: damaged  c1: the stored record of call 'c1' cannot be read" in captured.err
+    assert main(["pending", "--store", url, "--json"]) == 1
+    assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == ["intact"]

@@ -47,7 +47,7 @@ import anyio
 import anyio.from_thread
 
 import toolwire
-from toolwire import _jsonfile, _text
+from toolwire import _jsonfile, _text, ledger
 from toolwire.approval import ApprovalRequest, Decision
 from toolwire.errors import ConfigurationError, ToolNotFound, ToolwireError
 from toolwire.policy import Policy, PolicyContext, Verdict, _destructive_reason
@@ -773,14 +773,21 @@ async def _demo(args: argparse.Namespace) -> int:
 async def _pending(args: argparse.Namespace) -> int:
     store = _store(args.store)
     try:
-        requests = await toolwire.pending(
-            store=store, run_id=args.run_id, principal=_principal(args.principal), limit=args.limit
+        found = await ledger.waiting(
+            store, run_id=args.run_id, principal=_principal(args.principal), limit=args.limit
         )
     finally:
         await _close(store)
+    requests = found.requests
+    for damaged in found.damaged:  # named, so nothing that waits is lost from view
+        print(
+            _safe(f"damaged: {damaged.run_id}  {damaged.call_id}: {damaged.problem}"),
+            file=sys.stderr,
+        )
+    status = 1 if found.damaged else 0
     if args.json:
         _print_json([request.to_dict() for request in requests])
-        return 0
+        return status
     for request in requests:
         arguments = dict(request.arguments)
         shown = _text.visible_json(arguments)
@@ -798,9 +805,9 @@ async def _pending(args: argparse.Namespace) -> int:
             )
         for question in request.input:  # it waits for input: `toolwire respond` answers it
             print(_safe(f"    asks ({question.key}, round {question.round}): {question.message}"))
-    if not requests:
+    if not requests and not found.damaged:
         print("nothing waits for a decision")
-    return 0
+    return status
 
 
 async def _decide(args: argparse.Namespace) -> int:
