@@ -10,9 +10,10 @@ from typing import Any
 
 from toolwire import ledger
 from toolwire._output import _denied, _invalid, _log, _not_run, _short
-from toolwire._turn import Veto, _context, _maybe_await, _Pipeline, _Planned, _Turn
+from toolwire._turn import _context, _maybe_await, _Pipeline, _Planned, _Turn
 from toolwire.approval import Decision
 from toolwire.calls import ToolCall, ToolResult, strip_nulls
+from toolwire.context import Veto
 from toolwire.errors import ConfigurationError, ToolwireError
 from toolwire.policy import PolicyContext, Verdict
 from toolwire.tool import Tool

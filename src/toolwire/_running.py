@@ -33,8 +33,9 @@ from toolwire._turn import (
 )
 from toolwire.approval import Decision
 from toolwire.calls import ToolCall, ToolResult
+from toolwire.context import CallContext, current_call
 from toolwire.errors import StoreUnavailable
-from toolwire.inputs import CallInFlight, InputDeferred, current_call
+from toolwire.inputs import InputDeferred
 from toolwire.store import CallRecord
 from toolwire.tool import Tool
 
@@ -162,15 +163,7 @@ class _Running(_Pipeline):
                 await acquire(self._limiter)
                 told = None
                 if tool.server_id is not None:  # an MCP tool's server may ask for input
-                    told = current_call.set(
-                        CallInFlight(
-                            run_id=turn.run_id,
-                            call_id=call.local_id,
-                            exposed_name=call.exposed_name,
-                            principal=turn.principal,
-                            resume=planned.resume,
-                        )
-                    )
+                    told = current_call.set(_in_flight(turn, planned))
                 try:
                     server_limiter = self._server_limiter(tool)
                     if server_limiter is not None:
@@ -559,3 +552,20 @@ def _groups(planned: list[_Planned]) -> list[list[_Planned]]:
         else:
             groups.append([item])
     return groups
+
+
+def _in_flight(turn: _Turn, planned: _Planned) -> CallContext:
+    """The context an MCP tool's handler reads while the call runs (its run, id, principal,
+    and what resuming it sends its server)."""
+    context = planned.context
+    if context is not None and context.run_id == turn.run_id:
+        return replace(context, resume=planned.resume)
+    return CallContext(
+        call=planned.call,
+        arguments=context.arguments if context is not None else planned.kwargs,
+        principal=turn.principal,
+        run_id=turn.run_id,
+        taint=turn.taint,
+        deps=turn.deps,
+        resume=planned.resume,
+    )

@@ -6,18 +6,18 @@ from __future__ import annotations
 import inspect
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, Literal
+from typing import Any, Literal
 
 import anyio
 import anyio.abc
-from typing_extensions import TypeVar
 
 from toolwire import ledger
 from toolwire._output import _log, _not_run
 from toolwire.approval import ApprovalRequest, Approver, Decision
 from toolwire.calls import RejectedCall, ToolCall, ToolResult
+from toolwire.context import AfterHook, BeforeHook, CallContext
 from toolwire.errors import StoreUnavailable
 from toolwire.policy import Policy
 from toolwire.store import CallRecord, RunStore
@@ -27,56 +27,6 @@ _NOT_RUN = ToolResult.error("approval_denied", "Not run: an approver halted this
 _CANCELLED = ToolResult.error("cancelled", "The call was cancelled before it finished.")
 _UNSTORED_KINDS = frozenset({"cancelled", "unavailable"})
 """Answers a run does not keep: they say what happened to this attempt, not to the call."""
-
-
-DepsT = TypeVar("DepsT", default=Any)
-"""The type of the dependencies a turn is given (``Executor.run(..., deps=...)``)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CallContext(Generic[DepsT]):
-    """What hooks, and a tool's function that asks for it, see about a call.
-
-    A function tool asks for it with a parameter annotated ``CallContext`` (or
-    ``CallContext[MyDeps]``, or a subclass): that parameter is passed the call's context, and
-    is no argument: it is left out of the schema the model sees. The context is never stored,
-    fingerprinted or shown to the model.
-    """
-
-    call: ToolCall
-    arguments: Mapping[str, Any]
-    """The validated arguments as the model sent them (JSON values)."""
-    principal: Any
-    """Who the turn runs for."""
-    run_id: str | None
-    """The run the call belongs to, when the turn has one."""
-    taint: frozenset[str]
-    """Sources whose output is already in the model's context."""
-    deps: DepsT = None  # type: ignore[assignment]
-    """The dependencies the turn was given (``Executor.run(..., deps=...)``); None if none."""
-
-    @property
-    def tool(self) -> Tool:
-        """The tool called."""
-        return self.call.tool
-
-    @property
-    def call_id(self) -> str:
-        """The call's id: the provider's, or the one made for it when the provider sent none."""
-        return self.call.local_id
-
-
-@dataclass(frozen=True, slots=True)
-class Veto:
-    """Returned by a before-call hook: don't run the call; the model is told ``reason``."""
-
-    reason: str
-
-
-BeforeHook = Callable[[CallContext], "Mapping[str, Any] | Veto | Awaitable[Any] | None"]
-"""May return new arguments (validated again), a [`Veto`][], or None to change nothing."""
-AfterHook = Callable[[CallContext, ToolResult], "ToolResult | Awaitable[Any] | None"]
-"""May return a replacement result (e.g. redacted), or None to keep it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -178,6 +128,7 @@ def _injected(turn: _Turn, planned: _Planned) -> dict[str, Any]:
             run_id=turn.run_id,
             taint=turn.taint,
             deps=turn.deps,
+            resume=planned.resume,
         )
     return {**planned.kwargs, function.context_parameter: context}
 

@@ -36,9 +36,10 @@ from toolwire._output import DEFAULT_MEDIA_LIMIT, DEFAULT_OUTPUT_LIMIT
 from toolwire._planning import _Planning
 from toolwire._running import _Running
 from toolwire._tracing import make_tracer
-from toolwire._turn import _NOT_RUN, AfterHook, BeforeHook, CallContext, CallOutcome, Veto, _Turn
+from toolwire._turn import _NOT_RUN, CallOutcome, _Turn
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
 from toolwire.calls import RejectedCall, ToolCall, ToolResult
+from toolwire.context import AfterHook, BeforeHook, CallContext, Veto
 from toolwire.errors import ConfigurationError, StoreUnavailable, ToolNotFound
 from toolwire.policy import ALLOW_ALL, Policy
 from toolwire.providers._wire import CallIds

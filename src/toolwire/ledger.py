@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import hashlib
-import json
 import logging
 import os
 import socket
@@ -32,6 +31,7 @@ from toolwire.calls import (
     ToolResult,
     canonical_json,
     has_lone_surrogate,
+    principal_json,
     stable_call_id,
     strip_nulls,
 )
@@ -90,27 +90,6 @@ def fingerprint(call: ToolCall) -> str:
     return stable_call_id(call.exposed_name, arguments, 0)
 
 
-def principal_json(value: Any) -> Any:
-    """``value`` as JSON values (what a store keeps of a principal or of arguments): pydantic's
-    JSON mode, sets as sorted lists (the same in every process), anything else by its
-    ``str()``.
-
-    Raises:
-        ConfigurationError: for a value that cannot be kept (NaN or infinity, too deep, an
-            object whose ``str()`` fails).
-    """
-    try:
-        jsonable = pydantic_core.to_jsonable_python(_sets_sorted(value, 0), fallback=str)
-        json.dumps(jsonable, allow_nan=False)  # what every store can write and read back
-    except (ValueError, TypeError, RecursionError, pydantic_core.PydanticSerializationError) as exc:
-        raise ConfigurationError(f"a value the run keeps is not JSON: {_short(exc)}") from None
-    except Exception as exc:  # e.g. a str() that raises
-        raise ConfigurationError(
-            f"a value the run keeps cannot be written: {_short(exc)}"
-        ) from None
-    return jsonable
-
-
 def identity_json(who: Any) -> Any | None:
     """The identity an ``authorize`` returned, as the JSON kept as ``by`` with a decision
     (see [`principal_json`][]); None when it names nobody: only a non-empty identity may
@@ -145,32 +124,6 @@ def _names_someone(value: Any) -> bool:
     if isinstance(value, list):
         return any(_names_someone(item) for item in value)
     return False
-
-
-_MAX_DEPTH = 100
-
-
-def _sets_sorted(value: Any, depth: int) -> Any:
-    """``value`` with every set made a list in a stable order (a set's own order depends on
-    the process's string hashing)."""
-    if depth > _MAX_DEPTH:
-        raise ValueError(f"nested more than {_MAX_DEPTH} levels")
-    kind = value.__class__
-    if kind in (str, int, float, bool) or value is None:
-        return value
-    if isinstance(value, set | frozenset):
-        items = [_sets_sorted(item, depth + 1) for item in value]
-        return sorted(items, key=lambda item: canonical_json(item))
-    if isinstance(value, Mapping):
-        return {key: _sets_sorted(item, depth + 1) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_sets_sorted(item, depth + 1) for item in value]
-    return value
-
-
-def _short(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def principal_key(principal: Any) -> str:

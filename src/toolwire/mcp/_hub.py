@@ -28,8 +28,9 @@ import pydantic
 from toolwire._limits import acquire
 from toolwire._text import clean_description, strip_invisible
 from toolwire.calls import ToolResult
+from toolwire.context import current_call
 from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
-from toolwire.inputs import Elicitor, InputDeferred, current_call
+from toolwire.inputs import Elicitor, InputDeferred
 from toolwire.mcp._content import result_from_mcp
 from toolwire.mcp._input import InFlight, InputRefused, call_with_input, legacy_callback
 from toolwire.mcp._progress import CallProgress, ProgressHook
