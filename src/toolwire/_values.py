@@ -23,8 +23,10 @@ __all__ = [
     "SURROGATE",
     "argument_problem",
     "canonical_json",
+    "describe_exception",
     "has_lone_surrogate",
     "principal_json",
+    "safe_text",
     "within_depth",
 ]
 
@@ -148,10 +150,12 @@ def principal_json(value: Any) -> Any:
         jsonable = pydantic_core.to_jsonable_python(_sets_sorted(value, 0), fallback=str)
         json.dumps(jsonable, allow_nan=False)  # what every store can write and read back
     except (ValueError, TypeError, RecursionError, pydantic_core.PydanticSerializationError) as exc:
-        raise ConfigurationError(f"a value the run keeps is not JSON: {_short(exc)}") from None
+        raise ConfigurationError(
+            f"a value the run keeps is not JSON: {describe_exception(exc, limit=300)}"
+        ) from None
     except Exception as exc:  # e.g. a str() that raises
         raise ConfigurationError(
-            f"a value the run keeps cannot be written: {_short(exc)}"
+            f"a value the run keeps cannot be written: {describe_exception(exc, limit=300)}"
         ) from None
     return jsonable
 
@@ -177,6 +181,29 @@ def _sets_sorted(value: Any, depth: int) -> Any:
     return value
 
 
-def _short(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) <= 300 else text[:297] + "..."
+def safe_text(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD (the rest unchanged)."""
+    return SURROGATE.sub("\ufffd", text) if has_lone_surrogate(text) else text
+
+
+def describe_exception(exc: BaseException, *, limit: int | None = None, named: bool = True) -> str:
+    """``TypeName: message`` for an exception, safely: the one way toolwire puts an exception
+    into words (for the model, a log or an error of its own).
+
+    An exception whose ``__str__`` raises (or returns something odd) is named by its type
+    alone; a group of one exception is described by it. ``limit`` cuts the message (``...``
+    marks the cut); ``named=False`` leaves the type name out when there is a message.
+    """
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    try:
+        text = str(exc)
+    except Exception:  # an exception whose text cannot be had is still named
+        text = ""
+    text = safe_text(text)
+    if limit is not None and len(text) > limit:
+        text = text[: max(0, limit - 3)] + "..."
+    name = type(exc).__name__
+    if not text:
+        return name
+    return f"{name}: {text}" if named else text

@@ -17,11 +17,12 @@ from toolwire._values import (
     MAX_ARGUMENT_DEPTH,
     MAX_INTEGER_BITS,
     MAX_INTEGER_DIGITS,
-    SURROGATE,
     argument_problem,
     canonical_json,
+    describe_exception,
     has_lone_surrogate,
     principal_json,
+    safe_text,
     within_depth,
 )
 
@@ -240,22 +241,6 @@ class _Unencodable(ValueError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-def safe_text(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD (the rest unchanged)."""
-    return SURROGATE.sub("\ufffd", text) if has_lone_surrogate(text) else text
-
-
-def describe_exception(exc: BaseException) -> str:
-    """``TypeName: message`` for an exception, safely: an exception whose ``__str__`` raises
-    (or returns something odd) is named by its type alone."""
-    try:
-        text = str(exc)
-    except Exception:
-        text = ""
-    name = type(exc).__name__
-    return f"{name}: {safe_text(text)}" if isinstance(text, str) and text else name
 
 
 def _is_plain_json(value: Any) -> bool:

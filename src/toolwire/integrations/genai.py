@@ -279,7 +279,8 @@ def afc_callable(
     signature either: each call passes it the call's context, with ``deps``.
 
     Raises:
-        ConfigurationError: when the executor's approver is deferred: AFC cannot pause.
+        ConfigurationError: when the executor's approver is deferred (AFC cannot pause), or
+            its toolset does not hold ``tool`` under the name it is declared by.
     """
     if executor is None:
         executor = Executor([tool])
@@ -289,6 +290,12 @@ def afc_callable(
             "(AutoApprove, CallbackApproval) or run_function_calls"
         )
     name = exposed_name or executor.toolset.exposed_name(tool)
+    if executor.toolset.get(name) is not tool:
+        # Declared from ``tool`` and run by the executor under its name: they must be one.
+        raise ConfigurationError(
+            f"afc_callable: the executor's toolset has no tool {name!r} that is this tool; "
+            "build the executor over the tools you declare"
+        )
     declaration = gemini.function_declarations(ToolSet([tool]))[0]
     # genai builds each parameter's schema alone: references must be inlined.
     schema = inline_gemini_defs(declaration["parametersJsonSchema"])
