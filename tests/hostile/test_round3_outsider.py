@@ -379,6 +379,8 @@ def test_a_principal_given_twice_in_its_json_is_refused(
 async def test_a_gateway_on_a_sqlite_memory_database_warns_as_without_a_store() -> None:
     # sqlite:///:memory: is a database of the gateway's own process: no `toolwire decide`
     # and no inbox can reach it, exactly like no store at all.
+    import toolwire.mcp
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with anyio.fail_after(BOUND), anyio.CancelScope() as serving:

@@ -24,8 +24,8 @@ Approval of a call the policy asks about:
    says it waits, with its run id and call id: decide it with ``toolwire.decide`` (or
    ``toolwire decide`` / the inbox) on the same store, and call the tool again with the same
    arguments to run it. With a [`MemoryStore`][toolwire.store.MemoryStore] (the default) no
-   other process can reach the run: the answer says so, and names only the form (if the
-   client answers forms) or a shared store.
+   other process can reach the run (nor with a SQLite ``:memory:`` database): the answer says
+   so, and names only the form (if the client answers forms) or a shared store.
 
 ``tools/list`` leaves out the tools the policy denies outright for the principal (as
 ``toolwire.tools(policy=)`` does), and a call to one of them is answered as an unknown tool.
@@ -369,7 +369,7 @@ class Gateway:
             f"The call {request.exposed_name} waits for approval{why}. "
             f"Run id: {request.run_id}; call id: {request.call_id}. "
         )
-        if not isinstance(self.store, MemoryStore):
+        if not in_process(self.store):
             text += (
                 f"Decide it with toolwire.decide({request.run_id!r}, {request.call_id!r}, "
                 "toolwire.allow() or toolwire.deny(...), store=...) or "
@@ -452,6 +452,17 @@ class Gateway:
             )
             await self._record(request, decision)
         return True
+
+
+def in_process(store: RunStore) -> bool:
+    """Whether ``store`` lives in this process's memory, out of reach of every other process
+    (``toolwire decide``, the inbox): a [`MemoryStore`][toolwire.store.MemoryStore], or a
+    SQLite database named ``:memory:`` (``sqlite:///:memory:``)."""
+    if isinstance(store, MemoryStore):
+        return True
+    from toolwire.store import SQLiteStore
+
+    return isinstance(store, SQLiteStore) and str(store.path) == ":memory:"
 
 
 def run_base(name: str, arguments: Mapping[str, Any], *, principal: Any = None) -> str:

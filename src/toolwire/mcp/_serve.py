@@ -17,10 +17,10 @@ import anyio
 from toolwire._net import is_loopback
 from toolwire.approval import ApprovalRequest, Approver
 from toolwire.errors import ConfigurationError, MissingDependency, ToolwireWarning
-from toolwire.mcp._gateway import Gateway
+from toolwire.mcp._gateway import Gateway, in_process
 from toolwire.mcp._hub import Hub
 from toolwire.policy import ALLOW_ALL, Policy, may_ask
-from toolwire.store import MemoryStore, RunStore
+from toolwire.store import RunStore
 from toolwire.tool import Tool, ToolSet
 
 __all__ = ["open_toolset", "serve"]
@@ -106,8 +106,9 @@ async def serve(
 
         store = from_url(store)
     # A store of this process's memory that only the gateway holds: no one else can decide
-    # what waits in it (a MemoryStore passed in is the caller's, who can).
-    unreachable = store is None or (owned_store and isinstance(store, MemoryStore))
+    # what waits in it (a MemoryStore passed in is the caller's, who can; sqlite:///:memory: is
+    # such a store too).
+    unreachable = store is None or (owned_store and in_process(store))
     try:
         async with open_toolset(source) as toolset:
             if unreachable and approver is None:
