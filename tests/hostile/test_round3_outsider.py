@@ -23,6 +23,7 @@ from toolwire import (
     DeferredApproval,
     Executor,
     Policy,
+    Rule,
     StoreUnavailable,
     ToolSet,
     ToolwireWarning,
@@ -415,3 +416,86 @@ async def test_a_gateway_on_a_sqlite_memory_database_never_names_toolwire_decide
     assert "--store URL" not in text
     assert "toolwire.decide(" not in text
     assert RAN == []
+
+
+# -- 5. what a human approves, shown whole ---------------------------------------------------------
+
+
+def _long_calls() -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two calls alike for their first few thousand characters, then not."""
+    note = "x" * 3000
+    return {"a_note": note, "to": "alice"}, {"a_note": note, "to": "mallory"}
+
+
+def test_two_calls_alike_up_to_a_cut_never_get_the_same_approval_form() -> None:
+    from toolwire.approval import ApprovalRequest
+    from toolwire.mcp._gateway import _fits_a_form, _form_message
+
+    def request(arguments: dict[str, Any]) -> ApprovalRequest:
+        return ApprovalRequest(
+            run_id="r",
+            call_id="c",
+            tool=None,
+            exposed_name="pay",
+            arguments=arguments,
+            principal=None,
+            reason=None,
+        )
+
+    honest, other = (request(arguments) for arguments in _long_calls())
+    # Either a form shows each whole (so they differ), or neither is asked in a form.
+    if _fits_a_form(honest) or _fits_a_form(other):
+        assert _form_message(honest) != _form_message(other)
+        assert '"to": "mallory"' in _form_message(other)
+
+
+@toolwire.tool
+def send(a_note: str, to: str) -> str:
+    """Send a note."""
+    RAN.append(to)
+    return f"sent to {to}"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_call_too_long_for_a_form_is_never_approved_in_one(mode: str) -> None:
+    import mcp
+    import mcp_types as types
+
+    from toolwire.mcp import Gateway
+
+    asked: list[str] = []
+
+    async def approve(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    _, to_mallory = _long_calls()
+    gateway = Gateway(ToolSet([send]), policy=ASK)
+    with anyio.fail_after(BOUND):
+        async with mcp.Client(gateway.server(), mode=mode, elicitation_callback=approve) as client:
+            waiting = await client.call_tool("send", to_mallory)
+    text = "".join(part.text for part in waiting.content if isinstance(part, types.TextContent))
+    assert asked == []
+    assert RAN == []
+    assert waiting.is_error is True
+    assert "too long for an approval form" in text
+    assert "approve it in the form" not in text
+
+
+@pytest.mark.anyio
+async def test_the_gateways_waiting_answer_shows_a_reason_with_hidden_characters_escaped() -> None:
+    import mcp
+    import mcp_types as types
+
+    from toolwire._text import hides
+    from toolwire.mcp import Gateway
+
+    policy = Policy(Rule("ask", "pay", reason="pays \u202eevil\u202c"))
+    gateway = Gateway(ToolSet([pay]), policy=policy, elicit=False)
+    with anyio.fail_after(BOUND):
+        async with mcp.Client(gateway.server()) as client:
+            waiting = await client.call_tool("pay", {"amount": 5})
+    text = "".join(part.text for part in waiting.content if isinstance(part, types.TextContent))
+    assert "\\u202eevil" in text
+    assert not hides(text.replace("\n", ""))
