@@ -132,6 +132,41 @@ def test_afc_callable_never_runs_another_tool_of_the_same_name() -> None:
     assert ("wipe", "/srv/app/notes.txt") not in RAN
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="_api.py execute_tool_calls: a policy= given beside a listing replaces the policy the "
+    "listing was made under (policy = source.policy only when none is given), so a call the "
+    "listing's policy denies runs; _check_executor refuses the same through executor= only",
+)
+@pytest.mark.parametrize("given", [Policy(), Policy(default="allow")], ids=["empty", "allow"])
+def test_a_policy_given_beside_a_listing_never_loosens_the_listings(given: Policy) -> None:
+    from toolwire.providers import anthropic
+
+    over_100 = Policy(Rule("deny", "pay", when=lambda context: context.arguments["amount"] > 100))
+    listing = toolwire.tools([pay], "anthropic", policy=over_100)
+    response = anthropic.response_for([("t1", "pay", {"amount": 1000})])
+    try:
+        outcome = toolwire.execute_tool_calls_sync(listing, response, policy=given)
+    except ConfigurationError:
+        assert RAN == []
+        return
+    assert RAN == []
+    assert outcome.calls[0].result.error_kind == "denied"
+
+
+def test_an_executor_whose_policy_changed_after_it_was_built_is_refused() -> None:
+    from toolwire.providers import anthropic
+
+    over_100 = Policy(Rule("deny", "pay", when=lambda context: context.arguments["amount"] > 100))
+    listing = toolwire.tools([pay], "anthropic", policy=over_100)
+    executor = Executor([pay], policy=over_100)
+    executor.policy = Policy()
+    response = anthropic.response_for([("t1", "pay", {"amount": 1000})])
+    with pytest.raises(ConfigurationError):
+        toolwire.execute_tool_calls_sync(listing, response, executor=executor)
+    assert RAN == []
+
+
 # -- 2. carried histories never rerun a call -------------------------------------------------------
 
 
@@ -499,3 +534,69 @@ async def test_the_gateways_waiting_answer_shows_a_reason_with_hidden_characters
     text = "".join(part.text for part in waiting.content if isinstance(part, types.TextContent))
     assert "\\u202eevil" in text
     assert not hides(text.replace("\n", ""))
+
+
+# -- 9. the policy a SOURCE module defines ---------------------------------------------------------
+
+GOVERNED_MODULE = '''
+import toolwire
+from toolwire import Policy, Rule
+
+RAN = []
+
+
+@toolwire.tool(annotations={"readOnlyHint": True})
+def look(path: str) -> str:
+    """Look at a file."""
+    return "seen " + path
+
+
+@toolwire.tool(annotations={"destructiveHint": False})
+def wipe(path: str) -> str:
+    """Wipe a file (its author says it is harmless; the module's policy knows better)."""
+    with open(path, "w") as file:
+        file.write("wiped")
+    return "wiped " + path
+
+
+POLICY = Policy(Rule("deny", "wipe", reason="never wipe"))
+'''
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("given", [None, "allow"], ids=["alone", "beside an allowing --policy"])
+async def test_toolwire_serve_never_serves_what_the_modules_own_policy_denies(
+    tmp_path: Path, given: str | None
+) -> None:
+    # `toolwire call SOURCE` applies the module's POLICY; `toolwire serve SOURCE` must not
+    # quietly drop it, serving to any MCP client what the module's author denied.
+    import os
+    import sys
+
+    import mcp
+    import mcp_types as types
+    from mcp import StdioServerParameters
+
+    module = tmp_path / "governed_tools.py"
+    module.write_text(GOVERNED_MODULE)
+    target = tmp_path / "precious.txt"
+    target.write_text("precious")
+    extra = []
+    if given is not None:
+        (tmp_path / "loose.toml").write_text(f'default = "{given}"\n')
+        extra = ["--policy", str(tmp_path / "loose.toml")]
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolwire.cli", "serve", str(module), *extra],
+        env=dict(os.environ),
+    )
+    with anyio.fail_after(BOUND):
+        async with mcp.Client(server, read_timeout_seconds=30) as client:
+            listed = [tool.name for tool in (await client.list_tools()).tools]
+            answer = await client.call_tool("wipe", {"path": str(target)})
+    assert "look" in listed
+    assert target.read_text() == "precious"
+    assert answer.is_error is True
+    assert "wipe" not in listed
+    text = "".join(part.text for part in answer.content if isinstance(part, types.TextContent))
+    assert "Unknown tool" in text
