@@ -257,6 +257,18 @@ async def open_source(source: str) -> AsyncIterator[ToolSet]:
 
 
 @asynccontextmanager
+async def open_source_with_policy(source: str) -> AsyncIterator[tuple[ToolSet, Policy | None]]:
+    """[`open_source`][], with the [`Policy`][toolwire.Policy] SOURCE's Python module defines
+    (as ``policy`` or ``POLICY``), or None.
+
+    Raises:
+        SourceError: as [`open_source`][], and for a module's ``policy`` that is not one.
+    """
+    async with _open_with_policy(source) as opened:
+        yield opened
+
+
+@asynccontextmanager
 async def _open_with_policy(source: str) -> AsyncIterator[tuple[ToolSet, Policy | None]]:
     """[`open_source`][], with the policy of SOURCE's Python module when it has one."""
     async with _open(source) as (toolset, left_out, policy):
@@ -609,16 +621,15 @@ def _print_table(
     print(f"\n{len(reports)} tool(s); {summary}")
 
 
-class _CallPolicy(Policy):
-    """What ``call`` runs a call under: every policy given at once (a deny of any denies, an
-    ask of any asks), then approval for a tool whose annotations do not promise it is harmless.
-    The MCP defaults apply to every tool, a Python function's included: the one running the
-    command may not be the one who wrote it."""
+class AllOf(Policy):
+    """Several policies at once: a deny of any denies, an ask of any asks, else allow (what
+    ``call`` and ``serve`` apply when the SOURCE module defines a policy and ``--policy`` is
+    given too)."""
 
     def __init__(self, policies: Sequence[Policy]) -> None:
         super().__init__()
         self.policies = tuple(policies)
-        self.allows_everything = False
+        self.allows_everything = all(policy.allows_everything for policy in self.policies)
 
     def evaluate(self, context: PolicyContext) -> Verdict:
         verdicts = [policy.evaluate(context) for policy in self.policies]
@@ -626,8 +637,7 @@ class _CallPolicy(Policy):
             for verdict in verdicts:
                 if verdict.effect == effect:
                     return verdict
-        why = _not_harmless(context.tool)
-        return Verdict("ask", why) if why is not None else Verdict("allow")
+        return Verdict("allow")
 
     def denies_outright(
         self, tool: Tool, *, principal: Any = None, exposed_name: str | None = None
@@ -637,6 +647,33 @@ class _CallPolicy(Policy):
             if why is not None:
                 return why
         return None
+
+
+def all_of(policies: Sequence[Policy | None]) -> Policy | None:
+    """The policies given (None for one not given) as one: None when none is, the one when
+    only one is, else [`AllOf`][] them."""
+    given = [policy for policy in policies if policy is not None]
+    if not given:
+        return None
+    return given[0] if len(given) == 1 else AllOf(given)
+
+
+class _CallPolicy(AllOf):
+    """What ``call`` runs a call under: every policy given at once (a deny of any denies, an
+    ask of any asks), then approval for a tool whose annotations do not promise it is harmless.
+    The MCP defaults apply to every tool, a Python function's included: the one running the
+    command may not be the one who wrote it."""
+
+    def __init__(self, policies: Sequence[Policy]) -> None:
+        super().__init__(policies)
+        self.allows_everything = False
+
+    def evaluate(self, context: PolicyContext) -> Verdict:
+        verdict = super().evaluate(context)
+        if verdict.effect != "allow":
+            return verdict
+        why = _not_harmless(context.tool)
+        return Verdict("ask", why) if why is not None else Verdict("allow")
 
 
 def _not_harmless(tool: Tool) -> str | None:
@@ -705,14 +742,18 @@ async def _read_line() -> str:
 
 
 def _arguments_option(text: str, what: str = "--args") -> dict[str, Any]:
-    """``--args`` (or ``what``): a JSON object.
+    """``--args`` (or ``what``): a JSON object, each key given once (which of a repeated
+    key's values a reader takes is a guess: an approver reads the first, ``json`` keeps the
+    last).
 
     Raises:
-        ConfigurationError: for anything else.
+        ConfigurationError: for anything else, naming a repeated key.
     """
     try:
-        arguments = json.loads(text)
-    except json.JSONDecodeError as exc:
+        arguments = _jsonfile.loads(text)
+    except _jsonfile.RepeatedKey as exc:
+        raise ConfigurationError(f"{what}: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the stack
         raise ConfigurationError(f"{what} is not valid JSON: {exc}") from None
     if not isinstance(arguments, dict):
         raise ConfigurationError(f"{what} must be a JSON object")
@@ -927,12 +968,18 @@ async def _close(store: Any) -> None:
 
 
 def _principal(text: str | None) -> Any:
-    """A principal given on the command line: JSON, or else the text itself."""
+    """A principal given on the command line: JSON, or else the text itself.
+
+    Raises:
+        ConfigurationError: JSON giving a key twice (who it names would be a guess).
+    """
     if text is None:
         return None
     try:
-        return json.loads(text)
-    except ValueError:
+        return _jsonfile.loads(text)
+    except _jsonfile.RepeatedKey as exc:
+        raise ConfigurationError(f"--principal: {exc}") from None
+    except (ValueError, RecursionError):  # RecursionError: nested past the stack
         return text
 
 

@@ -17,10 +17,10 @@ import anyio
 from toolwire._net import is_loopback
 from toolwire.approval import ApprovalRequest, Approver
 from toolwire.errors import ConfigurationError, MissingDependency, ToolwireWarning
-from toolwire.mcp._gateway import Gateway
+from toolwire.mcp._gateway import Gateway, in_process
 from toolwire.mcp._hub import Hub
 from toolwire.policy import ALLOW_ALL, Policy, may_ask
-from toolwire.store import MemoryStore, RunStore
+from toolwire.store import RunStore
 from toolwire.tool import Tool, ToolSet
 
 __all__ = ["open_toolset", "serve"]
@@ -72,7 +72,9 @@ async def serve(
             ``module:attribute``, a JSON tool file, ``stdio:CMD``, an MCP URL, an
             ``mcp.json``).
         policy: a [`Policy`][toolwire.Policy], or the path of a policy file (see
-            ``toolwire.policy_file``).
+            ``toolwire.policy_file``). A policy ``source``'s Python module defines (as
+            ``policy`` or ``POLICY``) applies too, as ``toolwire call`` applies it: a deny of
+            either denies, an ask of either asks.
         store: the run store, or its URL (``sqlite:///runs.db``...).
         transport: ``"stdio"``, or ``"http"`` (streamable HTTP at ``/mcp``).
         host: where HTTP listens: a loopback address (``127.0.0.1``, the default, ``::1``)
@@ -106,10 +108,15 @@ async def serve(
 
         store = from_url(store)
     # A store of this process's memory that only the gateway holds: no one else can decide
-    # what waits in it (a MemoryStore passed in is the caller's, who can).
-    unreachable = store is None or (owned_store and isinstance(store, MemoryStore))
+    # what waits in it (a MemoryStore passed in is the caller's, who can; sqlite:///:memory: is
+    # such a store too).
+    unreachable = store is None or (owned_store and in_process(store))
     try:
-        async with open_toolset(source) as toolset:
+        async with _open_governed(source) as (toolset, module_policy):
+            if module_policy is not None:  # the module's own policy holds, beside any given
+                from toolwire.cli import all_of
+
+                policy = all_of([module_policy, policy])
             if unreachable and approver is None:
                 _check_approvable(toolset, policy, principal, elicit)
             hubs = _hubs_of(source, toolset)
@@ -142,20 +149,28 @@ async def serve(
 @asynccontextmanager
 async def open_toolset(source: Source) -> AsyncIterator[ToolSet]:
     """The tools of ``source`` (see ``serve``), with its MCP servers connected while open."""
+    async with _open_governed(source) as (toolset, _):
+        yield toolset
+
+
+@asynccontextmanager
+async def _open_governed(source: Source) -> AsyncIterator[tuple[ToolSet, Policy | None]]:
+    """[`open_toolset`][], with the policy of ``source``'s Python module (a ``policy`` or
+    ``POLICY`` it defines, as ``toolwire call`` applies it), or None."""
     if isinstance(source, Hub):
         async with source:
-            yield source.as_toolset()
+            yield source.as_toolset(), None
     elif isinstance(source, str | Path):
-        from toolwire.cli import open_source  # the CLI's reader of SOURCE strings
+        from toolwire.cli import open_source_with_policy  # the CLI's reader of SOURCE strings
 
-        async with open_source(str(source)) as toolset:
-            yield toolset
+        async with open_source_with_policy(str(source)) as opened:
+            yield opened
     elif isinstance(source, ModuleType):
-        from toolwire.cli import load_source
+        from toolwire.cli import _load
 
-        yield load_source(source.__name__)
+        yield _load(source.__name__)
     else:
-        yield ToolSet.of(source)
+        yield ToolSet.of(source), None
 
 
 def _hubs_of(source: Source, toolset: ToolSet) -> list[Hub]:
@@ -184,9 +199,13 @@ def _check_approvable(
 ) -> None:
     """Warn (or refuse, when ``elicit`` is off) when calls of served tools may need approval
     and nothing outside this process can decide them."""
+    from toolwire.cli import AllOf
+
+    # may_ask reads a policy's rules: each of several policies applied at once is asked.
+    policies = policy.policies if isinstance(policy, AllOf) else (policy or ALLOW_ALL,)
     asking: list[str] = []
     for name, tool in zip(toolset.exposed_names, toolset, strict=True):
-        if may_ask(policy or ALLOW_ALL, tool, principal=principal, exposed_name=name):
+        if any(may_ask(each, tool, principal=principal, exposed_name=name) for each in policies):
             asking.append(name)
     if not asking:
         return
