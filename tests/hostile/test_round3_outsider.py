@@ -93,12 +93,6 @@ def _edit_request(path: Path, run_id: str, **changes: Any) -> None:
 # -- 1. executor= beside what it would drop --------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="integrations/genai.py afc_callables takes a toolset beside executor= and afc_callable "
-    "a tool beside it: the function declares the given tool (name, description, schema) but "
-    "runs make_call(executor.toolset, name), whatever tool the executor has by that name",
-)
 def test_afc_callables_never_declare_one_tool_and_run_another() -> None:
     # The toolset the AFC functions are made from is what genai declares to the model; the
     # executor's toolset is what runs. Given both, they must be the same tools (or refused),
@@ -115,12 +109,6 @@ def test_afc_callables_never_declare_one_tool_and_run_another() -> None:
     assert RAN == [("read", "/srv/app/notes.txt")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="integrations/genai.py afc_callables takes a toolset beside executor= and afc_callable "
-    "a tool beside it: the function declares the given tool (name, description, schema) but "
-    "runs make_call(executor.toolset, name), whatever tool the executor has by that name",
-)
 def test_afc_callable_never_runs_another_tool_of_the_same_name() -> None:
     from toolwire.integrations import genai
 
@@ -132,12 +120,6 @@ def test_afc_callable_never_runs_another_tool_of_the_same_name() -> None:
     assert ("wipe", "/srv/app/notes.txt") not in RAN
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_api.py execute_tool_calls: a policy= given beside a listing replaces the policy the "
-    "listing was made under (policy = source.policy only when none is given), so a call the "
-    "listing's policy denies runs; _check_executor refuses the same through executor= only",
-)
 @pytest.mark.parametrize("given", [Policy(), Policy(default="allow")], ids=["empty", "allow"])
 def test_a_policy_given_beside_a_listing_never_loosens_the_listings(given: Policy) -> None:
     from toolwire.providers import anthropic
@@ -196,12 +178,6 @@ def test_a_carried_history_with_its_answers_grouped_after_the_calls_reruns_nothi
     assert RAN == [5, 5]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="providers/_wire.py carried_calls ends a turn at the first answer, so each call "
-    "answered right after it is parsed alone and an identical id-less second call gets the "
-    "first one's generated id; its own answer (the second id) settles nothing and it runs again",
-)
 @pytest.mark.parametrize("provider", ["gemini-interactions", "openai-responses"])
 def test_a_carried_history_answering_each_call_right_after_it_reruns_nothing(
     provider: str,
@@ -217,12 +193,6 @@ def test_a_carried_history_answering_each_call_right_after_it_reruns_nothing(
 # -- 3. damaged store records ----------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store/_base.py's record form takes any float for a time (strict float allows NaN "
-    "and infinities, and json.loads reads them): a request asked at NaN or expiring at "
-    "Infinity decodes, never expires, and breaks every reader that shows or serves it",
-)
 @pytest.mark.parametrize(
     ("field", "value"),
     [
