@@ -393,14 +393,6 @@ _EXECUTOR_OPTIONS: dict[str, Any] = {
 """The facade's options an executor has its own of, with their defaults."""
 
 
-def _given(value: Any, default: Any) -> bool:
-    if default is None:
-        return value is not None
-    if default == ():
-        return len(value) > 0
-    return bool(value != default)
-
-
 def _policy_of(listing: Listing, policy: Policy | None) -> Policy | None:
     """The policy a listing's calls run under: the listing's, which binds them.
 
@@ -424,7 +416,12 @@ def _check_executor(executor: Executor, source: Any, **options: Any) -> None:
     Raises:
         ConfigurationError: naming each conflict.
     """
-    given = [name for name, value in options.items() if _given(value, _EXECUTOR_OPTIONS[name])]
+    given = [
+        name
+        for name, value in options.items()
+        # (a hook list given empty is no hook)
+        if value is not None and value != _EXECUTOR_OPTIONS[name] and value != []
+    ]
     if given:
         raise ConfigurationError(
             f"execute_tool_calls: {', '.join(given)} given beside executor=, which has its "

@@ -30,6 +30,7 @@ from toolwire.policy import Verdict
 from toolwire.tool import Tool
 
 __all__ = [
+    "NO_RECORD",
     "RUN",
     "Answer",
     "Ask",
@@ -105,7 +106,8 @@ class Run:
 
 
 RUN = Run()
-_GO = Go()
+NO_RECORD = Go()
+"""What the run says of a call it has no record of: go on."""
 
 _INPUT_EXPIRED = ToolResult.error(
     "failed", "Not finished: the server's request for input expired unanswered."
@@ -144,7 +146,7 @@ def from_record(
     allow is void) waits, whatever the policy says.
     """
     if record is None:
-        return _GO
+        return NO_RECORD
     replay = replayed(record, may_rerun=may_rerun)
     if replay is not None:
         return replay

@@ -17,14 +17,14 @@ import anyio
 
 from toolwire._limits import acquire
 from toolwire._output import cap_output, failure_message, log, short
-from toolwire._tracing import end_tool_span, tool_span
+from toolwire._tracing import end_tool_span
 from toolwire.calls import ToolCall, ToolResult
 from toolwire.context import AfterHook, CallContext, current_call
 from toolwire.errors import ConfigurationError
 from toolwire.inputs import InputDeferred
 from toolwire.tool import Tool
 
-__all__ = ["CANCELLED", "Control", "Job", "Runner", "maybe_await"]
+__all__ = ["CANCELLED", "Control", "Job", "Runner", "maybe_await", "unanswerable"]
 
 CANCELLED = ToolResult.error("cancelled", "The call was cancelled before it finished.")
 
@@ -41,7 +41,7 @@ async def maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class Job:
     """One call about to run: its handler's keyword arguments, the context its hooks see
     (None when nothing asks for one) and the context an MCP tool's handler reads."""
@@ -50,6 +50,16 @@ class Job:
     kwargs: dict[str, Any]
     context: CallContext | None
     in_flight: CallContext | None
+
+
+def unanswerable(call: ToolCall, exc: Exception) -> ToolResult:
+    """The answer to a call whose answer toolwire's own steps failed to make, after the tool
+    may have run."""
+    log.error("answering %s failed", call.exposed_name, exc_info=exc)
+    return ToolResult.error(
+        "failed",
+        f"The call's answer could not be made ({short(exc)}); whether it took effect is unknown.",
+    )
 
 
 class Runner:
@@ -93,80 +103,54 @@ class Runner:
             return tool.timeout
         return self.timeout
 
-    async def answer(
-        self, job: Job, control: Control, *, tracer: Any = None, run_id: str | None = None
-    ) -> ToolResult:
-        """The call's answer (raises only ``InputDeferred``: its server waits for input, and
-        the cancellation of the task itself)."""
-        try:
-            if tracer is None:
-                return await self._run(job, control, None)
-            with tool_span(tracer, job.call, run_id) as span:
-                return await self._run(job, control, span)
-        except InputDeferred:
-            raise  # the call pauses: its server waits for input
-        except Exception as exc:  # toolwire's own step failed after the tool may have run
-            log.exception("answering %s failed", job.call.exposed_name)
-            return ToolResult.error(
-                "failed",
-                f"The call's answer could not be made ({short(exc)}); whether it took effect "
-                "is unknown.",
-            )
-
-    async def _run(self, job: Job, control: Control, span: Any) -> ToolResult:
+    async def run(self, job: Job, control: Control, span: Any = None) -> ToolResult:
+        """Run the call: its answer, whatever the tool does (raises only ``InputDeferred``,
+        when its server waits for input, and the cancellation of the task itself). ``span``
+        is its tracing span, if any."""
         call = job.call
         if control.cancelled:
             return CANCELLED
-        timeout = self.timeout_of(call.tool)
+        tool = call.tool
+        timeout = tool.timeout if tool.timeout is not None else self.timeout
         alone = control.scope is None
-        scope = _scope(timeout, alone)
+        # Scopes are the dearest part of running a call: a call of a larger turn without a
+        # timeout gets none (the turn's scope cancels it).
+        scope = _scope(timeout) if alone or timeout is not None else None
         error: BaseException | None = None
+        value: Any = None  # (none when the scope ended the call)
         try:
             with scope if scope is not None else nullcontext():
                 if alone:
                     control.scope = scope
-                value = await self._limited(job)
-            if scope is not None and scope.cancelled_caught:
-                result = CANCELLED if control.cancelled else _timed_out(call, timeout)
-            else:
-                result = ToolResult.from_value(value)  # never raises: unencodable is an answer
+                await acquire(self.limiter)
+                told = current_call.set(job.in_flight) if job.in_flight is not None else None
+                try:
+                    if tool.is_async and self._per_server is None:
+                        # inline: each frame in the chain costs every resume
+                        value = await tool.handler(**job.kwargs)  # type: ignore[misc]
+                    else:
+                        value = await self._limited(tool, job.kwargs)
+                finally:
+                    self.limiter.release()
+                    if told is not None:
+                        current_call.reset(told)
+            result = _ended(scope, control, call, timeout, value)
         except InputDeferred:
-            if span is not None:
-                span.set_attribute("toolwire.waits_for_input", True)
-            raise
-        except Exception as exc:  # the tool raised: the model is told, the turn goes on
-            error = exc
-            result = ToolResult.error("failed", failure_message(call.exposed_name, exc))
+            raise  # the call pauses: its server waits for input
         except BaseException as exc:
-            if not _raised_by_the_tool(exc):
-                raise  # this task is being cancelled (or the process stopped): not the call's
-            error = exc  # e.g. a tool raising CancelledError itself: a failure like any other
-            result = ToolResult.error("failed", failure_message(call.exposed_name, exc))
+            error, result = exc, _failed(call, exc)
         if span is not None:
             end_tool_span(span, result, error)
-        return await self._after(job, self._capped(result))
+        result = cap_output(result, self.max_output_chars, self.max_media_chars)
+        return await self._after(job, result) if self.after_call else result
 
-    async def _limited(self, job: Job) -> Any:
-        """The handler's value, under the turn-wide and per-server limits."""
-        tool = job.call.tool
-        await acquire(self.limiter)
-        told = current_call.set(job.in_flight) if job.in_flight is not None else None
-        try:
-            server_limiter = self._server_limiter(tool)
-            if server_limiter is not None:
-                async with server_limiter:
-                    return await _invoke(tool, job.kwargs)
-            if tool.is_async:  # inline: each frame in the chain costs every resume
-                assert tool.handler is not None
-                return await tool.handler(**job.kwargs)
-            return await _invoke(tool, job.kwargs)
-        finally:
-            self.limiter.release()
-            if told is not None:
-                current_call.reset(told)
-
-    def _capped(self, result: ToolResult) -> ToolResult:
-        return cap_output(result, self.max_output_chars, self.max_media_chars)
+    async def _limited(self, tool: Tool, kwargs: dict[str, Any]) -> Any:
+        """The handler's value, under its server's limit when it has one."""
+        server_limiter = self._server_limiter(tool)
+        if server_limiter is None:
+            return await _invoke(tool, kwargs)
+        async with server_limiter:
+            return await _invoke(tool, kwargs)
 
     async def _after(self, job: Job, result: ToolResult) -> ToolResult:
         """The result as the after-call hooks leave it; withheld when one fails."""
@@ -182,7 +166,8 @@ class Runner:
                     f"({short(exc)}).",
                 )
             if replaced is not None:
-                result = self._capped(ToolResult.from_value(replaced))
+                replaced_result = ToolResult.from_value(replaced)
+                result = cap_output(replaced_result, self.max_output_chars, self.max_media_chars)
         return result
 
     def _server_limiter(self, tool: Tool) -> anyio.Semaphore | None:
@@ -194,21 +179,42 @@ class Runner:
         return limiter
 
 
-def _scope(timeout: float | None, alone: bool) -> anyio.CancelScope | None:
+def _scope(timeout: float | None) -> anyio.CancelScope:
     """The call's own scope: it carries its deadline and, in a one-call turn (which opens no
-    scope of its own), the turn's cancellation. Scopes are the dearest part of running a
-    call, so a call of a larger turn without a timeout gets none."""
-    if not alone and timeout is None:
-        return None
+    scope of its own), the turn's cancellation."""
     return anyio.CancelScope(
         deadline=anyio.current_time() + timeout if timeout is not None else math.inf
     )
 
 
-def _timed_out(call: ToolCall, timeout: float | None) -> ToolResult:
-    return ToolResult.error(
-        "timeout", f"Tool {call.exposed_name!r} timed out after {timeout:g} seconds."
-    )
+def _ended(
+    scope: anyio.CancelScope | None,
+    control: Control,
+    call: ToolCall,
+    timeout: float | None,
+    value: Any,
+) -> ToolResult:
+    """The answer of a call whose handler returned ``value``, or whose scope ended it."""
+    if scope is not None and scope.cancelled_caught:
+        if control.cancelled:
+            return CANCELLED
+        return ToolResult.error(
+            "timeout", f"Tool {call.exposed_name!r} timed out after {timeout:g} seconds."
+        )
+    return ToolResult.from_value(value)  # never raises: unencodable is an answer
+
+
+def _failed(call: ToolCall, exc: BaseException) -> ToolResult:
+    """The answer of a call whose tool raised ``exc`` (a tool raising ``CancelledError``
+    itself included): the model is told, the turn goes on.
+
+    Raises:
+        BaseException: ``exc`` again, when it is this task's cancellation (or the process
+            stopping): not the call's.
+    """
+    if not _raised_by_the_tool(exc):
+        raise exc
+    return ToolResult.error("failed", failure_message(call.exposed_name, exc))
 
 
 async def _invoke(tool: Tool, kwargs: dict[str, Any]) -> Any:
@@ -224,9 +230,9 @@ async def _invoke(tool: Tool, kwargs: dict[str, Any]) -> Any:
 
 
 def _raised_by_the_tool(exc: BaseException) -> bool:
-    """True when an exception that is not an ``Exception`` came from the tool itself rather
-    than from a cancellation of this task: a tool that raises ``CancelledError`` on its own
-    must fail as its call, not cancel the turn. Interrupts and exits are never the tool's."""
+    """True when an exception came from the tool itself rather than from a cancellation of
+    this task: a tool that raises ``CancelledError`` on its own must fail as its call, not
+    cancel the turn. Interrupts and exits are never the tool's."""
     if isinstance(exc, KeyboardInterrupt | SystemExit | GeneratorExit):
         return False
     if isinstance(exc, BaseExceptionGroup):

@@ -44,6 +44,7 @@ from toolwire._output import (
     short,
 )
 from toolwire._plan import (
+    NO_RECORD,
     Answer,
     Ask,
     Go,
@@ -70,8 +71,8 @@ from toolwire._record import (
 )
 from toolwire._run import UNSTORED_KINDS, UNTIMED_WAIT, Contended, Keep
 from toolwire._run import Run as RunOfTurn
-from toolwire._runner import CANCELLED, Job, Runner, maybe_await
-from toolwire._tracing import global_tracing, make_tracer
+from toolwire._runner import CANCELLED, Job, Runner, maybe_await, unanswerable
+from toolwire._tracing import global_tracing, make_tracer, tool_span
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
 from toolwire.calls import RejectedCall, ToolCall, ToolResult, strip_nulls
 from toolwire.context import AfterHook, BeforeHook, CallContext, Veto
@@ -289,6 +290,8 @@ class Executor:
             max_media_chars=max_media_chars,
         )
         self._max_concurrency = max_concurrency
+        self._hooked = bool(self.before_call or self.runner.after_call)
+        """Whether hooks need each call's context."""
         self._turns: set[_Turn] = set()
         self.on_interrupted = on_interrupted
         self.wait_for_running = wait_for_running
@@ -402,6 +405,7 @@ class Executor:
         an id no store can hold, is answered now and never run (the parsers already answer such
         calls; this holds for items built by hand too). A rejected call is answered now."""
         ids: list[str] = []
+        taken: set[str] = set()
         for index, item in enumerate(turn.items):
             if isinstance(item, RejectedCall):
                 if self.on_unknown == "raise" and item.error_kind == "not_found":
@@ -414,14 +418,20 @@ class Executor:
                 raise ConfigurationError(
                     f"a turn's items are ToolCalls or RejectedCalls, not {type(item).__name__}"
                 )
-            problem = _id_problem(item.local_id, ids)
+            call_id = item.local_id
+            problem = (
+                None
+                if call_id.__class__ is str and call_id not in taken and valid_id(call_id)
+                else _id_problem(call_id, taken)
+            )
             if problem is not None:
                 self._finish(
                     turn, index, ToolResult.error("invalid_arguments", f"Not run: {problem}.")
                 )
                 turn.kept.add(index)  # not the run's to keep: its id is not its own
                 continue
-            ids.append(item.local_id)
+            taken.add(call_id)
+            ids.append(call_id)
             turn.admitted.append(item)
         return ids
 
@@ -457,9 +467,11 @@ class Executor:
                 turn.seen[index] = turn.known[item.local_id]
             self._finish(turn, index, _NOT_RUN)
             return
-        record = await self._record_of(turn, item)
-        if record is not None:
-            turn.seen[index] = record
+        record = await self._record_of(turn, item) if turn.known else None
+        if record is None:
+            await self._plan_go(turn, index, item, NO_RECORD, None)
+            return
+        turn.seen[index] = record
         step = from_record(
             record, item.tool, turn.run_id, may_rerun=self._may_rerun(item), now=time.time()
         )
@@ -490,18 +502,25 @@ class Executor:
     ) -> None:
         """Validation, before-call hooks, policy and approval of a call nothing stopped."""
         tool = call.tool
-        call, arguments, prefix = _arguments_to_run(call, go)
+        arguments: Mapping[str, Any]
+        if go.recorded is None and not call.null_paths:  # the common call: as the model sent it
+            arguments, prefix = call.arguments, ""
+        else:
+            call, arguments, prefix = _arguments_to_run(call, go)
         kwargs = self._validated(turn, index, tool, arguments, prefix)
         if kwargs is None:
             return
-        wanted = self.before_call or self.after_call or tool.context_parameter is not None
+        wanted = self._hooked or tool.context_parameter is not None
         context = _context(turn, call, arguments) if wanted else None
-        hooked = await self._before(turn, index, call, arguments, kwargs, context)
-        if hooked is None:
+        if self.before_call:
+            hooked = await self._before(turn, index, call, arguments, kwargs, context)
+            if hooked is None:
+                return
+            arguments, kwargs, context = hooked
+        if self.policy.allows_everything and not tool.needs_approval and not go.undecided:
+            turn.planned.append(_Planned(index, call, kwargs, context, record))
             return
-        arguments, kwargs, context = hooked
-        quick = self.policy.allows_everything and not tool.needs_approval and not go.undecided
-        verdict = None if quick else self._verdict(turn, call, arguments)
+        verdict = self._verdict(turn, call, arguments)
         gated = gate(go, verdict, has_approver=self.approver is not None)
         step: Run | Answer | Refuse
         if isinstance(gated, Ask):
@@ -788,7 +807,19 @@ class Executor:
             context=planned.context,
             in_flight=self._in_flight(turn, planned) if call.tool.server_id is not None else None,
         )
-        return await self.runner.answer(job, turn, tracer=turn.tracer, run_id=turn.run_id)
+        try:
+            if turn.tracer is None:
+                return await self.runner.run(job, turn)
+            with tool_span(turn.tracer, call, turn.run_id) as span:
+                try:
+                    return await self.runner.run(job, turn, span)
+                except InputDeferred:
+                    span.set_attribute("toolwire.waits_for_input", True)
+                    raise
+        except InputDeferred:
+            raise  # the call pauses: its server waits for input
+        except Exception as exc:  # toolwire's own step failed after the tool may have run
+            return unanswerable(call, exc)
 
     def _injected(self, turn: _Turn, planned: _Planned) -> dict[str, Any]:
         """The keyword arguments of a tool whose function asks for its call's context: the
@@ -1013,7 +1044,7 @@ def _arguments_to_run(call: ToolCall, go: Go) -> tuple[ToolCall, Mapping[str, An
     return call, call.arguments, ""
 
 
-def _id_problem(call_id: Any, taken: list[str]) -> str | None:
+def _id_problem(call_id: Any, taken: set[str]) -> str | None:
     """Why a call's id cannot be its own in the run, or None."""
     if not isinstance(call_id, str):
         return "its id is not a string"
