@@ -38,10 +38,9 @@ from toolwire._running import _Running
 from toolwire._tracing import make_tracer
 from toolwire._turn import _NOT_RUN, AfterHook, BeforeHook, CallContext, CallOutcome, Veto, _Turn
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
-from toolwire.calls import RejectedCall, ToolCall, ToolResult
+from toolwire.calls import CallIds, RejectedCall, ToolCall, ToolResult
 from toolwire.errors import ConfigurationError, StoreUnavailable, ToolNotFound
 from toolwire.policy import ALLOW_ALL, Policy
-from toolwire.providers._wire import CallIds
 from toolwire.store import MemoryStore, RunStore
 from toolwire.tool import Tool, ToolSet
 

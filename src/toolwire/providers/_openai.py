@@ -8,11 +8,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolwire._text import clean_description
-from toolwire.calls import RejectedCall, ToolCall, ToolResult, canonical_json, content_text
+from toolwire.calls import (
+    CallIds,
+    RejectedCall,
+    ToolCall,
+    ToolResult,
+    canonical_json,
+    content_text,
+    printable,
+)
 from toolwire.errors import SchemaConversionError
 from toolwire.providers._assess import assessed, custom_verdict, texts
 from toolwire.providers._contract import Declaration, DeclaredTool, Verdict
-from toolwire.providers._wire import CallIds, json_type, printable, rejected_call, unknown_tool
+from toolwire.providers._wire import json_type, rejected_call, unknown_tool
 from toolwire.schema._base import ConversionNote
 from toolwire.schema.anthropic import to_anthropic_schema
 from toolwire.schema.checks import openai_violations

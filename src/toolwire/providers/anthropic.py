@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from toolwire._text import clean_description
 from toolwire.calls import (
+    CallIds,
     ImageContent,
     RejectedCall,
     TextContent,
@@ -43,7 +44,6 @@ from toolwire.providers._contract import (
     options_for,
 )
 from toolwire.providers._wire import (
-    CallIds,
     NotJson,
     StreamBudget,
     StreamLimits,

@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 from toolwire._text import clean_description
 from toolwire.calls import (
     AudioContent,
+    CallIds,
     ImageContent,
     RejectedCall,
     ResourceLink,
@@ -41,6 +42,7 @@ from toolwire.calls import (
     ToolResult,
     canonical_json,
     content_text,
+    printable,
 )
 from toolwire.errors import ConfigurationError, MalformedResponse, SchemaConversionError
 from toolwire.providers._assess import assessed, texts
@@ -52,7 +54,6 @@ from toolwire.providers._contract import (
     implicit_declaration,
 )
 from toolwire.providers._wire import (
-    CallIds,
     StreamBudget,
     StreamLimits,
     as_data,
@@ -61,7 +62,6 @@ from toolwire.providers._wire import (
     json_type,
     load_json,
     named_tools,
-    printable,
     rejected_call,
     resolve_call,
     sent_id,

@@ -35,6 +35,7 @@ from typing import Any
 from toolwire._text import clean_description
 from toolwire.calls import (
     AudioContent,
+    CallIds,
     EmbeddedResource,
     ImageContent,
     RejectedCall,
@@ -45,6 +46,7 @@ from toolwire.calls import (
     canonical_json,
     content_text,
     placeholder,
+    printable,
 )
 from toolwire.errors import ConfigurationError, MalformedResponse, SchemaConversionError
 from toolwire.providers import gemini
@@ -58,7 +60,6 @@ from toolwire.providers._contract import (
     options_for,
 )
 from toolwire.providers._wire import (
-    CallIds,
     NotJson,
     StreamBudget,
     StreamLimits,
@@ -68,7 +69,6 @@ from toolwire.providers._wire import (
     listed,
     load_json,
     named_tools,
-    printable,
     rejected_call,
     resolve_call,
     sent_id,

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from toolwire.calls import RejectedCall, ToolCall, ToolResult
+from toolwire.calls import CallIds, RejectedCall, ToolCall, ToolResult
 from toolwire.errors import MalformedResponse
 from toolwire.providers import _openai
 from toolwire.providers._contract import (
@@ -28,7 +28,6 @@ from toolwire.providers._contract import (
 )
 from toolwire.providers._openai import OpenAIOptions as Options
 from toolwire.providers._wire import (
-    CallIds,
     StreamBudget,
     StreamLimits,
     as_data,

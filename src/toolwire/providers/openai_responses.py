@@ -20,6 +20,7 @@ from functools import partial
 from typing import Any
 
 from toolwire.calls import (
+    CallIds,
     ImageContent,
     RejectedCall,
     TextContent,
@@ -38,7 +39,6 @@ from toolwire.providers._contract import (
 )
 from toolwire.providers._openai import OpenAIOptions as Options
 from toolwire.providers._wire import (
-    CallIds,
     StreamBudget,
     StreamLimits,
     as_data,
