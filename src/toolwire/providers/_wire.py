@@ -21,6 +21,7 @@ from toolwire.calls import (
 )
 from toolwire.errors import ConfigurationError, MalformedResponse, ToolwireWarning
 from toolwire.providers._contract import Declaration, ProviderProfile
+from toolwire.providers._registry import get_provider, provider_names
 from toolwire.tool import Tool, ToolSet
 
 _NO_EXTRAS: Mapping[str, Any] = MappingProxyType({})
@@ -455,8 +456,6 @@ def check_shape(provider: str, data: Any, recognizes: Callable[[Any], bool]) -> 
     """
     if recognizes(data):
         return
-    from toolwire.providers import get_provider, provider_names
-
     for other in provider_names():
         if other != provider and get_provider(other).recognizes(data):
             mine, theirs = get_provider(provider).PROFILE.label, get_provider(other).PROFILE.label
