@@ -18,9 +18,12 @@ from toolwire.providers._contract import (
     Verdict,
 )
 from toolwire.providers._registry import (
-    declaration_for,  # noqa: F401  (the core's, not part of the public API)
+    declaration_for as declaration_for,  # for the core: not part of the public API
+)
+from toolwire.providers._registry import (
     get_provider,
     make_options,
+    parse_calls,
     provider_names,
     register_provider,
 )
@@ -36,6 +39,7 @@ __all__ = [
     "Verdict",
     "get_provider",
     "make_options",
+    "parse_calls",
     "provider_names",
     "register_provider",
 ]

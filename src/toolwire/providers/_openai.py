@@ -155,15 +155,6 @@ def declared(toolset: ToolSet, provider: str, strict: bool) -> list[Declared]:
     )
 
 
-def strict_reasons(toolset: ToolSet, provider: str, strict: bool) -> dict[str, str]:
-    """Per exposed name, why a tool is declared with ``strict: false`` (for reports)."""
-    return {
-        d.name: d.not_strict_because
-        for d in declared(toolset, provider, strict)
-        if d.not_strict_because is not None
-    }
-
-
 def declaration(
     toolset: ToolSet,
     provider: str,
@@ -182,7 +173,11 @@ def declaration(
             tools=[wire(d) for d in tools] or None,
             entries={
                 d.name: DeclaredTool(
-                    d.name, toolset[d.name], None if d.custom else d.strict, d.null_paths
+                    d.name,
+                    toolset[d.name],
+                    None if d.custom else d.strict,
+                    d.null_paths,
+                    d.not_strict_because,
                 )
                 for d in tools
             },

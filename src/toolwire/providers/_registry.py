@@ -7,15 +7,19 @@ which provider a misdirected response looks like) without an import circle.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
+from toolwire.calls import RejectedCall, ToolCall
 from toolwire.errors import ConfigurationError
 from toolwire.providers._contract import Declaration, Provider, implicit_declaration, options_for
+from toolwire.tool import Tool, ToolSet
 
 __all__ = [
     "declaration_for",
     "get_provider",
     "make_options",
+    "parse_calls",
     "provider_names",
     "register_provider",
 ]
@@ -61,3 +65,29 @@ def declaration_for(provider: Provider, toolset: Any, options: Any) -> Declarati
     """What the model is taken to have been shown when no listing is given (see
     ``toolwire.providers._contract.implicit_declaration``)."""
     return implicit_declaration(provider.NAME, toolset, options, provider.declare)
+
+
+def parse_calls(
+    provider: str, response: Any, toolset: ToolSet | Iterable[Tool], **options: Any
+) -> list[ToolCall | RejectedCall]:
+    """Every call of ``response`` the client must answer, parsed by ``provider`` against
+    ``toolset`` declared with ``options``: for a program that holds a toolset and no
+    [`Declaration`][] (a listing's ``declaration``, or the provider's ``declare``).
+
+    The calls resolve against what [`toolwire.tools`][] would declare with the same options;
+    a tool of ``toolset`` that cannot be declared is resolved on its own when a call names
+    it, so calls to the others still parse.
+
+    Args:
+        provider: a registered provider name (see [`provider_names`][]).
+        response: the model's response, as the provider's ``parse`` takes it.
+        toolset: the tools (a plain list is wrapped in a [`ToolSet`][toolwire.ToolSet]).
+        **options: the provider's options (as [`make_options`][] takes them).
+
+    Raises:
+        ConfigurationError: for an unknown provider, or an option it does not take.
+        MalformedResponse: as the provider's ``parse``.
+    """
+    adapter = get_provider(provider)
+    settings = make_options(adapter, options)
+    return adapter.parse(response, declaration_for(adapter, ToolSet.of(toolset), settings))

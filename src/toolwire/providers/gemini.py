@@ -5,9 +5,11 @@ Declare::
     declarations = gemini.function_declarations(toolset)
     request["tools"] = gemini.build_tools(declarations, ["google_search"])
 
-Parse the model's calls and answer them::
+Parse the model's calls against what was declared, and answer them::
 
-    calls, rejected = gemini.function_calls(response, toolset)
+    items = gemini.parse(response, gemini.declare(toolset))
+    calls = [item for item in items if isinstance(item, ToolCall)]
+    rejected = [item.answer for item in items if isinstance(item, RejectedCall)]
     parts = [gemini.function_response(c.exposed_name, result, id=c.call_id) for c, result in ...]
     contents.append({"role": "user", "parts": rejected + parts})
 
@@ -51,8 +53,8 @@ from toolwire.providers._contract import (
     DeclaredTool,
     ProviderProfile,
     Verdict,
-    implicit_declaration,
 )
+from toolwire.providers._registry import parse_calls
 from toolwire.providers._wire import (
     StreamBudget,
     StreamLimits,
@@ -95,13 +97,11 @@ __all__ = [
     "declare",
     "files_api_uri",
     "followup",
-    "function_calls",
     "function_declarations",
     "function_response",
     "live_function_calls",
     "live_tool_response",
     "parse",
-    "parse_calls",
     "recognizes",
     "response_for",
     "text",
@@ -476,7 +476,10 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
     as dicts or google-genai objects. Other parts are ignored. A call to a name that was not
     declared, with ``args`` that are not a JSON object toolwire can carry, or with an ``id``
     an earlier call already has, is a [`RejectedCall`][] answered by an error
-    ``functionResponse``.
+    ``functionResponse``. Missing ``args`` are ``{}``; an empty ``id`` counts as none; a call
+    without an id gets a ``local_id`` of its own, never sent to Gemini; a part's
+    ``thoughtSignature`` is kept in ``call.extras``; ``default_api.x`` resolves to ``x`` when
+    ``x`` is declared; whole-number floats become ints where the schema wants an integer.
 
     Raises:
         MalformedResponse: when the structure around the parts is not what Gemini sends
@@ -531,28 +534,6 @@ def whole_floats(arguments: dict[str, Any], tool: Tool) -> dict[str, Any]:
     if not any(isinstance(v, dict | list | float) for v in arguments.values()):
         return arguments
     return coerce_whole_floats(arguments, tool.input_schema)
-
-
-def parse_calls(response: Any, toolset: ToolSet | Iterable[Tool]) -> list[ToolCall | RejectedCall]:
-    """[`parse`][] against ``toolset`` (when there is no [`Declaration`][] at hand)."""
-    return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), _DEFAULT, declare))
-
-
-def function_calls(
-    response: Any, toolset: ToolSet | Iterable[Tool]
-) -> tuple[list[ToolCall], list[dict[str, Any]]]:
-    """The calls in ``response`` and the error answers for the ones that cannot run.
-
-    A call to an unknown or hidden name, with ``args`` that are not a JSON object toolwire can
-    carry (see [`toolwire.calls.argument_problem`][]), or with an ``id`` an earlier call of
-    the response already has, produces no [`ToolCall`][] but a ``functionResponse`` error
-    part in the second list. Missing ``args`` are ``{}``; an empty ``id`` counts as none; a
-    call without an id gets a ``local_id`` of its own, never sent to Gemini; a part's
-    ``thoughtSignature`` is kept in ``call.extras``; ``default_api.x`` resolves to ``x`` when
-    ``x`` is declared; whole-number floats are turned into ints where the schema wants an
-    integer.
-    """
-    return split_calls(parse_calls(response, toolset))
 
 
 # -- answer ----------------------------------------------------------------------------------------
@@ -951,7 +932,7 @@ class StreamAccumulator:
     stream = StreamAccumulator()
     async for chunk in await client.aio.models.generate_content_stream(...):
         stream.add(chunk)
-    calls, rejected = function_calls(stream.response(), toolset)
+    items = parse(stream.response(), declare(toolset))
     ```
 
     Bounded: at most ``limits.max_parts`` parts and streamed argument nodes (100,000 by
@@ -960,7 +941,7 @@ class StreamAccumulator:
     element (arguments stream in order). A chunk not shaped as Gemini streams them (a
     ``partialArgs`` path that does not parse, or that runs into a value of another kind), or
     a stream past a limit, raises [`MalformedResponse`][toolwire.errors.MalformedResponse].
-    Parts that are not objects are skipped, as [`parse_calls`][] skips them.
+    Parts that are not objects are skipped, as [`parse`][] skips them.
 
     Args:
         limits: the bounds (the defaults are far above any real stream).
@@ -1260,7 +1241,8 @@ class _StreamedCall:
 def live_function_calls(
     message: Any, toolset: ToolSet | Iterable[Tool]
 ) -> tuple[list[ToolCall], list[dict[str, Any]]]:
-    """The calls of a Live API ``toolCall`` server message, as [`function_calls`][].
+    """The calls of a Live API ``toolCall`` server message, against ``toolset``: the resolved
+    calls, and the error answers (``functionResponse`` parts) of those that cannot run.
 
     Declare Live tools with ``function_declarations(toolset, schema="openapi")``: Live takes
     ``parameters`` and ignores ``parametersJsonSchema``. ``non_blocking=`` there declares
@@ -1280,7 +1262,7 @@ def live_function_calls(
     )
     if not isinstance(calls, list):
         raise MalformedResponse("toolCall.functionCalls is not a list")
-    return function_calls([{"functionCall": c} for c in calls], toolset)
+    return split_calls(parse_calls(NAME, [{"functionCall": c} for c in calls], toolset))
 
 
 def live_tool_response(

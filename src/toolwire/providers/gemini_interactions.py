@@ -56,8 +56,6 @@ from toolwire.providers._contract import (
     DeclaredTool,
     ProviderProfile,
     Verdict,
-    implicit_declaration,
-    options_for,
 )
 from toolwire.providers._wire import (
     NotJson,
@@ -72,7 +70,6 @@ from toolwire.providers._wire import (
     rejected_call,
     resolve_call,
     sent_id,
-    split_calls,
 )
 from toolwire.schema.checks import gemini_violations
 from toolwire.schema.gemini import to_gemini_json_schema
@@ -90,16 +87,13 @@ __all__ = [
     "continuation",
     "declare",
     "followup",
-    "function_calls",
     "function_result",
     "interaction_id",
     "model_steps",
     "parse",
-    "parse_calls",
     "recognizes",
     "response_for",
     "text",
-    "tools",
 ]
 
 NAME = "gemini-interactions"
@@ -278,15 +272,6 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
     )
 
 
-def tools(
-    toolset: ToolSet | Iterable[Tool], *, deferred: Sequence[str] = ()
-) -> list[dict[str, Any]] | None:
-    """The request's ``tools`` for ``toolset``, in toolset order (None when empty)."""
-    options = options_for(NAME, Options, {"deferred": tuple(deferred)})
-    declared: list[dict[str, Any]] | None = declare(ToolSet.of(toolset), options).tools
-    return declared
-
-
 def assess(tool: Tool, options: Options | None = None) -> Verdict:
     """How the Interactions API takes ``tool``: its lowered schema, checked against the
     documented rules (those of generateContent's JSON Schema)."""
@@ -460,18 +445,6 @@ def _parse_call(
         error_answer=error_answer,
         coerce=gemini.whole_floats,  # the same models: a whole number may come as 2.0
     )
-
-
-def parse_calls(response: Any, toolset: ToolSet | Iterable[Tool]) -> list[ToolCall | RejectedCall]:
-    """[`parse`][] against ``toolset`` (when there is no [`Declaration`][] at hand)."""
-    return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), _DEFAULT, declare))
-
-
-def function_calls(
-    response: Any, toolset: ToolSet | Iterable[Tool]
-) -> tuple[list[ToolCall], list[dict[str, Any]]]:
-    """The resolved calls, and the error answers for calls that cannot run."""
-    return split_calls(parse_calls(response, toolset))
 
 
 # -- answer ----------------------------------------------------------------------------------------

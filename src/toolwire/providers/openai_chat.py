@@ -13,7 +13,7 @@ input}}`` tool call holding free text, answered by the usual tool message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from toolwire.calls import CallIds, RejectedCall, ToolCall, ToolResult
@@ -23,8 +23,6 @@ from toolwire.providers._contract import (
     Declaration,
     ProviderProfile,
     Verdict,
-    implicit_declaration,
-    options_for,
 )
 from toolwire.providers._openai import OpenAIOptions as Options
 from toolwire.providers._wire import (
@@ -36,7 +34,6 @@ from toolwire.providers._wire import (
     rejected_call,
     resolve_call,
     sent_id,
-    split_calls,
 )
 from toolwire.tool import Tool, ToolSet
 
@@ -52,14 +49,10 @@ __all__ = [
     "declare",
     "followup",
     "parse",
-    "parse_calls",
     "recognizes",
     "response_for",
-    "strict_reasons",
     "text",
-    "tool_calls",
     "tool_message",
-    "tools",
 ]
 
 NAME = "openai-chat"
@@ -112,18 +105,6 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
         SchemaConversionError: naming the tool whose schema cannot be declared.
     """
     return _openai.declaration(toolset, NAME, options or _DEFAULT, _entry)
-
-
-def tools(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> list[dict[str, Any]] | None:
-    """The request's ``tools``, in toolset order (None when empty; cached, read-only)."""
-    options = options_for(NAME, Options, {"strict": strict})
-    declared: list[dict[str, Any]] | None = declare(ToolSet.of(toolset), options).tools
-    return declared
-
-
-def strict_reasons(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> dict[str, str]:
-    """Per exposed name, why a tool is declared with ``strict: false`` (for reports)."""
-    return _openai.strict_reasons(ToolSet.of(toolset), NAME, strict)
 
 
 def assess(tool: Tool, options: Options | None = None) -> Verdict:
@@ -265,22 +246,6 @@ def _parse_entry(
         ids=ids,
         error_answer=error,
     )
-
-
-def parse_calls(
-    response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = True
-) -> list[ToolCall | RejectedCall]:
-    """[`parse`][] against ``toolset`` declared with ``strict`` (when there is no
-    [`Declaration`][] at hand)."""
-    options = options_for(NAME, Options, {"strict": strict})
-    return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), options, declare))
-
-
-def tool_calls(
-    response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = True
-) -> tuple[list[ToolCall], list[dict[str, Any]]]:
-    """The resolved calls, and the error answers for calls that cannot run."""
-    return split_calls(parse_calls(response, toolset, strict=strict))
 
 
 def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -> dict[str, Any]:

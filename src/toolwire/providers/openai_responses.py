@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -34,8 +34,6 @@ from toolwire.providers._contract import (
     Declaration,
     ProviderProfile,
     Verdict,
-    implicit_declaration,
-    options_for,
 )
 from toolwire.providers._openai import OpenAIOptions as Options
 from toolwire.providers._wire import (
@@ -49,7 +47,6 @@ from toolwire.providers._wire import (
     rejected_call,
     resolve_call,
     sent_id,
-    split_calls,
 )
 from toolwire.tool import Tool, ToolSet
 
@@ -66,14 +63,10 @@ __all__ = [
     "declare",
     "followup",
     "function_call_output",
-    "function_calls",
     "parse",
-    "parse_calls",
     "recognizes",
     "response_for",
-    "strict_reasons",
     "text",
-    "tools",
 ]
 
 NAME = "openai-responses"
@@ -119,18 +112,6 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
         SchemaConversionError: naming the tool whose schema cannot be declared.
     """
     return _openai.declaration(toolset, NAME, options or _DEFAULT, _entry)
-
-
-def tools(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> list[dict[str, Any]] | None:
-    """The request's ``tools``, in toolset order (None when empty; cached, read-only)."""
-    options = options_for(NAME, Options, {"strict": strict})
-    declared: list[dict[str, Any]] | None = declare(ToolSet.of(toolset), options).tools
-    return declared
-
-
-def strict_reasons(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> dict[str, str]:
-    """Per exposed name, why a tool is declared with ``strict: false`` (for reports)."""
-    return _openai.strict_reasons(ToolSet.of(toolset), NAME, strict)
 
 
 def assess(tool: Tool, options: Options | None = None) -> Verdict:
@@ -386,22 +367,6 @@ def _parse_item(
         error_answer=error_answer,
         extras=extras,
     )
-
-
-def parse_calls(
-    response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = True
-) -> list[ToolCall | RejectedCall]:
-    """[`parse`][] against ``toolset`` declared with ``strict`` (when there is no
-    [`Declaration`][] at hand)."""
-    options = options_for(NAME, Options, {"strict": strict})
-    return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), options, declare))
-
-
-def function_calls(
-    response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = True
-) -> tuple[list[ToolCall], list[dict[str, Any]]]:
-    """The resolved calls, and the error answers for calls that cannot run."""
-    return split_calls(parse_calls(response, toolset, strict=strict))
 
 
 def custom_tool_call_output(call_id: str, output: str | list[dict[str, Any]]) -> dict[str, Any]:
