@@ -9,18 +9,13 @@ from typing import Any
 
 from toolwire._text import clean_description
 from toolwire.calls import (
-    CallIds,
-    RejectedCall,
-    ToolCall,
     ToolResult,
     canonical_json,
     content_text,
-    printable,
 )
 from toolwire.errors import SchemaConversionError
 from toolwire.providers._assess import assessed, custom_verdict, texts
 from toolwire.providers._contract import Declaration, DeclaredTool, Verdict
-from toolwire.providers._wire import json_type, rejected_call, unknown_tool
 from toolwire.schema._base import ConversionNote
 from toolwire.schema.anthropic import to_anthropic_schema
 from toolwire.schema.checks import openai_violations
@@ -31,7 +26,6 @@ __all__ = [
     "Declared",
     "OpenAIOptions",
     "assess",
-    "custom_call",
     "declaration",
     "declared",
     "output_text",
@@ -232,55 +226,4 @@ def custom_note(tool: Tool) -> str:
     return (
         f"custom tool ({shape}): the model writes the text itself, passed as the "
         f"{tool.text_argument!r} argument"
-    )
-
-
-def custom_call(
-    declaration: Declaration,
-    *,
-    name: str,
-    call_id: str | None,
-    text: Any,
-    index: int,
-    ids: CallIds,
-    error_answer: Callable[[str, str], Any],
-    extras: dict[str, Any],
-    kind: str,
-) -> ToolCall | RejectedCall:
-    """A custom tool call (free text ``text``) resolved against what was declared, or
-    rejected with its error answer (``kind`` names the call, as the model is told): the
-    text becomes the tool's one argument; its grammar is checked with the arguments."""
-    entry = declaration.entry(name)
-    if entry is None:
-        gone = declaration.unavailable.get(name)
-        if gone is not None:
-            message = f"Tool {printable(name)!r} is unavailable: {gone}."
-            return rejected_call(name, call_id, index, "unavailable", message, ids, error_answer)
-        message = f"Not run: this {kind} names no declared tool. " + unknown_tool(
-            declaration.names, name
-        )
-        return rejected_call(name, call_id, index, "not_found", message, ids, error_answer)
-    tool, argument = entry.tool, entry.tool.text_argument
-    if argument is None:
-        message = (
-            f"Not run: {printable(entry.name)!r} is a function tool; call it as a function, "
-            "with JSON arguments, not as a custom tool with free-form input."
-        )
-        return rejected_call(
-            entry.name, call_id, index, "invalid_arguments", message, ids, error_answer
-        )
-    if not isinstance(text, str):
-        message = f"Malformed {kind}: its input is {json_type(text)}, not text."
-        return rejected_call(
-            entry.name, call_id, index, "invalid_arguments", message, ids, error_answer
-        )
-    arguments = {argument: text}
-    return ToolCall(
-        exposed_name=entry.name,
-        tool=tool,
-        arguments=arguments,
-        call_id=call_id,
-        local_id=call_id if call_id is not None else ids.make(entry.name, arguments),
-        index=index,
-        extras=extras,
     )

@@ -24,7 +24,6 @@ from typing import Any, Literal
 
 from toolwire._text import clean_description
 from toolwire.calls import (
-    CallIds,
     ImageContent,
     RejectedCall,
     TextContent,
@@ -46,11 +45,11 @@ from toolwire.providers._wire import (
     StreamBudget,
     StreamLimits,
     as_data,
+    call_ids,
     check_shape,
     item_types,
     listed,
     load_json,
-    rejected_call,
     resolve_call,
     sent_id,
 )
@@ -343,8 +342,8 @@ def tool_result(
     return block
 
 
-def _error_result(tool_use_id: str, message: str) -> dict[str, Any]:
-    return tool_result(tool_use_id, message, is_error=True)
+def _error_result(name: str, call_id: str | None, answer_id: str, message: str) -> dict[str, Any]:
+    return tool_result(answer_id, message, is_error=True)
 
 
 def _blocks(response: Any) -> list[Mapping[str, Any]]:
@@ -377,32 +376,21 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
             the provider it looks like, when it is another's).
     """
     blocks = [b for b in _blocks(response) if b.get("type") == "tool_use"]
-    ids = CallIds(
-        call_id for call_id in (sent_id(b.get("id")) for b in blocks) if call_id is not None
-    )
-    return [_parse_block(block, index, ids, declaration) for index, block in enumerate(blocks)]
-
-
-def _parse_block(
-    block: Mapping[str, Any], index: int, ids: CallIds, declaration: Declaration
-) -> ToolCall | RejectedCall:
-    call_id = sent_id(block.get("id"))
-    raw_name = block.get("name")
-    name: str = raw_name if isinstance(raw_name, str) else ""
-    if call_id is not None and not ids.keep(call_id):
-        message = ids.duplicate(call_id)
-        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, _error_result)
-    return resolve_call(
-        declaration,
-        PROFILE,
-        name=name,
-        call_id=call_id,
-        # a string is what the stream accumulator leaves when the input is not JSON
-        arguments=block.get("input"),
-        index=index,
-        ids=ids,
-        error_answer=_error_result,
-    )
+    ids = call_ids(block.get("id") for block in blocks)
+    return [
+        resolve_call(
+            declaration,
+            PROFILE,
+            name=block.get("name"),
+            call_id=block.get("id"),
+            # a string is what the stream accumulator leaves when the input is not JSON
+            arguments=block.get("input"),
+            index=index,
+            ids=ids,
+            error_answer=_error_result,
+        )
+        for index, block in enumerate(blocks)
+    ]
 
 
 def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -> dict[str, Any]:

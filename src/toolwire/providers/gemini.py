@@ -64,9 +64,7 @@ from toolwire.providers._wire import (
     json_type,
     load_json,
     named_tools,
-    rejected_call,
     resolve_call,
-    sent_id,
     split_calls,
 )
 from toolwire.schema._base import ConversionNote
@@ -375,7 +373,9 @@ def _parts_of(response: Any) -> list[Any]:
     return list(parts)
 
 
-def _error_part(name: str, call_id: str | None, message: str) -> dict[str, Any]:
+def _error_part(name: str, call_id: str | None, answer_id: str, message: str) -> dict[str, Any]:
+    """A call's error answer, naming it as sent; a generated id (``answer_id``) is for
+    correlation only: it is never sent to Gemini."""
     body: dict[str, Any] = {"name": name}
     if call_id is not None:
         body["id"] = call_id
@@ -486,7 +486,7 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
             (naming the provider it looks like, when it is another's).
     """
     found, sent = _function_calls_of(response)
-    ids = CallIds(sent)
+    ids = CallIds(sent)  # the sent ids, read on the way (they are non-empty strings)
     return [
         _parse_call(part, call, index, ids, declaration) for index, (part, call) in enumerate(found)
     ]
@@ -497,35 +497,30 @@ def _parse_call(
 ) -> ToolCall | RejectedCall:
     if not _is_mapping(call):
         message = f"Malformed function call: expected an object, got {json_type(call)}."
-        return rejected_call("", None, index, "invalid_arguments", message, ids, _unnamed_error)
-    name = call.get("name")
-    name = name if isinstance(name, str) else ""
-    call_id = sent_id(call.get("id"))
-
-    def error(_: str, message: str) -> dict[str, Any]:
-        # a generated id is for correlation only: it is never sent to Gemini
-        return _error_part(name, call_id, message)
-
-    if call_id is not None and not ids.keep(call_id):
-        message = ids.duplicate(call_id)
-        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error)
+        return resolve_call(
+            declaration,
+            PROFILE,
+            name=None,
+            call_id=None,
+            arguments=None,
+            index=index,
+            ids=ids,
+            error_answer=_error_part,
+            refused=("invalid_arguments", message),
+        )
     signature = get_field(part, "thoughtSignature", "thought_signature")
     return resolve_call(
         declaration,
         PROFILE,
-        name=name,
-        call_id=call_id,
+        name=call.get("name"),
+        call_id=call.get("id"),
         arguments=call.get("args"),
         index=index,
         ids=ids,
-        error_answer=error,
+        error_answer=_error_part,
         extras={"thoughtSignature": signature} if signature is not None else _NO_EXTRAS,
         coerce=whole_floats,
     )
-
-
-def _unnamed_error(_: str, message: str) -> dict[str, Any]:
-    return _error_part("", None, message)
 
 
 def whole_floats(arguments: dict[str, Any], tool: Tool) -> dict[str, Any]:

@@ -35,7 +35,6 @@ from typing import Any
 from toolwire._text import clean_description
 from toolwire.calls import (
     AudioContent,
-    CallIds,
     EmbeddedResource,
     ImageContent,
     RejectedCall,
@@ -62,14 +61,13 @@ from toolwire.providers._wire import (
     StreamBudget,
     StreamLimits,
     as_data,
+    call_ids,
     carried_calls,
     check_shape,
     listed,
     load_json,
     named_tools,
-    rejected_call,
     resolve_call,
-    sent_id,
 )
 from toolwire.schema.checks import gemini_violations
 from toolwire.schema.gemini import to_gemini_json_schema
@@ -415,36 +413,25 @@ def _parse_turn(
     calls: list[Mapping[str, Any]], declaration: Declaration
 ) -> list[ToolCall | RejectedCall]:
     """One turn's ``function_call`` steps, as a response holding only them is parsed."""
-    ids = CallIds(
-        call_id for call_id in (sent_id(step.get("id")) for step in calls) if call_id is not None
-    )
-    return [_parse_call(step, index, ids, declaration) for index, step in enumerate(calls)]
+    ids = call_ids(step.get("id") for step in calls)
+    return [
+        resolve_call(
+            declaration,
+            PROFILE,
+            name=step.get("name"),
+            call_id=step.get("id"),
+            arguments=step.get("arguments"),
+            index=index,
+            ids=ids,
+            error_answer=_error_result,
+            coerce=gemini.whole_floats,  # the same models: a whole number may come as 2.0
+        )
+        for index, step in enumerate(calls)
+    ]
 
 
-def _parse_call(
-    step: Mapping[str, Any], index: int, ids: CallIds, declaration: Declaration
-) -> ToolCall | RejectedCall:
-    raw_name = step.get("name")
-    name = raw_name if raw_name.__class__ is str else ""
-    call_id = sent_id(step.get("id"))
-
-    def error_answer(answer_id: str, message: str) -> dict[str, Any]:
-        return function_result(answer_id, name, message, is_error=True)
-
-    if call_id is not None and not ids.keep(call_id):
-        message = ids.duplicate(call_id)
-        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error_answer)
-    return resolve_call(
-        declaration,
-        PROFILE,
-        name=name,
-        call_id=call_id,
-        arguments=step.get("arguments"),
-        index=index,
-        ids=ids,
-        error_answer=error_answer,
-        coerce=gemini.whole_floats,  # the same models: a whole number may come as 2.0
-    )
+def _error_result(name: str, call_id: str | None, answer_id: str, message: str) -> dict[str, Any]:
+    return function_result(answer_id, name, message, is_error=True)
 
 
 # -- answer ----------------------------------------------------------------------------------------

@@ -13,10 +13,10 @@ input}}`` tool call holding free text, answered by the usual tool message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolwire.calls import CallIds, RejectedCall, ToolCall, ToolResult
+from toolwire.calls import CallIds, ErrorKind, RejectedCall, ToolCall, ToolResult
 from toolwire.errors import MalformedResponse
 from toolwire.providers import _openai
 from toolwire.providers._contract import (
@@ -26,12 +26,13 @@ from toolwire.providers._contract import (
 )
 from toolwire.providers._openai import OpenAIOptions as Options
 from toolwire.providers._wire import (
+    ErrorAnswer,
     StreamBudget,
     StreamLimits,
     as_data,
+    call_ids,
     check_shape,
     json_type,
-    rejected_call,
     resolve_call,
     sent_id,
 )
@@ -165,9 +166,9 @@ def tool_message(call_id: str, content: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
-def _error_message(prefix: str) -> Callable[[str, str], dict[str, Any]]:
+def _error_message(prefix: str) -> ErrorAnswer:
     """The error answer of a call not run, its text starting with ``prefix``."""
-    return lambda call_id, message: tool_message(call_id, prefix + message)
+    return lambda name, call_id, answer_id, message: tool_message(answer_id, prefix + message)
 
 
 def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCall]:
@@ -191,11 +192,7 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
     if not isinstance(raw_calls, list | tuple):
         raise MalformedResponse("message.tool_calls is not a list")
     entries = [as_data(raw) for raw in raw_calls]
-    ids = CallIds(
-        call_id
-        for call_id in (sent_id(e.get("id")) for e in entries if isinstance(e, Mapping))
-        if call_id is not None
-    )
+    ids = call_ids(entry.get("id") for entry in entries if isinstance(entry, Mapping))
     error = _error_message(getattr(declaration.options, "error_prefix", ERROR_PREFIX))
     return [
         _parse_entry(entry, index, ids, declaration, error) for index, entry in enumerate(entries)
@@ -203,48 +200,40 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
 
 
 def _parse_entry(
-    entry: Any,
-    index: int,
-    ids: CallIds,
-    declaration: Declaration,
-    error: Callable[[str, str], dict[str, Any]],
+    entry: Any, index: int, ids: CallIds, declaration: Declaration, error: ErrorAnswer
 ) -> ToolCall | RejectedCall:
     if not isinstance(entry, Mapping):
         message = f"Malformed tool call: expected an object, got {json_type(entry)}."
-        return rejected_call("", None, index, "invalid_arguments", message, ids, error)
-    call_id = sent_id(entry.get("id"))
-    # The type decides: some compatible hosts send an empty "custom" beside a function call.
-    kind = entry.get("type")
-    body = as_data(entry.get("custom" if kind == "custom" else "function"))
-    raw_name = body.get("name") if isinstance(body, Mapping) else None
-    name = raw_name if isinstance(raw_name, str) else ""
-    if call_id is not None and not ids.keep(call_id):
-        message = ids.duplicate(call_id)
-        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error)
-    if kind == "custom":
-        return _openai.custom_call(
+        return resolve_call(
             declaration,
-            name=name,
-            call_id=call_id,
-            text=body.get("input") if isinstance(body, Mapping) else None,
+            PROFILE,
+            name=None,
+            call_id=None,
+            arguments=None,
             index=index,
             ids=ids,
             error_answer=error,
-            extras={},
-            kind="custom tool call",
+            refused=("invalid_arguments", message),
         )
+    # The type decides: some compatible hosts send an empty "custom" beside a function call.
+    custom = entry.get("type") == "custom"
+    body = as_data(entry.get("custom" if custom else "function"))
+    refused: tuple[ErrorKind, str] | None = None
     if not isinstance(body, Mapping):
-        message = "Malformed tool call: no function."
-        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error)
+        body = {}
+        if not custom:  # a custom call without a body names no tool: answered as such
+            refused = ("invalid_arguments", "Malformed tool call: no function.")
     return resolve_call(
         declaration,
         PROFILE,
-        name=name,
-        call_id=call_id,
-        arguments=body.get("arguments"),
+        name=body.get("name"),
+        call_id=entry.get("id"),
+        arguments=body.get("input" if custom else "arguments"),
         index=index,
         ids=ids,
         error_answer=error,
+        custom=custom,
+        refused=refused,
     )
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from toolwire.calls import (
     CallIds,
+    ErrorKind,
     ImageContent,
     RejectedCall,
     TextContent,
@@ -40,11 +41,11 @@ from toolwire.providers._wire import (
     StreamBudget,
     StreamLimits,
     as_data,
+    call_ids,
     carried_calls,
     check_shape,
     item_types,
     listed,
-    rejected_call,
     resolve_call,
     sent_id,
 )
@@ -311,11 +312,7 @@ def _parse_turn(
     calls: list[Mapping[str, Any]], declaration: Declaration, prefix: str
 ) -> list[ToolCall | RejectedCall]:
     """One turn's call items, as a response holding only them is parsed."""
-    ids = CallIds(
-        call_id
-        for call_id in (sent_id(item.get("call_id")) for item in calls)
-        if call_id is not None
-    )
+    ids = call_ids(item.get("call_id") for item in calls)
     return [_parse_item(item, index, ids, declaration, prefix) for index, item in enumerate(calls)]
 
 
@@ -323,49 +320,38 @@ def _parse_item(
     item: Mapping[str, Any], index: int, ids: CallIds, declaration: Declaration, prefix: str
 ) -> ToolCall | RejectedCall:
     kind = str(item.get("type"))  # a client call's type (see _is_client_call)
-    call_id = sent_id(item.get("call_id"))
     what, unprefixed = _CLIENT_CALLS.get(kind, ("", _function_error))
 
-    def error_answer(answer_id: str, message: str) -> dict[str, Any]:
+    def error_answer(name: str, call_id: str | None, answer_id: str, message: str) -> Any:
         return unprefixed(answer_id, prefix + message)
 
-    raw_name = item.get("name") if kind in ("function_call", "custom_tool_call") else what
-    name = raw_name if isinstance(raw_name, str) else ""
-    if call_id is not None and not ids.keep(call_id):
-        message = ids.duplicate(call_id)
-        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error_answer)
-    if kind == "custom_tool_call":
+    custom = kind == "custom_tool_call"
+    refused: tuple[ErrorKind, str] | None = None
+    if custom:
         extras = {"type": kind}  # answered in kind (see answer)
         if isinstance(item.get("id"), str):
             extras["id"] = item["id"]
-        return _openai.custom_call(
-            declaration,
-            name=name,
-            call_id=call_id,
-            text=item.get("input"),
-            index=index,
-            ids=ids,
-            error_answer=error_answer,
-            extras=extras,
-            kind="custom tool call",
-        )
-    if kind != "function_call":
-        message = (
+    elif kind == "function_call":
+        extras = {"id": item["id"]} if isinstance(item.get("id"), str) else {}
+    else:
+        extras = {}
+        refused = (
+            "not_found",
             f"Not run: {kind} items are not handled here; only the function tools declared "
-            "here run."
+            "here run.",
         )
-        return rejected_call(name, call_id, index, "not_found", message, ids, error_answer)
-    extras = {"id": item["id"]} if isinstance(item.get("id"), str) else {}
     return resolve_call(
         declaration,
         PROFILE,
-        name=name,
-        call_id=call_id,
-        arguments=item.get("arguments"),
+        name=item.get("name") if kind in ("function_call", "custom_tool_call") else what,
+        call_id=item.get("call_id"),
+        arguments=item.get("input" if custom else "arguments"),
         index=index,
         ids=ids,
         error_answer=error_answer,
         extras=extras,
+        custom=custom,
+        refused=refused,
     )
 
 
