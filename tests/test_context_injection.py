@@ -29,7 +29,7 @@ from toolwire import (
     ToolSet,
     tool,
 )
-from toolwire.providers import gemini, provider_names
+from toolwire.providers import gemini, parse_calls, provider_names
 
 pytestmark = pytest.mark.anyio
 
@@ -91,7 +91,7 @@ def response(*calls: dict[str, Any]) -> dict[str, Any]:
 
 
 async def run(executor: Executor, *calls: dict[str, Any], **options: Any) -> list[CallOutcome]:
-    items = gemini.parse_calls(response(*calls), executor.toolset)
+    items = parse_calls("gemini", response(*calls), executor.toolset)
     return await executor.run(items, **options)
 
 

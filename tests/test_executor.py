@@ -32,7 +32,7 @@ from toolwire import (
     halt,
     tool,
 )
-from toolwire.providers import gemini
+from toolwire.providers import parse_calls
 
 pytestmark = pytest.mark.anyio
 
@@ -82,7 +82,7 @@ def calls(*specs: tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], str]) 
         if len(spec) == 3:
             body["id"] = spec[2]
         parts.append({"functionCall": body})
-    return gemini.parse_calls(parts, TOOLSET)
+    return parse_calls("gemini", parts, TOOLSET)
 
 
 def kinds(outcomes: list[Any]) -> list[str | None]:
@@ -128,7 +128,7 @@ async def test_a_tool_raising_timeout_error_itself_is_a_failure_not_a_timeout() 
 
     for executor in (Executor([upstream]), Executor([upstream], timeout=30)):
         [outcome] = await executor.run(
-            gemini.parse_calls([{"functionCall": {"name": "upstream"}}], ToolSet([upstream]))
+            parse_calls("gemini", [{"functionCall": {"name": "upstream"}}], ToolSet([upstream]))
         )
         assert outcome.result.error_kind == "failed"
         assert outcome.result.text == (
@@ -148,7 +148,7 @@ async def test_a_blocking_sync_tool_past_the_timeout_is_answered_and_abandoned()
     try:
         with anyio.fail_after(5):
             [outcome] = await Executor([blocking], timeout=0.1).run(
-                gemini.parse_calls([{"functionCall": {"name": "blocking"}}], ToolSet([blocking]))
+                parse_calls("gemini", [{"functionCall": {"name": "blocking"}}], ToolSet([blocking]))
             )
         assert outcome.result.error_kind == "timeout"
     finally:
@@ -160,7 +160,7 @@ async def test_a_tool_without_a_handler_fails_cleanly() -> None:
 
     declared_only = ToolSet([Tool(name="remote")])
     [outcome] = await Executor(declared_only).run(
-        gemini.parse_calls([{"functionCall": {"name": "remote"}}], declared_only)
+        parse_calls("gemini", [{"functionCall": {"name": "remote"}}], declared_only)
     )
     assert outcome.result.error_kind == "failed"
     assert "no handler" in outcome.result.text
@@ -181,7 +181,7 @@ async def test_long_output_is_truncated_with_a_notice() -> None:
 
     toolset = ToolSet([verbose])
     [outcome] = await Executor(toolset, max_output_chars=100).run(
-        gemini.parse_calls([{"functionCall": {"name": "verbose"}}], toolset)
+        parse_calls("gemini", [{"functionCall": {"name": "verbose"}}], toolset)
     )
     parts = outcome.result.content
     assert parts == (
@@ -380,7 +380,7 @@ async def test_calls_of_a_turn_run_concurrently_and_answer_in_order() -> None:
     toolset = ToolSet([wait_for_all])
     parts = [{"functionCall": {"name": "wait_for_all", "args": {"n": n}}} for n in (1, 2, 3)]
     with anyio.fail_after(5):
-        outcomes = await Executor(toolset).run(gemini.parse_calls(parts, toolset))
+        outcomes = await Executor(toolset).run(parse_calls("gemini", parts, toolset))
     assert [o.result.text for o in outcomes] == ["1", "2", "3"]
 
 
@@ -411,7 +411,7 @@ async def test_a_tool_that_is_not_parallel_safe_runs_alone() -> None:
         {"functionCall": {"name": n, "args": {"tag": t}}}
         for n, t in [("shared", "s1"), ("shared", "s2"), ("exclusive", "x"), ("shared", "s3")]
     ]
-    outcomes = await Executor(toolset).run(gemini.parse_calls(parts, toolset))
+    outcomes = await Executor(toolset).run(parse_calls("gemini", parts, toolset))
     assert [o.result.text for o in outcomes] == ["s1", "s2", "x", "s3"]
     assert ("x", 1) in log  # alone
     order = [name for name, _ in log]
@@ -434,7 +434,7 @@ async def test_the_global_concurrency_limit_holds() -> None:
 
     toolset = ToolSet([work])
     parts = [{"functionCall": {"name": "work", "args": {"i": i}}} for i in range(12)]
-    outcomes = await Executor(toolset, max_concurrency=3).run(gemini.parse_calls(parts, toolset))
+    outcomes = await Executor(toolset, max_concurrency=3).run(parse_calls("gemini", parts, toolset))
     assert len(outcomes) == 12
     assert peak == 3
 
@@ -460,7 +460,7 @@ async def test_cancelling_the_turn_still_answers_every_call() -> None:
     result: list[Any] = []
 
     async def run_turn() -> None:
-        result.extend(await executor.run(gemini.parse_calls(parts, toolset)))
+        result.extend(await executor.run(parse_calls("gemini", parts, toolset)))
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tasks:
@@ -487,7 +487,7 @@ async def test_cancelling_a_one_call_turn_answers_it_cancelled(run_id: str | Non
     result: list[Any] = []
 
     async def run_turn() -> None:
-        items = gemini.parse_calls([{"functionCall": {"name": "slow"}}], toolset)
+        items = parse_calls("gemini", [{"functionCall": {"name": "slow"}}], toolset)
         result.extend(await executor.run(items, run_id=run_id))
 
     with anyio.fail_after(5):
@@ -653,7 +653,7 @@ async def test_the_per_server_limit_holds_per_server() -> None:
         for s in ("a", "b")
     ]
     executor = Executor(toolset, max_concurrency=10, max_concurrency_per_server=2)
-    outcomes = await executor.run(gemini.parse_calls(parts, toolset))
+    outcomes = await executor.run(parse_calls("gemini", parts, toolset))
     assert [o.result.text for o in outcomes] == [str(i) for i in range(6) for _ in "ab"]
     assert peak == {"a": 2, "b": 2}
 
@@ -753,7 +753,7 @@ def test_a_turn_cancelled_at_any_point_answers_every_call_once(
     outcomes: list[Any] = []
 
     async def run_turn() -> None:
-        outcomes.extend(await executor.run(gemini.parse_calls(parts, toolset)))
+        outcomes.extend(await executor.run(parse_calls("gemini", parts, toolset)))
 
     async def main() -> None:
         with anyio.fail_after(10):

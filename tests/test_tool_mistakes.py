@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import toolwire
 from toolwire import ConfigurationError, Executor, Tool, ToolSet, tool
 from toolwire.errors import ToolwireWarning
-from toolwire.providers import gemini
+from toolwire.providers import gemini, parse_calls
 from toolwire.tool import tool_from_definition
 
 pytestmark = pytest.mark.anyio
@@ -83,7 +83,7 @@ async def test_a_partial_is_a_tool_of_the_function_it_wraps_without_the_bound_ar
     assert to_usd.input_schema["required"] == ["amount"]
     toolset = ToolSet([to_usd])
     [outcome] = await Executor(toolset).run(
-        gemini.parse_calls(gemini_response("convert", {"amount": 10}), toolset)
+        parse_calls("gemini", gemini_response("convert", {"amount": 10}), toolset)
     )
     assert outcome.result.text == "11.00 USD"
 
@@ -91,7 +91,7 @@ async def test_a_partial_is_a_tool_of_the_function_it_wraps_without_the_bound_ar
 async def test_the_model_cannot_set_an_argument_a_partial_binds() -> None:
     toolset = ToolSet([functools.partial(convert, rate=1.1)])
     [outcome] = await Executor(toolset).run(
-        gemini.parse_calls(gemini_response("convert", {"amount": 1, "rate": 100}), toolset)
+        parse_calls("gemini", gemini_response("convert", {"amount": 1, "rate": 100}), toolset)
     )
     assert outcome.result.error_kind == "invalid_arguments"
 
@@ -176,7 +176,7 @@ def test_a_definition_keeps_its_output_schema_and_annotations() -> None:
 async def test_a_call_of_a_definition_without_a_handler_is_answered_with_an_error() -> None:
     toolset = ToolSet([{"name": "weather", "parameters": WEATHER_SCHEMA}])
     [outcome] = await Executor(toolset).run(
-        gemini.parse_calls(gemini_response("weather", {"city": "Porto"}), toolset)
+        parse_calls("gemini", gemini_response("weather", {"city": "Porto"}), toolset)
     )
     assert outcome.result.error_kind == "failed"
 

@@ -7,7 +7,7 @@ import enum
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -507,6 +507,14 @@ class RejectedCall:
     """The id the answer carries: the provider's, or one made as for a [`ToolCall`][]."""
 
 
+def printable(text: str) -> str:
+    """``text`` with any lone surrogate written as its escape (``\\ud800``), so an error
+    message that quotes the model can be encoded as UTF-8."""
+    if not has_lone_surrogate(text):
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def strip_nulls(arguments: dict[str, Any], paths: tuple[tuple[str, ...], ...]) -> dict[str, Any]:
     """``arguments`` without the ``None`` values found at ``paths``; containers on the way are
     copied, never mutated. Only nulls are stripped: never ``""``, ``0`` or ``False``. A ``"*"``
@@ -546,3 +554,59 @@ def stable_call_id(
     payload = f"{name}\x00{encoded}\x00{occurrence}".encode("utf-8", "surrogatepass")
     digest = hashlib.sha256(payload).hexdigest()
     return f"tw_{digest[:24]}"
+
+
+class CallIds:
+    """The ids of one response's calls, unique whatever the model sent.
+
+    The first call with a given provider id keeps it ([`keep`][]); a later call with the same
+    id must be answered with an error, since an answer could not be told apart from the first
+    call's. A call sent without an id gets one from [`make`][]: derived from its name,
+    canonical arguments and occurrence ([`stable_call_id`][], so a retried turn gets the same
+    ids), and never equal to an id the model sent anywhere in the response nor to another
+    generated one.
+
+    Args:
+        sent: every id the model sent in the response, gathered before any call is parsed
+            (a generated id must not take an id that a later call brings).
+    """
+
+    __slots__ = ("_occurrences", "_sent", "_used")
+
+    def __init__(self, sent: Iterable[str] = ()) -> None:
+        self._sent = frozenset(sent)
+        self._used: set[str] = set()
+        self._occurrences: dict[tuple[str, str], int] = {}
+
+    def keep(self, call_id: str) -> bool:
+        """True for the first call with the provider id ``call_id``; False for a later one."""
+        if call_id in self._used:
+            return False
+        self._used.add(call_id)
+        return True
+
+    def make(self, name: str, arguments: Mapping[str, Any] | None = None) -> str:
+        """A fresh id for a call sent without one (``arguments`` None when they could not be
+        read)."""
+        if arguments is None:
+            arguments = {}
+        encoded = canonical_json(arguments)
+        key = (name, encoded)
+        occurrence = self._occurrences.get(key, 0)
+        while True:
+            occurrence += 1
+            local_id = stable_call_id(name, arguments, occurrence, encoded=encoded)
+            if local_id not in self._sent and local_id not in self._used:
+                break
+        self._occurrences[key] = occurrence
+        self._used.add(local_id)
+        return local_id
+
+    @staticmethod
+    def duplicate(call_id: str) -> str:
+        """What the model is told for a call whose id an earlier call already has."""
+        return (
+            f"Not run: this call's id {printable(call_id)!r} is also the id of an earlier call "
+            "in the same response, so their answers could not be told apart. If it still needs "
+            "to run, call it again."
+        )

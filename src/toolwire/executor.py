@@ -74,12 +74,11 @@ from toolwire._run import Run as RunOfTurn
 from toolwire._runner import CANCELLED, Job, Runner, maybe_await, unanswerable
 from toolwire._tracing import global_tracing, make_tracer, tool_span
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
-from toolwire.calls import RejectedCall, ToolCall, ToolResult, strip_nulls
+from toolwire.calls import CallIds, RejectedCall, ToolCall, ToolResult, strip_nulls
 from toolwire.context import AfterHook, BeforeHook, CallContext, Veto
 from toolwire.errors import ConfigurationError, StoreUnavailable, ToolNotFound, ToolwireError
 from toolwire.inputs import InputDeferred
 from toolwire.policy import ALLOW_ALL, Policy, PolicyContext, Verdict
-from toolwire.providers._wire import CallIds
 from toolwire.store import MemoryStore, RunStore
 from toolwire.tool import Tool, ToolSet
 

@@ -5,12 +5,12 @@ streams, servers)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from toolwire import ToolSet
 from toolwire.calls import RejectedCall, ToolCall, ToolResult
-from toolwire.providers import anthropic, gemini, openai_chat, openai_responses
+from toolwire.providers import anthropic, gemini, openai_chat, openai_responses, parse_calls
 
 PROVIDERS = ("gemini", "anthropic", "openai-chat", "openai-responses")
 DECLARATIONS: list[tuple[str, dict[str, Any]]] = [
@@ -87,10 +87,7 @@ def response_for(provider: str, calls: Sequence[WireCall]) -> dict[str, Any]:
 
 
 def parse(provider: str, response: Any, toolset: ToolSet) -> list[ToolCall | RejectedCall]:
-    parse_calls: Callable[[Any, ToolSet], list[ToolCall | RejectedCall]] = MODULES[
-        provider
-    ].parse_calls
-    return parse_calls(response, toolset)
+    return parse_calls(provider, response, toolset)
 
 
 def answer_of(provider: str, item: ToolCall | RejectedCall, result: Any = "ok") -> Any:

@@ -600,7 +600,7 @@ def test_whatever_the_toolset_the_declared_request_stays_within_the_budgets(
     listing = toolwire.tools(toolset, "anthropic", strict=True)
     assert anthropic_strict_budget_violations(listing.tools) == []
     ANTHROPIC_TOOLS.validate_python(listing.tools)
-    reasons = toolwire.providers.anthropic.strict_reasons(toolset)
+    reasons = listing.declaration.not_strict
     for declared in listing.tools:  # each tool sent without strict is told why
         assert (declared.get("strict") is True) != (declared["name"] in reasons)
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from schema_shapes import fan_out, pairs, self_referencing_union, union_chain
 
 from toolwire import Tool, ToolSet
-from toolwire.providers import gemini
+from toolwire.providers import parse_calls
 from toolwire.schema import gemini as gemini_schema
 from toolwire.schema.gemini import coerce_whole_floats
 
@@ -51,7 +51,7 @@ def _gemini_call(arguments: dict[str, Any]) -> dict[str, Any]:
 def test_a_union_referring_back_to_itself_is_decided_once_per_node(decisions: list[int]) -> None:
     schema = self_referencing_union()
     toolset = ToolSet([Tool(name="t", input_schema=schema)])
-    (call,) = gemini.parse_calls(_gemini_call({"n": 3.0}), toolset)
+    (call,) = parse_calls("gemini", _gemini_call({"n": 3.0}), toolset)
     assert call.arguments == {"n": 3}
     assert type(call.arguments["n"]) is int
     assert len(decisions) == len(set(decisions)) <= 4

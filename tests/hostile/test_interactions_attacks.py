@@ -35,7 +35,7 @@ from toolwire import (
     ToolSet,
 )
 from toolwire.approval import ApprovalPending, DeferredApproval
-from toolwire.providers import StreamLimits, openai_responses
+from toolwire.providers import StreamLimits, openai_responses, parse_calls
 from toolwire.providers import gemini_interactions as gi
 
 interactions = pytest.importorskip("google.genai.interactions")
@@ -157,10 +157,10 @@ def test_a_shared_id_in_an_sdk_interaction_runs_once_and_every_call_is_answered(
 
 
 def test_id_less_calls_get_distinct_ids_that_no_sent_id_takes() -> None:
-    first = gi.parse_calls({"steps": [call(None), call(None)]}, TOOLS)
+    first = parse_calls(gi.NAME, {"steps": [call(None), call(None)]}, TOOLS)
     taken = first[0].local_id
-    items = gi.parse_calls(
-        {"steps": [call(None), call(None), call(taken, arguments={"amount": 9})]}, TOOLS
+    items = parse_calls(
+        gi.NAME, {"steps": [call(None), call(None), call(taken, arguments={"amount": 9})]}, TOOLS
     )
     ids = [item.local_id for item in items]
     assert len(set(ids)) == 3
@@ -365,7 +365,7 @@ def test_sdk_events_with_deltas_to_the_wrong_step_type_never_make_a_call() -> No
         delta(1, type="text", text="done"),
     ]
     response = accumulate([EVENT.validate_python(e) for e in events])
-    assert gi.parse_calls(response, TOOLS) == []
+    assert parse_calls(gi.NAME, response, TOOLS) == []
     assert gi.text(response) == "done"
 
 
@@ -544,7 +544,7 @@ def test_an_openai_responses_response_is_refused_naming_its_provider() -> None:
     )
     for shape in (response, response.output, response.output[0]):
         with pytest.raises(MalformedResponse, match="openai-responses"):
-            gi.parse_calls(shape, TOOLS)
+            parse_calls(gi.NAME, shape, TOOLS)
 
 
 def test_other_providers_responses_are_refused_naming_theirs() -> None:
@@ -555,7 +555,7 @@ def test_other_providers_responses_are_refused_naming_theirs() -> None:
     }
     for response, provider in ((gemini_response, "'gemini'"), (anthropic_message, "anthropic")):
         with pytest.raises(MalformedResponse, match=provider):
-            gi.parse_calls(response, TOOLS)
+            parse_calls(gi.NAME, response, TOOLS)
 
 
 @pytest.mark.parametrize(
@@ -570,7 +570,7 @@ def test_an_openai_output_list_with_a_hosted_tool_item_is_not_taken_for_steps(
     hosted: dict[str, Any],
 ) -> None:
     with pytest.raises(MalformedResponse, match="openai-responses"):
-        gi.parse_calls(_responses_output(hosted), TOOLS)
+        parse_calls(gi.NAME, _responses_output(hosted), TOOLS)
 
 
 @pytest.mark.parametrize(
@@ -582,7 +582,7 @@ def test_an_openai_output_list_with_a_hosted_tool_item_is_not_taken_for_steps(
 )
 def test_interactions_steps_given_to_the_responses_parser_are_refused(steps: Any) -> None:
     with pytest.raises(MalformedResponse, match="gemini-interactions"):
-        openai_responses.parse_calls(steps, TOOLS)
+        parse_calls(openai_responses.NAME, steps, TOOLS)
 
 
 # -- (h): nothing fetched, no media the API should not get ---------------------------------------
@@ -610,7 +610,7 @@ def test_no_schema_makes_the_declaration_or_a_call_fetch_anything(tmp_path: Path
 
 
 def _answer_to(result: ToolResult) -> dict[str, Any]:
-    item = gi.parse_calls({"steps": [call("m")]}, TOOLS)[0]
+    item = parse_calls(gi.NAME, {"steps": [call("m")]}, TOOLS)[0]
     assert isinstance(item, ToolCall)
     return gi.answer(item, result)
 
@@ -684,8 +684,8 @@ def test_large_structured_content_is_capped_in_every_mode(structured: str) -> No
 
 
 def test_rejected_calls_echo_only_their_own_id() -> None:
-    items = gi.parse_calls(
-        {"steps": [call("a", "nope", {}), call("b"), call("c", arguments="{")]}, TOOLS
+    items = parse_calls(
+        gi.NAME, {"steps": [call("a", "nope", {}), call("b"), call("c", arguments="{")]}, TOOLS
     )
     assert [type(i) for i in items] == [RejectedCall, ToolCall, RejectedCall]
     assert [i.answer["call_id"] for i in items if isinstance(i, RejectedCall)] == ["a", "c"]

@@ -7,6 +7,7 @@ import contextlib
 import copy
 import json
 from collections.abc import Callable
+from functools import partial
 from itertools import pairwise
 from typing import Any
 
@@ -15,7 +16,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolwire import MalformedResponse, RejectedCall, Tool, ToolCall, ToolSet, ToolwireError
-from toolwire.providers import StreamLimits, anthropic, gemini, openai_chat, openai_responses
+from toolwire.providers import (
+    StreamLimits,
+    anthropic,
+    gemini,
+    openai_chat,
+    openai_responses,
+    parse_calls,
+)
 
 TOOLSET = ToolSet(
     [
@@ -204,7 +212,7 @@ def anthropic_tool_use(partial_json: str) -> dict[str, Any]:
 def test_anthropic_streamed_input_that_is_not_carryable_json_is_a_rejected_call(
     partial_json: str, why: str
 ) -> None:
-    [item] = anthropic.parse_calls(anthropic_tool_use(partial_json), TOOLSET)
+    [item] = parse_calls("anthropic", anthropic_tool_use(partial_json), TOOLSET)
     assert isinstance(item, RejectedCall)
     assert item.error_kind == "invalid_arguments"
     assert why in item.message
@@ -221,7 +229,7 @@ def test_many_tiny_deltas_are_joined_once() -> None:
         stream.add(
             {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "delta": char}
         )
-    [call] = openai_responses.parse_calls(stream.response(), TOOLSET)
+    [call] = parse_calls("openai-responses", stream.response(), TOOLSET)
     assert isinstance(call, ToolCall)
     assert call.arguments == {"memo": "x" * 50_000}
 
@@ -320,7 +328,7 @@ def test_sdk_chunks_still_add_up() -> None:
             }
         )
     )
-    [call] = openai_chat.parse_calls(stream.response(), TOOLSET)
+    [call] = parse_calls("openai-chat", stream.response(), TOOLSET)
     assert isinstance(call, ToolCall)
     assert (call.call_id, call.arguments) == ("c1", {"amount": 3})
 
@@ -537,28 +545,28 @@ EXAMPLES = settings(
 @given(events_of(gemini_event))
 def test_random_gemini_chunks_raise_only_malformed_response(events: list[Any]) -> None:
     stream = gemini.StreamAccumulator()
-    run_stream(stream, events, stream.response, gemini.parse_calls)
+    run_stream(stream, events, stream.response, partial(parse_calls, "gemini"))
 
 
 @EXAMPLES
 @given(events_of(anthropic_event))
 def test_random_anthropic_events_raise_only_malformed_response(events: list[Any]) -> None:
     stream = anthropic.AnthropicStreamAccumulator()
-    run_stream(stream, events, stream.message, anthropic.parse_calls)
+    run_stream(stream, events, stream.message, partial(parse_calls, "anthropic"))
 
 
 @EXAMPLES
 @given(events_of(chat_event))
 def test_random_chat_chunks_raise_only_malformed_response(events: list[Any]) -> None:
     stream = openai_chat.ChatStreamAccumulator()
-    run_stream(stream, events, stream.response, openai_chat.parse_calls)
+    run_stream(stream, events, stream.response, partial(parse_calls, "openai-chat"))
 
 
 @EXAMPLES
 @given(events_of(responses_event))
 def test_random_responses_events_raise_only_malformed_response(events: list[Any]) -> None:
     stream = openai_responses.ResponsesStreamAccumulator()
-    run_stream(stream, events, stream.response, openai_responses.parse_calls)
+    run_stream(stream, events, stream.response, partial(parse_calls, "openai-responses"))
 
 
 # -- real-looking streams, intact or corrupted -------------------------------------------------
@@ -673,24 +681,24 @@ def responses_stream(calls: list[PlannedCall], cuts: list[int]) -> list[Any]:
 
 
 STREAMS: dict[str, tuple[Callable[..., list[Any]], Callable[[], Any], str, Callable]] = {
-    "gemini": (gemini_stream, gemini.StreamAccumulator, "response", gemini.parse_calls),
+    "gemini": (gemini_stream, gemini.StreamAccumulator, "response", partial(parse_calls, "gemini")),
     "anthropic": (
         anthropic_stream,
         anthropic.AnthropicStreamAccumulator,
         "message",
-        anthropic.parse_calls,
+        partial(parse_calls, "anthropic"),
     ),
     "openai-chat": (
         chat_stream,
         openai_chat.ChatStreamAccumulator,
         "response",
-        openai_chat.parse_calls,
+        partial(parse_calls, "openai-chat"),
     ),
     "openai-responses": (
         responses_stream,
         openai_responses.ResponsesStreamAccumulator,
         "response",
-        openai_responses.parse_calls,
+        partial(parse_calls, "openai-responses"),
     ),
 }
 corruptions = st.lists(

@@ -15,13 +15,18 @@ from corpus import TOOLS
 from toolwire import ConfigurationError, SchemaConversionError, Tool, ToolSet
 from toolwire.compat import check
 from toolwire.providers import get_provider, make_options
-from toolwire.providers.anthropic import AnthropicOptions, strict_reasons, tool_uses
+from toolwire.providers.anthropic import AnthropicOptions
 from toolwire.schema.checks import anthropic_strict_budget_violations, anthropic_violations
 
 pydantic = pytest.importorskip("pydantic")
 anthropic_types = pytest.importorskip("anthropic.types")
 TOOL_PARAMS = pydantic.TypeAdapter(list[anthropic_types.ToolParam])
 PROVIDER = get_provider("anthropic")
+
+
+def not_strict(tools: Any, *, strict: bool = True) -> dict[str, str]:
+    """Per exposed name, why a tool of ``tools`` is declared without strict."""
+    return PROVIDER.declare(ToolSet.of(tools), AnthropicOptions(strict=strict)).not_strict
 
 
 @toolwire.tool
@@ -175,10 +180,10 @@ def test_without_strict_nothing_changes() -> None:
 
 
 def test_a_schema_strict_tool_use_cannot_express_is_sent_without_strict_saying_why() -> None:
-    assert strict_reasons([search, HEADERS]) == {
+    assert not_strict([search, HEADERS]) == {
         "fetch": "#/properties/headers: an open map (additionalProperties) cannot be strict"
     }
-    assert strict_reasons([search, HEADERS], strict=False) == {}
+    assert not_strict([search, HEADERS], strict=False) == {}
 
 
 def test_cache_control_and_strict_both_mark_the_last_tool() -> None:
@@ -214,8 +219,8 @@ def test_a_null_sent_where_strict_made_the_argument_nullable_is_stripped_before_
     outcome = anyio.run(toolwire.execute_tool_calls, listing, response)
     assert [c.result.text for c in outcome.calls] == ["5", "2"]
     # Parsing goes through the declaration: the call carries the paths to strip.
-    calls, errors = tool_uses(response, toolset, strict=True)
-    assert errors == []
+    calls = PROVIDER.parse(response, PROVIDER.declare(toolset, AnthropicOptions(strict=True)))
+    assert all(isinstance(c, toolwire.ToolCall) for c in calls)
     assert [c.null_paths for c in calls] == [(("x",),), (("x",),)]
     # The older form, with the option, parses the same way.
     legacy = anyio.run(
@@ -244,7 +249,7 @@ def test_past_twenty_strict_tools_the_rest_are_sent_without_strict() -> None:
     listing = toolwire.tools(toolset, "anthropic", strict=True)
     assert strict_names(listing) == [f"t{i}" for i in range(20)]
     assert "strict" not in listing.tools[20]
-    assert strict_reasons(toolset) == {
+    assert not_strict(toolset) == {
         "t20": "the request has 20 strict tools already, the most it takes"
     }
     assert anthropic_strict_budget_violations(listing.tools) == []
@@ -265,7 +270,7 @@ def test_a_tool_past_both_budgets_alone_is_sent_without_strict() -> None:
     toolset = ToolSet([optional_tool("huge", 25), count])
     listing = toolwire.tools(toolset, "anthropic", strict=True)
     assert strict_names(listing) == ["count"]
-    assert strict_reasons(toolset) == {
+    assert not_strict(toolset) == {
         "huge": "past the request's budget for strict schemas: it needs 25 optional and 0 "
         "union-typed parameters (or 25 union-typed, its optional ones made nullable), and 24 "
         "of 24 optional and 16 of 16 union-typed are left"
@@ -276,11 +281,11 @@ def test_past_sixteen_union_typed_parameters_the_rest_are_sent_without_strict() 
     toolset = ToolSet([optional_tool(f"t{i}", 0, unions=1) for i in range(17)])
     listing = toolwire.tools(toolset, "anthropic", strict=True)
     assert strict_names(listing) == [f"t{i}" for i in range(16)]
-    assert "past the request's budget" in strict_reasons(toolset)["t16"]
+    assert "past the request's budget" in not_strict(toolset)["t16"]
     assert anthropic_strict_budget_violations(listing.tools) == []
     # Toolset order decides: the same tools the other way round leave out the other one.
     backwards = ToolSet(list(reversed(list(toolset))))
-    assert set(strict_reasons(backwards)) == {"t0"}
+    assert set(not_strict(backwards)) == {"t0"}
 
 
 # -- what assess and toolwire check say ---------------------------------------------------------

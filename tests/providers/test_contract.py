@@ -20,7 +20,7 @@ from toolwire.compat import check, limits
 from toolwire.errors import ToolwireWarning
 from toolwire.mcp import Hub, StdioServer
 from toolwire.policy import tainted_by
-from toolwire.providers import Declaration, get_provider, provider_names
+from toolwire.providers import Declaration, get_provider, parse_calls, provider_names
 
 anthropic_types = pytest.importorskip("anthropic.types")
 chat_types = pytest.importorskip("openai.types.chat")
@@ -171,6 +171,68 @@ def test_a_response_of_another_provider_is_refused_naming_it(provider: str, othe
     # The SDK's own object too, not only the dict.
     with pytest.raises(MalformedResponse, match=f"'{other}'"):
         get_provider(provider).parse(SDK[other]["response"](response), listing.declaration)
+
+
+@pytest.mark.parametrize("provider", provider_names())
+def test_parse_calls_parses_a_bare_toolset_as_the_listing_would(provider: str) -> None:
+    adapter = get_provider(provider)
+    response = adapter.response_for(CALLS)
+    items = parse_calls(provider, response, [search, ping])
+    assert items == adapter.parse(response, toolwire.tools(TOOLSET, provider).declaration)
+    assert [type(item).__name__ for item in items] == ["ToolCall", "RejectedCall"]
+    assert [item.local_id for item in items] == ["c1", "c2"]
+
+
+def test_parse_calls_checks_the_provider_and_its_options() -> None:
+    response = get_provider("openai-chat").response_for(CALLS)
+    with pytest.raises(ConfigurationError, match=r"unknown provider 'openai'; known: "):
+        parse_calls("openai", response, TOOLSET)
+    with pytest.raises(ConfigurationError, match=r"unknown option 'bogus'.*valid: strict"):
+        parse_calls("openai-chat", response, TOOLSET, bogus=True)
+    with pytest.raises(MalformedResponse, match="looks like"):
+        parse_calls("anthropic", response, TOOLSET)
+
+
+def test_a_tool_that_cannot_be_declared_leaves_the_others_calls_parsing() -> None:
+    broken = Tool(name="broken", input_schema={"type": "object", "properties": {"x": 5}})
+    response = get_provider("gemini").response_for([("c1", "ping", {}), ("c2", "broken", {})])
+    items = parse_calls("gemini", response, [ping, broken])
+    assert isinstance(items[0], toolwire.ToolCall)
+    assert items[0].exposed_name == "ping"
+
+
+@pytest.mark.parametrize(
+    ("provider", "strict", "expected"),
+    [
+        ("anthropic", True, {"free": "#/properties/meta: an open map (additionalProperties) "}),
+        ("anthropic", False, {}),
+        ("openai-chat", True, {"free": "#/properties/meta: an open map (additionalProperties) "}),
+        ("openai-chat", False, {"free": "strict mode was turned off", "ping": "strict mode"}),
+        ("openai-responses", True, {"free": "#/properties/meta: an open map "}),
+        ("gemini", None, {}),
+        ("gemini-interactions", None, {}),
+    ],
+)
+def test_a_declaration_says_why_each_tool_is_sent_without_strict(
+    provider: str, strict: bool | None, expected: dict[str, str]
+) -> None:
+    free = Tool(
+        name="free",
+        input_schema={
+            "type": "object",
+            "properties": {"meta": {"type": "object", "additionalProperties": True}},
+        },
+    )
+    options = {} if strict is None else {"strict": strict}
+    declaration = toolwire.tools([free, ping], provider, **options).declaration
+    reasons = declaration.not_strict
+    assert sorted(reasons) == sorted(expected)
+    for name, start in expected.items():
+        assert reasons[name].startswith(start)
+        entry = declaration.entry(name)
+        assert entry is not None
+        assert entry.strict is False
+        assert entry.not_strict_because == reasons[name]
 
 
 @pytest.mark.parametrize("provider", provider_names())

@@ -8,14 +8,16 @@ import pytest
 from toolwire import (
     ImageContent,
     MalformedResponse,
+    RejectedCall,
     SchemaConversionError,
     TextContent,
     Tool,
+    ToolCall,
     ToolResult,
     ToolSet,
     tool,
 )
-from toolwire.providers import gemini, get_provider
+from toolwire.providers import gemini, get_provider, parse_calls
 
 types = pytest.importorskip("google.genai.types")
 
@@ -39,6 +41,16 @@ def ping() -> str:
 
 hidden = Tool(name="secret_op", description="hidden", server_id="ops")
 TOOLSET = ToolSet([get_weather, ping, hidden], exclude=["ops/*"])
+
+
+def calls_and_errors(response: Any, toolset: ToolSet) -> tuple[list[ToolCall], list[Any]]:
+    """The calls of ``response`` that resolve against ``toolset``, and the error answers of
+    those that do not."""
+    items = parse_calls("gemini", response, toolset)
+    return (
+        [item for item in items if isinstance(item, ToolCall)],
+        [item.answer for item in items if isinstance(item, RejectedCall)],
+    )
 
 
 # -- declarations ----------------------------------------------------------------------------
@@ -142,7 +154,7 @@ def response(*parts: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_calls_are_parsed_from_a_response_dict_in_order() -> None:
-    calls, rejected = gemini.function_calls(
+    calls, rejected = calls_and_errors(
         response(
             {"text": "Let me check."},
             {
@@ -186,7 +198,7 @@ def test_calls_are_parsed_from_sdk_objects() -> None:
         sdk_response.candidates[0].content,
         sdk_response.candidates[0].content.parts,
     ):
-        calls, rejected = gemini.function_calls(source, TOOLSET)
+        calls, rejected = calls_and_errors(source, TOOLSET)
         assert rejected == []
         assert calls[0].arguments == {"city": "Porto", "days": 2}
         assert isinstance(calls[0].arguments["days"], int)
@@ -194,7 +206,7 @@ def test_calls_are_parsed_from_sdk_objects() -> None:
 
 
 def test_unknown_and_hidden_names_are_rejected_with_an_error_answer() -> None:
-    calls, rejected = gemini.function_calls(
+    calls, rejected = calls_and_errors(
         response(
             {"functionCall": {"name": "nope", "id": "x1"}},
             {"functionCall": {"name": "ops__secret_op"}},
@@ -212,22 +224,22 @@ def test_unknown_and_hidden_names_are_rejected_with_an_error_answer() -> None:
 
 
 def test_non_object_args_are_rejected() -> None:
-    items = gemini.parse_calls(
-        response({"functionCall": {"name": "ping", "args": [1, 2]}}), TOOLSET
+    items = parse_calls(
+        "gemini", response({"functionCall": {"name": "ping", "args": [1, 2]}}), TOOLSET
     )
     assert len(items) == 1
     assert items[0].error_kind == "invalid_arguments"  # type: ignore[union-attr]
 
 
 def test_an_empty_id_counts_as_none() -> None:
-    calls, _ = gemini.function_calls([{"functionCall": {"name": "ping", "id": ""}}], TOOLSET)
+    calls, _ = calls_and_errors([{"functionCall": {"name": "ping", "id": ""}}], TOOLSET)
     assert calls[0].call_id is None
 
 
 def test_identical_id_less_calls_get_distinct_stable_local_ids() -> None:
     part = {"functionCall": {"name": "get_weather", "args": {"city": "A"}}}
-    first, _ = gemini.function_calls([part, part], TOOLSET)
-    again, _ = gemini.function_calls([part, part], TOOLSET)
+    first, _ = calls_and_errors([part, part], TOOLSET)
+    again, _ = calls_and_errors([part, part], TOOLSET)
     assert first[0].local_id != first[1].local_id
     assert [c.local_id for c in first] == [c.local_id for c in again]
 
@@ -245,7 +257,7 @@ def test_whole_floats_become_ints_only_where_the_schema_wants_integers() -> None
         "$defs": {"I": {"type": "integer"}},
     }
     args = {"n": 3.0, "x": 2.0, "list": [1.0, 2.5], "ref": 4.0, "opt": 5.0}
-    calls, _ = gemini.function_calls(
+    calls, _ = calls_and_errors(
         [{"functionCall": {"name": "t", "args": args}}], [Tool(name="t", input_schema=schema)]
     )
     assert calls[0].arguments == {"n": 3, "x": 2.0, "list": [1, 2.5], "ref": 4, "opt": 5}
@@ -254,13 +266,13 @@ def test_whole_floats_become_ints_only_where_the_schema_wants_integers() -> None
 
 
 def test_a_response_without_candidates_has_no_calls() -> None:
-    assert gemini.function_calls({"candidates": []}, TOOLSET) == ([], [])
-    assert gemini.function_calls({"promptFeedback": {"blockReason": "SAFETY"}}, TOOLSET) == ([], [])
+    assert calls_and_errors({"candidates": []}, TOOLSET) == ([], [])
+    assert calls_and_errors({"promptFeedback": {"blockReason": "SAFETY"}}, TOOLSET) == ([], [])
 
 
 def test_garbage_is_a_type_error_not_a_deep_traceback() -> None:
     with pytest.raises(MalformedResponse, match="expected a generateContent response"):
-        gemini.function_calls(42, TOOLSET)
+        calls_and_errors(42, TOOLSET)
 
 
 # -- answers ---------------------------------------------------------------------------------
@@ -346,7 +358,7 @@ def test_non_string_values_are_wrapped_so_response_is_always_an_object() -> None
 
 def test_registry_answer_echoes_only_the_models_id() -> None:
     adapter = get_provider("gemini")
-    calls, _ = gemini.function_calls(
+    calls, _ = calls_and_errors(
         [{"functionCall": {"name": "ping"}}, {"functionCall": {"name": "ping", "id": "p2"}}],
         TOOLSET,
     )
@@ -389,7 +401,7 @@ def test_float_coercion_survives_a_schema_that_refers_to_itself() -> None:
             "properties": {"x": {"anyOf": [{"$ref": "#/properties/x"}]}},
         },
     )
-    calls, rejected = gemini.function_calls(
+    calls, rejected = calls_and_errors(
         [{"functionCall": {"name": "loop", "args": {"x": 1.0}}}], [loop]
     )
     assert rejected == []

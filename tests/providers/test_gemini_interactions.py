@@ -269,7 +269,7 @@ def test_media_go_as_a_content_list_in_the_sdks_own_type() -> None:
     ],
 )
 def test_structured_content_per_mode(mode: str, expected: Any) -> None:
-    call = gi.parse_calls({"steps": [_call("s", "search", {"query": "q"})]}, TOOLSET)[0]
+    call = gi.parse({"steps": [_call("s", "search", {"query": "q"})]}, gi.declare(TOOLSET))[0]
     assert isinstance(call, toolwire.ToolCall)
     result = ToolResult(content=(TextContent("one"),), structured_content={"n": 1})
     answer = gi.answer(call, result, gi.Options(structured=mode))  # type: ignore[arg-type]
@@ -278,7 +278,7 @@ def test_structured_content_per_mode(mode: str, expected: Any) -> None:
 
 def test_a_structured_result_keeps_its_own_ref_key_as_data() -> None:
     # The Interactions API has no part references: "$ref" is the tool's own data.
-    call = gi.parse_calls({"steps": [_call("s", "search", {"query": "q"})]}, TOOLSET)[0]
+    call = gi.parse({"steps": [_call("s", "search", {"query": "q"})]}, gi.declare(TOOLSET))[0]
     assert isinstance(call, toolwire.ToolCall)
     answer = gi.answer(call, ToolResult(structured_content={"$ref": "#/x"}))
     assert answer["result"] == {"$ref": "#/x"}

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolwire import MalformedResponse, Tool, ToolResult, ToolSet
+from toolwire import MalformedResponse, Tool, ToolCall, ToolResult, ToolSet
 from toolwire.providers import gemini
 
 types = pytest.importorskip("google.genai.types")
@@ -44,10 +44,10 @@ def test_chunks_add_up_to_the_response_with_every_part_and_signature() -> None:
         },
         {"functionCall": {"id": "b", "name": "search", "args": {"q": "y"}}},
     ]
-    calls, rejected = gemini.function_calls(response, TOOLSET)
+    calls = gemini.parse(response, gemini.declare(TOOLSET))
+    assert all(isinstance(c, ToolCall) for c in calls)
     assert [c.call_id for c in calls] == ["a", "b"]
     assert calls[0].extras == {"thoughtSignature": "c2ln"}
-    assert rejected == []
     types.GenerateContentResponse.model_validate(response)
 
 
@@ -118,8 +118,9 @@ def test_sdk_chunks_are_accepted() -> None:
             ]
         )
     )
-    calls, _ = gemini.function_calls(stream.response(), TOOLSET)
-    assert calls[0].arguments == {"city": "Z"}
+    (call,) = gemini.parse(stream.response(), gemini.declare(TOOLSET))
+    assert isinstance(call, ToolCall)
+    assert call.arguments == {"city": "Z"}
 
 
 def test_a_broken_chunk_is_a_malformed_response() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from corpus import load_corpus
 from toolwire import RejectedCall, Tool, ToolCall, ToolSet
-from toolwire.providers import openai_chat, openai_responses
+from toolwire.providers import openai_chat, openai_responses, parse_calls
 
 RECORDS = load_corpus("openai_compatible")
 
@@ -35,8 +35,7 @@ def response_of(record: dict[str, Any]) -> Any:
 
 @pytest.mark.parametrize("record", RECORDS, ids=lambda r: r["source"].split("/")[-1][-60:])
 def test_recorded_responses_give_the_expected_calls(record: dict[str, Any]) -> None:
-    module = openai_chat if record["provider"] == "openai-chat" else openai_responses
-    items = module.parse_calls(response_of(record), toolset_for(record))
+    items = parse_calls(record["provider"], response_of(record), toolset_for(record))
     expected = record["expected_calls"]
     assert len(items) == len(expected)
     for item, want in zip(items, expected, strict=True):

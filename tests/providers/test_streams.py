@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pydantic
 import pytest
 
-from toolwire import Tool, ToolSet
+from toolwire import RejectedCall, Tool, ToolCall, ToolSet
 from toolwire.providers import anthropic, openai_chat, openai_responses
 
 anthropic_types = pytest.importorskip("anthropic.types")
@@ -22,6 +24,14 @@ TOOLSET = ToolSet(
         )
     ]
 )
+
+
+def calls_and_errors(items: list[ToolCall | RejectedCall]) -> tuple[list[ToolCall], list[Any]]:
+    """The calls that resolved, and the error answers of those that did not."""
+    return (
+        [item for item in items if isinstance(item, ToolCall)],
+        [item.answer for item in items if isinstance(item, RejectedCall)],
+    )
 
 
 def test_anthropic_input_json_deltas_add_up_to_the_tool_use() -> None:
@@ -97,7 +107,7 @@ def test_anthropic_input_json_deltas_add_up_to_the_tool_use() -> None:
     message = stream.message()
     assert message["stop_reason"] == "tool_use"
     assert message["content"][0] == {"type": "text", "text": "Checking"}
-    calls, rejected = anthropic.tool_uses(message, TOOLSET)
+    calls, rejected = calls_and_errors(anthropic.parse(message, anthropic.declare(TOOLSET)))
     assert [(c.call_id, c.arguments) for c in calls] == [("toolu_1", {"city": "Oslo"})]
     assert rejected[0]["tool_use_id"] == "toolu_2"  # truncated JSON: answered, never run
     assert rejected[0]["is_error"] is True
@@ -129,7 +139,8 @@ def test_chat_deltas_by_index_and_a_server_that_never_increments_it() -> None:
         ),
     ]:
         stream.add(piece)
-    calls, rejected = openai_chat.tool_calls(stream.response(), TOOLSET)
+    declaration = openai_chat.declare(TOOLSET)
+    calls, rejected = calls_and_errors(openai_chat.parse(stream.response(), declaration))
     assert rejected == []
     assert [(c.call_id, c.arguments["city"]) for c in calls] == [("a", "Rome"), ("b", "Lima")]
 
@@ -165,7 +176,8 @@ def test_responses_argument_deltas_and_completion() -> None:
             "delta": ' "Kyiv"}',
         }
     )
-    calls, _ = openai_responses.function_calls(stream.response(), TOOLSET)
+    declaration = openai_responses.declare(TOOLSET)
+    calls, _ = calls_and_errors(openai_responses.parse(stream.response(), declaration))
     assert [(c.call_id, c.arguments) for c in calls] == [("call_1", {"city": "Kyiv"})]
     stream.add(
         {
@@ -182,6 +194,6 @@ def test_responses_argument_deltas_and_completion() -> None:
             },
         }
     )
-    assert openai_responses.function_calls(stream.response(), TOOLSET)[0][0].arguments == {
-        "city": "Kyiv"
-    }
+    (call,) = openai_responses.parse(stream.response(), declaration)
+    assert isinstance(call, ToolCall)
+    assert call.arguments == {"city": "Kyiv"}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from toolwire import Tool, ToolSet
+from toolwire import Tool, ToolCall, ToolSet
 from toolwire.providers import gemini
 from toolwire.schema.checks import gemini_violations
 
@@ -435,8 +435,8 @@ def test_case_46_invalid_function_names_are_sanitized_and_map_back() -> None:
 
 def test_case_55_namespaced_call_names_resolve_by_suffix() -> None:
     ts = ToolSet([Tool(name="analyzeEmail")])
-    calls, rejected = gemini.function_calls(
-        [{"functionCall": {"name": "default_api.analyzeEmail", "args": {}}}], ts
+    (call,) = gemini.parse(
+        [{"functionCall": {"name": "default_api.analyzeEmail", "args": {}}}], gemini.declare(ts)
     )
-    assert rejected == []
-    assert calls[0].exposed_name == "analyzeEmail"
+    assert isinstance(call, ToolCall)
+    assert call.exposed_name == "analyzeEmail"

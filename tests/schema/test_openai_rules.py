@@ -5,6 +5,7 @@ schemas and on shapes built to blow up."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,12 @@ def _case(record: dict[str, Any]) -> Any:
 CASES = [_case(record) for record in ALL_SCHEMAS]
 
 
+def _declared(tools: Iterable[Tool], strict: bool) -> list[dict[str, Any]]:
+    """The Chat Completions ``tools`` declared for ``tools`` (``[]`` when there are none)."""
+    declaration = openai_chat.declare(ToolSet.of(tools), openai_chat.Options(strict=strict))
+    return declaration.tools or []
+
+
 def messages(notes: list[ConversionNote]) -> list[str]:
     return [n.message for n in notes]
 
@@ -58,7 +65,7 @@ def closed(**properties: Any) -> dict[str, Any]:
 def test_every_corpus_declaration_fits_openais_rules(record: dict[str, Any], strict: bool) -> None:
     tool = Tool(name=record["name"], input_schema=record["inputSchema"])
     try:
-        (declaration,) = openai_chat.tools([tool], strict=strict)
+        (declaration,) = _declared([tool], strict)
     except SchemaConversionError:
         return  # not valid JSON Schema: refused, for every provider (and by the validator)
     function = declaration["function"]
@@ -73,12 +80,7 @@ def test_a_root_one_of_beside_root_properties_is_merged_for_openai_too() -> None
     assert len(merged) >= 10
     for record in merged:
         for strict in (True, False):
-            (entry,) = (
-                openai_chat.tools(
-                    [Tool(name="t", input_schema=record["inputSchema"])], strict=strict
-                )
-                or []
-            )
+            (entry,) = _declared([Tool(name="t", input_schema=record["inputSchema"])], strict)
             assert _TOP_LEVEL.isdisjoint(entry["function"]["parameters"])
 
 
@@ -86,7 +88,7 @@ def test_most_of_the_corpus_is_declared_strict() -> None:
     toolset = ToolSet(
         Tool(name=f"t{i}", input_schema=r["inputSchema"]) for i, r in enumerate(TOOLS)
     )
-    declarations = openai_chat.tools(toolset, strict=True)
+    declarations = _declared(toolset, True)
     assert sum(d["function"]["strict"] for d in declarations) > 0.85 * len(TOOLS)
 
 

@@ -43,7 +43,7 @@ from toolwire.errors import (
     ToolwireError,
 )
 from toolwire.executor import Executor, make_call
-from toolwire.providers import gemini, gemini_interactions
+from toolwire.providers import gemini, gemini_interactions, parse_calls
 from toolwire.schema.gemini import inline_gemini_defs
 from toolwire.tool import Tool, ToolSet
 
@@ -153,7 +153,7 @@ async def run_function_calls(
     executor = _executor(executor, toolset, "run_function_calls")
     if not isinstance(calls, list | tuple):
         raise MalformedResponse(f"calls must be a list, not {type(calls).__name__}")
-    items = gemini.parse_calls([_as_part(c) for c in calls], executor.toolset)
+    items = parse_calls(gemini.NAME, [_as_part(c) for c in calls], executor.toolset)
     outcomes = await executor.run(items, run_id=run_id, principal=principal, taint=taint, deps=deps)
     parts = []
     for outcome in outcomes:
@@ -175,7 +175,8 @@ def interaction_tools(
 ) -> list[dict[str, Any]]:
     """The Interactions API's ``tools``: a ``function`` tool for every tool exported to it
     (``deferred`` names those declared with ``defer_loading``); ``[]`` when there are none."""
-    return gemini_interactions.tools(toolset, deferred=deferred) or []
+    options = gemini_interactions.Options(deferred=tuple(deferred))
+    return gemini_interactions.declare(ToolSet.of(toolset), options).tools or []
 
 
 async def run_interaction_calls(
@@ -214,7 +215,7 @@ async def run_interaction_calls(
             from (then nothing runs).
     """
     executor = _executor(executor, toolset, "run_interaction_calls")
-    items = gemini_interactions.parse_calls(interaction, executor.toolset)
+    items = parse_calls(gemini_interactions.NAME, interaction, executor.toolset)
     if not items:
         return {}
     previous = gemini_interactions.interaction_id(interaction)  # before anything runs

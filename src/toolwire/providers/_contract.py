@@ -96,6 +96,10 @@ class DeclaredTool:
     null_paths: tuple[NullPath, ...] = ()
     """Where a strict schema made an optional argument nullable: a null there means "left
     out" (``"*"`` stands for every array item)."""
+    not_strict_because: str | None = None
+    """Why it was sent without strict mode when strict mode was asked for (a schema strict
+    mode cannot express, a request whose budget for strict schemas is spent) or turned off
+    (OpenAI: ``strict: false``); None otherwise."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -145,6 +149,16 @@ class Declaration:
         """Per exposed name, the argument paths strict mode made nullable (only the tools
         that have some)."""
         return {name: e.null_paths for name, e in self.entries.items() if e.null_paths}
+
+    @property
+    def not_strict(self) -> dict[str, str]:
+        """Per exposed name, why a tool was sent without strict mode (only the tools that
+        were; see ``DeclaredTool.not_strict_because``)."""
+        return {
+            name: e.not_strict_because
+            for name, e in self.entries.items()
+            if e.not_strict_because is not None
+        }
 
 
 class StreamAccumulator(Protocol):

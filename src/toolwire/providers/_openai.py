@@ -8,11 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolwire._text import clean_description
-from toolwire.calls import RejectedCall, ToolCall, ToolResult, canonical_json, content_text
+from toolwire.calls import (
+    ToolResult,
+    canonical_json,
+    content_text,
+)
 from toolwire.errors import SchemaConversionError
 from toolwire.providers._assess import assessed, custom_verdict, texts
 from toolwire.providers._contract import Declaration, DeclaredTool, Verdict
-from toolwire.providers._wire import CallIds, json_type, printable, rejected_call, unknown_tool
 from toolwire.schema._base import ConversionNote
 from toolwire.schema.anthropic import to_anthropic_schema
 from toolwire.schema.checks import openai_violations
@@ -23,7 +26,6 @@ __all__ = [
     "Declared",
     "OpenAIOptions",
     "assess",
-    "custom_call",
     "declaration",
     "declared",
     "output_text",
@@ -147,15 +149,6 @@ def declared(toolset: ToolSet, provider: str, strict: bool) -> list[Declared]:
     )
 
 
-def strict_reasons(toolset: ToolSet, provider: str, strict: bool) -> dict[str, str]:
-    """Per exposed name, why a tool is declared with ``strict: false`` (for reports)."""
-    return {
-        d.name: d.not_strict_because
-        for d in declared(toolset, provider, strict)
-        if d.not_strict_because is not None
-    }
-
-
 def declaration(
     toolset: ToolSet,
     provider: str,
@@ -174,7 +167,11 @@ def declaration(
             tools=[wire(d) for d in tools] or None,
             entries={
                 d.name: DeclaredTool(
-                    d.name, toolset[d.name], None if d.custom else d.strict, d.null_paths
+                    d.name,
+                    toolset[d.name],
+                    None if d.custom else d.strict,
+                    d.null_paths,
+                    d.not_strict_because,
                 )
                 for d in tools
             },
@@ -229,55 +226,4 @@ def custom_note(tool: Tool) -> str:
     return (
         f"custom tool ({shape}): the model writes the text itself, passed as the "
         f"{tool.text_argument!r} argument"
-    )
-
-
-def custom_call(
-    declaration: Declaration,
-    *,
-    name: str,
-    call_id: str | None,
-    text: Any,
-    index: int,
-    ids: CallIds,
-    error_answer: Callable[[str, str], Any],
-    extras: dict[str, Any],
-    kind: str,
-) -> ToolCall | RejectedCall:
-    """A custom tool call (free text ``text``) resolved against what was declared, or
-    rejected with its error answer (``kind`` names the call, as the model is told): the
-    text becomes the tool's one argument; its grammar is checked with the arguments."""
-    entry = declaration.entry(name)
-    if entry is None:
-        gone = declaration.unavailable.get(name)
-        if gone is not None:
-            message = f"Tool {printable(name)!r} is unavailable: {gone}."
-            return rejected_call(name, call_id, index, "unavailable", message, ids, error_answer)
-        message = f"Not run: this {kind} names no declared tool. " + unknown_tool(
-            declaration.names, name
-        )
-        return rejected_call(name, call_id, index, "not_found", message, ids, error_answer)
-    tool, argument = entry.tool, entry.tool.text_argument
-    if argument is None:
-        message = (
-            f"Not run: {printable(entry.name)!r} is a function tool; call it as a function, "
-            "with JSON arguments, not as a custom tool with free-form input."
-        )
-        return rejected_call(
-            entry.name, call_id, index, "invalid_arguments", message, ids, error_answer
-        )
-    if not isinstance(text, str):
-        message = f"Malformed {kind}: its input is {json_type(text)}, not text."
-        return rejected_call(
-            entry.name, call_id, index, "invalid_arguments", message, ids, error_answer
-        )
-    arguments = {argument: text}
-    return ToolCall(
-        exposed_name=entry.name,
-        tool=tool,
-        arguments=arguments,
-        call_id=call_id,
-        local_id=call_id if call_id is not None else ids.make(entry.name, arguments),
-        index=index,
-        extras=extras,
     )

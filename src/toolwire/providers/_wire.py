@@ -1,6 +1,8 @@
 """What every provider's parser shares: reading responses that arrive as dicts or as the
-official SDKs' objects, call ids that are unique per response, JSON arguments decoded without
-surprises, and the limits that keep a stream accumulator bounded."""
+official SDKs' objects, one call resolved against what was declared ([`resolve_call`][]: the
+id as sent and unique per response, the name, the arguments, the error answer of a call not
+run), JSON arguments decoded without surprises, and the limits that keep a stream accumulator
+bounded."""
 
 from __future__ import annotations
 
@@ -12,35 +14,39 @@ from types import MappingProxyType
 from typing import Any
 
 from toolwire.calls import (
+    CallIds,
     ErrorKind,
     RejectedCall,
     ToolCall,
     argument_problem,
     canonical_json,
-    has_lone_surrogate,
+    printable,
     stable_call_id,
 )
 from toolwire.errors import ConfigurationError, MalformedResponse, ToolwireWarning
 from toolwire.providers._contract import Declaration, ProviderProfile
+from toolwire.providers._registry import get_provider, provider_names
 from toolwire.tool import Tool, ToolSet
 
 _NO_EXTRAS: Mapping[str, Any] = MappingProxyType({})
 
 __all__ = [
-    "CallIds",
+    "ErrorAnswer",
     "NotJson",
     "StreamBudget",
     "StreamLimits",
     "arguments_problem_message",
     "as_data",
     "call_arguments",
+    "call_ids",
     "carried_calls",
+    "check_shape",
     "get_field",
+    "item_types",
     "json_type",
     "listed",
     "load_json",
-    "printable",
-    "rejected_call",
+    "named_tools",
     "resolve_call",
     "sent_id",
     "split_calls",
@@ -137,77 +143,10 @@ def unknown_tool(names: Sequence[str], name: str) -> str:
     return f"Unknown tool {printable(name)!r}. Available tools: {listed or '(none)'}."
 
 
-def printable(text: str) -> str:
-    """``text`` with any lone surrogate written as its escape (``\\ud800``), so an error
-    message that quotes the model can be encoded as UTF-8."""
-    if not has_lone_surrogate(text):
-        return text
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
 def arguments_problem_message(name: str, problem: str) -> str:
     """What the model is told when a call's arguments are not JSON toolwire can carry, with
     ``problem`` from [`toolwire.calls.argument_problem`][] saying why."""
     return f"Invalid arguments for {printable(name)!r}: {problem}."
-
-
-# -- call ids --------------------------------------------------------------------------------------
-
-
-class CallIds:
-    """The ids of one response's calls, unique whatever the model sent.
-
-    The first call with a given provider id keeps it ([`keep`][]); a later call with the same
-    id must be answered with an error, since an answer could not be told apart from the first
-    call's. A call sent without an id gets one from [`make`][]: derived from its name,
-    canonical arguments and occurrence ([`toolwire.calls.stable_call_id`][], so a retried
-    turn gets the same ids), and never equal to an id the model sent anywhere in the response
-    nor to another generated one.
-
-    Args:
-        sent: every id the model sent in the response, gathered before any call is parsed
-            (a generated id must not take an id that a later call brings).
-    """
-
-    __slots__ = ("_occurrences", "_sent", "_used")
-
-    def __init__(self, sent: Iterable[str] = ()) -> None:
-        self._sent = frozenset(sent)
-        self._used: set[str] = set()
-        self._occurrences: dict[tuple[str, str], int] = {}
-
-    def keep(self, call_id: str) -> bool:
-        """True for the first call with the provider id ``call_id``; False for a later one."""
-        if call_id in self._used:
-            return False
-        self._used.add(call_id)
-        return True
-
-    def make(self, name: str, arguments: Mapping[str, Any] | None = None) -> str:
-        """A fresh id for a call sent without one (``arguments`` None when they could not be
-        read)."""
-        if arguments is None:
-            arguments = {}
-        encoded = canonical_json(arguments)
-        key = (name, encoded)
-        occurrence = self._occurrences.get(key, 0)
-        while True:
-            occurrence += 1
-            local_id = stable_call_id(name, arguments, occurrence, encoded=encoded)
-            if local_id not in self._sent and local_id not in self._used:
-                break
-        self._occurrences[key] = occurrence
-        self._used.add(local_id)
-        return local_id
-
-    @staticmethod
-    def duplicate(call_id: str) -> str:
-        """What the model is told for a call whose id an earlier call already has."""
-        return (
-            f"Not run: this call's id {printable(call_id)!r} is also the id of an earlier call "
-            "in the same response, so their answers could not be told apart. If it still needs "
-            "to run, call it again."
-        )
 
 
 def carried_calls(
@@ -315,29 +254,17 @@ def _made_id(alike: tuple[str, str], occurrence: int) -> str:
     return stable_call_id(name, {}, occurrence, encoded=encoded)
 
 
-def rejected_call(
-    name: str,
-    call_id: str | None,
-    index: int,
-    kind: ErrorKind,
-    message: str,
-    ids: CallIds,
-    error_answer: Callable[[str, str], Any],
-    arguments: Mapping[str, Any] | None = None,
-) -> RejectedCall:
-    """A call answered with an error, never run: ``error_answer(answer_id, message)`` builds
-    the provider's answer, echoing the call's id (one made by ``ids`` when it has none, from
-    its name and ``arguments`` when they could be read)."""
-    answer_id = call_id if call_id is not None else ids.make(name, arguments)
-    return RejectedCall(
-        name=name,
-        call_id=call_id,
-        local_id=answer_id,
-        index=index,
-        error_kind=kind,
-        message=message,
-        answer=error_answer(answer_id, message),
-    )
+ErrorAnswer = Callable[[str, str | None, str, str], Any]
+"""A provider's answer to a call that is not run: ``(name, call_id, answer_id, message)``,
+from the call's name and id as the model sent them (``""`` and None when it sent none), the
+id the answer echoes (the sent one, or one made for the call) and the message for the
+model."""
+
+
+def call_ids(sent: Iterable[Any]) -> CallIds:
+    """The [`CallIds`][toolwire.calls.CallIds] of one response, from the ids its calls were
+    sent with, as sent (anything but a non-empty string counts as none)."""
+    return CallIds(call_id for call_id in sent if call_id.__class__ is str and call_id)
 
 
 def resolve_call(
@@ -345,26 +272,45 @@ def resolve_call(
     profile: ProviderProfile,
     *,
     name: Any,
-    call_id: str | None,
+    call_id: Any,
     arguments: Any,
     index: int,
     ids: CallIds,
-    error_answer: Callable[[str, str], Any],
+    error_answer: ErrorAnswer,
     extras: Mapping[str, Any] | None = None,
     coerce: Callable[[dict[str, Any], Tool], dict[str, Any]] | None = None,
+    custom: bool = False,
+    refused: tuple[ErrorKind, str] | None = None,
 ) -> ToolCall | RejectedCall:
-    """One call resolved against what was declared, or rejected with its error answer.
+    """One call the model sent, resolved against what was declared, or rejected with the
+    provider's error answer (``error_answer``, see [`ErrorAnswer`][]).
 
-    The name must be one the model was shown (a namespace prefix the profile allows, such as
-    Gemini's ``default_api.``, is dropped); a tool that was offered but is gone is
-    ``unavailable``. ``arguments`` may be an object, the JSON text of one, or absent (then
-    ``{}``, unless the schema requires something). ``call_id`` is the provider's id, already
-    kept in ``ids`` (see [`CallIds`][]); a call without one gets a generated id.
-    ``coerce(arguments, tool)`` adjusts well-formed arguments (Gemini's whole-number floats).
+    What every provider does with a call, once it has read the call out of its own shape:
+
+    - ``name`` and ``call_id`` are taken as sent: a name that is not a string counts as none,
+      and an id that is not a non-empty string too (then the call gets a generated id, see
+      [`CallIds`][toolwire.calls.CallIds]);
+    - a call whose id an earlier call of the response has is refused (``ids``, made by
+      [`call_ids`][] from every id of the response, keeps the first);
+    - a call ``refused`` by the provider (a shape it does not run, a malformed call) is
+      answered with that error kind and message;
+    - the name must be one the model was shown (a namespace prefix the profile allows, such
+      as Gemini's ``default_api.``, is dropped); a tool that was offered but is gone is
+      ``unavailable``;
+    - for a ``custom`` call (OpenAI's custom tools) ``arguments`` is the free text that
+      becomes the custom tool's one argument; otherwise ``arguments`` may be an object, the
+      JSON text of one, or absent (then ``{}``, unless the schema requires something), and
+      ``coerce(arguments, tool)`` adjusts well-formed ones (Gemini's whole-number floats).
     """
     sent = name if name.__class__ is str else ""
+    call_id = call_id if call_id.__class__ is str and call_id else None
+    if call_id is not None and not ids.keep(call_id):
+        refused = ("invalid_arguments", ids.duplicate(call_id))
+    if refused is not None:
+        kind, message = refused
+        return _rejected(sent, sent, call_id, index, kind, message, ids, error_answer)
     entry = declaration.entry(sent)
-    if entry is None:
+    if entry is None and not custom:
         for separator in profile.namespace_separators:
             if separator in sent:
                 entry = declaration.entry(sent.rsplit(separator, 1)[1])
@@ -374,14 +320,20 @@ def resolve_call(
         gone = declaration.unavailable.get(sent)
         if gone is not None:
             message = f"Tool {printable(sent)!r} is unavailable: {gone}."
-            return rejected_call(sent, call_id, index, "unavailable", message, ids, error_answer)
+            return _rejected(sent, sent, call_id, index, "unavailable", message, ids, error_answer)
         message = unknown_tool(declaration.names, sent)
-        return rejected_call(sent, call_id, index, "not_found", message, ids, error_answer)
+        if custom:
+            message = "Not run: this custom tool call names no declared tool. " + message
+        return _rejected(sent, sent, call_id, index, "not_found", message, ids, error_answer)
     exposed, tool = entry.name, entry.tool
+    if custom:
+        return _custom_call(
+            exposed, tool, sent, call_id, arguments, index, ids, error_answer, extras
+        )
     loaded = call_arguments(arguments, exposed, tool)
     if loaded.__class__ is str:
-        return rejected_call(
-            exposed, call_id, index, "invalid_arguments", loaded, ids, error_answer
+        return _rejected(
+            exposed, sent, call_id, index, "invalid_arguments", loaded, ids, error_answer
         )
     assert isinstance(loaded, dict)
     if coerce is not None:
@@ -395,6 +347,71 @@ def resolve_call(
         index=index,
         extras=extras if extras is not None else _NO_EXTRAS,
         null_paths=entry.null_paths,
+    )
+
+
+def _custom_call(
+    exposed: str,
+    tool: Tool,
+    sent: str,
+    call_id: str | None,
+    text: Any,
+    index: int,
+    ids: CallIds,
+    error_answer: ErrorAnswer,
+    extras: Mapping[str, Any] | None,
+) -> ToolCall | RejectedCall:
+    """A call to the custom tool ``tool`` (its free text ``text`` as its one argument, the
+    grammar checked with the arguments), or rejected when ``tool`` is a function tool or the
+    text is not text."""
+    argument = tool.text_argument
+    if argument is None:
+        message = (
+            f"Not run: {printable(exposed)!r} is a function tool; call it as a function, "
+            "with JSON arguments, not as a custom tool with free-form input."
+        )
+        return _rejected(
+            exposed, sent, call_id, index, "invalid_arguments", message, ids, error_answer
+        )
+    if not isinstance(text, str):
+        message = f"Malformed custom tool call: its input is {json_type(text)}, not text."
+        return _rejected(
+            exposed, sent, call_id, index, "invalid_arguments", message, ids, error_answer
+        )
+    arguments = {argument: text}
+    return ToolCall(
+        exposed_name=exposed,
+        tool=tool,
+        arguments=arguments,
+        call_id=call_id,
+        local_id=call_id if call_id is not None else ids.make(exposed, arguments),
+        index=index,
+        extras=extras if extras is not None else {},
+    )
+
+
+def _rejected(
+    shown: str,
+    sent: str,
+    call_id: str | None,
+    index: int,
+    kind: ErrorKind,
+    message: str,
+    ids: CallIds,
+    error_answer: ErrorAnswer,
+) -> RejectedCall:
+    """A call answered with an error, never run: named ``shown`` (the exposed name once it
+    resolved, else the name ``sent``), its answer echoing its id (one made by ``ids`` when it
+    has none)."""
+    answer_id = call_id if call_id is not None else ids.make(shown)
+    return RejectedCall(
+        name=shown,
+        call_id=call_id,
+        local_id=answer_id,
+        index=index,
+        error_kind=kind,
+        message=message,
+        answer=error_answer(sent, call_id, answer_id, message),
     )
 
 
@@ -584,8 +601,6 @@ def check_shape(provider: str, data: Any, recognizes: Callable[[Any], bool]) -> 
     """
     if recognizes(data):
         return
-    from toolwire.providers import get_provider, provider_names
-
     for other in provider_names():
         if other != provider and get_provider(other).recognizes(data):
             mine, theirs = get_provider(provider).PROFILE.label, get_provider(other).PROFILE.label

@@ -8,17 +8,17 @@ builds a forced ``tool_choice``: current models reject it with extended thinking
 With ``strict=True`` (strict tool use), each tool whose schema can be made strict is sent with
 ``"strict": true`` and its schema made to fit (see
 [`toolwire.schema.anthropic.to_anthropic_strict_schema`][]); the others are sent as without it,
-and [`strict_reasons`][] says why. The strict tools of one request share a budget (20 tools, 24
-optional and 16 union-typed parameters): tools are made strict in toolset order while it lasts,
-each with its optional arguments left optional or, when the optional budget is spent, made
-nullable (a null there is stripped before the call, as for OpenAI's strict mode).
+and the declaration's ``not_strict`` says why. The strict tools of one request share a budget
+(20 tools, 24 optional and 16 union-typed parameters): tools are made strict in toolset order
+while it lasts, each with its optional arguments left optional or, when the optional budget is
+spent, made nullable (a null there is stripped before the call, as for OpenAI's strict mode).
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,23 +39,19 @@ from toolwire.providers._contract import (
     DeclaredTool,
     ProviderProfile,
     Verdict,
-    implicit_declaration,
-    options_for,
 )
 from toolwire.providers._wire import (
-    CallIds,
     NotJson,
     StreamBudget,
     StreamLimits,
     as_data,
+    call_ids,
     check_shape,
     item_types,
     listed,
     load_json,
-    rejected_call,
     resolve_call,
     sent_id,
-    split_calls,
 )
 from toolwire.schema.anthropic import (
     STRICT_BUDGET,
@@ -80,14 +76,10 @@ __all__ = [
     "declare",
     "followup",
     "parse",
-    "parse_calls",
     "recognizes",
     "response_for",
-    "strict_reasons",
     "text",
     "tool_result",
-    "tool_uses",
-    "tools",
 ]
 
 NAME = "anthropic"
@@ -261,36 +253,14 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
             toolset=toolset,
             tools=declared or None,
             entries={
-                d.name: DeclaredTool(d.name, toolset[d.name], d.strict, d.null_paths)
+                d.name: DeclaredTool(
+                    d.name, toolset[d.name], d.strict, d.null_paths, d.not_strict_because
+                )
                 for d in listed
             },
         )
 
     return toolset.cached((NAME, "declaration", options), build)
-
-
-def tools(
-    toolset: ToolSet | Iterable[Tool],
-    *,
-    cache_control: Literal["last"] | None = None,
-    strict: bool = False,
-) -> list[dict[str, Any]] | None:
-    """The request's ``tools`` in toolset order (None when empty); ``cache_control="last"``
-    marks the last tool, which caches the whole list as a prompt prefix; ``strict`` declares
-    strict tool use where each schema, and the request's budget, allow."""
-    options = options_for(NAME, Options, {"cache_control": cache_control, "strict": strict})
-    declared: list[dict[str, Any]] | None = declare(ToolSet.of(toolset), options).tools
-    return declared
-
-
-def strict_reasons(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> dict[str, str]:
-    """Per exposed name, why a tool is sent without ``strict`` (for reports): a schema strict
-    tool use cannot express, or a request whose budget for strict schemas is spent."""
-    return {
-        d.name: d.not_strict_because
-        for d in _declared(ToolSet.of(toolset), strict)
-        if d.not_strict_because is not None
-    }
 
 
 def assess(tool: Tool, options: Options | None = None) -> Verdict:
@@ -372,8 +342,8 @@ def tool_result(
     return block
 
 
-def _error_result(tool_use_id: str, message: str) -> dict[str, Any]:
-    return tool_result(tool_use_id, message, is_error=True)
+def _error_result(name: str, call_id: str | None, answer_id: str, message: str) -> dict[str, Any]:
+    return tool_result(answer_id, message, is_error=True)
 
 
 def _blocks(response: Any) -> list[Mapping[str, Any]]:
@@ -406,48 +376,21 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
             the provider it looks like, when it is another's).
     """
     blocks = [b for b in _blocks(response) if b.get("type") == "tool_use"]
-    ids = CallIds(
-        call_id for call_id in (sent_id(b.get("id")) for b in blocks) if call_id is not None
-    )
-    return [_parse_block(block, index, ids, declaration) for index, block in enumerate(blocks)]
-
-
-def _parse_block(
-    block: Mapping[str, Any], index: int, ids: CallIds, declaration: Declaration
-) -> ToolCall | RejectedCall:
-    call_id = sent_id(block.get("id"))
-    raw_name = block.get("name")
-    name: str = raw_name if isinstance(raw_name, str) else ""
-    if call_id is not None and not ids.keep(call_id):
-        message = ids.duplicate(call_id)
-        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, _error_result)
-    return resolve_call(
-        declaration,
-        PROFILE,
-        name=name,
-        call_id=call_id,
-        # a string is what the stream accumulator leaves when the input is not JSON
-        arguments=block.get("input"),
-        index=index,
-        ids=ids,
-        error_answer=_error_result,
-    )
-
-
-def parse_calls(
-    response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = False
-) -> list[ToolCall | RejectedCall]:
-    """[`parse`][] against ``toolset`` declared with ``strict`` (when there is no
-    [`Declaration`][] at hand)."""
-    options = options_for(NAME, Options, {"strict": strict})
-    return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), options, declare))
-
-
-def tool_uses(
-    response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = False
-) -> tuple[list[ToolCall], list[dict[str, Any]]]:
-    """The resolved calls, and the error answers for calls that cannot run."""
-    return split_calls(parse_calls(response, toolset, strict=strict))
+    ids = call_ids(block.get("id") for block in blocks)
+    return [
+        resolve_call(
+            declaration,
+            PROFILE,
+            name=block.get("name"),
+            call_id=block.get("id"),
+            # a string is what the stream accumulator leaves when the input is not JSON
+            arguments=block.get("input"),
+            index=index,
+            ids=ids,
+            error_answer=_error_result,
+        )
+        for index, block in enumerate(blocks)
+    ]
 
 
 def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -> dict[str, Any]:

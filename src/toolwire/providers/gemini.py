@@ -5,9 +5,11 @@ Declare::
     declarations = gemini.function_declarations(toolset)
     request["tools"] = gemini.build_tools(declarations, ["google_search"])
 
-Parse the model's calls and answer them::
+Parse the model's calls against what was declared, and answer them::
 
-    calls, rejected = gemini.function_calls(response, toolset)
+    items = gemini.parse(response, gemini.declare(toolset))
+    calls = [item for item in items if isinstance(item, ToolCall)]
+    rejected = [item.answer for item in items if isinstance(item, RejectedCall)]
     parts = [gemini.function_response(c.exposed_name, result, id=c.call_id) for c, result in ...]
     contents.append({"role": "user", "parts": rejected + parts})
 
@@ -21,22 +23,15 @@ here imports google-genai.
 
 from __future__ import annotations
 
-import base64
-import ipaddress
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
 from types import MappingProxyType
-from typing import Any, Literal, get_args
-from urllib.parse import urlsplit
+from typing import Any, Literal
 
 from toolwire._text import clean_description
 from toolwire.calls import (
-    AudioContent,
-    ImageContent,
+    CallIds,
     RejectedCall,
-    ResourceLink,
     ToolCall,
     ToolResult,
     canonical_json,
@@ -49,23 +44,22 @@ from toolwire.providers._contract import (
     DeclaredTool,
     ProviderProfile,
     Verdict,
-    implicit_declaration,
 )
+from toolwire.providers._gemini_live import (
+    Scheduling,
+    checked_scheduling,
+    live_function_calls,
+    live_tool_response,
+)
+from toolwire.providers._gemini_media import add_native_part, display_name, files_api_uri
+from toolwire.providers._gemini_stream import StreamAccumulator
 from toolwire.providers._wire import (
-    CallIds,
-    StreamBudget,
-    StreamLimits,
     as_data,
     check_shape,
     get_field,
     json_type,
-    load_json,
     named_tools,
-    printable,
-    rejected_call,
     resolve_call,
-    sent_id,
-    split_calls,
 )
 from toolwire.schema._base import ConversionNote
 from toolwire.schema.checks import gemini_violations
@@ -95,13 +89,11 @@ __all__ = [
     "declare",
     "files_api_uri",
     "followup",
-    "function_calls",
     "function_declarations",
     "function_response",
     "live_function_calls",
     "live_tool_response",
     "parse",
-    "parse_calls",
     "recognizes",
     "response_for",
     "text",
@@ -113,17 +105,7 @@ NAME = "gemini"
 SchemaMode = Literal["json", "openapi"]
 StructuredMode = Literal["prefer", "auto", "append", "ignore"]
 MediaMode = Literal["placeholder", "parts"]
-Scheduling = Literal["INTERRUPT", "WHEN_IDLE", "SILENT"]
-"""How the Live API takes the answer to a non-blocking call: ``"INTERRUPT"`` stops what the
-model is saying to tell it, ``"WHEN_IDLE"`` (Gemini's default) tells it once the model is
-done, ``"SILENT"`` only adds it to the context."""
-_SCHEDULINGS: tuple[str, ...] = get_args(Scheduling)
 
-# Media Gemini 3 takes inside functionResponse.parts; anything else stays a placeholder
-# ("Multimodal function responses", https://ai.google.dev/gemini-api/docs/function-calling).
-_NATIVE_RESPONSE_MIME_TYPES = frozenset(
-    {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}
-)
 _NO_EXTRAS: Mapping[str, Any] = MappingProxyType({})
 
 PROFILE = ProviderProfile(
@@ -182,7 +164,7 @@ class GeminiOptions:
         if isinstance(given, list):  # a list from keyword options: kept hashable
             object.__setattr__(self, "non_blocking", tuple(given))
         if self.scheduling is not None:
-            _checked_scheduling(self.scheduling)
+            checked_scheduling(self.scheduling)
 
 
 Options = GeminiOptions
@@ -375,7 +357,9 @@ def _parts_of(response: Any) -> list[Any]:
     return list(parts)
 
 
-def _error_part(name: str, call_id: str | None, message: str) -> dict[str, Any]:
+def _error_part(name: str, call_id: str | None, answer_id: str, message: str) -> dict[str, Any]:
+    """A call's error answer, naming it as sent; a generated id (``answer_id``) is for
+    correlation only: it is never sent to Gemini."""
     body: dict[str, Any] = {"name": name}
     if call_id is not None:
         body["id"] = call_id
@@ -476,14 +460,17 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
     as dicts or google-genai objects. Other parts are ignored. A call to a name that was not
     declared, with ``args`` that are not a JSON object toolwire can carry, or with an ``id``
     an earlier call already has, is a [`RejectedCall`][] answered by an error
-    ``functionResponse``.
+    ``functionResponse``. Missing ``args`` are ``{}``; an empty ``id`` counts as none; a call
+    without an id gets a ``local_id`` of its own, never sent to Gemini; a part's
+    ``thoughtSignature`` is kept in ``call.extras``; ``default_api.x`` resolves to ``x`` when
+    ``x`` is declared; whole-number floats become ints where the schema wants an integer.
 
     Raises:
         MalformedResponse: when the structure around the parts is not what Gemini sends
             (naming the provider it looks like, when it is another's).
     """
     found, sent = _function_calls_of(response)
-    ids = CallIds(sent)
+    ids = CallIds(sent)  # the sent ids, read on the way (they are non-empty strings)
     return [
         _parse_call(part, call, index, ids, declaration) for index, (part, call) in enumerate(found)
     ]
@@ -494,35 +481,30 @@ def _parse_call(
 ) -> ToolCall | RejectedCall:
     if not _is_mapping(call):
         message = f"Malformed function call: expected an object, got {json_type(call)}."
-        return rejected_call("", None, index, "invalid_arguments", message, ids, _unnamed_error)
-    name = call.get("name")
-    name = name if isinstance(name, str) else ""
-    call_id = sent_id(call.get("id"))
-
-    def error(_: str, message: str) -> dict[str, Any]:
-        # a generated id is for correlation only: it is never sent to Gemini
-        return _error_part(name, call_id, message)
-
-    if call_id is not None and not ids.keep(call_id):
-        message = ids.duplicate(call_id)
-        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error)
+        return resolve_call(
+            declaration,
+            PROFILE,
+            name=None,
+            call_id=None,
+            arguments=None,
+            index=index,
+            ids=ids,
+            error_answer=_error_part,
+            refused=("invalid_arguments", message),
+        )
     signature = get_field(part, "thoughtSignature", "thought_signature")
     return resolve_call(
         declaration,
         PROFILE,
-        name=name,
-        call_id=call_id,
+        name=call.get("name"),
+        call_id=call.get("id"),
         arguments=call.get("args"),
         index=index,
         ids=ids,
-        error_answer=error,
+        error_answer=_error_part,
         extras={"thoughtSignature": signature} if signature is not None else _NO_EXTRAS,
         coerce=whole_floats,
     )
-
-
-def _unnamed_error(_: str, message: str) -> dict[str, Any]:
-    return _error_part("", None, message)
 
 
 def whole_floats(arguments: dict[str, Any], tool: Tool) -> dict[str, Any]:
@@ -531,28 +513,6 @@ def whole_floats(arguments: dict[str, Any], tool: Tool) -> dict[str, Any]:
     if not any(isinstance(v, dict | list | float) for v in arguments.values()):
         return arguments
     return coerce_whole_floats(arguments, tool.input_schema)
-
-
-def parse_calls(response: Any, toolset: ToolSet | Iterable[Tool]) -> list[ToolCall | RejectedCall]:
-    """[`parse`][] against ``toolset`` (when there is no [`Declaration`][] at hand)."""
-    return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), _DEFAULT, declare))
-
-
-def function_calls(
-    response: Any, toolset: ToolSet | Iterable[Tool]
-) -> tuple[list[ToolCall], list[dict[str, Any]]]:
-    """The calls in ``response`` and the error answers for the ones that cannot run.
-
-    A call to an unknown or hidden name, with ``args`` that are not a JSON object toolwire can
-    carry (see [`toolwire.calls.argument_problem`][]), or with an ``id`` an earlier call of
-    the response already has, produces no [`ToolCall`][] but a ``functionResponse`` error
-    part in the second list. Missing ``args`` are ``{}``; an empty ``id`` counts as none; a
-    call without an id gets a ``local_id`` of its own, never sent to Gemini; a part's
-    ``thoughtSignature`` is kept in ``call.extras``; ``default_api.x`` resolves to ``x`` when
-    ``x`` is declared; whole-number floats are turned into ints where the schema wants an
-    integer.
-    """
-    return split_calls(parse_calls(response, toolset))
 
 
 # -- answer ----------------------------------------------------------------------------------------
@@ -643,9 +603,7 @@ def _response_part(
         content = tuple(
             part
             for part in result.content
-            if not _add_native_part(
-                part, native, file_backend=file_backend, public_urls=public_urls
-            )
+            if not add_native_part(part, native, file_backend=file_backend, public_urls=public_urls)
         )
     text = content_text(content)
     if result.is_error:
@@ -655,135 +613,11 @@ def _response_part(
     if native:
         # Each part is named, and the response refers to it by name, as Gemini documents
         # (https://ai.google.dev/gemini-api/docs/function-calling, multimodal responses).
-        body["response"]["media"] = [{"$ref": _display_name(p)} for p in native]
+        body["response"]["media"] = [{"$ref": display_name(p)} for p in native]
         body["parts"] = native
     if scheduling is not None:
-        body["scheduling"] = _checked_scheduling(scheduling)
+        body["scheduling"] = checked_scheduling(scheduling)
     return {"functionResponse": body}
-
-
-def _checked_scheduling(scheduling: Any) -> str:
-    if scheduling not in _SCHEDULINGS or not isinstance(scheduling, str):
-        raise ConfigurationError(
-            f"scheduling must be one of {', '.join(map(repr, _SCHEDULINGS))}, not {scheduling!r}"
-        )
-    return scheduling
-
-
-def _display_name(part: Mapping[str, Any]) -> str:
-    (data,) = part.values()  # the part's inlineData or fileData
-    return str(data["displayName"])
-
-
-def _add_native_part(
-    part: Any,
-    native: list[dict[str, Any]],
-    *,
-    file_backend: Backend | None = None,
-    public_urls: bool = False,
-) -> bool:
-    """Append ``part`` to ``native`` as a media part when Gemini takes it there (True), named
-    by its place among them, so inline and file parts never share a name.
-
-    A [`ResourceLink`][] counts only with a ``file_backend``, and only when that backend
-    reads its URI (see [`function_response`][]); it is never fetched here."""
-    if isinstance(part, ImageContent | AudioContent):
-        if part.mime_type not in _NATIVE_RESPONSE_MIME_TYPES:
-            return False
-        blob = {"mimeType": part.mime_type, "data": base64.b64encode(part.data).decode("ascii")}
-        native.append({"inlineData": {**blob, "displayName": _next_name(part.mime_type, native)}})
-        return True
-    if isinstance(part, ResourceLink) and file_backend is not None:
-        mime = part.mime_type
-        if mime not in _NATIVE_RESPONSE_MIME_TYPES or not _readable_uri(
-            part.uri, file_backend, public_urls
-        ):
-            return False
-        file = {"mimeType": mime, "fileUri": part.uri}
-        native.append({"fileData": {**file, "displayName": _next_name(mime, native)}})
-        return True
-    return False
-
-
-def _next_name(mime_type: str, native: Sequence[Any]) -> str:
-    kind, _, subtype = mime_type.partition("/")
-    return f"{kind}_{len(native) + 1}.{subtype}"
-
-
-# The URIs fileData takes, by who reads them: the Gemini API reads its Files API's files and
-# public or signed https URLs (https://ai.google.dev/gemini-api/docs/file-input-methods),
-# Vertex AI reads Cloud Storage objects and public URLs
-# (https://cloud.google.com/vertex-ai/generative-ai/docs/multimodal/function-calling).
-# A Files API file: "files/" and up to 40 lowercase letters, digits or dashes.
-_FILES_API_URI = re.compile(
-    r"https://generativelanguage\.googleapis\.com/v1(?:beta|alpha)?/files/[a-z0-9-]{1,40}"
-)
-# A Cloud Storage object: a bucket name, then an object name (no spaces or control characters).
-_GCS_URI = re.compile(r"gs://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]/[^\x00-\x20\x7f]{1,1024}")
-_MAX_URL = 4096  # long enough for signed URLs
-_URL_TEXT = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+")  # RFC 3986's characters
-_HOST_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
-# Names that resolve only inside a network (RFC 6761, RFC 6762, ICANN's .internal, common use).
-_PRIVATE_SUFFIXES = frozenset(
-    {
-        "localhost",
-        "localdomain",
-        "local",
-        "internal",
-        "intranet",
-        "lan",
-        "home",
-        "corp",
-        "private",
-        "test",
-        "invalid",
-        "example",
-        "onion",
-        "arpa",
-    }
-)
-
-
-def files_api_uri(uri: str) -> bool:
-    """True for the URI of a file in the Gemini API's Files API (which Gemini reads itself)."""
-    return _FILES_API_URI.fullmatch(uri) is not None
-
-
-def _readable_uri(uri: str, backend: Backend, public_urls: bool) -> bool:
-    """True when the backend reads ``uri`` as a function response's ``fileData``."""
-    if backend == "gemini" and files_api_uri(uri):
-        return True
-    if backend == "vertex" and _GCS_URI.fullmatch(uri):
-        return True
-    return public_urls and _public_https(uri)
-
-
-def _public_https(uri: str) -> bool:
-    """True for an ``https`` URL (RFC 3986 characters only, sent as it is) on a host anyone
-    can reach, judged from the text alone (nothing is resolved or fetched)."""
-    if len(uri) > _MAX_URL or not _URL_TEXT.fullmatch(uri):
-        return False
-    try:
-        url = urlsplit(uri)
-        port = url.port
-    except ValueError:
-        return False
-    host = url.hostname
-    if url.scheme != "https" or not host or url.username is not None or port not in (None, 443):
-        return False
-    if "generativelanguage" in host and host.endswith(".googleapis.com"):
-        return False  # the Gemini API itself: its files are read as Files API URIs only
-    try:
-        return ipaddress.ip_address(host).is_global
-    except ValueError:
-        pass
-    labels = host.split(".")
-    return (
-        len(labels) > 1
-        and all(_HOST_LABEL.fullmatch(label) for label in labels)
-        and not labels[-1].isdigit()  # a number, not a top-level domain ("127.1")
-        and labels[-1] not in _PRIVATE_SUFFIXES
-    )
 
 
 def _holds_ref(value: Any) -> bool:
@@ -934,381 +768,6 @@ def text(response: Any) -> str:
         for part in map(as_data, _parts_of(response))
         if _is_mapping(part) and isinstance(part.get("text"), str) and not part.get("thought")
     )
-
-
-# -- streaming ---------------------------------------------------------------------------------
-
-
-class StreamAccumulator:
-    """Turns ``streamGenerateContent`` chunks into the response they add up to.
-
-    Every part is kept in order with its ``thoughtSignature``; function calls whose arguments
-    are streamed (Vertex ``partialArgs`` with ``willContinue``) are assembled into one
-    ``functionCall`` part with complete ``args``. ``usageMetadata`` and the finish reason come
-    from the last chunk that has them.
-
-    ```python
-    stream = StreamAccumulator()
-    async for chunk in await client.aio.models.generate_content_stream(...):
-        stream.add(chunk)
-    calls, rejected = function_calls(stream.response(), toolset)
-    ```
-
-    Bounded: at most ``limits.max_parts`` parts and streamed argument nodes (100,000 by
-    default) and ``limits.max_chars`` characters (32 million) of text and streamed arguments
-    in all; a ``jsonPath`` names at most 64 levels, and an array index at most the next
-    element (arguments stream in order). A chunk not shaped as Gemini streams them (a
-    ``partialArgs`` path that does not parse, or that runs into a value of another kind), or
-    a stream past a limit, raises [`MalformedResponse`][toolwire.errors.MalformedResponse].
-    Parts that are not objects are skipped, as [`parse_calls`][] skips them.
-
-    Args:
-        limits: the bounds (the defaults are far above any real stream).
-    """
-
-    def __init__(self, *, limits: StreamLimits | None = None) -> None:
-        self._budget = StreamBudget("Gemini stream", limits)
-        self._parts: list[dict[str, Any]] = []
-        self._open: _StreamedCall | None = None  # a function call still streaming its args
-        self._candidate: dict[str, Any] = {}
-        self._extra: dict[str, Any] = {}
-        self._role = "model"
-
-    def add(self, chunk: Any) -> None:
-        """Add one chunk (a dict or the SDK's ``GenerateContentResponse``).
-
-        Raises:
-            MalformedResponse: for a chunk not shaped as Gemini streams them, or past a limit.
-        """
-        data = as_data(chunk)
-        if not isinstance(data, Mapping):
-            raise MalformedResponse(f"a stream chunk must be an object, not {type(chunk).__name__}")
-        for key, value in data.items():
-            if key != "candidates":
-                self._extra[key] = value  # usageMetadata, modelVersion, responseId...
-        candidates = data.get("candidates")
-        if candidates is None:
-            return
-        if not isinstance(candidates, list | tuple):
-            raise MalformedResponse("candidates is not a list")
-        if not candidates:
-            return
-        candidate = as_data(candidates[0])
-        if not isinstance(candidate, Mapping):
-            raise MalformedResponse("candidates[0] is not an object")
-        for key, value in candidate.items():
-            if key != "content":
-                self._candidate[key] = value  # finishReason, safetyRatings...
-        content = as_data(candidate.get("content"))
-        if content is None:
-            return
-        if not isinstance(content, Mapping):
-            raise MalformedResponse("candidates[0].content is not an object")
-        role = content.get("role")
-        if isinstance(role, str) and role:
-            self._role = role
-        parts = content.get("parts")
-        if parts is None:
-            return
-        if not isinstance(parts, list | tuple):
-            raise MalformedResponse("candidates[0].content.parts is not a list")
-        for part in parts:
-            part = as_data(part)
-            if isinstance(part, Mapping):
-                self._add_part(part)
-
-    def _keep(self, part: Mapping[str, Any]) -> None:
-        self._budget.part()
-        text = part.get("text")
-        if isinstance(text, str):
-            self._budget.text(text, "text")
-        self._parts.append(dict(part))
-
-    def _add_part(self, part: Mapping[str, Any]) -> None:
-        call = get_field(part, "functionCall", "function_call")
-        if not isinstance(call, Mapping):
-            self._keep(part)
-            return
-        partial = get_field(call, "partialArgs", "partial_args")
-        if partial is not None and not isinstance(partial, list | tuple):
-            raise MalformedResponse("functionCall.partialArgs is not a list")
-        continues = get_field(call, "willContinue", "will_continue") is True
-        if self._open is None and not partial and not continues:
-            self._keep(part)  # a whole call in one chunk
-            return
-        name = call.get("name")
-        if self._open is None or (name and self._open.name and name != self._open.name):
-            self._close()
-            self._budget.part()
-            self._open = _StreamedCall(self._budget)
-        self._open.add(part, call, partial or ())
-        if not continues:
-            self._close()
-
-    def _close(self) -> None:
-        if self._open is not None:
-            self._parts.append(self._open.as_part())
-            self._open = None
-
-    def response(self) -> dict[str, Any]:
-        """The generateContent-shaped response so far (a call still streaming is included
-        with the arguments received)."""
-        parts = list(self._parts)
-        if self._open is not None:
-            parts.append(self._open.as_part())
-        candidate = {**self._candidate, "content": {"role": self._role, "parts": parts}}
-        return {**self._extra, "candidates": [candidate]}
-
-
-class _Text:
-    """A string argument still streaming: its pieces, joined when the call is read."""
-
-    __slots__ = ("pieces",)
-
-    def __init__(self, pieces: list[str]) -> None:
-        self.pieces = pieces
-
-
-_PATH_STEP = re.compile(
-    r"""\.([^.\[\]]+)|\[([0-9]+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]"""
-)
-_QUOTED_ESCAPE = re.compile(r'\\.|"')
-_MAX_PATH_STEPS = 64
-"""Levels a ``jsonPath`` may name, as arguments may nest (``MAX_ARGUMENT_DEPTH``)."""
-
-
-def _unquote(body: str, quote: str) -> str | None:
-    """A quoted ``jsonPath`` member name (RFC 9535 escapes), or None when it is malformed."""
-    if quote == "'":  # as a JSON string: \' is a quote, a bare " must be escaped
-        body = _QUOTED_ESCAPE.sub(
-            lambda m: "'" if m.group() == "\\'" else ('\\"' if m.group() == '"' else m.group()),
-            body,
-        )
-    decoded = load_json(f'"{body}"')
-    return decoded if isinstance(decoded, str) else None
-
-
-def _path_steps(path: str) -> list[str | int]:
-    """The steps of a ``jsonPath`` (``$.a.b[0]``, ``$['a.b']``).
-
-    Raises:
-        MalformedResponse: when it does not parse, names no argument or is too deep.
-    """
-    shown = printable(path[:100]) + ("..." if len(path) > 100 else "")
-    if not path.startswith("$") or path == "$":
-        raise MalformedResponse(f"partialArgs jsonPath {shown!r} names no argument")
-    steps: list[str | int] = []
-    position = 1
-    while position < len(path):
-        if len(steps) == _MAX_PATH_STEPS:
-            raise MalformedResponse(
-                f"partialArgs jsonPath {shown!r} is deeper than {_MAX_PATH_STEPS} levels"
-            )
-        match = _PATH_STEP.match(path, position)
-        if match is None:
-            raise MalformedResponse(f"partialArgs jsonPath {shown!r} does not parse")
-        name, index, single, double = match.groups()
-        if name is not None:
-            steps.append(name)
-        elif index is not None:
-            if len(index) > 9:  # no real argument is an array of a billion elements
-                raise MalformedResponse(
-                    f"partialArgs jsonPath {shown!r}: index {index} is too large"
-                )
-            steps.append(int(index))
-        else:
-            quoted = _unquote(single, "'") if single is not None else _unquote(double, '"')
-            if quoted is None:
-                raise MalformedResponse(f"partialArgs jsonPath {shown!r} does not parse")
-            steps.append(quoted)
-        position = match.end()
-    return steps
-
-
-_VALUE_FIELDS = (
-    ("stringValue", "string_value", str),
-    ("numberValue", "number_value", (int, float)),
-    ("boolValue", "bool_value", bool),
-    ("nullValue", "null_value", object),
-)
-
-
-class _StreamedCall:
-    """A function call whose ``args`` arrive as ``partialArgs`` pieces.
-
-    The containers it builds are its own: a container that came from a chunk is copied before
-    a piece changes it, so the caller's chunks are never mutated.
-    """
-
-    __slots__ = ("_budget", "_owned", "_texts", "args", "call", "extra")
-
-    def __init__(self, budget: StreamBudget) -> None:
-        self._budget = budget
-        self.call: dict[str, Any] = {}
-        self.extra: dict[str, Any] = {}  # the part's other fields, e.g. thoughtSignature
-        self.args: dict[str, Any] = {}
-        self._owned = {id(self.args)}
-        self._texts: list[tuple[Any, str | int, _Text]] = []
-
-    @property
-    def name(self) -> Any:
-        return self.call.get("name")
-
-    def add(self, part: Mapping[str, Any], call: Mapping[str, Any], partial: Any) -> None:
-        for key in ("name", "id"):
-            if call.get(key):
-                self.call[key] = call[key]
-        for key, value in part.items():
-            if key not in ("functionCall", "function_call"):
-                self.extra[key] = value
-        args = call.get("args")
-        if isinstance(args, Mapping):
-            self.args.update(args)
-        for piece in partial:
-            piece = as_data(piece)
-            if not isinstance(piece, Mapping):
-                raise MalformedResponse("a partialArgs piece is not an object")
-            self._apply(piece)
-
-    def _apply(self, piece: Mapping[str, Any]) -> None:
-        """Set one streamed argument (``jsonPath`` like ``$.a.b[0]``); a string is appended
-        to the string before it at that path."""
-        path = get_field(piece, "jsonPath", "json_path")
-        if not isinstance(path, str):
-            raise MalformedResponse("a partialArgs piece has no jsonPath")
-        steps = _path_steps(self._budget.text(path, "partialArgs jsonPath"))
-        node: Any = self.args
-        for step, following in pairwise(steps):
-            node = self._child(node, step, [] if isinstance(following, int) else {}, path)
-        last = steps[-1]
-        self._slot(node, last, path)
-        previous = node[last]
-        for camel, snake, kind in _VALUE_FIELDS:
-            if camel in piece or snake in piece:
-                value = get_field(piece, camel, snake)
-                if kind is object:
-                    value = None
-                elif not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-                    raise MalformedResponse(f"partialArgs {camel} is a {type(value).__name__}")
-                break
-        else:  # no value: the end of a string streamed before, or a null
-            if isinstance(previous, _Text | str):
-                return
-            value = None
-        if isinstance(value, str):
-            value = self._budget.text(value, "partialArgs stringValue")
-            if isinstance(previous, _Text):
-                previous.pieces.append(value)
-                return
-            text = _Text([previous, value] if isinstance(previous, str) else [value])
-            self._texts.append((node, last, text))
-            value = text
-        node[last] = value
-
-    def _slot(self, node: Any, step: str | int, path: str) -> None:
-        """Make sure ``node[step]`` exists (None when new)."""
-        if isinstance(step, int):
-            if not isinstance(node, list):
-                raise MalformedResponse(
-                    f"partialArgs jsonPath {printable(path)[:100]!r} indexes a non-array"
-                )
-            if step > len(node):
-                raise MalformedResponse(
-                    f"partialArgs jsonPath {printable(path)[:100]!r} skips array elements"
-                )
-            if step == len(node):
-                self._budget.part()
-                node.append(None)
-        else:
-            if not isinstance(node, dict):
-                raise MalformedResponse(
-                    f"partialArgs jsonPath {printable(path)[:100]!r} names a member of a non-object"
-                )
-            if step not in node:
-                self._budget.part()
-                node[step] = None
-
-    def _child(self, node: Any, step: str | int, empty: Any, path: str) -> Any:
-        """``node[step]`` as a container of this call's own (``empty`` when there is none)."""
-        self._slot(node, step, path)
-        child = node[step]
-        if child is None:
-            child = empty
-        elif isinstance(child, dict | list) and id(child) not in self._owned:
-            child = dict(child) if isinstance(child, dict) else list(child)
-        elif not isinstance(child, dict | list):
-            raise MalformedResponse(
-                f"partialArgs jsonPath {printable(path)[:100]!r} runs into a {type(child).__name__}"
-            )
-        if id(child) not in self._owned:
-            self._owned.add(id(child))
-            node[step] = child
-        return child
-
-    def as_part(self) -> dict[str, Any]:
-        """The call as a ``functionCall`` part, its streamed strings joined."""
-        for container, key, text in self._texts:
-            if container[key] is text:
-                container[key] = "".join(text.pieces)
-        self._texts.clear()
-        return {**self.extra, "functionCall": {**self.call, "args": self.args}}
-
-
-# -- Live API ----------------------------------------------------------------------------------
-
-
-def live_function_calls(
-    message: Any, toolset: ToolSet | Iterable[Tool]
-) -> tuple[list[ToolCall], list[dict[str, Any]]]:
-    """The calls of a Live API ``toolCall`` server message, as [`function_calls`][].
-
-    Declare Live tools with ``function_declarations(toolset, schema="openapi")``: Live takes
-    ``parameters`` and ignores ``parametersJsonSchema``. ``non_blocking=`` there declares
-    functions the model does not wait for (asynchronous function calling).
-    """
-    data = as_data(message)
-    if not isinstance(data, Mapping):
-        raise MalformedResponse(f"a Live message must be an object, not {type(message).__name__}")
-    tool_call = get_field(data, "toolCall", "tool_call")
-    if tool_call is None:
-        return [], []
-    tool_call = as_data(tool_call)
-    calls = (
-        get_field(tool_call, "functionCalls", "function_calls")
-        if isinstance(tool_call, Mapping)
-        else None
-    )
-    if not isinstance(calls, list):
-        raise MalformedResponse("toolCall.functionCalls is not a list")
-    return function_calls([{"functionCall": c} for c in calls], toolset)
-
-
-def live_tool_response(
-    answers: Iterable[Mapping[str, Any]], *, scheduling: Scheduling | None = None
-) -> dict[str, Any]:
-    """The client's ``toolResponse`` message for ``functionResponse`` parts (answers).
-
-    Args:
-        answers: the ``functionResponse`` parts, e.g. an outcome's ``results``.
-        scheduling: how the model takes every one of these answers, when the calls were to
-            functions declared non-blocking (see [`Scheduling`][]; Gemini ignores it for the
-            others); None keeps each answer's own.
-
-    Asynchronous function calling (``GeminiOptions.non_blocking`` and ``scheduling``) is
-    the Live API's: https://ai.google.dev/gemini-api/docs/live-tools.
-
-    Raises:
-        ConfigurationError: for a ``scheduling`` Gemini does not take.
-    """
-    if scheduling is not None:
-        _checked_scheduling(scheduling)
-    responses = []
-    for answer in answers:
-        body = dict(answer["functionResponse"])
-        if scheduling is not None:
-            body["scheduling"] = scheduling
-        responses.append(body)
-    return {"toolResponse": {"functionResponses": responses}}
 
 
 Accumulator = StreamAccumulator

@@ -45,6 +45,7 @@ from toolwire.calls import (
     canonical_json,
     content_text,
     placeholder,
+    printable,
 )
 from toolwire.errors import ConfigurationError, MalformedResponse, SchemaConversionError
 from toolwire.providers import gemini
@@ -54,25 +55,19 @@ from toolwire.providers._contract import (
     DeclaredTool,
     ProviderProfile,
     Verdict,
-    implicit_declaration,
-    options_for,
 )
 from toolwire.providers._wire import (
-    CallIds,
     NotJson,
     StreamBudget,
     StreamLimits,
     as_data,
+    call_ids,
     carried_calls,
     check_shape,
     listed,
     load_json,
     named_tools,
-    printable,
-    rejected_call,
     resolve_call,
-    sent_id,
-    split_calls,
 )
 from toolwire.schema.checks import gemini_violations
 from toolwire.schema.gemini import to_gemini_json_schema
@@ -90,16 +85,13 @@ __all__ = [
     "continuation",
     "declare",
     "followup",
-    "function_calls",
     "function_result",
     "interaction_id",
     "model_steps",
     "parse",
-    "parse_calls",
     "recognizes",
     "response_for",
     "text",
-    "tools",
 ]
 
 NAME = "gemini-interactions"
@@ -278,15 +270,6 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
     )
 
 
-def tools(
-    toolset: ToolSet | Iterable[Tool], *, deferred: Sequence[str] = ()
-) -> list[dict[str, Any]] | None:
-    """The request's ``tools`` for ``toolset``, in toolset order (None when empty)."""
-    options = options_for(NAME, Options, {"deferred": tuple(deferred)})
-    declared: list[dict[str, Any]] | None = declare(ToolSet.of(toolset), options).tools
-    return declared
-
-
 def assess(tool: Tool, options: Options | None = None) -> Verdict:
     """How the Interactions API takes ``tool``: its lowered schema, checked against the
     documented rules (those of generateContent's JSON Schema)."""
@@ -430,48 +413,25 @@ def _parse_turn(
     calls: list[Mapping[str, Any]], declaration: Declaration
 ) -> list[ToolCall | RejectedCall]:
     """One turn's ``function_call`` steps, as a response holding only them is parsed."""
-    ids = CallIds(
-        call_id for call_id in (sent_id(step.get("id")) for step in calls) if call_id is not None
-    )
-    return [_parse_call(step, index, ids, declaration) for index, step in enumerate(calls)]
+    ids = call_ids(step.get("id") for step in calls)
+    return [
+        resolve_call(
+            declaration,
+            PROFILE,
+            name=step.get("name"),
+            call_id=step.get("id"),
+            arguments=step.get("arguments"),
+            index=index,
+            ids=ids,
+            error_answer=_error_result,
+            coerce=gemini.whole_floats,  # the same models: a whole number may come as 2.0
+        )
+        for index, step in enumerate(calls)
+    ]
 
 
-def _parse_call(
-    step: Mapping[str, Any], index: int, ids: CallIds, declaration: Declaration
-) -> ToolCall | RejectedCall:
-    raw_name = step.get("name")
-    name = raw_name if raw_name.__class__ is str else ""
-    call_id = sent_id(step.get("id"))
-
-    def error_answer(answer_id: str, message: str) -> dict[str, Any]:
-        return function_result(answer_id, name, message, is_error=True)
-
-    if call_id is not None and not ids.keep(call_id):
-        message = ids.duplicate(call_id)
-        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error_answer)
-    return resolve_call(
-        declaration,
-        PROFILE,
-        name=name,
-        call_id=call_id,
-        arguments=step.get("arguments"),
-        index=index,
-        ids=ids,
-        error_answer=error_answer,
-        coerce=gemini.whole_floats,  # the same models: a whole number may come as 2.0
-    )
-
-
-def parse_calls(response: Any, toolset: ToolSet | Iterable[Tool]) -> list[ToolCall | RejectedCall]:
-    """[`parse`][] against ``toolset`` (when there is no [`Declaration`][] at hand)."""
-    return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), _DEFAULT, declare))
-
-
-def function_calls(
-    response: Any, toolset: ToolSet | Iterable[Tool]
-) -> tuple[list[ToolCall], list[dict[str, Any]]]:
-    """The resolved calls, and the error answers for calls that cannot run."""
-    return split_calls(parse_calls(response, toolset))
+def _error_result(name: str, call_id: str | None, answer_id: str, message: str) -> dict[str, Any]:
+    return function_result(answer_id, name, message, is_error=True)
 
 
 # -- answer ----------------------------------------------------------------------------------------

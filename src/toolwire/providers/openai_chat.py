@@ -13,31 +13,28 @@ input}}`` tool call holding free text, answered by the usual tool message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolwire.calls import RejectedCall, ToolCall, ToolResult
+from toolwire.calls import CallIds, ErrorKind, RejectedCall, ToolCall, ToolResult
 from toolwire.errors import MalformedResponse
 from toolwire.providers import _openai
 from toolwire.providers._contract import (
     Declaration,
     ProviderProfile,
     Verdict,
-    implicit_declaration,
-    options_for,
 )
 from toolwire.providers._openai import OpenAIOptions as Options
 from toolwire.providers._wire import (
-    CallIds,
+    ErrorAnswer,
     StreamBudget,
     StreamLimits,
     as_data,
+    call_ids,
     check_shape,
     json_type,
-    rejected_call,
     resolve_call,
     sent_id,
-    split_calls,
 )
 from toolwire.tool import Tool, ToolSet
 
@@ -53,14 +50,10 @@ __all__ = [
     "declare",
     "followup",
     "parse",
-    "parse_calls",
     "recognizes",
     "response_for",
-    "strict_reasons",
     "text",
-    "tool_calls",
     "tool_message",
-    "tools",
 ]
 
 NAME = "openai-chat"
@@ -113,18 +106,6 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
         SchemaConversionError: naming the tool whose schema cannot be declared.
     """
     return _openai.declaration(toolset, NAME, options or _DEFAULT, _entry)
-
-
-def tools(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> list[dict[str, Any]] | None:
-    """The request's ``tools``, in toolset order (None when empty; cached, read-only)."""
-    options = options_for(NAME, Options, {"strict": strict})
-    declared: list[dict[str, Any]] | None = declare(ToolSet.of(toolset), options).tools
-    return declared
-
-
-def strict_reasons(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> dict[str, str]:
-    """Per exposed name, why a tool is declared with ``strict: false`` (for reports)."""
-    return _openai.strict_reasons(ToolSet.of(toolset), NAME, strict)
 
 
 def assess(tool: Tool, options: Options | None = None) -> Verdict:
@@ -185,9 +166,9 @@ def tool_message(call_id: str, content: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
-def _error_message(prefix: str) -> Callable[[str, str], dict[str, Any]]:
+def _error_message(prefix: str) -> ErrorAnswer:
     """The error answer of a call not run, its text starting with ``prefix``."""
-    return lambda call_id, message: tool_message(call_id, prefix + message)
+    return lambda name, call_id, answer_id, message: tool_message(answer_id, prefix + message)
 
 
 def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCall]:
@@ -211,11 +192,7 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
     if not isinstance(raw_calls, list | tuple):
         raise MalformedResponse("message.tool_calls is not a list")
     entries = [as_data(raw) for raw in raw_calls]
-    ids = CallIds(
-        call_id
-        for call_id in (sent_id(e.get("id")) for e in entries if isinstance(e, Mapping))
-        if call_id is not None
-    )
+    ids = call_ids(entry.get("id") for entry in entries if isinstance(entry, Mapping))
     error = _error_message(getattr(declaration.options, "error_prefix", ERROR_PREFIX))
     return [
         _parse_entry(entry, index, ids, declaration, error) for index, entry in enumerate(entries)
@@ -223,65 +200,41 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
 
 
 def _parse_entry(
-    entry: Any,
-    index: int,
-    ids: CallIds,
-    declaration: Declaration,
-    error: Callable[[str, str], dict[str, Any]],
+    entry: Any, index: int, ids: CallIds, declaration: Declaration, error: ErrorAnswer
 ) -> ToolCall | RejectedCall:
     if not isinstance(entry, Mapping):
         message = f"Malformed tool call: expected an object, got {json_type(entry)}."
-        return rejected_call("", None, index, "invalid_arguments", message, ids, error)
-    call_id = sent_id(entry.get("id"))
-    # The type decides: some compatible hosts send an empty "custom" beside a function call.
-    kind = entry.get("type")
-    body = as_data(entry.get("custom" if kind == "custom" else "function"))
-    raw_name = body.get("name") if isinstance(body, Mapping) else None
-    name = raw_name if isinstance(raw_name, str) else ""
-    if call_id is not None and not ids.keep(call_id):
-        message = ids.duplicate(call_id)
-        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error)
-    if kind == "custom":
-        return _openai.custom_call(
+        return resolve_call(
             declaration,
-            name=name,
-            call_id=call_id,
-            text=body.get("input") if isinstance(body, Mapping) else None,
+            PROFILE,
+            name=None,
+            call_id=None,
+            arguments=None,
             index=index,
             ids=ids,
             error_answer=error,
-            extras={},
-            kind="custom tool call",
+            refused=("invalid_arguments", message),
         )
+    # The type decides: some compatible hosts send an empty "custom" beside a function call.
+    custom = entry.get("type") == "custom"
+    body = as_data(entry.get("custom" if custom else "function"))
+    refused: tuple[ErrorKind, str] | None = None
     if not isinstance(body, Mapping):
-        message = "Malformed tool call: no function."
-        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error)
+        body = {}
+        if not custom:  # a custom call without a body names no tool: answered as such
+            refused = ("invalid_arguments", "Malformed tool call: no function.")
     return resolve_call(
         declaration,
         PROFILE,
-        name=name,
-        call_id=call_id,
-        arguments=body.get("arguments"),
+        name=body.get("name"),
+        call_id=entry.get("id"),
+        arguments=body.get("input" if custom else "arguments"),
         index=index,
         ids=ids,
         error_answer=error,
+        custom=custom,
+        refused=refused,
     )
-
-
-def parse_calls(
-    response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = True
-) -> list[ToolCall | RejectedCall]:
-    """[`parse`][] against ``toolset`` declared with ``strict`` (when there is no
-    [`Declaration`][] at hand)."""
-    options = options_for(NAME, Options, {"strict": strict})
-    return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), options, declare))
-
-
-def tool_calls(
-    response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = True
-) -> tuple[list[ToolCall], list[dict[str, Any]]]:
-    """The resolved calls, and the error answers for calls that cannot run."""
-    return split_calls(parse_calls(response, toolset, strict=strict))
 
 
 def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -> dict[str, Any]:

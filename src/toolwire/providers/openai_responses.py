@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
 from toolwire.calls import (
+    CallIds,
+    ErrorKind,
     ImageContent,
     RejectedCall,
     TextContent,
@@ -33,23 +35,19 @@ from toolwire.providers._contract import (
     Declaration,
     ProviderProfile,
     Verdict,
-    implicit_declaration,
-    options_for,
 )
 from toolwire.providers._openai import OpenAIOptions as Options
 from toolwire.providers._wire import (
-    CallIds,
     StreamBudget,
     StreamLimits,
     as_data,
+    call_ids,
     carried_calls,
     check_shape,
     item_types,
     listed,
-    rejected_call,
     resolve_call,
     sent_id,
-    split_calls,
 )
 from toolwire.tool import Tool, ToolSet
 
@@ -66,14 +64,10 @@ __all__ = [
     "declare",
     "followup",
     "function_call_output",
-    "function_calls",
     "parse",
-    "parse_calls",
     "recognizes",
     "response_for",
-    "strict_reasons",
     "text",
-    "tools",
 ]
 
 NAME = "openai-responses"
@@ -119,18 +113,6 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
         SchemaConversionError: naming the tool whose schema cannot be declared.
     """
     return _openai.declaration(toolset, NAME, options or _DEFAULT, _entry)
-
-
-def tools(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> list[dict[str, Any]] | None:
-    """The request's ``tools``, in toolset order (None when empty; cached, read-only)."""
-    options = options_for(NAME, Options, {"strict": strict})
-    declared: list[dict[str, Any]] | None = declare(ToolSet.of(toolset), options).tools
-    return declared
-
-
-def strict_reasons(toolset: ToolSet | Iterable[Tool], *, strict: bool = True) -> dict[str, str]:
-    """Per exposed name, why a tool is declared with ``strict: false`` (for reports)."""
-    return _openai.strict_reasons(ToolSet.of(toolset), NAME, strict)
 
 
 def assess(tool: Tool, options: Options | None = None) -> Verdict:
@@ -330,11 +312,7 @@ def _parse_turn(
     calls: list[Mapping[str, Any]], declaration: Declaration, prefix: str
 ) -> list[ToolCall | RejectedCall]:
     """One turn's call items, as a response holding only them is parsed."""
-    ids = CallIds(
-        call_id
-        for call_id in (sent_id(item.get("call_id")) for item in calls)
-        if call_id is not None
-    )
+    ids = call_ids(item.get("call_id") for item in calls)
     return [_parse_item(item, index, ids, declaration, prefix) for index, item in enumerate(calls)]
 
 
@@ -342,66 +320,39 @@ def _parse_item(
     item: Mapping[str, Any], index: int, ids: CallIds, declaration: Declaration, prefix: str
 ) -> ToolCall | RejectedCall:
     kind = str(item.get("type"))  # a client call's type (see _is_client_call)
-    call_id = sent_id(item.get("call_id"))
     what, unprefixed = _CLIENT_CALLS.get(kind, ("", _function_error))
 
-    def error_answer(answer_id: str, message: str) -> dict[str, Any]:
+    def error_answer(name: str, call_id: str | None, answer_id: str, message: str) -> Any:
         return unprefixed(answer_id, prefix + message)
 
-    raw_name = item.get("name") if kind in ("function_call", "custom_tool_call") else what
-    name = raw_name if isinstance(raw_name, str) else ""
-    if call_id is not None and not ids.keep(call_id):
-        message = ids.duplicate(call_id)
-        return rejected_call(name, call_id, index, "invalid_arguments", message, ids, error_answer)
-    if kind == "custom_tool_call":
+    custom = kind == "custom_tool_call"
+    refused: tuple[ErrorKind, str] | None = None
+    if custom:
         extras = {"type": kind}  # answered in kind (see answer)
         if isinstance(item.get("id"), str):
             extras["id"] = item["id"]
-        return _openai.custom_call(
-            declaration,
-            name=name,
-            call_id=call_id,
-            text=item.get("input"),
-            index=index,
-            ids=ids,
-            error_answer=error_answer,
-            extras=extras,
-            kind="custom tool call",
-        )
-    if kind != "function_call":
-        message = (
+    elif kind == "function_call":
+        extras = {"id": item["id"]} if isinstance(item.get("id"), str) else {}
+    else:
+        extras = {}
+        refused = (
+            "not_found",
             f"Not run: {kind} items are not handled here; only the function tools declared "
-            "here run."
+            "here run.",
         )
-        return rejected_call(name, call_id, index, "not_found", message, ids, error_answer)
-    extras = {"id": item["id"]} if isinstance(item.get("id"), str) else {}
     return resolve_call(
         declaration,
         PROFILE,
-        name=name,
-        call_id=call_id,
-        arguments=item.get("arguments"),
+        name=item.get("name") if kind in ("function_call", "custom_tool_call") else what,
+        call_id=item.get("call_id"),
+        arguments=item.get("input" if custom else "arguments"),
         index=index,
         ids=ids,
         error_answer=error_answer,
         extras=extras,
+        custom=custom,
+        refused=refused,
     )
-
-
-def parse_calls(
-    response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = True
-) -> list[ToolCall | RejectedCall]:
-    """[`parse`][] against ``toolset`` declared with ``strict`` (when there is no
-    [`Declaration`][] at hand)."""
-    options = options_for(NAME, Options, {"strict": strict})
-    return parse(response, implicit_declaration(NAME, ToolSet.of(toolset), options, declare))
-
-
-def function_calls(
-    response: Any, toolset: ToolSet | Iterable[Tool], *, strict: bool = True
-) -> tuple[list[ToolCall], list[dict[str, Any]]]:
-    """The resolved calls, and the error answers for calls that cannot run."""
-    return split_calls(parse_calls(response, toolset, strict=strict))
 
 
 def custom_tool_call_output(call_id: str, output: str | list[dict[str, Any]]) -> dict[str, Any]:
