@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import core_schema
 
+from toolwire._api import execute_tool_calls
 from toolwire.approval import ApprovalPending, DeferredApproval
-from toolwire.calls import ToolCall, argument_problem
+from toolwire.calls import argument_problem
 from toolwire.errors import (
     ConfigurationError,
     MalformedResponse,
@@ -153,18 +154,18 @@ async def run_function_calls(
     executor = _executor(executor, toolset, "run_function_calls")
     if not isinstance(calls, list | tuple):
         raise MalformedResponse(f"calls must be a list, not {type(calls).__name__}")
-    items = parse_calls(gemini.NAME, [_as_part(c) for c in calls], executor.toolset)
-    outcomes = await executor.run(items, run_id=run_id, principal=principal, taint=taint, deps=deps)
-    parts = []
-    for outcome in outcomes:
-        item = outcome.item
-        answer = (
-            gemini.answer(item, outcome.result, gemini.Options(structured=structured))
-            if isinstance(item, ToolCall)
-            else item.answer
-        )
-        parts.append(types.Part.model_validate(answer))
-    return parts
+    outcome = await execute_tool_calls(
+        executor.toolset,
+        gemini.NAME,
+        [_as_part(c) for c in calls],
+        executor=executor,
+        run_id=run_id,
+        principal=principal,
+        taint=taint,
+        deps=deps,
+        structured=structured,
+    )
+    return [types.Part.model_validate(answer) for answer in outcome.results]
 
 
 # -- the Interactions API ------------------------------------------------------------------------
@@ -215,19 +216,26 @@ async def run_interaction_calls(
             from (then nothing runs).
     """
     executor = _executor(executor, toolset, "run_interaction_calls")
-    items = parse_calls(gemini_interactions.NAME, interaction, executor.toolset)
-    if not items:
+    try:
+        previous: str | None = gemini_interactions.interaction_id(interaction)
+    except MalformedResponse:
+        if parse_calls(gemini_interactions.NAME, interaction, executor.toolset):
+            raise  # calls, but no interaction to continue: nothing runs
+        previous = None
+    outcome = await execute_tool_calls(
+        executor.toolset,
+        gemini_interactions.NAME,
+        interaction,
+        executor=executor,
+        run_id=run_id,
+        principal=principal,
+        taint=taint,
+        deps=deps,
+        structured=structured,
+    )
+    if not outcome.results:
         return {}
-    previous = gemini_interactions.interaction_id(interaction)  # before anything runs
-    outcomes = await executor.run(items, run_id=run_id, principal=principal, taint=taint, deps=deps)
-    options = gemini_interactions.Options(structured=structured)
-    answers = [
-        gemini_interactions.answer(outcome.item, outcome.result, options)
-        if isinstance(outcome.item, ToolCall)
-        else outcome.item.answer
-        for outcome in outcomes
-    ]
-    return {"previous_interaction_id": previous, "input": answers}
+    return {"previous_interaction_id": previous, "input": outcome.results}
 
 
 # -- automatic function calling ------------------------------------------------------------------
