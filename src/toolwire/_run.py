@@ -30,6 +30,7 @@ __all__ = [
     "Keep",
     "Lease",
     "Run",
+    "read",
     "update",
 ]
 
@@ -57,6 +58,11 @@ _UNREAD: Any = object()
 
 Change = Callable[[CallRecord | None], "CallRecord | Keep[T] | Awaitable[CallRecord | Keep[T]]"]
 Read = Callable[[str, str], Awaitable[CallRecord | None]]
+
+
+async def read(store: RunStore, run_id: str, call_id: str) -> CallRecord | None:
+    """The run's record of a call, as the store has it now (None: none)."""
+    return await store.get(run_id, call_id)
 
 
 async def update(

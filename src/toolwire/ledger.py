@@ -39,7 +39,7 @@ from toolwire._record import (
     still_running_answer,
     valid_id,
 )
-from toolwire._run import Contended, Keep, Lease, update
+from toolwire._run import Contended, Keep, Lease, read, update
 from toolwire._text import blank
 from toolwire.approval import ApprovalRequest, Decision
 from toolwire.calls import principal_json
@@ -72,6 +72,7 @@ __all__ = [
     "pending",
     "principal_json",
     "principal_key",
+    "record",
     "request_of",
     "request_record",
     "respond",
@@ -194,6 +195,15 @@ async def decide(
         await update(store, run_id, call_id, decided)
     except Contended as exc:
         raise ToolwireError(f"{exc}; decide again") from None
+
+
+async def record(store: RunStore, run_id: str, call_id: str) -> CallRecord | None:
+    """The record ``run_id`` keeps of ``call_id`` (None: it keeps none).
+
+    Raises:
+        StoreUnavailable: the store cannot be reached, or the record is damaged.
+    """
+    return await read(store, run_id, call_id)
 
 
 def _tightens(earlier: Decision, later: Decision) -> bool:

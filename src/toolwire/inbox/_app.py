@@ -22,6 +22,7 @@ from starlette.routing import Route
 
 from toolwire import _jsonfile, ledger
 from toolwire._jsonfile import RepeatedKey
+from toolwire._run import Keep, update
 from toolwire.approval import ApprovalRequest, Decision, allow, deny, halt
 from toolwire.calls import canonical_json, has_lone_surrogate
 from toolwire.errors import ConfigurationError, InvalidArguments, StoreUnavailable
@@ -330,7 +331,7 @@ async def _record(console: Console, run_id: str, call_id: str) -> CallRecord:
     for value in (run_id, call_id):
         if not ledger.valid_id(value):
             raise Problem(400, "bad_id", "run and call ids are valid Unicode text without NUL")
-    record = await console.store.get(run_id, call_id)
+    record = await ledger.record(console.store, run_id, call_id)
     if record is None:
         raise Problem(404, "no_call", f"run {run_id!r} has no call {call_id!r}")
     return record
@@ -380,10 +381,18 @@ async def decide(
         decided_by=by,
         decided_at=time.time(),
     )
-    stored = await console.store.swap(run_id, record, changed)
-    if stored is None:  # another approver (or the executor) wrote it in between
-        _still_waiting(run_id, await _record(console, run_id, call_id), record.version)
+
+    def over_what_was_shown(current: CallRecord | None) -> CallRecord | Keep[None]:
+        if current is record:
+            return changed
+        # Another approver (or the executor) wrote it in between: say what, or that it changed.
+        if current is None:
+            raise Problem(404, "no_call", f"run {run_id!r} has no call {call_id!r}")
+        _still_waiting(run_id, current, record.version)
         raise Problem(409, "changed", f"call {call_id!r} changed while deciding; reload it")
+
+    stored = await update(console.store, run_id, call_id, over_what_was_shown, current=record)
+    assert not isinstance(stored, Keep)  # (the change never keeps)
     return stored
 
 

@@ -346,7 +346,7 @@ class Gateway:
         base = run_base(name, arguments, principal=self.principal)
         for generation in range(1, _MAX_GENERATIONS):
             run_id = base if generation == 1 else f"{base}.{generation}"
-            record = await self.store.get(run_id, _CALL_ID)
+            record = await ledger.record(self.store, run_id, _CALL_ID)
             if record is None or record.result is None:
                 return run_id
         raise ConfigurationError(f"run {base!r} has more than {_MAX_GENERATIONS} generations")
