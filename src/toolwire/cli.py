@@ -50,7 +50,7 @@ import toolwire
 from toolwire import _jsonfile, _text, ledger
 from toolwire.approval import ApprovalRequest, Decision
 from toolwire.errors import ConfigurationError, ToolNotFound, ToolwireError
-from toolwire.policy import Policy, PolicyContext, Verdict, _destructive_reason
+from toolwire.policy import Policy, PolicyContext, Verdict, destructive_by_annotations
 from toolwire.providers import get_provider, provider_names
 from toolwire.tool import Tool, ToolSet, clean_title, exposed_name_for, safe_icons
 
@@ -609,42 +609,33 @@ def _print_table(
     print(f"\n{len(reports)} tool(s); {summary}")
 
 
-class _CallPolicy(Policy):
-    """What ``call`` runs a call under: every policy given at once (a deny of any denies, an
-    ask of any asks), then approval for a tool whose annotations do not promise it is harmless.
-    The MCP defaults apply to every tool, a Python function's included: the one running the
-    command may not be the one who wrote it."""
+class _Unpromised(Policy):
+    """Approval for a tool whose annotations do not promise it is harmless (see
+    [`destructive_by_annotations`][toolwire.policy.destructive_by_annotations]), after what
+    every policy says. The MCP defaults apply to every tool, a Python function's included:
+    the one running ``call`` may not be the one who wrote it."""
 
-    def __init__(self, policies: Sequence[Policy]) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.policies = tuple(policies)
         self.allows_everything = False
 
     def evaluate(self, context: PolicyContext) -> Verdict:
-        verdicts = [policy.evaluate(context) for policy in self.policies]
-        for effect in ("deny", "ask"):
-            for verdict in verdicts:
-                if verdict.effect == effect:
-                    return verdict
-        why = _not_harmless(context.tool)
-        return Verdict("ask", why) if why is not None else Verdict("allow")
+        verdict = super().evaluate(context)
+        why = destructive_by_annotations(context.tool) if verdict.effect == "allow" else None
+        return Verdict("ask", why) if why is not None else verdict
 
-    def denies_outright(
+    def may_ask(
         self, tool: Tool, *, principal: Any = None, exposed_name: str | None = None
     ) -> str | None:
-        for policy in self.policies:
-            why = policy.denies_outright(tool, principal=principal, exposed_name=exposed_name)
-            if why is not None:
-                return why
-        return None
+        asked = super().may_ask(tool, principal=principal, exposed_name=exposed_name)
+        return asked or destructive_by_annotations(tool)
 
 
-def _not_harmless(tool: Tool) -> str | None:
-    """Why ``tool`` needs approval in ``call``, or None when its annotations promise it is
-    harmless (``readOnlyHint``, or ``destructiveHint: false``), as for a server's tool."""
-    if not tool.server_id and not tool.annotations:
-        return "its annotations do not declare it read-only or non-destructive"
-    return _destructive_reason(tool)
+def _call_policy(policies: Sequence[Policy]) -> Policy:
+    """What ``call`` runs a call under: every policy given at once (a deny of any denies, an
+    ask of any asks), then approval for a tool whose annotations do not promise it is
+    harmless."""
+    return Policy.all_of(*policies, _Unpromised())
 
 
 def _terminal_approver(yes: bool) -> Callable[[ApprovalRequest], Awaitable[Decision]]:
@@ -737,7 +728,7 @@ async def _call(args: argparse.Namespace) -> int:
         policies = [policy for policy in (own, given) if policy is not None]
         executor = Executor(
             toolset,
-            policy=_CallPolicy(policies or [Policy()]),
+            policy=_call_policy(policies),
             approver=_terminal_approver(args.yes),
             timeout=args.timeout,
         )
