@@ -25,290 +25,33 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import importlib
-import importlib.util
 import json
 import os
-import re
-import shlex
 import sys
 import threading
-import traceback
 import typing
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from types import ModuleType, UnionType
+from types import UnionType
 from typing import Any, Literal, NoReturn, get_args, get_origin
 
 import anyio
 import anyio.from_thread
 
 import toolwire
-from toolwire import _jsonfile, _text, ledger
+from toolwire import _text, ledger
 from toolwire.approval import ApprovalRequest, Decision
 from toolwire.errors import ConfigurationError, ToolNotFound, ToolwireError
 from toolwire.policy import Policy, PolicyContext, Verdict, destructive_by_annotations
 from toolwire.providers import get_provider, provider_names
-from toolwire.tool import Tool, ToolSet, clean_title, exposed_name_for, safe_icons
+from toolwire.sources import SourceError, load_source, open_source, opened_source
+from toolwire.tool import Tool, ToolSet, exposed_name_for
 
 LeftOut = Mapping[str, Mapping[str, str]]
 """Per MCP server, the tools its hub left out: name → why."""
 
 __all__ = ["load_source", "main", "open_source"]
-
-
-class SourceError(ToolwireError):
-    """SOURCE could not be loaded."""
-
-
-def _tools_in(value: Any, where: str) -> ToolSet:
-    if isinstance(value, ToolSet):
-        return value
-    if isinstance(value, Tool):
-        return ToolSet([value])
-    if isinstance(value, Iterable) and not isinstance(value, str | bytes):
-        return ToolSet(list(value))
-    if callable(value):
-        return ToolSet([value])
-    raise SourceError(f"{where} is not a tool, a list of tools or a ToolSet")
-
-
-def _from_module(module: Any, where: str) -> ToolSet:
-    for name in ("toolset", "tools"):
-        if hasattr(module, name):
-            return _tools_in(getattr(module, name), f"{where}:{name}")
-    found = [v for v in vars(module).values() if isinstance(v, Tool)]
-    if not found:
-        raise SourceError(f"{where} defines no tools (no `toolset`, `tools` or Tool objects)")
-    return ToolSet(found)
-
-
-def _from_definitions(path: Path) -> ToolSet:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"cannot read {path}: {exc}") from None
-    try:
-        if path.suffix == ".jsonl":
-            records = [_jsonfile.loads(line) for line in text.splitlines() if line.strip()]
-        else:
-            data = _jsonfile.loads(text)
-            records = data.get("tools", data) if isinstance(data, dict) else data
-    except _jsonfile.RepeatedKey as exc:  # a schema or annotation given twice: which holds?
-        raise SourceError(f"{path}: {exc}") from None
-    except (ValueError, RecursionError) as exc:  # malformed, too deep, an integer too long
-        raise SourceError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(records, list):
-        raise SourceError(f"{path}: expected a list of tool definitions")
-    tools = []
-    for i, record in enumerate(records):
-        if not isinstance(record, dict) or not isinstance(record.get("name"), str):
-            raise SourceError(f"{path}: entry {i} is not a tool definition with a name")
-        schema = record.get("inputSchema", record.get("input_schema", {}))
-        output_schema = record.get("outputSchema")
-        annotations = record.get("annotations")
-        description = record.get("description")
-        if not isinstance(schema, dict) or not isinstance(output_schema, dict | None):
-            raise SourceError(f"{path}: entry {i} ({record['name']!r}): a schema is not an object")
-        try:
-            tools.append(
-                Tool(
-                    name=record["name"],
-                    description=description if isinstance(description, str) else None,
-                    input_schema=schema,
-                    output_schema=output_schema,
-                    annotations=annotations if isinstance(annotations, dict) else None,
-                    title=clean_title(record.get("title")) or _annotated_title(annotations),
-                    icons=safe_icons(record.get("icons")),
-                )
-            )
-        except ToolwireError as exc:
-            raise SourceError(f"{path}: entry {i}: {exc}") from None
-    try:
-        return ToolSet(tools)
-    except ToolwireError as exc:
-        raise SourceError(f"{path}: {exc}") from None
-
-
-def _annotated_title(annotations: Any) -> str | None:
-    """The title in a definition's annotations, the stand-in for a missing ``title``."""
-    return clean_title(annotations.get("title")) if isinstance(annotations, dict) else None
-
-
-def load_source(source: str) -> ToolSet:
-    """The tools SOURCE names: a ``.py`` file, ``module:attribute``, or a JSON/JSONL file."""
-    return _load(source)[0]
-
-
-def _load(source: str) -> tuple[ToolSet, Policy | None]:
-    """The tools SOURCE names, and the policy of its Python module when it has one (see
-    [`_module_policy`][])."""
-    path = Path(source)
-    if path.suffix in (".json", ".jsonl"):
-        if not path.is_file():
-            raise SourceError(f"no such file: {source}")
-        return _from_definitions(path), None
-    if path.suffix == ".py":
-        if not path.is_file():
-            raise SourceError(f"no such file: {source}")
-        spec = importlib.util.spec_from_file_location(f"_toolwire_source_{path.stem}", path)
-        if spec is None or spec.loader is None:
-            raise SourceError(f"cannot load {source}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # so dataclasses and pydantic can resolve the module
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:  # the file's own code failed: say how and where, in one line
-            raise SourceError(f"cannot load {source}: {_failure(exc)}") from None
-        return _from_module(module, source), _module_policy(module, source)
-    module_name, _, attribute = source.partition(":")
-    if not module_name:
-        raise SourceError(f"not a SOURCE: {source!r}")
-    # As `python -m` would: a module of the current directory is found (a console script's
-    # own directory is first on the path instead).
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # not found, or its own code failed
-        raise SourceError(f"cannot import {module_name!r}: {_failure(exc)}") from None
-    policy = _module_policy(module, module_name)
-    if attribute:
-        if not hasattr(module, attribute):
-            raise SourceError(f"{module_name!r} has no attribute {attribute!r}")
-        return _tools_in(getattr(module, attribute), source), policy
-    return _from_module(module, source), policy
-
-
-_POLICY_NAMES = ("policy", "POLICY")
-"""The names a SOURCE module's own [`Policy`][toolwire.Policy] goes by (``call`` applies it)."""
-
-
-def _module_policy(module: Any, where: str) -> Policy | None:
-    """The [`Policy`][toolwire.Policy] ``module`` defines as ``policy`` (or ``POLICY``), or
-    None when it defines neither.
-
-    Raises:
-        SourceError: the name holds something else, or the module has two different ones.
-    """
-    found = {
-        name: value
-        for name in _POLICY_NAMES
-        # A package's submodule named policy is no policy of its own.
-        if not isinstance(value := getattr(module, name, None), ModuleType | None)
-    }
-    if len({id(value) for value in found.values()}) > 1:
-        raise SourceError(f"{where} defines both `policy` and `POLICY`: keep one")
-    for name, value in found.items():
-        if not isinstance(value, Policy):
-            raise SourceError(
-                f"{where}: `{name}` is not a toolwire.Policy but {type(value).__name__} "
-                "(a policy file loads with toolwire.policy_file.load_policy)"
-            )
-        return value
-    return None
-
-
-def _failure(exc: Exception) -> str:
-    """What went wrong running a source's code, with the line it went wrong at."""
-    if isinstance(exc, ImportError):  # "No module named 'x'" says it all
-        return str(exc)
-    text = f"{type(exc).__name__}: {exc}"
-    frames = traceback.extract_tb(exc.__traceback__)
-    if frames and not isinstance(exc, SyntaxError):  # a SyntaxError says where itself
-        text += f" ({Path(frames[-1].filename).name}, line {frames[-1].lineno})"
-    return text
-
-
-def _is_mcp_config(path: Path) -> bool:
-    # Read as Hub.from_config reads it: mcpServers or VS Code's servers, comments allowed.
-    from toolwire.mcp._config import is_mcp_config
-
-    return is_mcp_config(path)
-
-
-def _server_name(argv: Sequence[str]) -> str:
-    """A name for a server given on the command line: its module, script or program name."""
-    if "-m" in argv[:-1]:
-        name = argv[argv.index("-m") + 1]
-    elif len(argv) > 1 and argv[1].endswith(".py"):  # `python server.py`: the script's
-        name = Path(argv[1]).stem
-    else:
-        name = Path(argv[0]).stem
-    name = re.sub(r"[^A-Za-z0-9]+", "_", name.rsplit(".", 1)[-1]).strip("_")
-    return name or "mcp"
-
-
-@asynccontextmanager
-async def open_source(source: str) -> AsyncIterator[ToolSet]:
-    """The tools SOURCE names, with any MCP servers connected while the context is open.
-
-    A tool an MCP server lists but its hub leaves out is named on stderr with the reason.
-
-    Raises:
-        SourceError: for a SOURCE that cannot be loaded or servers that cannot be reached.
-        MissingDependency: for an MCP source without the ``mcp`` extra.
-    """
-    async with _open_with_policy(source) as (toolset, _):
-        yield toolset
-
-
-@asynccontextmanager
-async def _open_with_policy(source: str) -> AsyncIterator[tuple[ToolSet, Policy | None]]:
-    """[`open_source`][], with the policy of SOURCE's Python module when it has one."""
-    async with _open(source) as (toolset, left_out, policy):
-        for server, tools in left_out.items():
-            for name, why in tools.items():
-                print(
-                    f"toolwire: warning: left out {server}/{_shown(name)}: {_safe(why)}",
-                    file=sys.stderr,
-                )
-        yield toolset, policy
-
-
-@asynccontextmanager
-async def _open(source: str) -> AsyncIterator[tuple[ToolSet, LeftOut, Policy | None]]:
-    """The tools SOURCE names, for MCP servers the tools their hub left out, and the policy of
-    a Python module."""
-    path = Path(source)
-    if source.startswith("stdio:"):
-        argv = shlex.split(source.removeprefix("stdio:"))
-        if not argv:
-            raise SourceError("stdio: needs a command, e.g. stdio:'python -m my_server'")
-        from toolwire.mcp import StdioServer
-
-        servers: Any = {_server_name(argv): StdioServer(command=argv[0], args=argv[1:])}
-    elif source.startswith(("http://", "https://")):
-        from toolwire.mcp import HttpServer
-
-        servers = {"mcp": HttpServer(url=source)}
-    elif path.suffix == ".json" and path.is_file() and _is_mcp_config(path):
-        servers = path
-    else:
-        toolset, policy = _load(source)
-        yield toolset, {}, policy
-        return
-    from toolwire.mcp import Hub
-
-    hub = Hub.from_config(servers) if isinstance(servers, Path) else Hub(servers)
-    async with hub:
-        down = {name: why for name, why in hub.status.items() if why is not None}
-        if len(down) == len(hub.status):
-            reasons = "; ".join(f"{name}: {why}" for name, why in down.items())
-            raise SourceError(f"cannot reach the MCP server(s) of {source} ({reasons})")
-        for name, why in down.items():
-            print(f"toolwire: warning: MCP server {name!r} is down: {_safe(why)}", file=sys.stderr)
-        left_out = {name: tools for name, tools in hub.left_out.items() if tools}
-        yield hub.as_toolset(), left_out, None
-
-
-def _shown(name: str) -> str:
-    """A tool's name fit for a terminal: quoted and escaped when it is blank or holds characters
-    that are not printable (controls, bidi overrides, zero-width characters)."""
-    return name if name and name.isprintable() and name.strip() == name else repr(name)
 
 
 def _safe(text: str) -> str:
@@ -489,9 +232,10 @@ async def _check(args: argparse.Namespace) -> int:
 
     providers = list(dict.fromkeys(args.provider or provider_names()))
     options = _options_by_provider(args, providers)
-    async with _open(args.source) as (toolset, left_out, _):
+    async with opened_source(args.source, warn_left_out=False) as opened:
+        toolset = opened.toolset
         reports = check(toolset, providers, options=options) + _left_out_reports(
-            left_out, providers
+            opened.left_out, providers
         )
         over = limits(toolset, providers)
         renamed = _renamed(toolset)
@@ -564,9 +308,9 @@ def _left_out_reports(left_out: LeftOut, providers: Sequence[str]) -> list[Any]:
 def _label(report: Any, renamed: frozenset[str]) -> str:
     if "/" in report.exposed_name:  # exposed names are portable: a tool the hub left out
         server = report.exposed_name[: len(report.exposed_name) - len(report.name)]
-        return f"{server}{_shown(report.name)} (left out)"
+        return f"{server}{_text.shown_name(report.name)} (left out)"
     if report.exposed_name in renamed:
-        return f"{report.exposed_name} (was {_shown(report.name)})"
+        return f"{report.exposed_name} (was {_text.shown_name(report.name)})"
     return str(report.exposed_name)
 
 
@@ -645,7 +389,7 @@ def _terminal_approver(yes: bool) -> Callable[[ApprovalRequest], Awaitable[Decis
     async def decide(request: ApprovalRequest) -> Decision:
         # Shown as the console shows what a human approves: hidden characters as escapes.
         text = json.dumps(dict(request.arguments), ensure_ascii=False, sort_keys=True, default=str)
-        what = f"{_shown(request.exposed_name)}({_text.visible_json_text(text)})"
+        what = f"{_text.shown_name(request.exposed_name)}({_text.visible_json_text(text)})"
         why = f" ({request.reason})" if request.reason else ""
         if yes:
             print(_safe(f"toolwire: {what} needs approval{why}: approved (--yes)"), file=sys.stderr)
@@ -717,7 +461,8 @@ async def _call(args: argparse.Namespace) -> int:
     arguments = _arguments_option(args.args)
     adapter = get_provider(args.provider)
     given = load_policy(args.policy) if args.policy is not None else None
-    async with _open_with_policy(args.source) as (toolset, own):
+    async with opened_source(args.source) as opened:
+        toolset, own = opened.toolset, opened.policy
         try:
             call = make_call(toolset, args.tool, arguments, call_id="call_1")
         except ToolNotFound:
@@ -851,7 +596,7 @@ async def _history(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    from toolwire.mcp._serve import _listening_on_stderr, serve
+    from toolwire.mcp._serve import serve
 
     transport: Literal["stdio", "http"] = "stdio"
     host, port = "127.0.0.1", 8000
@@ -882,6 +627,10 @@ async def _serve(args: argparse.Namespace) -> int:
         **options,
     )
     return 0
+
+
+def _listening_on_stderr(url: str) -> None:
+    print(f"toolwire: serving MCP at {url}", file=sys.stderr, flush=True)
 
 
 async def _inbox(args: argparse.Namespace) -> int:

@@ -169,7 +169,8 @@ def _target(server: _Server) -> Any:
 
 
 class Hub:
-    """Several MCP servers as one tool source (an async context manager).
+    """Several MCP servers as one [tool source][toolwire.sources.ToolSource] (an async context
+    manager).
 
     ```python
     async with Hub({"files": StdioServer(command="mcp-files"), "web": HttpServer(url=...)}) as hub:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import sys
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -20,10 +19,11 @@ from toolwire.errors import ConfigurationError, MissingDependency, ToolwireWarni
 from toolwire.mcp._gateway import Gateway
 from toolwire.mcp._hub import Hub
 from toolwire.policy import ALLOW_ALL, Policy, may_ask
+from toolwire.sources import OpenedSource, load_source, opened_source
 from toolwire.store import MemoryStore, RunStore
 from toolwire.tool import Tool, ToolSet
 
-__all__ = ["open_toolset", "serve"]
+__all__ = ["open_served", "serve"]
 
 Source = ToolSet | Hub | ModuleType | str | Path | Iterable[Tool | Callable[..., Any]]
 
@@ -109,12 +109,13 @@ async def serve(
     # what waits in it (a MemoryStore passed in is the caller's, who can).
     unreachable = store is None or (owned_store and isinstance(store, MemoryStore))
     try:
-        async with open_toolset(source) as toolset:
+        async with open_served(source) as opened:
+            toolset = opened.toolset
             if unreachable and approver is None:
                 _check_approvable(toolset, policy, principal, elicit)
-            hubs = _hubs_of(source, toolset)
+            hub = opened.hub
             # Followed only when the toolset is the hub's own: a filtered one stays as it is.
-            own = next((hub for hub in hubs if hub.as_toolset() is toolset), None)
+            own = hub if hub is not None and hub.as_toolset() is toolset else None
             gateway = Gateway(
                 toolset,
                 policy=policy,
@@ -127,9 +128,8 @@ async def serve(
                 hub=own,
                 **executor_options,
             )
-            for hub in hubs:
-                if hub is not own:
-                    gateway.forward_progress(hub)
+            if hub is not None and hub is not own:
+                gateway.forward_progress(hub)
             if transport == "stdio":
                 await _serve_stdio(gateway)
             else:
@@ -140,36 +140,19 @@ async def serve(
 
 
 @asynccontextmanager
-async def open_toolset(source: Source) -> AsyncIterator[ToolSet]:
-    """The tools of ``source`` (see ``serve``), with its MCP servers connected while open."""
+async def open_served(source: Source) -> AsyncIterator[OpenedSource]:
+    """``source`` opened (see ``serve``): its tools, with its MCP servers connected while
+    open, and the hub they come from."""
     if isinstance(source, Hub):
         async with source:
-            yield source.as_toolset()
+            yield OpenedSource(source.as_toolset(), hub=source)
     elif isinstance(source, str | Path):
-        from toolwire.cli import open_source  # the CLI's reader of SOURCE strings
-
-        async with open_source(str(source)) as toolset:
-            yield toolset
+        async with opened_source(str(source)) as opened:
+            yield opened
     elif isinstance(source, ModuleType):
-        from toolwire.cli import load_source
-
-        yield load_source(source.__name__)
+        yield OpenedSource(load_source(source.__name__))
     else:
-        yield ToolSet.of(source)
-
-
-def _hubs_of(source: Source, toolset: ToolSet) -> list[Hub]:
-    """The hubs whose servers the toolset's tools call: ``source`` itself, or those a SOURCE
-    string opened (found through the tools' handlers, ``partial(hub._call, ...)``, since the
-    CLI's reader yields only the toolset)."""
-    if isinstance(source, Hub):
-        return [source]
-    found: dict[int, Hub] = {}
-    for tool in toolset:
-        owner = getattr(getattr(tool.handler, "func", None), "__self__", None)
-        if isinstance(owner, Hub):
-            found.setdefault(id(owner), owner)
-    return list(found.values())
+        yield OpenedSource(ToolSet.of(source))
 
 
 _NOT_LOOPBACK = (
@@ -425,7 +408,3 @@ async def _close(store: Any) -> None:
         await store.aclose()
     elif hasattr(store, "close"):
         store.close()
-
-
-def _listening_on_stderr(url: str) -> None:
-    print(f"toolwire: serving MCP at {url}", file=sys.stderr, flush=True)
