@@ -865,7 +865,11 @@ def _parser() -> argparse.ArgumentParser:
         "serve", help="serve SOURCE's tools as an MCP server, every call governed"
     )
     serve.add_argument("source", help=source_help)
-    serve.add_argument("--policy", help="a policy file (.toml, or JSON)")
+    serve.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="a policy file (.toml, or JSON); applied with the module's own `policy`, if any",
+    )
     serve.add_argument("--store", help=f"where calls wait for approval; {store_help}")
     serve.add_argument("--http", metavar="HOST:PORT", help="streamable HTTP (default: stdio)")
     serve.add_argument("--principal", help="who the calls run for (JSON, or a plain string)")

@@ -19,7 +19,7 @@ from toolwire.errors import ConfigurationError, MissingDependency, ToolwireWarni
 from toolwire.mcp._gateway import Gateway
 from toolwire.mcp._hub import Hub
 from toolwire.policy import ALLOW_ALL, Policy, may_ask
-from toolwire.sources import OpenedSource, load_source, opened_source
+from toolwire.sources import OpenedSource, opened_source
 from toolwire.store import MemoryStore, RunStore
 from toolwire.tool import Tool, ToolSet
 
@@ -72,7 +72,10 @@ async def serve(
             ``module:attribute``, a JSON tool file, ``stdio:CMD``, an MCP URL, an
             ``mcp.json``).
         policy: a [`Policy`][toolwire.Policy], or the path of a policy file (see
-            ``toolwire.policy_file``).
+            ``toolwire.policy_file``). A Python module's own policy (a ``Policy`` it names
+            ``policy`` or ``POLICY``, when ``source`` is a module or a SOURCE string naming
+            one) applies with it: a deny of either denies, an ask of either asks (see
+            [`Policy.all_of`][toolwire.policy.Policy.all_of]).
         store: the run store, or its URL (``sqlite:///runs.db``...).
         transport: ``"stdio"``, or ``"http"`` (streamable HTTP at ``/mcp``).
         host: where HTTP listens: a loopback address (``127.0.0.1``, the default, ``::1``)
@@ -111,6 +114,9 @@ async def serve(
     try:
         async with open_served(source) as opened:
             toolset = opened.toolset
+            # The source module's own policy and the one given, together (see Policy.all_of).
+            applied = [own for own in (opened.policy, policy) if own is not None]
+            policy = Policy.all_of(*applied) if applied else None
             if unreachable and approver is None:
                 _check_approvable(toolset, policy, principal, elicit)
             hub = opened.hub
@@ -142,7 +148,7 @@ async def serve(
 @asynccontextmanager
 async def open_served(source: Source) -> AsyncIterator[OpenedSource]:
     """``source`` opened (see ``serve``): its tools, with its MCP servers connected while
-    open, and the hub they come from."""
+    open, the hub they come from, and a Python module's own policy."""
     if isinstance(source, Hub):
         async with source:
             yield OpenedSource(source.as_toolset(), hub=source)
@@ -150,7 +156,8 @@ async def open_served(source: Source) -> AsyncIterator[OpenedSource]:
         async with opened_source(str(source)) as opened:
             yield opened
     elif isinstance(source, ModuleType):
-        yield OpenedSource(load_source(source.__name__))
+        async with opened_source(source.__name__) as opened:
+            yield opened
     else:
         yield OpenedSource(ToolSet.of(source))
 
