@@ -11,8 +11,9 @@ from typing import Any, Literal
 import anyio
 
 from toolwire import ledger
+from toolwire._values import describe_exception
 from toolwire.approval import ApprovalRequest, Approver, Decision
-from toolwire.calls import RejectedCall, ToolCall, ToolResult, describe_exception
+from toolwire.calls import RejectedCall, ToolCall, ToolResult
 from toolwire.errors import ConfigurationError, ToolwireWarning
 from toolwire.executor import AfterHook, BeforeHook, CallOutcome, Executor
 from toolwire.inputs import InputAnswer
@@ -289,7 +290,8 @@ async def execute_tool_calls(
             outcome's ``taint``).
         run_id: names the turn so a retry answers completed calls from the store.
         approver: decides the calls the policy asks about (see [`Executor`][]).
-        policy: which calls may run (see [`Policy`][toolwire.policy.Policy]).
+        policy: which calls may run (see [`Policy`][toolwire.policy.Policy]); with a listing
+            made under a policy, that one (another is a ``ConfigurationError``).
         timeout: seconds one call may take (see [`Executor`][]).
         store: the run store; the process-wide in-memory store when None.
         executor: a configured executor to use instead of the options above (giving
@@ -343,8 +345,7 @@ async def execute_tool_calls(
     if isinstance(source, Listing):
         if principal is None:
             principal = source.principal  # the listing was made for them
-        if policy is None:
-            policy = source.policy
+        policy = _policy_of(source, policy)
     adapter = get_provider(declaration.provider)
     if executor is None:
         executor = Executor(
@@ -397,6 +398,21 @@ def _given(value: Any, default: Any) -> bool:
     if default == ():
         return len(value) > 0
     return bool(value != default)
+
+
+def _policy_of(listing: Listing, policy: Policy | None) -> Policy | None:
+    """The policy a listing's calls run under: the listing's, which binds them.
+
+    Raises:
+        ConfigurationError: ``policy`` is another one.
+    """
+    if policy is None or listing.policy is None or policy is listing.policy:
+        return policy if policy is not None else listing.policy
+    raise ConfigurationError(
+        "execute_tool_calls(listing, ..., policy=...): the listing was made under another "
+        "policy, which binds every call parsed against it; leave policy out, or declare the "
+        "tools again with tools(..., policy=...)"
+    )
 
 
 def _check_executor(executor: Executor, source: Any, **options: Any) -> None:

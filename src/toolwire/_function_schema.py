@@ -20,7 +20,7 @@ import pydantic
 
 from toolwire.errors import ConfigurationError, InvalidArguments
 
-__all__ = ["FunctionSchema", "function_schema", "json_path"]
+__all__ = ["CONTEXT_FIELDS", "FunctionSchema", "InjectedContext", "function_schema", "json_path"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +148,18 @@ def function_schema(
     )
 
 
+class InjectedContext:
+    """The base of ``toolwire.CallContext``: a parameter annotated with a subclass is given
+    the call's context instead of an argument. It sits here, below the tools, so that
+    recognising the annotation needs nothing above them."""
+
+    __slots__ = ()
+
+
+CONTEXT_FIELDS = ("call", "arguments", "principal", "run_id", "taint", "deps", "resume")
+"""The fields a call's context is made from (a subclass must be constructible from them)."""
+
+
 def _unwrap_partial(func: Callable[..., Any]) -> tuple[Callable[..., Any], frozenset[str]]:
     """The function a ``functools.partial`` wraps and the names its keywords bind (``func``
     itself and none for anything else). Nested partials are flattened by ``partial``."""
@@ -164,12 +176,10 @@ def _context_class(func_name: str, param: str, annotation: Any) -> type[Any] | N
         ConfigurationError: for a context class that cannot be made from a call's context, or
             a union of a context with other types.
     """
-    from toolwire._turn import CallContext  # _turn needs the tool module, which needs this one
-
     annotation = _unannotated(annotation)
     if get_origin(annotation) in (Union, types.UnionType):
         members = [_unannotated(a) for a in get_args(annotation) if a is not type(None)]
-        if not any(_is_context(m, CallContext) for m in members):
+        if not any(_is_context(m) for m in members):
             return None
         if len(members) > 1:
             raise ConfigurationError(
@@ -177,18 +187,16 @@ def _context_class(func_name: str, param: str, annotation: Any) -> type[Any] | N
                 "annotate it CallContext (or CallContext | None) alone"
             )
         annotation = members[0]
-    if not _is_context(annotation, CallContext):
+    if not _is_context(annotation):
         return None
     kind: type[Any] = get_origin(annotation) or annotation
-    if kind is not CallContext:
-        fields = dict.fromkeys(("call", "arguments", "principal", "run_id", "taint", "deps"))
-        try:
-            inspect.signature(kind).bind(**fields)
-        except TypeError:
-            raise ConfigurationError(
-                f"{func_name!r}: parameter {param!r} is annotated {kind.__qualname__}, which "
-                "cannot be made from CallContext's fields alone; give its own fields defaults"
-            ) from None
+    try:
+        inspect.signature(kind).bind(**dict.fromkeys(CONTEXT_FIELDS))
+    except TypeError:
+        raise ConfigurationError(
+            f"{func_name!r}: parameter {param!r} is annotated {kind.__qualname__}, which "
+            "cannot be made from CallContext's fields alone; give its own fields defaults"
+        ) from None
     return kind
 
 
@@ -196,9 +204,9 @@ def _unannotated(annotation: Any) -> Any:
     return get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
 
 
-def _is_context(annotation: Any, base: type[Any]) -> bool:
+def _is_context(annotation: Any) -> bool:
     kind = get_origin(annotation) or annotation
-    return isinstance(kind, type) and issubclass(kind, base)
+    return isinstance(kind, type) and issubclass(kind, InjectedContext)
 
 
 def _schema_error(

@@ -7,6 +7,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
+from toolwire._values import describe_exception
 from toolwire.calls import (
     AudioContent,
     Content,
@@ -16,14 +17,25 @@ from toolwire.calls import (
     TextContent,
     ToolResult,
     canonical_json,
-    describe_exception,
     placeholder,
 )
 from toolwire.errors import ConfigurationError, InvalidArguments
 from toolwire.policy import Verdict
 from toolwire.tool import Tool
 
-_log = logging.getLogger("toolwire")
+__all__ = [
+    "DEFAULT_MEDIA_LIMIT",
+    "DEFAULT_OUTPUT_LIMIT",
+    "cap_output",
+    "denied_answer",
+    "failure_message",
+    "invalid_answer",
+    "log",
+    "not_run",
+    "short",
+]
+
+log = logging.getLogger("toolwire")
 """Failures of the application's own code (hooks, policies, approvers) answered to the model
 are also logged here, with their tracebacks, for the developer."""
 
@@ -40,25 +52,33 @@ def _describe(exc: InvalidArguments, name: str) -> str:
     return _truncate(f"Invalid arguments for {name!r}: {details}", _MESSAGE_LIMIT)
 
 
-def _failure_message(name: str, exc: BaseException) -> str:
+def failure_message(name: str, exc: BaseException) -> str:
+    """What the model is told of a tool that raised ``exc``."""
     return _truncate(f"Tool {name!r} failed: {describe_exception(exc)}", _MESSAGE_LIMIT)
 
 
-def _short(exc: BaseException) -> str:
-    return _truncate(describe_exception(exc), 300)
+def short(exc: BaseException) -> str:
+    """``exc`` in a few words, for an answer saying why a step failed."""
+    return describe_exception(exc, limit=_SHORT)
 
 
-def _denied(verdict: Verdict) -> ToolResult:
+_SHORT = 300
+"""Characters of an exception's message an answer quotes when saying why a step failed."""
+
+
+def denied_answer(verdict: Verdict) -> ToolResult:
+    """The answer to a call the policy denies."""
     return ToolResult.error(
         "denied", f"Denied: {verdict.reason or 'the policy does not allow this call'}."
     )
 
 
-def _not_run(what: str, exc: BaseException) -> ToolResult:
-    return ToolResult.error("failed", f"Not run: {what} failed ({_short(exc)}).")
+def not_run(what: str, exc: BaseException) -> ToolResult:
+    """The answer to a call that did not run because ``what`` (a step before it) failed."""
+    return ToolResult.error("failed", f"Not run: {what} failed ({short(exc)}).")
 
 
-def _invalid(tool: Tool, exc: Exception, prefix: str, name: str) -> ToolResult:
+def invalid_answer(tool: Tool, exc: Exception, prefix: str, name: str) -> ToolResult:
     """The answer to a call whose arguments ``tool.validate_arguments`` refused with ``exc``;
     ``name`` is the name the model called the tool by."""
     if isinstance(exc, InvalidArguments):
@@ -66,8 +86,8 @@ def _invalid(tool: Tool, exc: Exception, prefix: str, name: str) -> ToolResult:
     if isinstance(exc, ConfigurationError):  # the tool's own schema is broken
         return ToolResult.error("failed", _truncate(str(exc), _MESSAGE_LIMIT))
     # Never expected of a validator: the call does not run.
-    _log.error("validating the arguments of %s failed", tool.qualified_name, exc_info=exc)
-    return _not_run("validating its arguments", exc)
+    log.error("validating the arguments of %s failed", tool.qualified_name, exc_info=exc)
+    return not_run("validating its arguments", exc)
 
 
 def _truncate(text: str, limit: int) -> str:
@@ -108,7 +128,7 @@ def _encoded_size(data: bytes) -> int:
     return 4 * ((len(data) + 2) // 3)  # base64, as every provider receives media
 
 
-def _cap_output(result: ToolResult, limit: int, media_limit: int) -> ToolResult:
+def cap_output(result: ToolResult, limit: int, media_limit: int) -> ToolResult:
     """The result within the output limits, saying what was cut: text of every kind (text
     parts, embedded resources' text, links, structured content as JSON) up to ``limit``
     characters, media (images, audio, resource blobs) up to ``media_limit`` characters of

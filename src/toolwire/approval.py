@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from toolwire.calls import principal_json
 from toolwire.errors import ConfigurationError, ToolwireError
 from toolwire.inputs import InputRequest
 from toolwire.tool import Tool
@@ -106,8 +107,6 @@ class ApprovalRequest:
 
     def to_dict(self) -> dict[str, Any]:
         """The request as JSON values (the principal as its JSON form)."""
-        from toolwire.ledger import principal_json
-
         return {
             "run_id": self.run_id,
             "call_id": self.call_id,

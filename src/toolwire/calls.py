@@ -7,12 +7,24 @@ import enum
 import hashlib
 import json
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import pydantic_core
+
+from toolwire._values import (
+    MAX_ARGUMENT_DEPTH,
+    MAX_INTEGER_BITS,
+    MAX_INTEGER_DIGITS,
+    argument_problem,
+    canonical_json,
+    describe_exception,
+    has_lone_surrogate,
+    principal_json,
+    safe_text,
+    within_depth,
+)
 
 if TYPE_CHECKING:
     from toolwire.tool import Tool
@@ -35,6 +47,7 @@ __all__ = [
     "content_text",
     "has_lone_surrogate",
     "placeholder",
+    "principal_json",
     "stable_call_id",
     "strip_nulls",
     "within_depth",
@@ -53,12 +66,6 @@ ErrorKind = Literal[
 ]
 """Why a call failed, as the model is told."""
 
-MAX_INTEGER_DIGITS = 4_000
-"""Decimal digits an integer in a call's arguments may have. Python refuses to turn an integer
-of more than 4,300 digits into text (``sys.get_int_max_str_digits``), so a longer one could not
-be encoded, hashed or answered."""
-_MAX_INTEGER_BITS = int(MAX_INTEGER_DIGITS * 3.3219280948873626)  # log2(10) bits per digit
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _SMALL_INT = 2**64
 
 
@@ -187,7 +194,7 @@ class ToolResult:
         if kind is ToolResult:
             return _checked(value)
         if kind is int:
-            if value.bit_length() > _MAX_INTEGER_BITS:
+            if value.bit_length() > MAX_INTEGER_BITS:
                 raise _Unencodable(f"an integer has more than {MAX_INTEGER_DIGITS} digits")
             return cls(content=(TextContent(str(value)),))
         if kind is bool or (kind is float and math.isfinite(value)):
@@ -236,22 +243,6 @@ class _Unencodable(ValueError):
         self.reason = reason
 
 
-def safe_text(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD (the rest unchanged)."""
-    return _SURROGATE.sub("\ufffd", text) if has_lone_surrogate(text) else text
-
-
-def describe_exception(exc: BaseException) -> str:
-    """``TypeName: message`` for an exception, safely: an exception whose ``__str__`` raises
-    (or returns something odd) is named by its type alone."""
-    try:
-        text = str(exc)
-    except Exception:
-        text = ""
-    name = type(exc).__name__
-    return f"{name}: {safe_text(text)}" if isinstance(text, str) and text else name
-
-
 def _is_plain_json(value: Any) -> bool:
     """True when ``value`` is already JSON every provider takes: dicts with string keys, lists,
     valid text, finite floats, integers of at most [`MAX_INTEGER_DIGITS`][] digits, bools
@@ -265,7 +256,7 @@ def _is_plain_json(value: Any) -> bool:
             if has_lone_surrogate(node):
                 return False
         elif kind is int:
-            if node.bit_length() > _MAX_INTEGER_BITS:
+            if node.bit_length() > MAX_INTEGER_BITS:
                 return False
         elif kind is float:
             if not math.isfinite(node):
@@ -345,7 +336,7 @@ def _number(value: int | float) -> int | float:
         if not math.isfinite(value):
             raise _Unencodable(f"{float.__repr__(value)} is not a JSON number")
         return float(value)
-    if int.bit_length(value) > _MAX_INTEGER_BITS:
+    if int.bit_length(value) > MAX_INTEGER_BITS:
         raise _Unencodable(f"an integer has more than {MAX_INTEGER_DIGITS} digits")
     return int(value)
 
@@ -516,95 +507,6 @@ class RejectedCall:
     """The id the answer carries: the provider's, or one made as for a [`ToolCall`][]."""
 
 
-MAX_ARGUMENT_DEPTH = 64
-"""Nesting levels a call's arguments may have; deeper ones are rejected, not processed."""
-
-
-def has_lone_surrogate(text: str) -> bool:
-    """True when ``text`` holds a UTF-16 surrogate code point on its own: valid in a JSON
-    escape (``"\\ud800"``) but not Unicode, so no UTF-8 encoder (a store, a provider's SDK, an
-    MCP transport) takes it."""
-    return not str.isascii(text) and _SURROGATE.search(text) is not None
-
-
-def argument_problem(arguments: Mapping[str, Any]) -> str | None:
-    """Why ``arguments`` are not a JSON object toolwire can carry, or None when they are.
-
-    A call's arguments come from a model (and from the text it read), so they are checked
-    before anything hashes, stores or validates them: nesting at most
-    [`MAX_ARGUMENT_DEPTH`][], string keys, finite numbers (``NaN`` and ``Infinity`` are not
-    JSON), integers of at most [`MAX_INTEGER_DIGITS`][] digits, and strings that are valid
-    Unicode (no lone surrogates). Each value is visited once.
-    """
-    if arguments.__class__ is dict:  # the common call: a few ASCII strings and small numbers,
-        for key, value in arguments.items():  # checked by exact class, before the walk
-            kind = value.__class__
-            if key.__class__ is not str or not key.isascii():
-                break
-            if kind is str:
-                if not value.isascii():
-                    break
-            elif kind is int:
-                if value.bit_length() > 64:
-                    break
-            elif kind is float:
-                if not math.isfinite(value):
-                    break
-            elif not (kind is bool or value is None):
-                break
-        else:
-            return None
-    stack: list[tuple[Any, int]] = [(arguments, 0)]
-    while stack:
-        node, depth = stack.pop()
-        kind = node.__class__
-        if kind is str or (kind is not bool and isinstance(node, str)):
-            if has_lone_surrogate(node):
-                return "a string holds a lone UTF-16 surrogate (not valid Unicode)"
-        elif kind is bool or node is None:
-            continue
-        elif isinstance(node, int):
-            if int.bit_length(node) > _MAX_INTEGER_BITS:
-                return f"an integer has more than {MAX_INTEGER_DIGITS} digits"
-        elif isinstance(node, float):
-            if not math.isfinite(node):
-                return f"{float.__repr__(node)} is not a JSON number"
-        elif isinstance(node, Mapping | list | tuple):
-            if depth >= MAX_ARGUMENT_DEPTH:
-                return f"nested deeper than {MAX_ARGUMENT_DEPTH} levels"
-            if isinstance(node, Mapping):
-                for key, value in node.items():
-                    if not isinstance(key, str):
-                        return f"an object key is not a string ({type(key).__name__})"
-                    if has_lone_surrogate(key):
-                        return "an object key holds a lone UTF-16 surrogate (not valid Unicode)"
-                    stack.append((value, depth + 1))
-            else:
-                stack.extend((value, depth + 1) for value in node)
-        else:
-            return f"a value of type {type(node).__name__} is not JSON"
-    return None
-
-
-def within_depth(value: Any, limit: int) -> bool:
-    """True when ``value`` (JSON-like) nests no deeper than ``limit`` containers."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, Mapping):
-            children: Any = node.values()
-        elif isinstance(node, (list, tuple)):
-            children = node
-        else:
-            continue
-        if depth >= limit:
-            return False
-        stack.extend(
-            (child, depth + 1) for child in children if isinstance(child, (Mapping, list, tuple))
-        )
-    return True
-
-
 def strip_nulls(arguments: dict[str, Any], paths: tuple[tuple[str, ...], ...]) -> dict[str, Any]:
     """``arguments`` without the ``None`` values found at ``paths``; containers on the way are
     copied, never mutated. Only nulls are stripped: never ``""``, ``0`` or ``False``. A ``"*"``
@@ -626,16 +528,6 @@ def strip_nulls(arguments: dict[str, Any], paths: tuple[tuple[str, ...], ...]) -
         if path:
             arguments = strip(arguments, path)
     return arguments
-
-
-_CANONICAL = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
-)
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no spaces: equal values give equal strings."""
-    return _CANONICAL.encode(value)
 
 
 def stable_call_id(

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import pydantic_core
 from pydantic_core import core_schema
 
-from toolwire.calls import has_lone_surrogate
+from toolwire._values import has_lone_surrogate
 from toolwire.errors import ConfigurationError, MissingDependency
 
 __all__ = ["Grammar", "GrammarSyntax", "grammar_from_format"]

@@ -14,7 +14,6 @@ An answer to a form is checked against the server's requested schema before it i
 
 from __future__ import annotations
 
-import contextvars
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -264,22 +263,3 @@ class InputDeferred(ToolwireError):
         super().__init__(
             "the call waits for input: " + ", ".join(repr(q.message[:80]) for q in questions)
         )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CallInFlight:
-    """What the executor tells a tool's handler about the call it runs (MCP tools only)."""
-
-    run_id: str | None
-    call_id: str
-    exposed_name: str
-    principal: Any
-    resume: Mapping[str, Any] | None = None
-    """The input the run keeps for the call: its questions, the answers and the server's
-    ``request_state``, when the call waited for input and is resumed."""
-
-
-current_call: contextvars.ContextVar[CallInFlight | None] = contextvars.ContextVar(
-    "toolwire_current_call", default=None
-)
-"""The call the executor is running in this task (set for tools that have a ``server_id``)."""

@@ -9,36 +9,43 @@ for a definition that has changed since, is void.
 
 from __future__ import annotations
 
-import asyncio
-import datetime
-import hashlib
-import json
 import logging
-import os
-import socket
 import time
-import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
-import pydantic_core
-
+from toolwire._record import (
+    HOST,
+    INPUT_WAIT,
+    InputWait,
+    answered_state,
+    awaits_input,
+    binding_for,
+    check_binding,
+    decided_for,
+    expired,
+    fingerprint,
+    held,
+    input_record,
+    input_resume,
+    input_round,
+    interrupted_answer,
+    owner_gone,
+    pending_since,
+    principal_key,
+    request_of,
+    request_record,
+    still_running_answer,
+    valid_id,
+)
+from toolwire._run import Contended, Keep, Lease, update
 from toolwire._text import blank
 from toolwire.approval import ApprovalRequest, Decision
-from toolwire.calls import (
-    ToolCall,
-    ToolResult,
-    canonical_json,
-    has_lone_surrogate,
-    stable_call_id,
-    strip_nulls,
-)
-from toolwire.errors import ConfigurationError, RunBindingConflict, ToolwireError
-from toolwire.inputs import InputAnswer, InputDeferred, InputRequest, checked_answer
+from toolwire.calls import principal_json
+from toolwire.errors import ConfigurationError, ToolwireError
+from toolwire.inputs import InputAnswer, InputRequest, checked_answer
 from toolwire.store import CallRecord, CallState, DamagedRecord, RunStore
-from toolwire.store._base import pending_since
 from toolwire.tool import Tool
 
 __all__ = [
@@ -76,39 +83,8 @@ __all__ = [
 
 _log = logging.getLogger("toolwire")
 
-SWAP_ATTEMPTS = 8
-"""Compare-and-swap retries before a store write gives up (each retry means another worker
-wrote the same call in between; more than a few is a store out of order)."""
-
 
 # -- what identifies calls, principals and runs ------------------------------------------------
-
-
-def fingerprint(call: ToolCall) -> str:
-    """The call's tool and arguments, hashed (stripped nulls don't count)."""
-    arguments = strip_nulls(call.arguments, call.null_paths) if call.null_paths else call.arguments
-    return stable_call_id(call.exposed_name, arguments, 0)
-
-
-def principal_json(value: Any) -> Any:
-    """``value`` as JSON values (what a store keeps of a principal or of arguments): pydantic's
-    JSON mode, sets as sorted lists (the same in every process), anything else by its
-    ``str()``.
-
-    Raises:
-        ConfigurationError: for a value that cannot be kept (NaN or infinity, too deep, an
-            object whose ``str()`` fails).
-    """
-    try:
-        jsonable = pydantic_core.to_jsonable_python(_sets_sorted(value, 0), fallback=str)
-        json.dumps(jsonable, allow_nan=False)  # what every store can write and read back
-    except (ValueError, TypeError, RecursionError, pydantic_core.PydanticSerializationError) as exc:
-        raise ConfigurationError(f"a value the run keeps is not JSON: {_short(exc)}") from None
-    except Exception as exc:  # e.g. a str() that raises
-        raise ConfigurationError(
-            f"a value the run keeps cannot be written: {_short(exc)}"
-        ) from None
-    return jsonable
 
 
 def identity_json(who: Any) -> Any | None:
@@ -147,218 +123,7 @@ def _names_someone(value: Any) -> bool:
     return False
 
 
-_MAX_DEPTH = 100
-
-
-def _sets_sorted(value: Any, depth: int) -> Any:
-    """``value`` with every set made a list in a stable order (a set's own order depends on
-    the process's string hashing)."""
-    if depth > _MAX_DEPTH:
-        raise ValueError(f"nested more than {_MAX_DEPTH} levels")
-    kind = value.__class__
-    if kind in (str, int, float, bool) or value is None:
-        return value
-    if isinstance(value, set | frozenset):
-        items = [_sets_sorted(item, depth + 1) for item in value]
-        return sorted(items, key=lambda item: canonical_json(item))
-    if isinstance(value, Mapping):
-        return {key: _sets_sorted(item, depth + 1) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_sets_sorted(item, depth + 1) for item in value]
-    return value
-
-
-def _short(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) <= 300 else text[:297] + "..."
-
-
-def principal_key(principal: Any) -> str:
-    """A short key for a principal: equal JSON forms give equal keys."""
-    if principal is None:
-        return _NO_PRINCIPAL
-    encoded = canonical_json(principal_json(principal))
-    return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-_NO_PRINCIPAL = hashlib.sha256(b"null").hexdigest()[:32]
-
-
-def binding_for(principal: Any, calls: Iterable[tuple[str, str]]) -> str:
-    """What a run is for: its principal's key and its calls' ``(id, fingerprint)`` pairs."""
-    listed = canonical_json(sorted(calls))
-    digest = hashlib.sha256(listed.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return canonical_json({"principal": principal_key(principal), "calls": digest})
-
-
-def check_binding(run_id: str, stored: str | None, wanted: str) -> None:
-    """Raise when a run is resumed for another principal or another model response.
-
-    Raises:
-        RunBindingConflict: saying which.
-    """
-    if stored is None or stored == wanted:
-        return
-    try:
-        before = pydantic_core.from_json(stored)
-        now = pydantic_core.from_json(wanted)
-        other_principal = before.get("principal") != now.get("principal")
-    except (ValueError, AttributeError):
-        other_principal = False
-    if other_principal:
-        raise RunBindingConflict(
-            f"run {run_id!r} belongs to another principal; a run is resumed only by the "
-            "principal it was started for"
-        )
-    raise RunBindingConflict(
-        f"run id {run_id!r} already used for another model response (other calls); choose "
-        "a new run id per model response"
-    )
-
-
-def valid_id(value: Any) -> bool:
-    """A run or call id a store can keep: a string of valid Unicode text without NUL."""
-    return isinstance(value, str) and "\x00" not in value and not has_lone_surrogate(value)
-
-
 # -- the request a waiting call keeps ---------------------------------------------------------
-
-
-def request_record(
-    request: ApprovalRequest, call: ToolCall, *, seen: CallRecord | None = None
-) -> CallRecord:
-    """The ``pending`` record of a call waiting for a decision, keeping ``request`` (whose
-    arguments are already what the run may keep), and the input the call was given when it
-    waited for input before (``seen``: resumed, it continues the server's call)."""
-    tool = call.tool
-    kept = {
-        **request.to_dict(),
-        "principal_key": principal_key(request.principal),
-        "input_schema": principal_json(tool.input_schema),
-    }
-    waited = _input_wait(seen) if seen is not None else None
-    if waited is not None:
-        kept[_INPUT_WAIT] = waited
-    return CallRecord(
-        call_id=request.call_id,
-        tool=request.exposed_name,
-        fingerprint=fingerprint(call),
-        state="pending",
-        tool_id=tool.qualified_name,
-        definition=tool.definition_hash,
-        request=kept,
-    )
-
-
-# -- a call waiting for input ------------------------------------------------------------------
-
-_INPUT_WAIT = "input_wait"
-"""Where a record's request keeps what a call waiting for input was asked: ``questions`` (each
-an ``InputRequest.to_dict()``), ``answers`` by key (action, content, by, at), the server's
-``state`` (its ``request_state``), the ``protocol`` revision, the ``server`` and ``tool`` the
-call went to, a digest of the arguments it was ``sent`` with, the ``round`` (an id of this
-pause) and how many times the call has been ``asked``."""
-
-
-def _input_wait(record: CallRecord | None) -> dict[str, Any] | None:
-    kept = (record.request or {}).get(_INPUT_WAIT) if record is not None else None
-    return kept if isinstance(kept, dict) else None
-
-
-def _asked(wait: Mapping[str, Any]) -> int:
-    """How many times the call has waited for input, this time included."""
-    asked = wait.get("asked")
-    return asked if isinstance(asked, int) else 1
-
-
-def _questions(wait: Mapping[str, Any]) -> list[InputRequest]:
-    listed = wait.get("questions")
-    return [InputRequest.from_dict(q) for q in listed] if isinstance(listed, list) else []
-
-
-def _answers(wait: Mapping[str, Any]) -> dict[str, Any]:
-    answers = wait.get("answers")
-    return dict(answers) if isinstance(answers, Mapping) else {}
-
-
-def awaits_input(record: CallRecord) -> bool:
-    """True for a call that waits for an answer to a question its server asked."""
-    wait = _input_wait(record)
-    if wait is None or record.result is not None:
-        return False
-    answers = _answers(wait)
-    return any(q.key not in answers for q in _questions(wait))
-
-
-def input_resume(record: CallRecord | None) -> dict[str, Any] | None:
-    """What resuming a call that waited for input sends its server (the questions, every
-    answer, the server's state), once every question is answered; None otherwise."""
-    wait = _input_wait(record)
-    if record is None or wait is None or awaits_input(record):
-        return None
-    return wait
-
-
-def input_round(record: CallRecord) -> str | None:
-    """The round of the questions a call waiting for input was asked (see ``respond``)."""
-    wait = _input_wait(record)
-    return wait.get("round") if wait is not None else None
-
-
-def input_record(base: CallRecord, request: ApprovalRequest, waiting: InputDeferred) -> CallRecord:
-    """``base`` (the call's claim, or a new record of it) waiting for input: ``pending``,
-    keeping ``request`` and the server's round (its questions, the answers given at once, its
-    state)."""
-    now = time.time()
-    answers = {
-        key: {**answer.to_dict(), "by": "elicitor", "at": now}
-        for key, answer in waiting.answered.items()
-    }
-    earlier = _input_wait(base)  # the call waited before: this is its server's next round
-    asked = earlier.get("asked", 1) if earlier is not None else 0
-    kept = {
-        **request.to_dict(),
-        "principal_key": principal_key(request.principal),
-        _INPUT_WAIT: {
-            "questions": [q.to_dict() for q in waiting.questions],
-            "answers": answers,
-            "state": waiting.state,
-            "protocol": waiting.protocol,
-            "server": request.server,  # the call the state belongs to, checked on resume
-            "tool": request.tool_name,
-            "sent": waiting.sent,
-            "round": uuid.uuid4().hex[:16],
-            "asked": (asked if isinstance(asked, int) else 1) + 1,
-        },
-    }
-    return base.with_(state="pending", request=principal_json(kept), lease_until=None, result=None)
-
-
-def decided_for(record: CallRecord, tool: Tool) -> bool:
-    """True when ``record``'s decision was made for ``tool`` as it is defined now."""
-    return record.tool_id == tool.qualified_name and record.definition == tool.definition_hash
-
-
-def request_of(run_id: str, record: CallRecord) -> ApprovalRequest:
-    """The request a ``pending`` record keeps, as an [`ApprovalRequest`][] (no ``Tool``);
-    for a call waiting for input, with the questions still unanswered."""
-    kept = dict(record.request or {})
-    kept.update(run_id=run_id, call_id=record.call_id)
-    kept.setdefault("exposed_name", record.tool)
-    wait = _input_wait(record)
-    if wait is not None:
-        answers = _answers(wait)
-        shown_round = wait.get("round")
-        kept["input"] = [
-            {**q.to_dict(), "round": shown_round} for q in _questions(wait) if q.key not in answers
-        ]
-    return ApprovalRequest.from_dict(kept)
-
-
-def expired(record: CallRecord, now: float | None = None) -> bool:
-    """True for a request whose ``expires_at`` has passed."""
-    expires = (record.request or {}).get("expires_at")
-    return isinstance(expires, int | float) and (now or time.time()) >= expires
 
 
 # -- operations ------------------------------------------------------------------------------
@@ -394,10 +159,11 @@ async def decide(
     if decision.arguments is not None and not isinstance(decision.arguments, Mapping):
         raise ConfigurationError("edited arguments are an object (a mapping)")
     state: CallState = "approved" if decision.allowed else "denied"
-    checked = False
     by = principal_json(by)
-    for _ in range(SWAP_ATTEMPTS):
-        record = await store.get(run_id, call_id)
+    checked = False
+
+    def decided(record: CallRecord | None) -> CallRecord | Keep[None]:
+        nonlocal checked
         if (
             record is None
             or record.result is not None
@@ -414,7 +180,7 @@ async def decide(
         earlier = record.decision
         if earlier is not None and not _tightens(earlier, decision):
             if earlier == decision:
-                return  # said again
+                return Keep(None)  # said again
             raise ToolwireError(
                 f"run {run_id!r}: call {call_id!r} is already decided ({earlier.kind}); a "
                 "decision is final, and may only be tightened (an allow to a deny or halt)"
@@ -422,12 +188,12 @@ async def decide(
         if decision.arguments is not None and not checked:
             _check_edited(record, decision.arguments)
             checked = True
-        changed = record.with_(
-            state=state, decision=decision, decided_by=by, decided_at=time.time()
-        )
-        if await store.swap(run_id, record, changed) is not None:
-            return
-    raise ToolwireError(f"run {run_id!r}: call {call_id!r} kept changing; decide again")
+        return record.with_(state=state, decision=decision, decided_by=by, decided_at=time.time())
+
+    try:
+        await update(store, run_id, call_id, decided)
+    except Contended as exc:
+        raise ToolwireError(f"{exc}; decide again") from None
 
 
 def _tightens(earlier: Decision, later: Decision) -> bool:
@@ -436,7 +202,8 @@ def _tightens(earlier: Decision, later: Decision) -> bool:
 
 
 def _check_edited(record: CallRecord, arguments: Mapping[str, Any]) -> None:
-    schema = (record.request or {}).get("input_schema")
+    kept = record.kept
+    schema = kept.input_schema if kept is not None else None
     if not isinstance(schema, Mapping):
         raise ToolwireError(
             f"call {record.call_id!r}: its request keeps no schema to check edited arguments "
@@ -488,56 +255,58 @@ async def respond(
     if round is not None and not isinstance(round, str):
         raise ConfigurationError("a round is a string")
     by = principal_json(by)
-    for _ in range(SWAP_ATTEMPTS):
-        record = await store.get(run_id, call_id)
-        wait = _input_wait(record)
+
+    def answered(record: CallRecord | None) -> CallRecord | Keep[None]:
+        wait = record.input_wait if record is not None else None
         if (
             record is None
             or wait is None
             or record.result is not None
-            or record.state
-            not in (
-                "pending",
-                "approved",
-            )
+            or record.state not in ("pending", "approved")
         ):
             raise ToolwireError(f"run {run_id!r} has no call {call_id!r} waiting for input")
         if expired(record):
             raise ToolwireError(f"run {run_id!r}: the input request of call {call_id!r} expired")
-        if round is not None and wait.get("round") != round:
-            raise ToolwireError(
-                f"run {run_id!r}: call {call_id!r} no longer waits on round {round!r} (its "
-                "server asked again since); answer what it asks now"
-            )
-        if round is None and _asked(wait) > 1:
-            # An answer without a round may be a retry of the answer to an earlier round.
-            raise ConfigurationError(
-                f"run {run_id!r}: the server of call {call_id!r} asked again after an earlier "
-                f"answer; say which round this answers with round={wait.get('round')!r} (the "
-                "round of the questions shown)"
-            )
-        questions = _questions(wait)
-        answers = _answers(wait)
-        question = _question(run_id, call_id, questions, answers, key)
+        _check_round(run_id, call_id, wait, round)
+        question = _question(run_id, call_id, wait, key)
         checked = checked_answer(
             question, answer, label=f"the answer to {record.tool}'s question {question.key!r}"
         )
-        earlier = answers.get(question.key)
+        earlier = wait.answers.get(question.key)
         if earlier is not None:
             if _same_answer(earlier, checked):
-                return  # said again
+                return Keep(None)  # said again
             raise ToolwireError(
                 f"run {run_id!r}: the question {question.key!r} of call {call_id!r} is already "
                 "answered; an answer is final"
             )
-        answers[question.key] = principal_json({**checked.to_dict(), "by": by, "at": time.time()})
-        every = all(q.key in answers for q in questions)
-        request = {**(record.request or {}), _INPUT_WAIT: {**wait, "answers": answers}}
+        given = principal_json({**checked.to_dict(), "by": by, "at": time.time()})
+        kept = wait.with_answer(question.key, given)
+        every = all(q.key in kept["answers"] for q in wait.questions)
+        request = {**(record.request or {}), INPUT_WAIT: kept}
         # Every question answered, the call leaves the waiting list: it runs on the next resume.
-        changed = record.with_(state="approved" if every else "pending", request=request)
-        if await store.swap(run_id, record, changed) is not None:
-            return
-    raise ToolwireError(f"run {run_id!r}: call {call_id!r} kept changing; answer again")
+        return record.with_(state="approved" if every else "pending", request=request)
+
+    try:
+        await update(store, run_id, call_id, answered)
+    except Contended as exc:
+        raise ToolwireError(f"{exc}; answer again") from None
+
+
+def _check_round(run_id: str, call_id: str, wait: InputWait, round: str | None) -> None:
+    """Refuse an answer to another round than the one the call waits on now."""
+    if round is not None and wait.round != round:
+        raise ToolwireError(
+            f"run {run_id!r}: call {call_id!r} no longer waits on round {round!r} (its "
+            "server asked again since); answer what it asks now"
+        )
+    if round is None and wait.asked > 1:
+        # An answer without a round may be a retry of the answer to an earlier round.
+        raise ConfigurationError(
+            f"run {run_id!r}: the server of call {call_id!r} asked again after an earlier "
+            f"answer; say which round this answers with round={wait.round!r} (the "
+            "round of the questions shown)"
+        )
 
 
 def _same_answer(kept: Mapping[str, Any], answer: InputAnswer) -> bool:
@@ -546,13 +315,8 @@ def _same_answer(kept: Mapping[str, Any], answer: InputAnswer) -> bool:
     )
 
 
-def _question(
-    run_id: str,
-    call_id: str,
-    questions: list[InputRequest],
-    answers: Mapping[str, Any],
-    key: str | None,
-) -> InputRequest:
+def _question(run_id: str, call_id: str, wait: InputWait, key: str | None) -> InputRequest:
+    questions = wait.questions
     if key is not None:
         for question in questions:
             if question.key == key:
@@ -561,7 +325,7 @@ def _question(
             f"run {run_id!r}: call {call_id!r} has no question {key!r} (its questions: "
             f"{', '.join(repr(q.key) for q in questions)})"
         )
-    still = [q for q in questions if q.key not in answers]
+    still = wait.unanswered
     if len(still) == 1:
         return still[0]
     if not still and len(questions) == 1:
@@ -663,7 +427,7 @@ class CallTrail:
 
 
 def trail_of(record: CallRecord) -> CallTrail:
-    request = record.request
+    kept = record.kept
     decision = record.decision
     result = record.result
     finished_at = record.finished_at
@@ -672,12 +436,8 @@ def trail_of(record: CallRecord) -> CallTrail:
         exposed_name=record.tool,
         state=record.state,
         requested=(
-            {
-                "at": request.get("requested_at"),
-                "reason": request.get("reason"),
-                "expires_at": request.get("expires_at"),
-            }
-            if request is not None
+            {"at": kept.requested_at, "reason": kept.reason, "expires_at": kept.expires_at}
+            if kept is not None
             else None
         ),
         decided=(
@@ -720,156 +480,11 @@ async def history(store: RunStore, run_id: str) -> list[CallTrail]:
 
     def first_seen(record: CallRecord) -> float:
         since = pending_since(record)
-        request = record.request or {}
-        at = request.get("requested_at") if since is None else since[0]
+        kept = record.kept
+        at = (kept.requested_at if kept is not None else None) if since is None else since[0]
         for value in (at, record.started_at, record.finished_at):
             if isinstance(value, int | float):
                 return float(value)
         return float("inf")
 
     return [trail_of(record) for record in sorted(records, key=first_seen)]
-
-
-# -- leases ----------------------------------------------------------------------------------------
-
-
-class Lease:
-    """Keeps a running call's claim alive: renews its ``lease_until`` every third of the lease
-    while the call runs (``async with``), so other workers know its worker is alive.
-
-    ``held`` is the claim as last written (each renewal bumps its version). On asyncio a timer
-    of the event loop starts each renewal: a call that ends before the first renewal costs a
-    timer, not a task (an anyio task group with a cancelled child costs about 100 µs, more
-    than the rest of a call); other event loops get a task group.
-    """
-
-    def __init__(self, store: RunStore, run_id: str, claim: CallRecord, seconds: float) -> None:
-        self.store = store
-        self.run_id = run_id
-        self.held = claim
-        self.seconds = seconds
-        self._stopped = False
-        self._timer: Any = None
-        self._renewal: Any = None  # the asyncio task of a renewal under way
-        self._group: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    async def __aenter__(self) -> Lease:
-        try:
-            self._loop = asyncio.get_running_loop()
-        except RuntimeError:  # not asyncio (trio)
-            self._loop = None
-        if self._loop is not None:
-            self._timer = self._loop.call_later(self.seconds / 3, self._start_renewal)
-        else:
-            self._group = anyio.create_task_group()
-            await self._group.__aenter__()
-            self._group.start_soon(self._renew_forever)
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        self._stopped = True
-        if self._group is not None:
-            self._group.cancel_scope.cancel()
-            await self._group.__aexit__(*exc_info)
-            return
-        self._timer.cancel()
-        if self._renewal is not None and not self._renewal.done():
-            with anyio.CancelScope(shield=True):
-                await self._renewal  # its write lands before the answer's
-
-    def _start_renewal(self) -> None:
-        if not self._stopped and self._loop is not None:
-            self._renewal = self._loop.create_task(self._renew_then_rearm())
-
-    async def _renew_then_rearm(self) -> None:
-        if await self._renew_once() and not self._stopped and self._loop is not None:
-            self._timer = self._loop.call_later(self.seconds / 3, self._start_renewal)
-
-    async def _renew_forever(self) -> None:
-        while await self._renew_once():
-            await anyio.sleep(self.seconds / 3)
-
-    async def _renew_once(self) -> bool:
-        """Renew now; False once the claim is no longer this worker's."""
-        current = self.held
-        try:
-            renewed = await self.store.swap(
-                self.run_id, current, current.with_(lease_until=time.time() + self.seconds)
-            )
-        except Exception:  # the store is away: the next renewal may reach it
-            _log.warning("renewing the lease of %s failed", current.call_id, exc_info=True)
-            return True
-        if renewed is None:
-            return False  # taken over after a lapse
-        self.held = renewed
-        return True
-
-
-# -- reading a call's record ----------------------------------------------------------------------
-
-HOST = socket.gethostname()
-
-
-def held(record: CallRecord) -> bool:
-    """True while a running call's claim is held: its lease not run out, its owner not a
-    process of this machine known to be gone."""
-    lease = record.lease_until
-    return lease is not None and lease > time.time() and not owner_gone(record.owner)
-
-
-def _when(at: float | None) -> str:
-    if at is None:
-        return "at an unknown time"
-    return datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("at %Y-%m-%d %H:%M:%S UTC")
-
-
-def interrupted_answer(record: CallRecord) -> ToolResult:
-    """The answer to a call whose worker stopped while running it, saying what is known."""
-    owner = record.owner or "an unknown worker"
-    started = _when(record.started_at)
-    if owner_gone(record.owner):
-        what = f"by worker {owner} {started}, whose process has stopped"
-    elif record.lease_until is not None:
-        ago = max(0.0, time.time() - record.lease_until)
-        what = (
-            f"by worker {owner} {started}; its lease ran out {ago:.0f} s ago without an "
-            "answer (the worker stopped, or lost the store)"
-        )
-    else:
-        what = f"by worker {owner} {started} and never finished (its worker stopped)"
-    return ToolResult.error(
-        "interrupted",
-        f"The call was started {what}; it is not run again, so whether it took effect is unknown.",
-    )
-
-
-def still_running_answer(record: CallRecord) -> ToolResult:
-    """The answer to a call another live worker is still running when the wait ends."""
-    return ToolResult.error(
-        "unavailable",
-        f"The call is still running in worker {record.owner} (started "
-        f"{_when(record.started_at)[3:]}); its answer will be kept in the run: resume it later.",
-    )
-
-
-def owner_gone(owner: str | None) -> bool:
-    """True when a claim's owner is known to be dead: a process of this machine that no longer
-    exists (worker ids are ``host:pid:token``). Other machines' workers can't be checked."""
-    host, _, rest = (owner or "").partition(":")
-    pid = rest.partition(":")[0]
-    if host != HOST or not pid.isdigit() or os.name != "posix":
-        return False  # (on Windows, os.kill would end the process, not probe it)
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # e.g. another user's process: it exists
-        return False
-    return False
-
-
-def answered_state(result: ToolResult) -> CallState:
-    if result.error_kind in ("denied", "approval_denied"):
-        return "denied"
-    return "failed" if result.is_error else "completed"

@@ -22,7 +22,7 @@ import jsonschema_rs
 
 from toolwire._function_schema import FunctionSchema, function_schema, json_path
 from toolwire._text import clean_description
-from toolwire.calls import argument_problem, canonical_json
+from toolwire._values import argument_problem, canonical_json
 from toolwire.errors import (
     ConfigurationError,
     InvalidArguments,

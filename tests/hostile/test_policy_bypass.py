@@ -329,8 +329,13 @@ def test_toolwire_call_asks_for_a_python_tool_annotated_destructive(tmp_path: Pa
     assert json.loads(denied.stdout)["error_kind"] == "approval_denied"
     approved = cli(*args, "--yes")
     assert approved.returncode == 0, approved.stderr
+    # No annotations: nothing promises it is harmless, so it is asked about too (as a
+    # server's tool would be), and runs once approved.
     mine = cli("call", str(source), "hello", "--args", '{"name": "a"}', "--json")
-    assert mine.returncode == 0, mine.stderr  # no annotations: the developer's own code
+    assert mine.returncode == 1, mine.stderr
+    assert json.loads(mine.stdout)["error_kind"] == "approval_denied"
+    mine = cli("call", str(source), "hello", "--args", '{"name": "a"}', "--json", "--yes")
+    assert mine.returncode == 0, mine.stderr
 
 
 def test_toolwire_call_asks_for_a_server_tool_whose_annotations_contradict(

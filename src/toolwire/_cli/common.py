@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from toolwire import _text
+from toolwire import _jsonfile, _text
 from toolwire.errors import ConfigurationError
 
 __all__ = [
@@ -42,14 +42,18 @@ def print_json(value: Any) -> None:
 
 
 def arguments_option(text: str, what: str = "--args") -> dict[str, Any]:
-    """``--args`` (or ``what``): a JSON object.
+    """``--args`` (or ``what``): a JSON object, each key given once (which of a repeated
+    key's values a reader takes is a guess: an approver reads the first, ``json`` keeps the
+    last).
 
     Raises:
-        ConfigurationError: for anything else.
+        ConfigurationError: for anything else, naming a repeated key.
     """
     try:
-        arguments = json.loads(text)
-    except json.JSONDecodeError as exc:
+        arguments = _jsonfile.loads(text)
+    except _jsonfile.RepeatedKey as exc:
+        raise ConfigurationError(f"{what}: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the stack
         raise ConfigurationError(f"{what} is not valid JSON: {exc}") from None
     if not isinstance(arguments, dict):
         raise ConfigurationError(f"{what} must be a JSON object")
@@ -57,12 +61,18 @@ def arguments_option(text: str, what: str = "--args") -> dict[str, Any]:
 
 
 def principal_option(text: str | None) -> Any:
-    """A principal given on the command line: JSON, or else the text itself."""
+    """A principal given on the command line: JSON, or else the text itself.
+
+    Raises:
+        ConfigurationError: JSON giving a key twice (who it names would be a guess).
+    """
     if text is None:
         return None
     try:
-        return json.loads(text)
-    except ValueError:
+        return _jsonfile.loads(text)
+    except _jsonfile.RepeatedKey as exc:
+        raise ConfigurationError(f"--principal: {exc}") from None
+    except (ValueError, RecursionError):  # RecursionError: nested past the stack
         return text
 
 

@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import inspect
 import json
+import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -122,7 +123,7 @@ def build(
         async def endpoint(request: Request) -> Response:
             try:
                 identity = await console.identity(request)
-                return JSONResponse(await handler(console, request, identity))
+                return _JSONResponse(await handler(console, request, identity))
             except StoreUnavailable as exc:
                 problem = _unavailable(exc)
                 return JSONResponse(problem.to_dict(), status_code=problem.status)
@@ -144,6 +145,27 @@ def build(
         Route("/static/inbox.js", _static("text/javascript", _html.SCRIPT)),
     ]
     return _Secured(Starlette(routes=routes))
+
+
+class _JSONResponse(JSONResponse):
+    """Strict JSON: a number JSON cannot hold (NaN or an infinity, which a record edited in
+    the store can claim for a time) is written as null rather than failing the answer."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except ValueError:  # out-of-range floats
+            return super().render(_finite(content))
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _unavailable(exc: StoreUnavailable) -> Problem:

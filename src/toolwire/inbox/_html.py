@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import html
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -106,11 +107,22 @@ class _Read:
         )
 
 
+def _moment(at: Any) -> float | None:
+    """A stored time that is one: a finite number of seconds (a record may claim anything)."""
+    if isinstance(at, int | float) and not isinstance(at, bool) and math.isfinite(at):
+        return float(at)
+    return None
+
+
 def _when(at: Any) -> str:
-    if not isinstance(at, int | float):
+    moment = _moment(at)
+    if moment is None:
         return "-"
-    moment = datetime.datetime.fromtimestamp(at, datetime.UTC)
-    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        shown = datetime.datetime.fromtimestamp(moment, datetime.UTC)
+    except (OverflowError, OSError, ValueError):  # no date: before year 1 or after 9999
+        return "-"
+    return shown.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _span(seconds: float) -> str:
@@ -125,13 +137,17 @@ def _span(seconds: float) -> str:
 
 
 def _age(at: Any, now: float) -> str:
-    return f"{_span(now - at)} ago" if isinstance(at, int | float) else "-"
+    moment = _moment(at)
+    return f"{_span(now - moment)} ago" if moment is not None else "-"
 
 
 def _expiry(at: Any, now: float) -> str:
-    if not isinstance(at, int | float):
+    if at is None:
         return "never"
-    return f"in {_span(at - now)}" if at > now else "expired"
+    moment = _moment(at)
+    if moment is None:  # a time that is no time: not "never", which would read as safe
+        return "-"
+    return f"in {_span(moment - now)}" if moment > now else "expired"
 
 
 def _tool_label(request: ApprovalRequest, read: _Read) -> str:

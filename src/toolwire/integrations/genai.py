@@ -35,7 +35,13 @@ from pydantic_core import core_schema
 
 from toolwire.approval import ApprovalPending, DeferredApproval
 from toolwire.calls import ToolCall, argument_problem
-from toolwire.errors import ConfigurationError, MalformedResponse, MissingDependency, ToolwireError
+from toolwire.errors import (
+    ConfigurationError,
+    MalformedResponse,
+    MissingDependency,
+    ToolNotFound,
+    ToolwireError,
+)
 from toolwire.executor import Executor, make_call
 from toolwire.providers import gemini, gemini_interactions
 from toolwire.schema.gemini import inline_gemini_defs
@@ -279,7 +285,8 @@ def afc_callable(
     signature either: each call passes it the call's context, with ``deps``.
 
     Raises:
-        ConfigurationError: when the executor's approver is deferred: AFC cannot pause.
+        ConfigurationError: when the executor's approver is deferred (AFC cannot pause), or
+            its toolset does not hold ``tool`` under the name it is declared by.
     """
     if executor is None:
         executor = Executor([tool])
@@ -288,7 +295,16 @@ def afc_callable(
             "automatic function calling cannot pause for approval; use an immediate approver "
             "(AutoApprove, CallbackApproval) or run_function_calls"
         )
-    name = exposed_name or executor.toolset.exposed_name(tool)
+    try:
+        name = exposed_name or executor.toolset.exposed_name(tool)
+    except ToolNotFound:  # the executor does not hold the tool at all
+        name = tool.name
+    if executor.toolset.get(name) is not tool:
+        # Declared from ``tool`` and run by the executor under its name: they must be one.
+        raise ConfigurationError(
+            f"afc_callable: the executor's toolset has no tool {name!r} that is this tool; "
+            "build the executor over the tools you declare"
+        )
     declaration = gemini.function_declarations(ToolSet([tool]))[0]
     # genai builds each parameter's schema alone: references must be inlined.
     schema = inline_gemini_defs(declaration["parametersJsonSchema"])

@@ -20,12 +20,14 @@ Approval of a call the policy asks about:
    session, returned as an ``InputRequiredResult`` on a 2026-07-28 session (its
    ``requestState`` is sealed by the SDK's ``RequestStateBoundary``). The client's answer is
    recorded in the run as decided ``by="mcp-client"``, and the call runs.
-4. Otherwise (or when the client dismisses the form) the call is answered with an error that
-   says it waits, with its run id and call id: decide it with ``toolwire.decide`` (or
-   ``toolwire decide`` / the inbox) on the same store, and call the tool again with the same
-   arguments to run it. With a [`MemoryStore`][toolwire.store.MemoryStore] (the default) no
-   other process can reach the run: the answer says so, and names only the form (if the
-   client answers forms) or a shared store.
+4. Otherwise (or when the client dismisses the form, or the call's arguments are too long
+   for a form to show them whole: a form never shows a cut call) the call is answered with
+   an error that says it waits, with its run id and call id: decide it with
+   ``toolwire.decide`` (or ``toolwire decide`` / the inbox) on the same store, and call the
+   tool again with the same arguments to run it. With a
+   [`MemoryStore`][toolwire.store.MemoryStore] (the default) no other process can reach the
+   run (nor with a SQLite ``:memory:`` database): the answer says so, and names only the form
+   (if the client answers forms) or a shared store.
 
 ``tools/list`` leaves out the tools the policy denies outright for the principal (as
 ``toolwire.tools(policy=)`` does), and a call to one of them is answered as an unknown tool.
@@ -364,29 +366,34 @@ class Gateway:
     ) -> types.CallToolResult:
         """The answer to a call left waiting for a decision: only ways to decide it that can
         work (a store in this process's memory is out of reach of ``toolwire decide``)."""
-        why = f" ({request.reason})" if request.reason else ""
+        why = f" ({visible(request.reason)})" if request.reason else ""
         text = (
             f"The call {request.exposed_name} waits for approval{why}. "
             f"Run id: {request.run_id}; call id: {request.call_id}. "
         )
-        if not isinstance(self.store, MemoryStore):
+        if not in_process(self.store):
             text += (
                 f"Decide it with toolwire.decide({request.run_id!r}, {request.call_id!r}, "
                 "toolwire.allow() or toolwire.deny(...), store=...) or "
                 f"`toolwire decide {request.run_id} {request.call_id} allow --store URL` "
                 "(the inbox), then make the same call again with the same arguments."
             )
-        elif self._can_elicit(ctx):
+        elif self._can_elicit(ctx) and _fits_a_form(request):
             text += (
                 "It is kept in the gateway's memory (no shared run store), which `toolwire "
                 "decide` and the inbox cannot reach: make the same call again with the same "
                 "arguments and approve it in the form this client is asked."
             )
         else:
-            who = "this client does not answer" if self.elicit else "the gateway asks no client"
+            if not self.elicit:
+                who = "the gateway asks no client approval forms (elicitation)"
+            elif not self._can_elicit(ctx):
+                who = "this client does not answer approval forms (elicitation)"
+            else:
+                who = "its arguments are too long for an approval form to show them whole"
             text += (
                 "It is kept in the gateway's memory (no shared run store), which `toolwire "
-                f"decide` and the inbox cannot reach, and {who} approval forms (elicitation), "
+                f"decide` and the inbox cannot reach, and {who}, "
                 "so it cannot be approved from outside the gateway's process. A gateway served "
                 "with a shared run store (`--store sqlite:///runs.db`, or `store=`) lets such "
                 "calls be decided from outside it."
@@ -404,7 +411,7 @@ class Gateway:
     ) -> Decision | types.InputRequiredResult | None:
         """The client's decision by its elicitation form, an ``InputRequiredResult`` carrying
         the form (2026-07-28 sessions), or None when it cannot or will not decide."""
-        if not self._can_elicit(ctx):
+        if not self._can_elicit(ctx) or not _fits_a_form(request):
             return None
         message = _form_message(request)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -454,6 +461,17 @@ class Gateway:
         return True
 
 
+def in_process(store: RunStore) -> bool:
+    """Whether ``store`` lives in this process's memory, out of reach of every other process
+    (``toolwire decide``, the inbox): a [`MemoryStore`][toolwire.store.MemoryStore], or a
+    SQLite database named ``:memory:`` (``sqlite:///:memory:``)."""
+    if isinstance(store, MemoryStore):
+        return True
+    from toolwire.store import SQLiteStore
+
+    return isinstance(store, SQLiteStore) and str(store.path) == ":memory:"
+
+
 def run_base(name: str, arguments: Mapping[str, Any], *, principal: Any = None) -> str:
     """The id of the first run a call of ``name`` with ``arguments`` needing approval is kept
     in (later generations add ``.2``, ``.3``...): the same for every connection and process."""
@@ -472,13 +490,24 @@ def _decision_of(answer: types.ElicitResult) -> Decision | None:
     return None
 
 
+_FORM_ARGUMENTS = 2000
+"""Most characters of arguments (as shown, escapes included) an approval form shows."""
+
+
+def _fits_a_form(request: ApprovalRequest) -> bool:
+    """Whether an approval form can show the call's arguments whole. A form never shows them
+    cut: two calls alike up to the cut would look the same, and an approval approves the
+    whole. Longer ones are decided where they are shown whole (``toolwire pending``, the
+    inbox)."""
+    return len(visible_json(dict(request.arguments))) <= _FORM_ARGUMENTS
+
+
 def _form_message(request: ApprovalRequest) -> str:
-    """What the client's approval form says: the call, its arguments and the policy's reason,
-    hidden characters shown as escapes, with a warning first when some were."""
+    """What the client's approval form says: the call, its arguments (whole: see
+    [`_fits_a_form`][]) and the policy's reason, hidden characters shown as escapes, with a
+    warning first when some were."""
     arguments = dict(request.arguments)
     shown = visible_json(arguments)
-    if len(shown) > 2000:  # cut once escaped: never half a hidden character
-        shown = shown[:1997] + "..."
     why = f" ({visible(request.reason)})" if request.reason else ""
     message = f"Allow the call {visible(request.exposed_name)} {shown}?{why}"
     hiding = [

@@ -25,8 +25,9 @@ import pydantic
 
 from toolwire._limits import acquire
 from toolwire.calls import ToolResult
+from toolwire.context import current_call
 from toolwire.errors import ConfigurationError, MissingDependency
-from toolwire.inputs import Elicitor, InputDeferred, current_call
+from toolwire.inputs import Elicitor, InputDeferred
 from toolwire.mcp._accept import accept
 from toolwire.mcp._content import result_from_mcp
 from toolwire.mcp._input import InFlight, InputRefused, call_with_input, legacy_callback

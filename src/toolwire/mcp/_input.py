@@ -29,9 +29,9 @@ from typing import Any
 import anyio
 
 from toolwire.calls import canonical_json
+from toolwire.context import CallContext
 from toolwire.errors import ToolwireError
 from toolwire.inputs import (
-    CallInFlight,
     Elicitor,
     InputAnswer,
     InputDeferred,
@@ -69,7 +69,7 @@ class InFlight:
 
     tool: str
     arguments: Mapping[str, Any]
-    call: CallInFlight | None
+    call: CallContext | None
     progress: Any
     problem: str | None = None
     """Why the call's answer is replaced by an error (a question that could not be answered

@@ -16,11 +16,11 @@ import anyio
 from toolwire._net import is_loopback
 from toolwire.approval import ApprovalRequest, Approver
 from toolwire.errors import ConfigurationError, MissingDependency, ToolwireWarning
-from toolwire.mcp._gateway import Gateway
+from toolwire.mcp._gateway import Gateway, in_process
 from toolwire.mcp._hub import Hub
 from toolwire.policy import ALLOW_ALL, Policy, may_ask
 from toolwire.sources import OpenedSource, opened_source
-from toolwire.store import MemoryStore, RunStore
+from toolwire.store import RunStore
 from toolwire.tool import Tool, ToolSet
 
 __all__ = ["open_served", "serve"]
@@ -109,8 +109,9 @@ async def serve(
 
         store = from_url(store)
     # A store of this process's memory that only the gateway holds: no one else can decide
-    # what waits in it (a MemoryStore passed in is the caller's, who can).
-    unreachable = store is None or (owned_store and isinstance(store, MemoryStore))
+    # what waits in it (a MemoryStore passed in is the caller's, who can; sqlite:///:memory: is
+    # such a store too).
+    unreachable = store is None or (owned_store and in_process(store))
     try:
         async with open_served(source) as opened:
             toolset = opened.toolset
@@ -176,6 +177,7 @@ def _check_approvable(
     and nothing outside this process can decide them."""
     asking: list[str] = []
     for name, tool in zip(toolset.exposed_names, toolset, strict=True):
+        # Several policies applied at once (Policy.all_of) ask each of them.
         if may_ask(policy or ALLOW_ALL, tool, principal=principal, exposed_name=name):
             asking.append(name)
     if not asking:

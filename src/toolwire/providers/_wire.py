@@ -227,9 +227,7 @@ def carried_calls(
     before it with that id that nothing settled yet: one answer, one call. An answer before
     any such call (a previous turn's, echoed) settles nothing.
     """
-    parsed: list[ToolCall | RejectedCall] = []
-    open_ids: dict[str | None, list[int]] = {}
-    settled: set[int] = set()
+    history = _Settled()
     turn: list[Mapping[str, Any]] = []
     for entry in entries:
         if is_call(entry):
@@ -240,20 +238,81 @@ def carried_calls(
         if id_field is None:
             continue  # the model's text or thoughts, or a step the API runs itself
         if turn:  # the answers begin: the turn before them is complete
-            for item in parse_turn(turn):
-                open_ids.setdefault(item.local_id, []).append(len(parsed))
-                parsed.append(item)
+            history.add(parse_turn(turn))
             turn = []
-        waiting = open_ids.get(sent_id(entry.get(id_field)))
-        if waiting:
-            settled.add(waiting.pop(0))
+        history.settle(sent_id(entry.get(id_field)))
     if turn:
-        parsed += parse_turn(turn)
-    if settled:
-        parsed = [item for position, item in enumerate(parsed) if position not in settled]
+        history.add(parse_turn(turn))
+    parsed = history.unsettled()
     if any(item.index != index for index, item in enumerate(parsed)):  # several turns' calls
         parsed = [replace(item, index=index) for index, item in enumerate(parsed)]
     return parsed
+
+
+class _Settled:
+    """The calls of a carried history so far, and those its answers settled.
+
+    An answer settles the earliest unsettled call with its id. A call the model sent without
+    an id was answered under an id made from its name, arguments and occurrence among the
+    identical calls of its response; a history may split that response (each call followed
+    by its answer), so an answer under such an id that no call has settles the earliest
+    unsettled identical id-less call, whatever the occurrence.
+    """
+
+    __slots__ = ("_alike", "_generated", "_open", "_parsed", "_settled")
+
+    def __init__(self) -> None:
+        self._parsed: list[ToolCall | RejectedCall] = []
+        self._open: dict[str | None, list[int]] = {}
+        self._settled: set[int] = set()
+        self._alike: dict[tuple[str, str], list[int]] = {}
+        """The positions of identical id-less calls, by name and canonical arguments."""
+        self._generated: dict[str, tuple[str, str]] | None = None
+        """The ids such calls could have been answered under (made when first needed)."""
+
+    def add(self, items: list[ToolCall | RejectedCall]) -> None:
+        for item in items:
+            position = len(self._parsed)
+            self._parsed.append(item)
+            self._open.setdefault(item.local_id, []).append(position)
+            if item.call_id is None and isinstance(item, ToolCall):
+                alike = (item.exposed_name, canonical_json(item.arguments))
+                positions = self._alike.setdefault(alike, [])
+                positions.append(position)
+                if self._generated is not None:
+                    self._generated[_made_id(alike, len(positions))] = alike
+
+    def settle(self, answered: str | None) -> None:
+        waiting = self._open.get(answered)
+        if waiting:
+            self._close(waiting[0])
+            return
+        if answered is None or not answered.startswith("tw_"):
+            return
+        if self._generated is None:
+            self._generated = {
+                _made_id(alike, occurrence): alike
+                for alike, positions in self._alike.items()
+                for occurrence in range(1, len(positions) + 1)
+            }
+        alike = self._generated.get(answered)
+        still = [p for p in self._alike.get(alike, ()) if p not in self._settled] if alike else []
+        if still:
+            self._close(still[0])
+
+    def _close(self, position: int) -> None:
+        self._settled.add(position)
+        self._open[self._parsed[position].local_id].remove(position)
+
+    def unsettled(self) -> list[ToolCall | RejectedCall]:
+        if not self._settled:
+            return self._parsed
+        return [item for position, item in enumerate(self._parsed) if position not in self._settled]
+
+
+def _made_id(alike: tuple[str, str], occurrence: int) -> str:
+    name, encoded = alike
+    return stable_call_id(name, {}, occurrence, encoded=encoded)
 
 
 def rejected_call(
