@@ -513,7 +513,7 @@ def test_call_asks_about_a_python_tool_as_about_the_same_tool_of_a_server(
     annotations: dict[str, Any],
 ) -> None:
     from toolwire import Policy, Tool
-    from toolwire.cli import _CallPolicy
+    from toolwire._cli.calling import call_policy
     from toolwire.policy import PolicyContext
 
     def verdict(policy: Policy, server: str | None) -> str:
@@ -522,8 +522,8 @@ def test_call_asks_about_a_python_tool_as_about_the_same_tool_of_a_server(
         return policy.evaluate(context).effect
 
     served = verdict(Policy(destructive="ask"), "srv")
-    assert verdict(_CallPolicy([Policy()]), None) == served
-    assert verdict(_CallPolicy([Policy()]), "srv") == served
+    assert verdict(call_policy([]), None) == served
+    assert verdict(call_policy([]), "srv") == served
     # Only a promise spares it: readOnlyHint true (without destructiveHint) or destructiveHint
     # false, each the boolean itself.
     read_only, destructive = annotations.get("readOnlyHint"), annotations.get("destructiveHint")

@@ -150,3 +150,56 @@ def test_may_ask_names_why_a_call_may_need_approval() -> None:
     # An allow that depends on the call may not apply: the ask behind it may.
     behind = Policy(Rule("allow", "local_tool", when=tainted_by("web")), Rule("ask", "*"))
     assert may_ask(behind, local) == "policy rule '*' asks"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_POLICIES, max_size=3),
+    _TOOLS,
+    st.sampled_from([None, "alice", "bob"]),
+    st.sampled_from(_CALLS),
+)
+def test_policies_applied_together_deny_if_any_denies_else_ask_if_any_asks(
+    policies: list[Policy], tool: Tool, principal: Any, call: tuple[dict[str, Any], frozenset[str]]
+) -> None:
+    arguments, taint = call
+    context = PolicyContext(tool=tool, arguments=arguments, principal=principal, taint=taint)
+    verdicts = [policy.evaluate(context) for policy in policies]
+    together = Policy.all_of(*policies)
+    expected = next((v for effect in ("deny", "ask") for v in verdicts if v.effect == effect), None)
+    if expected is None:
+        assert together.evaluate(context).effect == "allow"
+    else:
+        assert together.evaluate(context) == expected
+    # What a listing leaves out, and the promise of no ask, hold for the policies together.
+    outright = [policy.denies_outright(tool, principal=principal) for policy in policies]
+    assert together.denies_outright(tool, principal=principal) == next(
+        (why for why in outright if why is not None), None
+    )
+    if together.evaluate(context).effect == "ask":
+        assert may_ask(together, tool, principal=principal)
+
+
+def test_policies_applied_together_skip_evaluation_only_when_each_allows_everything() -> None:
+    assert Policy.all_of(Policy(), Policy()).allows_everything
+    assert Policy.all_of().allows_everything
+    assert not Policy.all_of(Policy(), Policy(default="ask")).allows_everything
+    # A tool that needs approval is still asked about: each policy asks about it.
+    changed = Tool(name="local_tool", needs_approval=True)
+    assert Policy.all_of(Policy(), Policy()).evaluate(ctx(changed)).effect == "ask"
+
+
+def test_one_policy_applied_alone_is_itself_and_a_non_policy_is_refused() -> None:
+    policy = Policy(Rule("deny", "send"))
+    assert Policy.all_of(policy) is policy
+    with pytest.raises(ConfigurationError, match="not a Policy"):
+        Policy.all_of(policy, "deny *")  # type: ignore[arg-type]
+
+
+def test_may_ask_of_policies_together_asks_what_each_would() -> None:
+    asking = Policy(Rule("ask", "github/*"))
+    together = Policy.all_of(Policy(), asking)
+    assert may_ask(together, merge_pr) == "policy rule 'github/*' asks"
+    assert together.may_ask(merge_pr) == "policy rule 'github/*' asks"
+    # ... and nothing about a tool one of them denies outright.
+    assert may_ask(Policy.all_of(asking, Policy(Rule("deny", "github/*"))), merge_pr) is None

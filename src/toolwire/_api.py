@@ -20,6 +20,7 @@ from toolwire.inputs import InputAnswer
 from toolwire.ledger import CallTrail
 from toolwire.policy import Policy
 from toolwire.providers import Declaration, declaration_for, get_provider, make_options
+from toolwire.sources import is_tool_source
 from toolwire.store import RunStore, default_store
 from toolwire.tool import Tool, ToolSet, taints_of
 
@@ -112,9 +113,8 @@ class Outcome:
 
 
 def _as_toolset(source: Any) -> ToolSet:
-    as_toolset = getattr(source, "as_toolset", None)
-    if callable(as_toolset):  # e.g. an MCP hub
-        toolset = as_toolset()
+    if is_tool_source(source):  # e.g. an MCP hub
+        toolset = source.as_toolset()
         if not isinstance(toolset, ToolSet):
             raise ConfigurationError(f"{source!r}.as_toolset() did not return a ToolSet")
         return toolset
@@ -127,12 +127,11 @@ def _gone(source: Any, policy: Policy | None = None, principal: Any = None) -> d
     """Tools ``source`` offered before that are gone now, by exposed name: why (an MCP hub
     knows the tools of its servers that are down). Those ``policy`` denies ``principal``
     outright are not named: they are unknown to them, up or down."""
-    unavailable_tools = getattr(source, "unavailable_tools", None)
-    if not callable(unavailable_tools):
+    if not is_tool_source(source):
         return {}
     return {
         name: why
-        for name, (tool, why) in unavailable_tools().items()
+        for name, (tool, why) in source.unavailable_tools().items()
         if policy is None
         or policy.denies_outright(tool, principal=principal, exposed_name=name) is None
     }
@@ -208,7 +207,7 @@ def tools(
             ToolwireWarning,
             stacklevel=2,
         )
-    live = source if callable(getattr(source, "as_toolset", None)) else None
+    live = source if is_tool_source(source) else None
     return Listing(declaration, principal, policy, live)
 
 

@@ -14,6 +14,7 @@ __all__ = [
     "escaped",
     "hides",
     "json_hides",
+    "shown_name",
     "strip_invisible",
     "visible",
     "visible_json",
@@ -114,6 +115,12 @@ def escaped(text: str) -> str:
     if text.isascii() and text.isprintable():
         return text
     return "".join(_escape(char) if _hidden(char) else char for char in text)
+
+
+def shown_name(name: str) -> str:
+    """A tool's name fit for a terminal: quoted and escaped when it is blank or holds characters
+    that are not printable (controls, bidi overrides, zero-width characters)."""
+    return name if name and name.isprintable() and name.strip() == name else repr(name)
 
 
 def visible(text: str) -> str:

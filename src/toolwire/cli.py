@@ -23,964 +23,25 @@ warnings are one line each on stderr.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import dataclasses
-import importlib
-import importlib.util
-import json
 import os
-import re
-import shlex
 import sys
-import threading
-import traceback
-import typing
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from pathlib import Path
-from types import ModuleType, UnionType
-from typing import Any, Literal, NoReturn, get_args, get_origin
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 import anyio
-import anyio.from_thread
 
-import toolwire
-from toolwire import _jsonfile, _text, ledger
-from toolwire.approval import ApprovalRequest, Decision
-from toolwire.errors import ConfigurationError, ToolNotFound, ToolwireError
-from toolwire.policy import Policy, PolicyContext, Verdict, _destructive_reason
-from toolwire.providers import get_provider, provider_names
-from toolwire.tool import Tool, ToolSet, clean_title, exposed_name_for, safe_icons
-
-LeftOut = Mapping[str, Mapping[str, str]]
-"""Per MCP server, the tools its hub left out: name → why."""
+from toolwire._cli.calling import run_call
+from toolwire._cli.common import safe
+from toolwire._cli.declaring import run_check, run_declare
+from toolwire._cli.options import add_option_flags
+from toolwire._cli.runs import run_decide, run_history, run_pending, run_respond
+from toolwire._cli.serving import run_demo, run_inbox, run_serve
+from toolwire.errors import ToolwireError
+from toolwire.providers import provider_names
+from toolwire.sources import load_source, open_source
 
 __all__ = ["load_source", "main", "open_source"]
-
-
-class SourceError(ToolwireError):
-    """SOURCE could not be loaded."""
-
-
-def _tools_in(value: Any, where: str) -> ToolSet:
-    if isinstance(value, ToolSet):
-        return value
-    if isinstance(value, Tool):
-        return ToolSet([value])
-    if isinstance(value, Iterable) and not isinstance(value, str | bytes):
-        return ToolSet(list(value))
-    if callable(value):
-        return ToolSet([value])
-    raise SourceError(f"{where} is not a tool, a list of tools or a ToolSet")
-
-
-def _from_module(module: Any, where: str) -> ToolSet:
-    for name in ("toolset", "tools"):
-        if hasattr(module, name):
-            return _tools_in(getattr(module, name), f"{where}:{name}")
-    found = [v for v in vars(module).values() if isinstance(v, Tool)]
-    if not found:
-        raise SourceError(f"{where} defines no tools (no `toolset`, `tools` or Tool objects)")
-    return ToolSet(found)
-
-
-def _from_definitions(path: Path) -> ToolSet:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"cannot read {path}: {exc}") from None
-    try:
-        if path.suffix == ".jsonl":
-            records = [_jsonfile.loads(line) for line in text.splitlines() if line.strip()]
-        else:
-            data = _jsonfile.loads(text)
-            records = data.get("tools", data) if isinstance(data, dict) else data
-    except _jsonfile.RepeatedKey as exc:  # a schema or annotation given twice: which holds?
-        raise SourceError(f"{path}: {exc}") from None
-    except (ValueError, RecursionError) as exc:  # malformed, too deep, an integer too long
-        raise SourceError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(records, list):
-        raise SourceError(f"{path}: expected a list of tool definitions")
-    tools = []
-    for i, record in enumerate(records):
-        if not isinstance(record, dict) or not isinstance(record.get("name"), str):
-            raise SourceError(f"{path}: entry {i} is not a tool definition with a name")
-        schema = record.get("inputSchema", record.get("input_schema", {}))
-        output_schema = record.get("outputSchema")
-        annotations = record.get("annotations")
-        description = record.get("description")
-        if not isinstance(schema, dict) or not isinstance(output_schema, dict | None):
-            raise SourceError(f"{path}: entry {i} ({record['name']!r}): a schema is not an object")
-        try:
-            tools.append(
-                Tool(
-                    name=record["name"],
-                    description=description if isinstance(description, str) else None,
-                    input_schema=schema,
-                    output_schema=output_schema,
-                    annotations=annotations if isinstance(annotations, dict) else None,
-                    title=clean_title(record.get("title")) or _annotated_title(annotations),
-                    icons=safe_icons(record.get("icons")),
-                )
-            )
-        except ToolwireError as exc:
-            raise SourceError(f"{path}: entry {i}: {exc}") from None
-    try:
-        return ToolSet(tools)
-    except ToolwireError as exc:
-        raise SourceError(f"{path}: {exc}") from None
-
-
-def _annotated_title(annotations: Any) -> str | None:
-    """The title in a definition's annotations, the stand-in for a missing ``title``."""
-    return clean_title(annotations.get("title")) if isinstance(annotations, dict) else None
-
-
-def load_source(source: str) -> ToolSet:
-    """The tools SOURCE names: a ``.py`` file, ``module:attribute``, or a JSON/JSONL file."""
-    return _load(source)[0]
-
-
-def _load(source: str) -> tuple[ToolSet, Policy | None]:
-    """The tools SOURCE names, and the policy of its Python module when it has one (see
-    [`_module_policy`][])."""
-    path = Path(source)
-    if path.suffix in (".json", ".jsonl"):
-        if not path.is_file():
-            raise SourceError(f"no such file: {source}")
-        return _from_definitions(path), None
-    if path.suffix == ".py":
-        if not path.is_file():
-            raise SourceError(f"no such file: {source}")
-        spec = importlib.util.spec_from_file_location(f"_toolwire_source_{path.stem}", path)
-        if spec is None or spec.loader is None:
-            raise SourceError(f"cannot load {source}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # so dataclasses and pydantic can resolve the module
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:  # the file's own code failed: say how and where, in one line
-            raise SourceError(f"cannot load {source}: {_failure(exc)}") from None
-        return _from_module(module, source), _module_policy(module, source)
-    module_name, _, attribute = source.partition(":")
-    if not module_name:
-        raise SourceError(f"not a SOURCE: {source!r}")
-    # As `python -m` would: a module of the current directory is found (a console script's
-    # own directory is first on the path instead).
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # not found, or its own code failed
-        raise SourceError(f"cannot import {module_name!r}: {_failure(exc)}") from None
-    policy = _module_policy(module, module_name)
-    if attribute:
-        if not hasattr(module, attribute):
-            raise SourceError(f"{module_name!r} has no attribute {attribute!r}")
-        return _tools_in(getattr(module, attribute), source), policy
-    return _from_module(module, source), policy
-
-
-_POLICY_NAMES = ("policy", "POLICY")
-"""The names a SOURCE module's own [`Policy`][toolwire.Policy] goes by (``call`` applies it)."""
-
-
-def _module_policy(module: Any, where: str) -> Policy | None:
-    """The [`Policy`][toolwire.Policy] ``module`` defines as ``policy`` (or ``POLICY``), or
-    None when it defines neither.
-
-    Raises:
-        SourceError: the name holds something else, or the module has two different ones.
-    """
-    found = {
-        name: value
-        for name in _POLICY_NAMES
-        # A package's submodule named policy is no policy of its own.
-        if not isinstance(value := getattr(module, name, None), ModuleType | None)
-    }
-    if len({id(value) for value in found.values()}) > 1:
-        raise SourceError(f"{where} defines both `policy` and `POLICY`: keep one")
-    for name, value in found.items():
-        if not isinstance(value, Policy):
-            raise SourceError(
-                f"{where}: `{name}` is not a toolwire.Policy but {type(value).__name__} "
-                "(a policy file loads with toolwire.policy_file.load_policy)"
-            )
-        return value
-    return None
-
-
-def _failure(exc: Exception) -> str:
-    """What went wrong running a source's code, with the line it went wrong at."""
-    if isinstance(exc, ImportError):  # "No module named 'x'" says it all
-        return str(exc)
-    text = f"{type(exc).__name__}: {exc}"
-    frames = traceback.extract_tb(exc.__traceback__)
-    if frames and not isinstance(exc, SyntaxError):  # a SyntaxError says where itself
-        text += f" ({Path(frames[-1].filename).name}, line {frames[-1].lineno})"
-    return text
-
-
-def _is_mcp_config(path: Path) -> bool:
-    # Read as Hub.from_config reads it: mcpServers or VS Code's servers, comments allowed.
-    from toolwire.mcp._config import is_mcp_config
-
-    return is_mcp_config(path)
-
-
-def _server_name(argv: Sequence[str]) -> str:
-    """A name for a server given on the command line: its module, script or program name."""
-    if "-m" in argv[:-1]:
-        name = argv[argv.index("-m") + 1]
-    elif len(argv) > 1 and argv[1].endswith(".py"):  # `python server.py`: the script's
-        name = Path(argv[1]).stem
-    else:
-        name = Path(argv[0]).stem
-    name = re.sub(r"[^A-Za-z0-9]+", "_", name.rsplit(".", 1)[-1]).strip("_")
-    return name or "mcp"
-
-
-@asynccontextmanager
-async def open_source(source: str) -> AsyncIterator[ToolSet]:
-    """The tools SOURCE names, with any MCP servers connected while the context is open.
-
-    A tool an MCP server lists but its hub leaves out is named on stderr with the reason.
-
-    Raises:
-        SourceError: for a SOURCE that cannot be loaded or servers that cannot be reached.
-        MissingDependency: for an MCP source without the ``mcp`` extra.
-    """
-    async with _open_with_policy(source) as (toolset, _):
-        yield toolset
-
-
-@asynccontextmanager
-async def open_source_with_policy(source: str) -> AsyncIterator[tuple[ToolSet, Policy | None]]:
-    """[`open_source`][], with the [`Policy`][toolwire.Policy] SOURCE's Python module defines
-    (as ``policy`` or ``POLICY``), or None.
-
-    Raises:
-        SourceError: as [`open_source`][], and for a module's ``policy`` that is not one.
-    """
-    async with _open_with_policy(source) as opened:
-        yield opened
-
-
-@asynccontextmanager
-async def _open_with_policy(source: str) -> AsyncIterator[tuple[ToolSet, Policy | None]]:
-    """[`open_source`][], with the policy of SOURCE's Python module when it has one."""
-    async with _open(source) as (toolset, left_out, policy):
-        for server, tools in left_out.items():
-            for name, why in tools.items():
-                print(
-                    f"toolwire: warning: left out {server}/{_shown(name)}: {_safe(why)}",
-                    file=sys.stderr,
-                )
-        yield toolset, policy
-
-
-@asynccontextmanager
-async def _open(source: str) -> AsyncIterator[tuple[ToolSet, LeftOut, Policy | None]]:
-    """The tools SOURCE names, for MCP servers the tools their hub left out, and the policy of
-    a Python module."""
-    path = Path(source)
-    if source.startswith("stdio:"):
-        argv = shlex.split(source.removeprefix("stdio:"))
-        if not argv:
-            raise SourceError("stdio: needs a command, e.g. stdio:'python -m my_server'")
-        from toolwire.mcp import StdioServer
-
-        servers: Any = {_server_name(argv): StdioServer(command=argv[0], args=argv[1:])}
-    elif source.startswith(("http://", "https://")):
-        from toolwire.mcp import HttpServer
-
-        servers = {"mcp": HttpServer(url=source)}
-    elif path.suffix == ".json" and path.is_file() and _is_mcp_config(path):
-        servers = path
-    else:
-        toolset, policy = _load(source)
-        yield toolset, {}, policy
-        return
-    from toolwire.mcp import Hub
-
-    hub = Hub.from_config(servers) if isinstance(servers, Path) else Hub(servers)
-    async with hub:
-        down = {name: why for name, why in hub.status.items() if why is not None}
-        if len(down) == len(hub.status):
-            reasons = "; ".join(f"{name}: {why}" for name, why in down.items())
-            raise SourceError(f"cannot reach the MCP server(s) of {source} ({reasons})")
-        for name, why in down.items():
-            print(f"toolwire: warning: MCP server {name!r} is down: {_safe(why)}", file=sys.stderr)
-        left_out = {name: tools for name, tools in hub.left_out.items() if tools}
-        yield hub.as_toolset(), left_out, None
-
-
-def _shown(name: str) -> str:
-    """A tool's name fit for a terminal: quoted and escaped when it is blank or holds characters
-    that are not printable (controls, bidi overrides, zero-width characters)."""
-    return name if name and name.isprintable() and name.strip() == name else repr(name)
-
-
-def _safe(text: str) -> str:
-    """``text`` with each hidden character escaped (``\\u202e``, see ``toolwire._text``), so a
-    server's names and schemas cannot drive or garble the terminal."""
-    return _text.escaped(text)
-
-
-def _colour(stream: Any) -> bool:
-    """Colours only on a terminal, and never when NO_COLOR is set."""
-    return bool(getattr(stream, "isatty", lambda: False)()) and not os.environ.get("NO_COLOR")
-
-
-def _print_json(value: Any) -> None:
-    # Hidden characters as JSON escapes: the same JSON, shown as it is on a terminal. Written
-    # piece by piece (as json.dump does): a reader that stops early stops the writing.
-    encoder = json.JSONEncoder(indent=2, ensure_ascii=False, default=str)
-    for piece in encoder.iterencode(value):
-        sys.stdout.write(_text.visible_json_text(piece))
-    sys.stdout.write("\n")
-
-
-# -- commands ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _OptionFlag:
-    """A ``declare`` flag: one declaration option of the providers' ``Options`` dataclasses."""
-
-    option: str
-    """The field's name (``cache_control``)."""
-    spelling: Any
-    """``bool`` (``--x/--no-x``), ``str`` (any text), ``tuple`` (names, comma-separated), or
-    the choices, a tuple of strings."""
-    defaults: Mapping[str, Any]
-    """Per provider taking the option (its ``Options`` has the field, spelled so), the default."""
-    description: str | None = None
-    """The field's ``help`` metadata, when its provider gives one."""
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.option.replace("_", "-")
-
-    @property
-    def shown(self) -> str:
-        return f"{self.flag}/--no-{self.flag[2:]}" if self.spelling is bool else self.flag
-
-    @property
-    def dest(self) -> str:
-        return f"option_{self.option}"
-
-    @property
-    def help(self) -> str:
-        def shown(value: Any) -> str:
-            if self.spelling is bool:
-                return "on" if value else "off"
-            if self.spelling is tuple:
-                return ",".join(value) if isinstance(value, tuple) and value else "none"
-            return "none" if value is None else str(value)
-
-        labels = " and ".join(get_provider(name).PROFILE.label for name in self.defaults)
-        defaults = {name: shown(value) for name, value in self.defaults.items()}
-        if len(set(defaults.values())) == 1:
-            default = next(iter(defaults.values()))
-        else:
-            default = ", ".join(f"{name}: {value}" for name, value in defaults.items())
-        what = self.description or f"the {self.option!r} option"
-        return f"{what} of {labels} (default: {default})".replace("%", "%%")  # argparse's %
-
-
-def _spelling(hint: Any) -> Any:
-    """How the command line spells an option of type ``hint`` (see [`_OptionFlag.spelling`][]),
-    or None when it cannot (Gemini's tuple of native tools is for code only)."""
-    if hint is bool or hint is str:
-        return hint
-    arms = get_args(hint) if get_origin(hint) in (typing.Union, UnionType) else (hint,)
-    if any(get_origin(arm) is tuple and get_args(arm) == (str, ...) for arm in arms):
-        return tuple  # names; a union's other arms (True for "all") are for code only
-    values: list[Any] = []
-    for arm in arms:
-        if get_origin(arm) is Literal:
-            values.extend(get_args(arm))
-        elif arm is not type(None):
-            return None
-    choices = tuple(v for v in values if v is not None)
-    return choices if choices and all(isinstance(v, str) for v in choices) else None
-
-
-def _option_flags() -> list[_OptionFlag]:
-    """A flag per declaration option (``PROFILE.declared_options``) of the registered providers
-    that the command line can spell, read from their ``Options`` dataclasses, so a provider
-    added to the registry brings its own. Providers with the same field share its flag (their
-    choices pooled); a provider whose field is spelled differently is left out of it."""
-    flags: dict[str, _OptionFlag] = {}
-    for name in provider_names():
-        provider = get_provider(name)
-        kind: Any = provider.Options
-        defaults, hints = kind(), typing.get_type_hints(kind)
-        for field in dataclasses.fields(kind):
-            spelling = _spelling(hints[field.name])
-            if field.name not in provider.PROFILE.declared_options or spelling is None:
-                continue
-            known = flags.get(field.name)
-            if known is not None:
-                if isinstance(known.spelling, tuple) and isinstance(spelling, tuple):
-                    spelling = known.spelling + tuple(
-                        c for c in spelling if c not in known.spelling
-                    )
-                elif spelling != known.spelling:
-                    continue  # the same name with another type: not this flag's to set
-            flags[field.name] = _OptionFlag(
-                field.name,
-                spelling,
-                {**(known.defaults if known else {}), name: getattr(defaults, field.name)},
-                (known and known.description) or field.metadata.get("help"),
-            )
-    return list(flags.values())
-
-
-def _given_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The declaration options given on the command line (only those).
-
-    Raises:
-        ConfigurationError: for a flag the chosen provider does not take, naming those it takes.
-    """
-    flags: list[_OptionFlag] = args.option_flags
-    given = {flag.option: getattr(args, flag.dest) for flag in flags}
-    for flag in flags:
-        if given[flag.option] is not None and args.provider not in flag.defaults:
-            takes = [f.shown for f in flags if args.provider in f.defaults]
-            raise ConfigurationError(
-                f"{flag.shown} is not an option of {args.provider}; "
-                f"{args.provider} takes {', '.join(takes) if takes else 'none'}"
-            )
-    return {option: value for option, value in given.items() if value is not None}
-
-
-def _options_by_provider(
-    args: argparse.Namespace, providers: Sequence[str]
-) -> dict[str, dict[str, Any]]:
-    """The declaration options given to ``check``, per chosen provider taking each.
-
-    Raises:
-        ConfigurationError: for a flag none of the chosen providers takes.
-    """
-    chosen: dict[str, dict[str, Any]] = {}
-    for flag in args.option_flags:
-        value = getattr(args, flag.dest)
-        if value is None:
-            continue
-        takers = [name for name in providers if name in flag.defaults]
-        if not takers:
-            raise ConfigurationError(f"{flag.shown} is not an option of {', '.join(providers)}")
-        for name in takers:
-            chosen.setdefault(name, {})[flag.option] = value
-    return chosen
-
-
-async def _declare(args: argparse.Namespace) -> int:
-    options = _given_options(args)
-    async with open_source(args.source) as toolset:
-        listing = toolwire.tools(toolset, args.provider, **options)
-    if listing.tools is None:  # what the request's `tools` is: left out
-        print(
-            f"toolwire: warning: no tools to declare to {args.provider}: "
-            "send the request without tools",
-            file=sys.stderr,
-        )
-    _print_json(listing.tools)
-    return 0
-
-
-_STATUS_STYLE = {"accepted": "32", "converted": "33", "rejected": "31", "skipped": "2"}
-
-
-async def _check(args: argparse.Namespace) -> int:
-    from toolwire.compat import check, limits
-
-    providers = list(dict.fromkeys(args.provider or provider_names()))
-    options = _options_by_provider(args, providers)
-    async with _open(args.source) as (toolset, left_out, _):
-        reports = check(toolset, providers, options=options) + _left_out_reports(
-            left_out, providers
-        )
-        over = limits(toolset, providers)
-        renamed = _renamed(toolset)
-    for provider, message in over.items():
-        print(f"toolwire: warning: {provider}: {_safe(message)}", file=sys.stderr)
-    if args.json:
-        _print_json([_report_json(r, over) for r in reports])
-    else:
-        _print_table(reports, providers, renamed, over, colour=_colour(sys.stdout))
-    return 1 if over or any(r.rejected for r in reports) else 0
-
-
-def _report_json(report: Any, over: Mapping[str, str]) -> dict[str, Any]:
-    """A report as ``check --json`` prints it; a provider whose tool limit the source passes
-    has ``over_limit`` in every verdict (the tool is fine alone, not with all the others).
-    A tool's ``title`` and ``icons`` are there when it has them."""
-    verdicts = {}
-    for verdict in report.verdicts:
-        shown: dict[str, Any] = {"status": verdict.status, "notes": list(verdict.notes)}
-        if verdict.provider in over:
-            shown["over_limit"] = over[verdict.provider]
-        verdicts[verdict.provider] = shown
-    shown_report: dict[str, Any] = {"name": report.name, "exposed_name": report.exposed_name}
-    if report.title is not None:
-        shown_report["title"] = report.title
-    if report.icons:
-        shown_report["icons"] = [dict(icon) for icon in report.icons]
-    shown_report["verdicts"] = verdicts
-    return shown_report
-
-
-def _renamed(toolset: ToolSet) -> frozenset[str]:
-    """The exposed names worth showing with the tool's own name (see [`_is_renamed`][])."""
-    return frozenset(
-        exposed
-        for exposed, tool in zip(toolset.exposed_names, toolset, strict=True)
-        if _is_renamed(exposed, tool)
-    )
-
-
-def _is_renamed(exposed: str, tool: Tool) -> bool:
-    """True when ``exposed`` is more than ``tool``'s name namespaced by its server (as
-    ``server__read_file`` is): a collision suffix (``search_2``), or the name itself made
-    portable (``read file`` became ``read_file``) or cut."""
-    if not tool.server_id:
-        return exposed != tool.name
-    namespaced = exposed_name_for(tool.name, tool.server_id)
-    return exposed != namespaced or not exposed.endswith(tool.name)
-
-
-def _left_out_reports(left_out: LeftOut, providers: Sequence[str]) -> list[Any]:
-    """A rejected report per tool a hub left out, for every provider, with the reason; its
-    ``exposed_name`` is ``server/name``, as the tool has none."""
-    from toolwire.compat import ProviderVerdict, ToolReport
-
-    return [
-        ToolReport(
-            name=name,
-            exposed_name=f"{server}/{name}",
-            verdicts=tuple(
-                ProviderVerdict(provider, "rejected", (f"left out by the hub: {why}",))
-                for provider in providers
-            ),
-        )
-        for server, tools in left_out.items()
-        for name, why in tools.items()
-    ]
-
-
-def _label(report: Any, renamed: frozenset[str]) -> str:
-    if "/" in report.exposed_name:  # exposed names are portable: a tool the hub left out
-        server = report.exposed_name[: len(report.exposed_name) - len(report.name)]
-        return f"{server}{_shown(report.name)} (left out)"
-    if report.exposed_name in renamed:
-        return f"{report.exposed_name} (was {_shown(report.name)})"
-    return str(report.exposed_name)
-
-
-def _print_table(
-    reports: Sequence[Any],
-    providers: Sequence[str],
-    renamed: frozenset[str],
-    over: Mapping[str, str],
-    *,
-    colour: bool,
-) -> None:
-    def paint(text: str, status: str) -> str:
-        return f"\033[{_STATUS_STYLE[status]}m{text}\033[0m" if colour else text
-
-    labels = [_label(r, renamed) for r in reports]
-    width = max([len("tool"), *map(len, labels)]) + 2
-    columns = [max(len(p), len("converted")) + 2 for p in providers]
-    print(
-        "tool".ljust(width) + "".join(p.ljust(c) for p, c in zip(providers, columns, strict=True))
-    )
-    for label, report in zip(labels, reports, strict=True):
-        cells = "".join(
-            paint(v.status.ljust(c), v.status)
-            for v, c in zip(report.verdicts, columns, strict=True)
-        )
-        print(label.ljust(width) + cells)
-        for verdict in report.verdicts:
-            if verdict.status in ("converted", "rejected"):
-                for note in verdict.notes[:3]:
-                    print(f"    {verdict.provider}: {_safe(note)}")
-                if len(verdict.notes) > 3:
-                    print(f"    {verdict.provider}: ... {len(verdict.notes) - 3} more")
-    counts = {
-        p: sum(r.verdicts[i].status == "rejected" for r in reports) for i, p in enumerate(providers)
-    }
-    summary = ", ".join(
-        f"{p}: {n} rejected" + (" (over its tool limit)" if p in over else "")
-        for p, n in counts.items()
-    )
-    print(f"\n{len(reports)} tool(s); {summary}")
-
-
-class AllOf(Policy):
-    """Several policies at once: a deny of any denies, an ask of any asks, else allow (what
-    ``call`` and ``serve`` apply when the SOURCE module defines a policy and ``--policy`` is
-    given too)."""
-
-    def __init__(self, policies: Sequence[Policy]) -> None:
-        super().__init__()
-        self.policies = tuple(policies)
-        self.allows_everything = all(policy.allows_everything for policy in self.policies)
-
-    def evaluate(self, context: PolicyContext) -> Verdict:
-        verdicts = [policy.evaluate(context) for policy in self.policies]
-        for effect in ("deny", "ask"):
-            for verdict in verdicts:
-                if verdict.effect == effect:
-                    return verdict
-        return Verdict("allow")
-
-    def denies_outright(
-        self, tool: Tool, *, principal: Any = None, exposed_name: str | None = None
-    ) -> str | None:
-        for policy in self.policies:
-            why = policy.denies_outright(tool, principal=principal, exposed_name=exposed_name)
-            if why is not None:
-                return why
-        return None
-
-
-def all_of(policies: Sequence[Policy | None]) -> Policy | None:
-    """The policies given (None for one not given) as one: None when none is, the one when
-    only one is, else [`AllOf`][] them."""
-    given = [policy for policy in policies if policy is not None]
-    if not given:
-        return None
-    return given[0] if len(given) == 1 else AllOf(given)
-
-
-class _CallPolicy(AllOf):
-    """What ``call`` runs a call under: every policy given at once (a deny of any denies, an
-    ask of any asks), then approval for a tool whose annotations do not promise it is harmless.
-    The MCP defaults apply to every tool, a Python function's included: the one running the
-    command may not be the one who wrote it."""
-
-    def __init__(self, policies: Sequence[Policy]) -> None:
-        super().__init__(policies)
-        self.allows_everything = False
-
-    def evaluate(self, context: PolicyContext) -> Verdict:
-        verdict = super().evaluate(context)
-        if verdict.effect != "allow":
-            return verdict
-        why = _not_harmless(context.tool)
-        return Verdict("ask", why) if why is not None else Verdict("allow")
-
-
-def _not_harmless(tool: Tool) -> str | None:
-    """Why ``tool`` needs approval in ``call``, or None when its annotations promise it is
-    harmless (``readOnlyHint``, or ``destructiveHint: false``), as for a server's tool."""
-    if not tool.server_id and not tool.annotations:
-        return "its annotations do not declare it read-only or non-destructive"
-    return _destructive_reason(tool)
-
-
-def _terminal_approver(yes: bool) -> Callable[[ApprovalRequest], Awaitable[Decision]]:
-    """``call``'s approver: approves with ``yes``; else asks on the terminal (on stderr, so
-    stdout stays the answer), or denies at once when stdin is not a terminal."""
-
-    async def decide(request: ApprovalRequest) -> Decision:
-        # Shown as the console shows what a human approves: hidden characters as escapes.
-        text = json.dumps(dict(request.arguments), ensure_ascii=False, sort_keys=True, default=str)
-        what = f"{_shown(request.exposed_name)}({_text.visible_json_text(text)})"
-        why = f" ({request.reason})" if request.reason else ""
-        if yes:
-            print(_safe(f"toolwire: {what} needs approval{why}: approved (--yes)"), file=sys.stderr)
-            return toolwire.allow()
-        if not sys.stdin.isatty():
-            print(
-                _safe(f"toolwire: {what} needs approval{why}: denied, no terminal to ask on ")
-                + "(pass --yes to approve)",
-                file=sys.stderr,
-            )
-            return toolwire.deny("no one could approve it: no terminal to ask on")
-        if _text.hides(request.exposed_name) or _text.hides(text) or _text.hides(why):
-            print(
-                "toolwire: careful: hidden characters, shown as escapes (\\u202e); the call "
-                "gets the characters themselves",
-                file=sys.stderr,
-            )
-        print(
-            _safe(f"toolwire: {what} needs approval{why}. Run it? [y/N] "),
-            end="",
-            flush=True,
-            file=sys.stderr,
-        )
-        answer = await _read_line()
-        if answer.strip().lower() in ("y", "yes"):
-            return toolwire.allow()
-        return toolwire.deny("the user said no")
-
-    return decide
-
-
-async def _read_line() -> str:
-    """A line of stdin, read in a daemon thread while the event loop goes on: Ctrl-C ends the
-    command at once (a worker thread of the loop's pool would keep the process alive until
-    the line came)."""
-    line: list[str] = []
-    read = anyio.Event()
-    async with anyio.from_thread.BlockingPortal() as portal:
-
-        def wait_for_it() -> None:
-            line.append(sys.stdin.readline())
-            with contextlib.suppress(RuntimeError):  # the command ended meanwhile
-                portal.call(read.set)
-
-        threading.Thread(target=wait_for_it, daemon=True).start()
-        await read.wait()
-    return line[0]
-
-
-def _arguments_option(text: str, what: str = "--args") -> dict[str, Any]:
-    """``--args`` (or ``what``): a JSON object, each key given once (which of a repeated
-    key's values a reader takes is a guess: an approver reads the first, ``json`` keeps the
-    last).
-
-    Raises:
-        ConfigurationError: for anything else, naming a repeated key.
-    """
-    try:
-        arguments = _jsonfile.loads(text)
-    except _jsonfile.RepeatedKey as exc:
-        raise ConfigurationError(f"{what}: {exc}") from None
-    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the stack
-        raise ConfigurationError(f"{what} is not valid JSON: {exc}") from None
-    if not isinstance(arguments, dict):
-        raise ConfigurationError(f"{what} must be a JSON object")
-    return arguments
-
-
-async def _call(args: argparse.Namespace) -> int:
-    from toolwire.executor import Executor, make_call
-    from toolwire.policy_file import load_policy
-
-    arguments = _arguments_option(args.args)
-    adapter = get_provider(args.provider)
-    given = load_policy(args.policy) if args.policy is not None else None
-    async with _open_with_policy(args.source) as (toolset, own):
-        try:
-            call = make_call(toolset, args.tool, arguments, call_id="call_1")
-        except ToolNotFound:
-            known = ", ".join(toolset.exposed_names) or "none"
-            raise SourceError(
-                f"{args.source} has no tool {args.tool!r} (its tools: {known})"
-            ) from None
-        policies = [policy for policy in (own, given) if policy is not None]
-        executor = Executor(
-            toolset,
-            policy=_CallPolicy(policies or [Policy()]),
-            approver=_terminal_approver(args.yes),
-            timeout=args.timeout,
-        )
-        (outcome,) = await executor.run([call])
-    answer = adapter.answer(call, outcome.result, None)
-    if args.json:
-        _print_json(
-            {
-                "ok": not outcome.result.is_error,
-                "error_kind": outcome.result.error_kind,
-                "answer": answer,
-            }
-        )
-    else:
-        _print_json(answer)
-    return 1 if outcome.result.is_error else 0
-
-
-async def _demo(args: argparse.Namespace) -> int:
-    from toolwire.demo import run_demo
-
-    return await run_demo(
-        args.provider,
-        with_mcp=args.mcp,
-        yes=args.yes,
-        model=args.model,
-        scripted=args.scripted,
-        colour=_colour(sys.stdout),
-        inbox=args.inbox,
-    )
-
-
-async def _pending(args: argparse.Namespace) -> int:
-    store = _store(args.store)
-    try:
-        found = await ledger.waiting(
-            store, run_id=args.run_id, principal=_principal(args.principal), limit=args.limit
-        )
-    finally:
-        await _close(store)
-    requests = found.requests
-    for damaged in found.damaged:  # named, so nothing that waits is lost from view
-        print(
-            _safe(f"damaged: {damaged.run_id}  {damaged.call_id}: {damaged.problem}"),
-            file=sys.stderr,
-        )
-    status = 1 if found.damaged else 0
-    if args.json:
-        _print_json([request.to_dict() for request in requests])
-        return status
-    for request in requests:
-        arguments = dict(request.arguments)
-        shown = _text.visible_json(arguments)
-        print(_safe(f"{request.run_id}  {request.call_id}  {request.exposed_name} {shown}"))
-        if request.reason:
-            print(_safe(f"    why: {request.reason}"))
-        if (
-            _text.hides(request.exposed_name)
-            or _text.json_hides(arguments)
-            or _text.hides(request.reason or "")
-        ):
-            print(
-                "    careful: hidden characters, shown as escapes (\\u202e); the call gets the "
-                "characters themselves"
-            )
-        for question in request.input:  # it waits for input: `toolwire respond` answers it
-            print(_safe(f"    asks ({question.key}, round {question.round}): {question.message}"))
-    if not requests and not found.damaged:
-        print("nothing waits for a decision")
-    return status
-
-
-async def _decide(args: argparse.Namespace) -> int:
-    if args.decision == "allow":
-        edited = _arguments_option(args.args) if args.args is not None else None
-        decision = toolwire.allow(arguments=edited)
-    elif args.args is not None:
-        raise ConfigurationError("only an allow takes --args")
-    else:
-        decision = (toolwire.deny if args.decision == "deny" else toolwire.halt)(args.reason)
-    store = _store(args.store)
-    try:
-        await toolwire.decide(args.run_id, args.call_id, decision, store=store, by=args.by)
-    finally:
-        await _close(store)
-    print(_safe(f"{args.decision}: {args.run_id} {args.call_id}"))
-    return 0
-
-
-async def _respond(args: argparse.Namespace) -> int:
-    content = _arguments_option(args.content, "the answer") if args.content is not None else None
-    store = _store(args.store)
-    try:
-        await toolwire.respond(
-            args.run_id,
-            args.call_id,
-            content,
-            action=args.action,
-            key=args.key,
-            round=args.round,
-            store=store,
-            by=args.by,
-        )
-    finally:
-        await _close(store)
-    print(_safe(f"{args.action}: {args.run_id} {args.call_id}"))
-    return 0
-
-
-async def _history(args: argparse.Namespace) -> int:
-    store = _store(args.store)
-    try:
-        trails = await toolwire.history(args.run_id, store=store)
-    finally:
-        await _close(store)
-    if not trails:  # a run is its calls: none kept, no run (or it expired)
-        raise ToolwireError(f"no run {args.run_id!r} in {store!r} (or it expired)")
-    _print_json([trail.to_dict() for trail in trails])
-    return 0
-
-
-async def _serve(args: argparse.Namespace) -> int:
-    from toolwire.mcp._serve import _listening_on_stderr, serve
-
-    transport: Literal["stdio", "http"] = "stdio"
-    host, port = "127.0.0.1", 8000
-    if args.http is not None:
-        host, _, port_text = args.http.rpartition(":")
-        if not host or not port_text.isdigit():
-            raise ConfigurationError(f"--http is HOST:PORT, not {args.http!r}")
-        transport, host, port = "http", host.strip("[]"), int(port_text)  # [::1] → ::1
-    options: dict[str, Any] = {}
-    if args.state_key_env is not None:
-        secret = os.environ.get(args.state_key_env)
-        if not secret:
-            raise ConfigurationError(
-                f"--state-key-env: the environment variable {args.state_key_env} is not set"
-            )
-        options["state_keys"] = [secret]
-    await serve(
-        args.source,
-        policy=args.policy,
-        store=args.store,
-        transport=transport,
-        host=host,
-        port=port,
-        principal=_principal(args.principal),
-        timeout=args.timeout,
-        elicit=not args.no_elicit,
-        on_listening=_listening_on_stderr,
-        **options,
-    )
-    return 0
-
-
-async def _inbox(args: argparse.Namespace) -> int:
-    from toolwire.inbox._serve import serve
-
-    store = _store(args.store, create=True)  # the console may open before the first run
-    try:
-        await serve(
-            store,
-            host=args.host,
-            port=args.port,
-            authorize=args.authorize,
-            announce=lambda line: print(line, flush=True),
-        )
-    finally:
-        await _close(store)
-    return 0
-
-
-def _store(url: str, *, create: bool = False) -> Any:
-    """The store at ``url``. Without ``create``, only one that is already there: commands that
-    look at runs made elsewhere refuse a mistyped SQLite path instead of making a new, empty
-    database of it."""
-    from toolwire.store import from_url
-
-    return from_url(url, create=create)
-
-
-async def _close(store: Any) -> None:
-    if hasattr(store, "aclose"):
-        await store.aclose()
-    elif hasattr(store, "close"):
-        store.close()
-
-
-def _principal(text: str | None) -> Any:
-    """A principal given on the command line: JSON, or else the text itself.
-
-    Raises:
-        ConfigurationError: JSON giving a key twice (who it names would be a guess).
-    """
-    if text is None:
-        return None
-    try:
-        return _jsonfile.loads(text)
-    except _jsonfile.RepeatedKey as exc:
-        raise ConfigurationError(f"--principal: {exc}") from None
-    except (ValueError, RecursionError):  # RecursionError: nested past the stack
-        return text
 
 
 class _Parser(argparse.ArgumentParser):
@@ -1011,26 +72,6 @@ def _provider_option(parser: argparse.ArgumentParser, *, several: bool = False) 
         )
 
 
-def _names(text: str) -> tuple[str, ...]:
-    return tuple(name.strip() for name in text.split(",") if name.strip())
-
-
-def _add_option_flags(parser: argparse.ArgumentParser) -> None:
-    """The declaration options' flags (see [`_option_flags`][]); each is None unless given."""
-    flags = _option_flags()
-    for flag in flags:
-        if flag.spelling is bool:
-            kind: dict[str, Any] = {"action": argparse.BooleanOptionalAction}
-        elif flag.spelling is str:
-            kind = {"metavar": "TEXT"}
-        elif flag.spelling is tuple:
-            kind = {"metavar": "NAME,...", "type": _names}
-        else:
-            kind = {"choices": flag.spelling}
-        parser.add_argument(flag.flag, dest=flag.dest, default=None, help=flag.help, **kind)
-    parser.set_defaults(option_flags=flags)
-
-
 def _parser() -> argparse.ArgumentParser:
     from toolwire import __version__
 
@@ -1053,8 +94,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     declare.add_argument("source", help=source_help)
     _provider_option(declare)
-    _add_option_flags(declare)
-    declare.set_defaults(run=_declare)
+    add_option_flags(declare)
+    declare.set_defaults(run=run_declare)
 
     check = commands.add_parser(
         "check",
@@ -1062,9 +103,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("source", help=source_help)
     _provider_option(check, several=True)
-    _add_option_flags(check)
+    add_option_flags(check)
     check.add_argument("--json", action="store_true", help="machine-readable output")
-    check.set_defaults(run=_check)
+    check.set_defaults(run=run_check)
 
     call = commands.add_parser(
         "call",
@@ -1092,7 +133,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     call.add_argument("--timeout", type=float, default=60.0, help="seconds the call may take")
     call.add_argument("--json", action="store_true", help="the answer with its status")
-    call.set_defaults(run=_call)
+    call.set_defaults(run=run_call)
 
     demo = commands.add_parser(
         "demo", help="a whole tool-calling loop on bundled tools (scripted without an API key)"
@@ -1109,7 +150,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="calls that need approval wait for a decision in the approval console",
     )
-    demo.set_defaults(run=_demo)
+    demo.set_defaults(run=run_demo)
 
     store_help = "the run store: sqlite:///path, redis://..., postgresql://..."
     pending = commands.add_parser("pending", help="list the calls waiting for a decision")
@@ -1118,7 +159,7 @@ def _parser() -> argparse.ArgumentParser:
     pending.add_argument("--principal", help="only this principal's (JSON, or a plain string)")
     pending.add_argument("--limit", type=int, default=100)
     pending.add_argument("--json", action="store_true", help="the requests as JSON")
-    pending.set_defaults(run=_pending)
+    pending.set_defaults(run=run_pending)
 
     decide = commands.add_parser("decide", help="record a decision for a waiting call")
     decide.add_argument("run_id")
@@ -1128,7 +169,7 @@ def _parser() -> argparse.ArgumentParser:
     decide.add_argument("--reason", help="what the model is told (deny, halt)")
     decide.add_argument("--args", help="allow: the arguments to run with instead, a JSON object")
     decide.add_argument("--by", help="who decides (kept in the run's history)")
-    decide.set_defaults(run=_decide)
+    decide.set_defaults(run=run_decide)
 
     respond = commands.add_parser(
         "respond", help="answer the question an MCP server asked during a waiting call"
@@ -1145,12 +186,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     respond.add_argument("--store", required=True, help=store_help)
     respond.add_argument("--by", help="who answers (kept in the run)")
-    respond.set_defaults(run=_respond)
+    respond.set_defaults(run=run_respond)
 
     history = commands.add_parser("history", help="each call of a run with its trail, as JSON")
     history.add_argument("run_id")
     history.add_argument("--store", required=True, help=store_help)
-    history.set_defaults(run=_history)
+    history.set_defaults(run=run_history)
 
     inbox = commands.add_parser(
         "inbox",
@@ -1166,13 +207,17 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MODULE:FUNCTION",
         help="request -> approver identity or None; required for a non-loopback --host",
     )
-    inbox.set_defaults(run=_inbox)
+    inbox.set_defaults(run=run_inbox)
 
     serve = commands.add_parser(
         "serve", help="serve SOURCE's tools as an MCP server, every call governed"
     )
     serve.add_argument("source", help=source_help)
-    serve.add_argument("--policy", help="a policy file (.toml, or JSON)")
+    serve.add_argument(
+        "--policy",
+        metavar="FILE",
+        help="a policy file (.toml, or JSON); applied with the module's own `policy`, if any",
+    )
     serve.add_argument("--store", help=f"where calls wait for approval; {store_help}")
     serve.add_argument("--http", metavar="HOST:PORT", help="streamable HTTP (default: stdio)")
     serve.add_argument("--principal", help="who the calls run for (JSON, or a plain string)")
@@ -1186,13 +231,13 @@ def _parser() -> argparse.ArgumentParser:
         help="the environment variable holding the secret that seals approval forms' state "
         "(gateways sharing it take each other's answers; default: a key of this process)",
     )
-    serve.set_defaults(run=_serve)
+    serve.set_defaults(run=run_serve)
     return parser
 
 
 def _show_warning(message: Warning | str, *_: Any, **__: Any) -> None:
     """A warning as one line on stderr (``toolwire: warning: ...``), not Python's two."""
-    print(f"toolwire: warning: {_safe(str(message))}", file=sys.stderr)
+    print(f"toolwire: warning: {safe(str(message))}", file=sys.stderr)
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
@@ -1211,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.showwarning = _show_warning
             status: int = anyio.run(args.run, args)
     except ToolwireError as exc:
-        print(f"toolwire: error: {_safe(str(exc))}", file=sys.stderr)
+        print(f"toolwire: error: {safe(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
@@ -1223,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not all(isinstance(error, ToolwireError) for error in errors):
             raise
         for message in dict.fromkeys(str(error) for error in errors):
-            print(f"toolwire: error: {_safe(message)}", file=sys.stderr)
+            print(f"toolwire: error: {safe(message)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # The reader stopped reading (`toolwire declare ... | head`): no traceback, and none at

@@ -174,19 +174,17 @@ class Verdict:
 _SAFETY_HINTS = ("readOnlyHint", "destructiveHint")
 
 
-def _destructive_reason(tool: Tool) -> str | None:
-    """Why ``tool`` may be destructive by its annotations, or None when they promise it is not.
+def destructive_by_annotations(tool: Tool) -> str | None:
+    """Why ``tool`` may be destructive by its annotations, or None when they promise it is not,
+    whoever wrote it.
 
     The MCP defaults apply: ``readOnlyHint`` false and ``destructiveHint`` true unless said
-    otherwise, so a server's tool without annotations may be destructive. A promise counts only
-    as the boolean itself, and ``readOnlyHint: true`` never outweighs ``destructiveHint: true``
-    (a contradiction tightens). A tool without a server and without annotations is the
-    developer's own code: None.
+    otherwise, so a tool without annotations may be destructive. A promise counts only as the
+    boolean itself, and ``readOnlyHint: true`` never outweighs ``destructiveHint: true`` (a
+    contradiction tightens). What ``Policy(destructive="ask")`` asks about, except that it
+    spares a tool without a server and without annotations (the developer's own code).
     """
-    annotations = tool.annotations
-    if not tool.server_id and not annotations:
-        return None
-    hints = annotations if isinstance(annotations, Mapping) else {}
+    hints = tool.annotations if isinstance(tool.annotations, Mapping) else {}
     read_only, destructive = (hints.get(key) for key in _SAFETY_HINTS)
     if destructive is False:
         return None
@@ -197,6 +195,14 @@ def _destructive_reason(tool: Tool) -> str | None:
     if tool.server_id:
         return "the server does not declare this tool read-only"
     return "its annotations do not declare it read-only or non-destructive"
+
+
+def _destructive_reason(tool: Tool) -> str | None:
+    """What ``Policy(destructive="ask")`` asks about: [`destructive_by_annotations`][], but
+    None for a tool without a server and without annotations (the developer's own code)."""
+    if not tool.server_id and not tool.annotations:
+        return None
+    return destructive_by_annotations(tool)
 
 
 class Policy:
@@ -253,12 +259,38 @@ class Policy:
         rules += [Rule("ask", p) for p in ask]
         return cls(*rules, default=default)
 
+    @classmethod
+    def all_of(cls, *policies: Policy) -> Policy:
+        """One policy applying every one of ``policies`` together: a call any of them denies
+        is denied (with the first such one's reason), else a call any of them asks about is
+        asked about (the first one's reason), else it is allowed. A tool any of them denies
+        outright is denied outright (left out of listings).
+
+        With one policy, that policy; with none, a policy that allows every call.
+
+        Raises:
+            ConfigurationError: for anything that is not a [`Policy`][].
+        """
+        for policy in policies:
+            if not isinstance(policy, Policy):
+                raise ConfigurationError(f"not a Policy: {policy!r}")
+        if len(policies) == 1:
+            return policies[0]
+        return _AllOf(policies)
+
     def denies_outright(
         self, tool: Tool, *, principal: Any = None, exposed_name: str | None = None
     ) -> str | None:
         """Why every call of ``tool`` by ``principal`` is denied, whatever its arguments and
         taint, or None (see [`denies_outright`][]): what a listing leaves out."""
-        return denies_outright(self, tool, principal=principal, exposed_name=exposed_name)
+        return _denied_by_rules(self, tool, principal=principal, exposed_name=exposed_name)
+
+    def may_ask(
+        self, tool: Tool, *, principal: Any = None, exposed_name: str | None = None
+    ) -> str | None:
+        """Why some call of ``tool`` by ``principal`` may need approval, or None when no call
+        can (see [`may_ask`][])."""
+        return _asked_by_rules(self, tool, principal=principal, exposed_name=exposed_name)
 
     def evaluate(self, context: PolicyContext) -> Verdict:
         """The effect for one call. Never raises: a rule's ``when`` that raises fails closed."""
@@ -326,6 +358,13 @@ def denies_outright(
     let a call through. Only certainty leaves a tool out of a listing; every call still goes
     through [`Policy.evaluate`][].
     """
+    return policy.denies_outright(tool, principal=principal, exposed_name=exposed_name)
+
+
+def _denied_by_rules(
+    policy: Policy, tool: Tool, *, principal: Any = None, exposed_name: str | None = None
+) -> str | None:
+    """[`denies_outright`][] for a policy of rules, a default and annotations."""
     context = PolicyContext(
         tool=tool,
         arguments=_UnknownArguments(),
@@ -357,7 +396,14 @@ def may_ask(
     arguments or the taint may hold, so an ``ask`` behind it counts. None is a promise (no
     call will ever be asked about); a reason may be a false alarm.
     """
-    if denies_outright(policy, tool, principal=principal, exposed_name=exposed_name) is not None:
+    return policy.may_ask(tool, principal=principal, exposed_name=exposed_name)
+
+
+def _asked_by_rules(
+    policy: Policy, tool: Tool, *, principal: Any = None, exposed_name: str | None = None
+) -> str | None:
+    """[`may_ask`][] for a policy of rules, a default and annotations."""
+    if policy.denies_outright(tool, principal=principal, exposed_name=exposed_name) is not None:
         return None
     if tool.needs_approval:
         return "the tool is new or its definition changed since it was approved"
@@ -405,6 +451,45 @@ def _verdict(rule: Rule, note: str | None, fallback: str) -> Verdict:
     if note is None:
         return Verdict(rule.effect, rule.reason or (fallback if rule.effect == "deny" else None))
     return Verdict(rule.effect, f"{rule.reason or fallback} ({note})")
+
+
+class _AllOf(Policy):
+    """Several policies applied together (see [`Policy.all_of`][])."""
+
+    def __init__(self, policies: tuple[Policy, ...]) -> None:
+        super().__init__()
+        self.policies = policies
+        self.allows_everything = all(policy.allows_everything for policy in policies)
+
+    def evaluate(self, context: PolicyContext) -> Verdict:
+        asked: Verdict | None = None
+        for policy in self.policies:
+            verdict = policy.evaluate(context)
+            if verdict.effect == "deny":
+                return verdict
+            if verdict.effect == "ask" and asked is None:
+                asked = verdict
+        return asked or Verdict("allow")
+
+    def denies_outright(
+        self, tool: Tool, *, principal: Any = None, exposed_name: str | None = None
+    ) -> str | None:
+        for policy in self.policies:
+            why = policy.denies_outright(tool, principal=principal, exposed_name=exposed_name)
+            if why is not None:
+                return why
+        return None
+
+    def may_ask(
+        self, tool: Tool, *, principal: Any = None, exposed_name: str | None = None
+    ) -> str | None:
+        if self.denies_outright(tool, principal=principal, exposed_name=exposed_name) is not None:
+            return None
+        for policy in self.policies:
+            why = policy.may_ask(tool, principal=principal, exposed_name=exposed_name)
+            if why is not None:
+                return why
+        return None
 
 
 ALLOW_ALL = Policy()

@@ -11,7 +11,7 @@ import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -27,7 +27,8 @@ from toolwire.approval import ApprovalRequest, Decision, allow, deny, halt
 from toolwire.calls import canonical_json, has_lone_surrogate
 from toolwire.errors import ConfigurationError, InvalidArguments, StoreUnavailable
 from toolwire.inbox import _html
-from toolwire.store import CallRecord, DamagedRecord, RunStore
+from toolwire.inbox._types import Listed, Problem
+from toolwire.store import CallRecord, RunStore
 from toolwire.tool import Tool
 
 __all__ = ["API_HEADER", "Problem", "build"]
@@ -51,26 +52,6 @@ SECURITY_HEADERS = [
     (b"x-frame-options", b"DENY"),
     (b"cache-control", b"no-store"),
 ]
-
-
-class Problem(Exception):
-    """A request the console refuses: its status, a code and a message (and, for edited
-    arguments, the fields that failed)."""
-
-    def __init__(
-        self, status: int, code: str, message: str, fields: list[tuple[str, str]] | None = None
-    ) -> None:
-        self.status = status
-        self.code = code
-        self.message = message
-        self.fields = fields or []
-        super().__init__(message)
-
-    def to_dict(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.fields:
-            body["fields"] = [{"path": path, "message": text} for path, text in self.fields]
-        return {"error": body}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -246,22 +227,6 @@ def _base(request: Request) -> str:
 
 
 # -- reading the ledger --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Listed:
-    items: list[ApprovalRequest]
-    total: int
-    offset: int
-    limit: int
-    truncated: bool
-    damaged: list[DamagedRecord] = field(default_factory=list)
-    """Waiting calls whose stored record cannot be read (named, never listed to decide)."""
-
-    @property
-    def next_offset(self) -> int | None:
-        following = self.offset + self.limit
-        return following if following < self.total else None
 
 
 def _int(params: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:

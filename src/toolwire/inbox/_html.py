@@ -14,16 +14,14 @@ import datetime
 import html
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from toolwire._text import hides, json_hides, visible, visible_json, visible_json_text
 from toolwire.approval import ApprovalRequest
+from toolwire.inbox._types import Listed, Problem
 from toolwire.ledger import CallTrail
 from toolwire.store import CallRecord
-
-if TYPE_CHECKING:
-    from toolwire.inbox._app import Listed, Problem
 
 __all__ = [
     "CSS",

@@ -22,16 +22,10 @@ from toolwire.errors import MissingDependency
 if TYPE_CHECKING:
     from toolwire.mcp._content import result_from_mcp
     from toolwire.mcp._gateway import Gateway
-    from toolwire.mcp._hub import (
-        HttpServer,
-        Hub,
-        InProcessServer,
-        ServerSpec,
-        SseServer,
-        StdioServer,
-    )
+    from toolwire.mcp._hub import Hub
     from toolwire.mcp._progress import ProgressContext, ProgressHook
     from toolwire.mcp._serve import serve
+    from toolwire.mcp._specs import HttpServer, InProcessServer, ServerSpec, SseServer, StdioServer
 
 __all__ = [
     "Gateway",
@@ -52,14 +46,14 @@ __all__ = [
 # and say which extra is missing instead of failing on a module deep inside.
 _HOMES = {
     "Gateway": "_gateway",
-    "HttpServer": "_hub",
+    "HttpServer": "_specs",
     "Hub": "_hub",
-    "InProcessServer": "_hub",
+    "InProcessServer": "_specs",
     "ProgressContext": "_progress",
     "ProgressHook": "_progress",
-    "ServerSpec": "_hub",
-    "SseServer": "_hub",
-    "StdioServer": "_hub",
+    "ServerSpec": "_specs",
+    "SseServer": "_specs",
+    "StdioServer": "_specs",
     "result_from_mcp": "_content",
     "serve": "_serve",
 }

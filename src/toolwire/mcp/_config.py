@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from toolwire import _jsonfile
 from toolwire.errors import ConfigurationError, ToolwireWarning
-from toolwire.mcp._hub import HttpServer, ServerSpec, SseServer, StdioServer
+from toolwire.mcp._specs import HttpServer, ServerSpec, SseServer, StdioServer
 
 __all__ = ["is_mcp_config", "read_config"]
 

@@ -11,11 +11,9 @@ another tool or server.
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import itertools
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -26,40 +24,38 @@ import anyio.to_thread
 import pydantic
 
 from toolwire._limits import acquire
-from toolwire._text import clean_description, strip_invisible
 from toolwire.calls import ToolResult
 from toolwire.context import current_call
-from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
+from toolwire.errors import ConfigurationError, MissingDependency
 from toolwire.inputs import Elicitor, InputDeferred
+from toolwire.mcp._accept import accept
 from toolwire.mcp._content import result_from_mcp
 from toolwire.mcp._input import InFlight, InputRefused, call_with_input, legacy_callback
 from toolwire.mcp._progress import CallProgress, ProgressHook
-from toolwire.providers import get_provider, make_options, provider_names
+from toolwire.mcp._specs import (
+    HttpServer,
+    InProcessServer,
+    ServerSpec,
+    SseServer,
+    StdioServer,
+)
+from toolwire.mcp._state import DESCRIBED, ServerState, describe
 from toolwire.tool import (
     Tool,
     ToolSet,
-    clean_title,
     compile_validator,
     exposed_name_for,
-    safe_icons,
 )
 
 __all__ = ["HttpServer", "Hub", "InProcessServer", "ServerSpec", "SseServer", "StdioServer"]
 
 _PAGE_CAP = 100
 """Pages of ``tools/list`` read from one server before the listing is cut."""
-_TOOL_CAP = 1000
-"""Tool names of one server's listing that are looked at (after ``include``/``exclude``); the
-rest are left out. Each is checked for every provider, and no model can use more."""
-_NAME_CAP = 256
-"""Characters a tool's name may have (the MCP spec asks for at most 128)."""
 _CHECKED_ON_LOOP = 100
 """Listings with more tools than this are checked in a worker thread, off the event loop."""
 _DRAIN_SECONDS = 1.0
 """Most seconds a call's answer waits for the ``on_progress`` hook to finish with the reports
 received before it."""
-_DESCRIBED = 300
-"""Characters of an exception's text kept in a status or an answer."""
 
 
 def _mcp() -> Any:
@@ -70,126 +66,7 @@ def _mcp() -> Any:
     return mcp
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Options:
-    include: Sequence[str] | None = None
-    """Glob patterns over the server's tool names; only matching tools are listed."""
-    exclude: Sequence[str] = ()
-    timeout: float | None = 60.0
-    """Seconds one call may go without progress: counted from when the request is sent, and
-    restarted by each progress notification the server sends for it (the hub applies it; a call
-    that runs out is cancelled on the server and answered ``timeout``). None: no limit."""
-    max_total_timeout: float | None = 600.0
-    """Seconds one call may take in all, however much progress it reports (the tools'
-    ``timeout``, applied by the executor); at least ``timeout``. None: no cap."""
-    max_concurrency: int = 8
-    """Calls to this server running at once."""
-    connect_timeout: float = 30.0
-    """Seconds the server may take to start and list its tools."""
-    probe_timeout: float = 5.0
-    """Seconds the server has to answer a probe (a ``tools/list`` request) after one of its
-    calls was abandoned (timed out or cancelled); a server that doesn't is hung, so it is marked
-    down and reconnected."""
-    taints: Sequence[str] = ()
-    """Sources its tools' output brings into the model's context besides the server itself
-    (e.g. ``"web"`` for a fetcher): what ``Outcome.taint`` collects and policies match with
-    ``tainted_by``."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class StdioServer(_Options):
-    """A server started as a subprocess, spoken to over its stdin/stdout."""
-
-    command: str
-    args: Sequence[str] = ()
-    env: Mapping[str, str] | None = None
-    cwd: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class HttpServer(_Options):
-    """A server reached over streamable HTTP."""
-
-    url: str
-    headers: Mapping[str, str] | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class SseServer(_Options):
-    """A server reached over the legacy HTTP+SSE transport (protocol revision 2024-11-05): a
-    GET on ``url`` opens the event stream, and messages are POSTed where it says."""
-
-    url: str
-    headers: Mapping[str, str] | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class InProcessServer(_Options):
-    """A server object (``mcp.server.mcpserver.MCPServer``) run in this process."""
-
-    server: Any
-
-
-ServerSpec = StdioServer | HttpServer | SseServer | InProcessServer
-
-
-@dataclass(frozen=True, slots=True)
-class _Listed:
-    """A tool the server listed and the hub accepted, with the fingerprint of its definition."""
-
-    tool: Tool
-    fingerprint: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Listing:
-    """What one ``tools/list`` round gave: accepted tools, left-out ones, checks done."""
-
-    tools: list[_Listed]
-    left_out: dict[str, str]
-    declarable: dict[tuple[str, str], str | None]
-    """Per (name, fingerprint), why a provider cannot declare the tool (None: all can)."""
-
-
-@dataclass(eq=False)
-class _Server:
-    name: str
-    spec: ServerSpec
-    client: Any = None
-    tools: list[_Listed] = field(default_factory=list)
-    left_out: dict[str, str] = field(default_factory=dict)
-    """Tools of the last listing left out, name → why."""
-    refused: dict[str, str] = field(default_factory=dict)
-    """Tools the transport took out of a listing as malformed (see ``_listing``), name → why."""
-    output_schemas: dict[str, Any] = field(default_factory=dict)
-    """The output schemas the transport kept from the SDK (see ``_listing``), by tool name:
-    the hub checks results against them itself."""
-    output_validators: dict[str, tuple[Any, Any]] = field(default_factory=dict)
-    """By tool name: the output schema last compiled, and its validator (or why it has none)."""
-    declarable: dict[tuple[str, str], str | None] = field(default_factory=dict)
-    listed: bool = False
-    """A listing succeeded once: tools that appear after it are new, not trusted."""
-    error: str | None = "not connected yet"
-    limiter: anyio.Semaphore = field(default_factory=lambda: anyio.Semaphore(8))
-    ready: anyio.Event = field(default_factory=anyio.Event)
-    wake: anyio.Event = field(default_factory=anyio.Event)
-    """Set to make the connection loop re-list (list_changed) or reconnect (a failure)."""
-    gone: list[Tool] = field(default_factory=list)
-    """The tools of the last listing before the server went down: calls to them are answered
-    ``unavailable`` (not "unknown tool") while it is down."""
-    broken: bool = False
-    checking: bool = False
-    """A probe after an abandoned call is on its way."""
-    protocol_version: str | None = None
-    """The protocol revision negotiated on the current connection (None: not connected)."""
-    in_flight: dict[int, InFlight] = field(default_factory=dict)
-    """The calls sent and not answered yet, by the hub's call number."""
-    handshake_only: bool = False
-    """Connect with the ``initialize`` handshake, without probing for newer revisions first
-    (after a connection attempt that probed timed out)."""
-
-
-def _target(server: _Server) -> Any:
+def _target(server: ServerState) -> Any:
     """What ``mcp.Client`` connects to; stdio, HTTP and SSE transports get their listings checked
     tool by tool (an in-process server is the program's own: the SDK checks it as a whole)."""
     mcp = _mcp()
@@ -226,7 +103,8 @@ def _target(server: _Server) -> Any:
 
 
 class Hub:
-    """Several MCP servers as one tool source (an async context manager).
+    """Several MCP servers as one [tool source][toolwire.sources.ToolSource] (an async context
+    manager).
 
     ```python
     async with Hub({"files": StdioServer(command="mcp-files"), "web": HttpServer(url=...)}) as hub:
@@ -346,7 +224,7 @@ class Hub:
                     f"server {name!r}: taints must be a string or a list of strings"
                 )
         self._servers = {
-            name: _Server(name, spec, limiter=anyio.Semaphore(spec.max_concurrency))
+            name: ServerState(name, spec, limiter=anyio.Semaphore(spec.max_concurrency))
             for name, spec in servers.items()
         }
         self.max_backoff = max_backoff
@@ -446,7 +324,7 @@ class Hub:
         await self._tasks.__aexit__(None, None, None)
         self._tasks = None
 
-    async def _keep_connected(self, server: _Server) -> None:
+    async def _keep_connected(self, server: ServerState) -> None:
         mcp = _mcp()
         failures = 0
         while True:
@@ -484,7 +362,7 @@ class Hub:
                                 break
                         watching.cancel_scope.cancel()
                 except Exception as exc:  # a server that fails in any way is down
-                    server.error = _describe(exc)
+                    server.error = describe(exc)
                     server.handshake_only = False  # a modern-only server refuses it: probe again
             if connecting.cancelled_caught:
                 server.error = f"did not start within {server.spec.connect_timeout:g} s"
@@ -502,7 +380,7 @@ class Hub:
             failures += 1
             await anyio.sleep(min(self.max_backoff, 0.1 * 2 ** min(failures, 16)))
 
-    def _notifications(self, server: _Server) -> Any:
+    def _notifications(self, server: ServerState) -> Any:
         mcp = _mcp()
 
         async def handle(message: Any) -> None:
@@ -514,7 +392,7 @@ class Hub:
     async def _listen(
         self,
         client: Any,
-        server: _Server,
+        server: ServerState,
         *,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
@@ -547,7 +425,7 @@ class Hub:
             if not started:
                 task_status.started()
 
-    async def _list(self, client: Any, server: _Server) -> None:
+    async def _list(self, client: Any, server: ServerState) -> None:
         """Read the server's listing, check it tool by tool and take it as the server's tools."""
         server.refused.clear()
         listed: list[Any] = []
@@ -560,11 +438,11 @@ class Hub:
             if cursor is None or cursor in seen:  # a server repeating a cursor would loop
                 break
             seen.add(cursor)
-        accept = partial(self._accept, server, listed, dict(server.refused))
+        checking = partial(accept, server, listed, dict(server.refused), call=self._call)
         if len(listed) > _CHECKED_ON_LOOP:  # a big listing is checked off the event loop
-            listing = await anyio.to_thread.run_sync(accept)
+            listing = await anyio.to_thread.run_sync(checking)
         else:
-            listing = accept()
+            listing = checking()
         server.tools, server.left_out = listing.tools, listing.left_out
         server.declarable = listing.declarable
         # The first listing is trusted as it is; what appears later is new.
@@ -574,106 +452,6 @@ class Hub:
             if trusted and key not in self._approved:
                 self._approved[key] = entry.fingerprint
         server.listed = True
-
-    def _accept(self, server: _Server, listed: Sequence[Any], refused: dict[str, str]) -> _Listing:
-        """The tools of ``listed`` the hub can offer, and why the others are left out."""
-        left_out = dict(refused)
-        groups: dict[str, list[Any]] = {}
-        for tool in listed:
-            name = tool.name
-            if not isinstance(name, str):
-                left_out[_key(name)] = "its name is not a string"
-                continue
-            if not _selected(server.spec, name):
-                continue  # the user's filter: not left out, just not wanted
-            if name in groups or len(groups) < _TOOL_CAP:
-                groups.setdefault(name, []).append(tool)
-            else:
-                left_out[_key(name)] = f"the server lists more than {_TOOL_CAP} tools"
-        accepted: list[_Listed] = []
-        taken: dict[str, str] = {}  # exposed name → the tool's own name
-        declarable: dict[tuple[str, str], str | None] = {}
-        for name, group in groups.items():
-            if any(other != group[0] for other in group[1:]):
-                left_out[_key(name)] = (
-                    f"the server lists it {len(group)} times with different definitions"
-                )
-                continue
-            try:
-                entry = self._definition(server, group[0])
-                exposed = exposed_name_for(name, server.name)
-                if exposed in taken:
-                    raise _LeftOut(
-                        f"its exposed name {exposed!r} is already that of {taken[exposed]!r}"
-                    )
-                key = (name, entry.fingerprint)
-                if key not in declarable:  # checked once per definition, not per listing
-                    declarable[key] = (
-                        server.declarable[key]
-                        if key in server.declarable
-                        else _undeclarable(entry.tool)
-                    )
-                reason = declarable[key]
-                if reason is not None:
-                    raise _LeftOut(reason)
-            except _LeftOut as exc:
-                left_out[_key(name)] = exc.reason
-                continue
-            taken[exposed] = name
-            accepted.append(entry)
-        return _Listing(accepted, left_out, declarable)
-
-    def _definition(self, server: _Server, listed: Any) -> _Listed:
-        """The hub's tool for one listed tool.
-
-        Raises:
-            _LeftOut: saying why the tool cannot be offered.
-        """
-        name = listed.name
-        if not strip_invisible(name).strip():
-            raise _LeftOut("its name is empty or blank")
-        if len(name) > _NAME_CAP:
-            raise _LeftOut(f"its name is longer than {_NAME_CAP} characters")
-        schema = listed.input_schema
-        if not isinstance(schema, Mapping) or schema.get("type") != "object":
-            raise _LeftOut("its input schema is not an object schema")
-        annotations = (
-            listed.annotations.model_dump(by_alias=True, exclude_none=True)
-            if listed.annotations is not None
-            else None
-        )
-        description = clean_description(
-            listed.description if isinstance(listed.description, str) else None
-        )
-        # For people, not the model: MCP's display order is title, then annotations.title.
-        title = clean_title(listed.title) or clean_title((annotations or {}).get("title"))
-        icons = safe_icons(
-            [icon.model_dump(by_alias=True, exclude_none=True) for icon in listed.icons]
-            if listed.icons
-            else None
-        )
-        try:
-            tool = Tool(
-                name=name,
-                description=description,
-                input_schema=schema,
-                output_schema=server.output_schemas.get(name, listed.output_schema),
-                annotations=annotations,
-                title=title,
-                icons=icons,
-                server_id=server.name,
-                taints=_taints(server),
-                handler=partial(self._call, server, name),
-                # The executor applies the cap (the hub, the idle timeout); cancelled, the SDK
-                # tells the server.
-                timeout=server.spec.max_total_timeout,
-            )
-            fingerprint = tool.definition_hash  # what approve_definition records
-        except ToolwireError as exc:
-            raise _LeftOut(str(exc)) from None
-        except Exception as exc:  # e.g. a schema too deep to encode
-            raise _LeftOut(f"its definition cannot be read: {_describe(exc)}") from None
-        return _Listed(tool, fingerprint)
 
     def _changed(self) -> None:
         self._toolset = None
@@ -754,7 +532,7 @@ class Hub:
         self._approved[(tool.server_id, tool.name)] = tool.definition_hash
         self._changed()
 
-    async def _call(self, server: _Server, name: str, /, **arguments: Any) -> ToolResult:
+    async def _call(self, server: ServerState, name: str, /, **arguments: Any) -> ToolResult:
         client = server.client
         if client is None:
             return ToolResult.error(
@@ -807,7 +585,7 @@ class Hub:
         await progress.drained(_DRAIN_SECONDS)  # its reports reach the hook before its answer
         answer = result_from_mcp(result)
         if flight.problem is not None:  # a question it asked could not be answered in time
-            said = answer.text[:_DESCRIBED] or "nothing"
+            said = answer.text[:DESCRIBED] or "nothing"
             return ToolResult.error(
                 "failed",
                 f"Tool {_exposed(server, name)!r} stopped: {flight.problem}. The server "
@@ -848,25 +626,25 @@ class Hub:
                 reason = (
                     f"it did not answer a probe within {server.spec.probe_timeout:g} s"
                     if isinstance(exc, TimeoutError)
-                    else _describe(exc)
+                    else describe(exc)
                 )
                 self._down(server, reason)
             return False
 
-    def _abandoned(self, server: _Server) -> None:
+    def _abandoned(self, server: ServerState) -> None:
         """A call was given up (timed out or cancelled): a slow tool, or a hung server? A
         probe tells, off the call's path."""
         if self._tasks is not None and not server.checking:
             server.checking = True
             self._tasks.start_soon(self._check_after_abandoned_call, server)
 
-    async def _check_after_abandoned_call(self, server: _Server) -> None:
+    async def _check_after_abandoned_call(self, server: ServerState) -> None:
         try:
             await self.check(server.name)
         finally:
             server.checking = False
 
-    def _failure(self, server: _Server, name: str, exc: Exception) -> ToolResult:
+    def _failure(self, server: ServerState, name: str, exc: Exception) -> ToolResult:
         mcp = _mcp()
         while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
             exc = exc.exceptions[0]  # the SDK's task groups wrap single errors
@@ -888,10 +666,10 @@ class Hub:
                 )
             message = exc.message if isinstance(exc.message, str) else repr(exc.message)
             return ToolResult.error(
-                "failed", f"Tool {_exposed(server, name)!r} failed: {message[:_DESCRIBED]}"
+                "failed", f"Tool {_exposed(server, name)!r} failed: {message[:DESCRIBED]}"
             )
         if isinstance(exc, RuntimeError):  # e.g. the SDK's output-schema check
-            reason = _describe(exc, named=False)
+            reason = describe(exc, named=False)
             return ToolResult.error("failed", f"Tool {_exposed(server, name)!r} failed: {reason}")
         if isinstance(exc, pydantic.ValidationError):  # a malformed answer on a sound connection
             return ToolResult.error(
@@ -901,10 +679,10 @@ class Hub:
             )
         return self._lost(server, exc)  # the connection broke
 
-    def _lost(self, server: _Server, exc: BaseException) -> ToolResult:
-        return ToolResult.error("unavailable", self._down(server, _describe(exc)))
+    def _lost(self, server: ServerState, exc: BaseException) -> ToolResult:
+        return ToolResult.error("unavailable", self._down(server, describe(exc)))
 
-    def _down(self, server: _Server, reason: str) -> str:
+    def _down(self, server: ServerState, reason: str) -> str:
         """The server is down until the connection loop reconnects it; returns what to say."""
         message = f"Server {server.name!r} became unavailable: {reason}."
         server.broken = True
@@ -922,18 +700,12 @@ def _modern_versions() -> tuple[str, ...]:
     return tuple(MODERN_PROTOCOL_VERSIONS)
 
 
-def _exposed(server: _Server, name: str) -> str:
+def _exposed(server: ServerState, name: str) -> str:
     """The name the model calls a server's tool by (what its messages name)."""
     return exposed_name_for(name, server.name)
 
 
-def _taints(server: _Server) -> frozenset[str]:
-    """What the server's tools taint the model's context with: the server, and its ``taints``."""
-    extra = server.spec.taints
-    return frozenset((server.name, *((extra,) if isinstance(extra, str) else extra)))
-
-
-def _output_problem(server: _Server, name: str, schema: Any, structured: Any) -> str | None:
+def _output_problem(server: ServerState, name: str, schema: Any, structured: Any) -> str | None:
     """Why a tool's structured result breaks its output schema, or None: what the SDK checks
     (it must be there, and match), done by jsonschema-rs, in linear time."""
     if structured is None:
@@ -953,31 +725,10 @@ def _output_problem(server: _Server, name: str, schema: Any, structured: Any) ->
     try:
         error = next(iter(validator.iter_errors(structured)), None)
     except ValueError as exc:  # not JSON jsonschema-rs reads
-        return f"its structured content is not JSON: {_describe(exc)}"
+        return f"its structured content is not JSON: {describe(exc)}"
     if error is None:
         return None
-    return f"its structured content does not match its output schema: {error.message[:_DESCRIBED]}"
-
-
-def _selected(spec: ServerSpec, name: str) -> bool:
-    if spec.include is not None and not any(fnmatch.fnmatchcase(name, p) for p in spec.include):
-        return False
-    return not any(fnmatch.fnmatchcase(name, p) for p in spec.exclude)
-
-
-def _describe(exc: BaseException, *, named: bool = True) -> str:
-    """``exc`` in a line or so: its type (when ``named``) and its text, cut short."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    try:
-        text = str(exc)
-    except Exception:  # an exception whose text cannot be had is still named
-        text = ""
-    if len(text) > _DESCRIBED:
-        text = text[: _DESCRIBED - 3] + "..."
-    if not named:
-        return text or type(exc).__name__
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return f"its structured content does not match its output schema: {error.message[:DESCRIBED]}"
 
 
 def _first_error(exc: pydantic.ValidationError) -> str:
@@ -987,44 +738,3 @@ def _first_error(exc: pydantic.ValidationError) -> str:
         return "it does not match the protocol"
     where = ".".join(str(part) for part in errors[0]["loc"])
     return f"{where or 'the result'}: {errors[0]['msg']}"
-
-
-class _LeftOut(Exception):
-    """A listed tool the hub does not offer; ``reason`` says why."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-def _key(name: Any) -> str:
-    """A tool's name as [`Hub.left_out`][] shows it (a non-string by its repr, cut short)."""
-    text = name if isinstance(name, str) else repr(name)
-    return text if len(text) <= _NAME_CAP else text[:_NAME_CAP] + "..."
-
-
-def _undeclarable(tool: Tool) -> str | None:
-    """Why ``tool`` cannot be offered (a registered provider cannot declare it, or its schema
-    cannot validate arguments, so every call would fail), or None."""
-    single = ToolSet([tool])
-    for name in provider_names():
-        provider = get_provider(name)
-        for options in provider.PROFILE.option_sets:
-            try:
-                provider.declare(single, make_options(provider, dict(options)))
-            except ToolwireError as exc:
-                return f"{_declaration(name, options)} cannot declare it: {exc}"
-            except Exception as exc:  # a provider failing on an untrusted schema in any way
-                return f"{_declaration(name, options)} cannot declare it: {_describe(exc)}"
-    try:
-        tool.check_schema()
-    except ToolwireError as exc:
-        return str(exc)
-    return None
-
-
-def _declaration(provider: str, options: Mapping[str, Any]) -> str:
-    """``gemini``, or ``gemini (schema=openapi)``: the declaration a reason is about."""
-    if not options:
-        return provider
-    return f"{provider} ({', '.join(f'{k}={v}' for k, v in options.items())})"

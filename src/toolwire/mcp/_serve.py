@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import sys
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -20,10 +19,11 @@ from toolwire.errors import ConfigurationError, MissingDependency, ToolwireWarni
 from toolwire.mcp._gateway import Gateway, in_process
 from toolwire.mcp._hub import Hub
 from toolwire.policy import ALLOW_ALL, Policy, may_ask
+from toolwire.sources import OpenedSource, opened_source
 from toolwire.store import RunStore
 from toolwire.tool import Tool, ToolSet
 
-__all__ = ["open_toolset", "serve"]
+__all__ = ["open_served", "serve"]
 
 Source = ToolSet | Hub | ModuleType | str | Path | Iterable[Tool | Callable[..., Any]]
 
@@ -72,9 +72,10 @@ async def serve(
             ``module:attribute``, a JSON tool file, ``stdio:CMD``, an MCP URL, an
             ``mcp.json``).
         policy: a [`Policy`][toolwire.Policy], or the path of a policy file (see
-            ``toolwire.policy_file``). A policy ``source``'s Python module defines (as
-            ``policy`` or ``POLICY``) applies too, as ``toolwire call`` applies it: a deny of
-            either denies, an ask of either asks.
+            ``toolwire.policy_file``). A Python module's own policy (a ``Policy`` it names
+            ``policy`` or ``POLICY``, when ``source`` is a module or a SOURCE string naming
+            one) applies with it: a deny of either denies, an ask of either asks (see
+            [`Policy.all_of`][toolwire.policy.Policy.all_of]).
         store: the run store, or its URL (``sqlite:///runs.db``...).
         transport: ``"stdio"``, or ``"http"`` (streamable HTTP at ``/mcp``).
         host: where HTTP listens: a loopback address (``127.0.0.1``, the default, ``::1``)
@@ -112,16 +113,16 @@ async def serve(
     # such a store too).
     unreachable = store is None or (owned_store and in_process(store))
     try:
-        async with _open_governed(source) as (toolset, module_policy):
-            if module_policy is not None:  # the module's own policy holds, beside any given
-                from toolwire.cli import all_of
-
-                policy = all_of([module_policy, policy])
+        async with open_served(source) as opened:
+            toolset = opened.toolset
+            # The source module's own policy and the one given, together (see Policy.all_of).
+            applied = [own for own in (opened.policy, policy) if own is not None]
+            policy = Policy.all_of(*applied) if applied else None
             if unreachable and approver is None:
                 _check_approvable(toolset, policy, principal, elicit)
-            hubs = _hubs_of(source, toolset)
+            hub = opened.hub
             # Followed only when the toolset is the hub's own: a filtered one stays as it is.
-            own = next((hub for hub in hubs if hub.as_toolset() is toolset), None)
+            own = hub if hub is not None and hub.as_toolset() is toolset else None
             gateway = Gateway(
                 toolset,
                 policy=policy,
@@ -134,9 +135,8 @@ async def serve(
                 hub=own,
                 **executor_options,
             )
-            for hub in hubs:
-                if hub is not own:
-                    gateway.forward_progress(hub)
+            if hub is not None and hub is not own:
+                gateway.forward_progress(hub)
             if transport == "stdio":
                 await _serve_stdio(gateway)
             else:
@@ -147,44 +147,20 @@ async def serve(
 
 
 @asynccontextmanager
-async def open_toolset(source: Source) -> AsyncIterator[ToolSet]:
-    """The tools of ``source`` (see ``serve``), with its MCP servers connected while open."""
-    async with _open_governed(source) as (toolset, _):
-        yield toolset
-
-
-@asynccontextmanager
-async def _open_governed(source: Source) -> AsyncIterator[tuple[ToolSet, Policy | None]]:
-    """[`open_toolset`][], with the policy of ``source``'s Python module (a ``policy`` or
-    ``POLICY`` it defines, as ``toolwire call`` applies it), or None."""
+async def open_served(source: Source) -> AsyncIterator[OpenedSource]:
+    """``source`` opened (see ``serve``): its tools, with its MCP servers connected while
+    open, the hub they come from, and a Python module's own policy."""
     if isinstance(source, Hub):
         async with source:
-            yield source.as_toolset(), None
+            yield OpenedSource(source.as_toolset(), hub=source)
     elif isinstance(source, str | Path):
-        from toolwire.cli import open_source_with_policy  # the CLI's reader of SOURCE strings
-
-        async with open_source_with_policy(str(source)) as opened:
+        async with opened_source(str(source)) as opened:
             yield opened
     elif isinstance(source, ModuleType):
-        from toolwire.cli import _load
-
-        yield _load(source.__name__)
+        async with opened_source(source.__name__) as opened:
+            yield opened
     else:
-        yield ToolSet.of(source), None
-
-
-def _hubs_of(source: Source, toolset: ToolSet) -> list[Hub]:
-    """The hubs whose servers the toolset's tools call: ``source`` itself, or those a SOURCE
-    string opened (found through the tools' handlers, ``partial(hub._call, ...)``, since the
-    CLI's reader yields only the toolset)."""
-    if isinstance(source, Hub):
-        return [source]
-    found: dict[int, Hub] = {}
-    for tool in toolset:
-        owner = getattr(getattr(tool.handler, "func", None), "__self__", None)
-        if isinstance(owner, Hub):
-            found.setdefault(id(owner), owner)
-    return list(found.values())
+        yield OpenedSource(ToolSet.of(source))
 
 
 _NOT_LOOPBACK = (
@@ -199,13 +175,10 @@ def _check_approvable(
 ) -> None:
     """Warn (or refuse, when ``elicit`` is off) when calls of served tools may need approval
     and nothing outside this process can decide them."""
-    from toolwire.cli import AllOf
-
-    # may_ask reads a policy's rules: each of several policies applied at once is asked.
-    policies = policy.policies if isinstance(policy, AllOf) else (policy or ALLOW_ALL,)
     asking: list[str] = []
     for name, tool in zip(toolset.exposed_names, toolset, strict=True):
-        if any(may_ask(each, tool, principal=principal, exposed_name=name) for each in policies):
+        # Several policies applied at once (Policy.all_of) ask each of them.
+        if may_ask(policy or ALLOW_ALL, tool, principal=principal, exposed_name=name):
             asking.append(name)
     if not asking:
         return
@@ -444,7 +417,3 @@ async def _close(store: Any) -> None:
         await store.aclose()
     elif hasattr(store, "close"):
         store.close()
-
-
-def _listening_on_stderr(url: str) -> None:
-    print(f"toolwire: serving MCP at {url}", file=sys.stderr, flush=True)

@@ -1,0 +1,82 @@
+"""``toolwire serve``, ``inbox`` and ``demo``: what runs until it is stopped."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, Literal
+
+from toolwire._cli.common import close_store, colour, principal_option, store_at
+from toolwire.errors import ConfigurationError
+
+__all__ = ["run_demo", "run_inbox", "run_serve"]
+
+
+async def run_serve(args: argparse.Namespace) -> int:
+    from toolwire.mcp._serve import serve
+
+    transport: Literal["stdio", "http"] = "stdio"
+    host, port = "127.0.0.1", 8000
+    if args.http is not None:
+        host, _, port_text = args.http.rpartition(":")
+        if not host or not port_text.isdigit():
+            raise ConfigurationError(f"--http is HOST:PORT, not {args.http!r}")
+        transport, host, port = "http", host.strip("[]"), int(port_text)  # [::1] → ::1
+    options: dict[str, Any] = {}
+    if args.state_key_env is not None:
+        secret = os.environ.get(args.state_key_env)
+        if not secret:
+            raise ConfigurationError(
+                f"--state-key-env: the environment variable {args.state_key_env} is not set"
+            )
+        options["state_keys"] = [secret]
+    await serve(
+        args.source,
+        policy=args.policy,
+        store=args.store,
+        transport=transport,
+        host=host,
+        port=port,
+        principal=principal_option(args.principal),
+        timeout=args.timeout,
+        elicit=not args.no_elicit,
+        on_listening=_listening_on_stderr,
+        **options,
+    )
+    return 0
+
+
+def _listening_on_stderr(url: str) -> None:
+    print(f"toolwire: serving MCP at {url}", file=sys.stderr, flush=True)
+
+
+async def run_inbox(args: argparse.Namespace) -> int:
+    from toolwire.inbox._serve import serve
+
+    store = store_at(args.store, create=True)  # the console may open before the first run
+    try:
+        await serve(
+            store,
+            host=args.host,
+            port=args.port,
+            authorize=args.authorize,
+            announce=lambda line: print(line, flush=True),
+        )
+    finally:
+        await close_store(store)
+    return 0
+
+
+async def run_demo(args: argparse.Namespace) -> int:
+    from toolwire.demo import run_demo
+
+    return await run_demo(
+        args.provider,
+        with_mcp=args.mcp,
+        yes=args.yes,
+        model=args.model,
+        scripted=args.scripted,
+        colour=colour(sys.stdout),
+        inbox=args.inbox,
+    )
