@@ -129,7 +129,7 @@ class CallRecord:
 
     @property
     def kept(self) -> KeptRequest | None:
-        """The request the record keeps, typed (see [`KeptRequest`][])."""
+        """The request the record keeps, typed (see ``KeptRequest``)."""
         return KeptRequest.of(self.request)
 
     @property

@@ -15,54 +15,44 @@ already answered there is answered again from it; one still to run is claimed (m
 ``running`` by compare-and-swap, so two workers resuming the run can't both run it) just before
 it runs, and its answer is stored as soon as it returns.
 
-The [`Executor`][] composes three parts, none of which it inherits from: the planner
-(``toolwire._plan``: pure functions from a call and what its run's record says to a step), the
-runner (``toolwire._runner``: limits, timeout, the handler, output caps, after-call hooks) and
-the run (``toolwire._run``: the turn's reads and writes of its run's records). What the model is
-told of a call that did not run is shaped by ``toolwire._output``.
+The [`Executor`][] composes its parts and inherits from none of them: the decider
+(``toolwire._deciding``: phase 1, carrying out the steps of the planner, ``toolwire._plan``,
+pure functions from a call and what its run's record says to a step), the runner
+(``toolwire._runner``: limits, timeout, the handler, output caps, after-call hooks) and the run
+(``toolwire._run``: the turn's reads and writes of its run's records). A turn's state is a
+``toolwire._turns.Turn``; what the model is told of a call that did not run is shaped by
+``toolwire._output``.
 """
 
 from __future__ import annotations
 
 import os
-import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Literal
 
 import anyio
 
 from toolwire import ledger
+from toolwire._deciding import Decider
 from toolwire._output import (
     DEFAULT_MEDIA_LIMIT,
     DEFAULT_OUTPUT_LIMIT,
-    denied_answer,
-    invalid_answer,
     log,
-    not_run,
     short,
 )
 from toolwire._plan import (
-    NO_RECORD,
     Answer,
-    Ask,
-    Go,
     Refuse,
-    Run,
     Wait,
-    decided,
     found,
-    from_record,
-    gate,
-    refusal,
 )
 from toolwire._record import (
     HOST,
     CallRecord,
     binding_for,
     decided_for,
-    fingerprint,
     input_record,
     input_resume,
     input_round,
@@ -71,14 +61,15 @@ from toolwire._record import (
 )
 from toolwire._run import UNSTORED_KINDS, UNTIMED_WAIT, Contended, Keep
 from toolwire._run import Run as RunOfTurn
-from toolwire._runner import CANCELLED, Job, Runner, maybe_await, unanswerable
+from toolwire._runner import CANCELLED, Job, Runner, unanswerable
 from toolwire._tracing import global_tracing, make_tracer, tool_span
+from toolwire._turns import NOT_RUN, CallOutcome, Planned, Turn
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
-from toolwire.calls import CallIds, RejectedCall, ToolCall, ToolResult, strip_nulls
+from toolwire.calls import CallIds, RejectedCall, ToolCall, ToolResult
 from toolwire.context import AfterHook, BeforeHook, CallContext, Veto
-from toolwire.errors import ConfigurationError, StoreUnavailable, ToolNotFound, ToolwireError
+from toolwire.errors import ConfigurationError, StoreUnavailable, ToolNotFound
 from toolwire.inputs import InputDeferred
-from toolwire.policy import ALLOW_ALL, Policy, PolicyContext, Verdict
+from toolwire.policy import ALLOW_ALL, Policy
 from toolwire.store import MemoryStore, RunStore
 from toolwire.tool import Tool, ToolSet
 
@@ -95,9 +86,6 @@ __all__ = [
 DEFAULT_LEASE = 30.0
 """Seconds a claim on a running call holds without renewal; the running worker renews it
 every third of that while the call runs."""
-
-_NOT_RUN = ToolResult.error("approval_denied", "Not run: an approver halted this turn.")
-_EDITED = "The approver edited the arguments: "
 
 
 def make_call(
@@ -117,80 +105,6 @@ def make_call(
         call_id=call_id,
         local_id=call_id or CallIds().make(name, arguments),  # as a parser makes one
     )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CallOutcome:
-    """How one call of a turn ended."""
-
-    item: ToolCall | RejectedCall
-    """The call as parsed (a rejected one never resolved to a tool)."""
-    result: ToolResult
-    """What the model is told; ``result.error_kind`` says why a call failed."""
-    from_store: bool = False
-    """True when the answer came from the run's store (the call had already been answered)."""
-    halted: bool = False
-    """True for the call an approver answered with deny-and-halt."""
-    ran: bool = False
-    """True when this turn ran the tool (its answer may carry what the tool produced, even
-    when it is an error)."""
-
-    @property
-    def call_id(self) -> str | None:
-        """The provider's id for the call, if it sent one."""
-        return self.item.call_id
-
-
-@dataclass(slots=True)
-class _Planned:
-    """A call decided to run, and what running it needs."""
-
-    index: int
-    call: ToolCall
-    kwargs: dict[str, Any]
-    context: CallContext | None
-    """Set when hooks, or the tool's function, need it."""
-    record: CallRecord | None = None
-    """The run's record of the call when it was planned (what the claim swaps out)."""
-    resume: Mapping[str, Any] | None = None
-    """For a call that waited for input its server asked for, what continuing it sends its
-    server, read from its claim."""
-
-
-@dataclass(slots=True, eq=False)
-class _Turn:
-    """One turn of [`Executor.run`][]: its calls, their outcomes so far, and its run."""
-
-    items: Sequence[ToolCall | RejectedCall]
-    run_id: str | None
-    principal: Any
-    taint: frozenset[str]
-    deps: Any = None
-    """What the turn's tools and hooks are given as ``CallContext.deps``; never stored."""
-    outcomes: list[CallOutcome | None] = field(default_factory=list)
-    planned: list[_Planned] = field(default_factory=list)
-    waiting: list[tuple[int, ApprovalRequest]] = field(default_factory=list)
-    """Calls waiting for a decision: index, and the request as the run keeps it (its arguments
-    redacted)."""
-    admitted: list[ToolCall] = field(default_factory=list)
-    """The calls admitted to the turn (what its run is bound to)."""
-    fingerprints: dict[str, str] = field(default_factory=dict)
-    """By call id, the fingerprints computed so far."""
-    run: RunOfTurn | None = None
-    """The turn's run in the store, once it has a run id."""
-    known: dict[str, CallRecord] = field(default_factory=dict)
-    """The run's records of the turn's calls when it started, by call id."""
-    seen: dict[int, CallRecord] = field(default_factory=dict)
-    """The records the run had of its calls when they were planned, by index."""
-    kept: set[int] = field(default_factory=set)
-    """Calls whose answer the run already keeps, or must not keep."""
-    store_error: StoreUnavailable | None = None
-    halted: bool = False
-    scope: anyio.CancelScope | None = None
-    """What [`Executor.cancel`][] cancels: the turn's scope, or a one-call turn's call's."""
-    cancelled: bool = False
-    tracer: Any = None
-    """Where the turn's spans go; None when nothing would record them."""
 
 
 class Executor:
@@ -275,11 +189,8 @@ class Executor:
         if approval_ttl is not None and not approval_ttl > 0:
             raise ConfigurationError("approval_ttl must be a positive number of seconds, or None")
         self.toolset = ToolSet.of(toolset)
-        self.policy = policy or ALLOW_ALL
-        self.approver = approver
         self.store: RunStore = store if store is not None else MemoryStore()
         self.on_unknown = on_unknown
-        self.before_call = tuple(before_call)
         self.runner = Runner(
             timeout=timeout,
             max_concurrency=max_concurrency,
@@ -288,18 +199,56 @@ class Executor:
             max_output_chars=max_output_chars,
             max_media_chars=max_media_chars,
         )
+        self.decider = Decider(
+            policy=policy or ALLOW_ALL,
+            approver=approver,
+            before_call=before_call,
+            hooked=bool(before_call or after_call),
+            redact=redact,
+            approval_ttl=approval_ttl,
+            may_rerun=self.may_rerun,
+            wait_bound=self.wait_bound,
+        )
         self._max_concurrency = max_concurrency
-        self._hooked = bool(self.before_call or self.runner.after_call)
-        """Whether hooks need each call's context."""
-        self._turns: set[_Turn] = set()
+        self._turns: set[Turn] = set()
         self.on_interrupted = on_interrupted
         self.wait_for_running = wait_for_running
         self.lease = lease
-        self.approval_ttl = approval_ttl
-        self.redact = redact
         self._tracer = make_tracer(tracer_provider)
         self._own_tracer = tracer_provider is not None
         self._token = uuid.uuid4().hex[:8]
+
+    # What deciding uses is the decider's: set here, it is set there.
+
+    @property
+    def policy(self) -> Policy:
+        """Which calls may run."""
+        return self.decider.policy
+
+    @policy.setter
+    def policy(self, policy: Policy) -> None:
+        self.decider.policy = policy
+
+    @property
+    def approver(self) -> Approver | Callable[[ApprovalRequest], Any] | None:
+        """Decides the calls the policy asks about."""
+        return self.decider.approver
+
+    @approver.setter
+    def approver(self, approver: Approver | Callable[[ApprovalRequest], Any] | None) -> None:
+        self.decider.approver = approver
+
+    @property
+    def before_call(self) -> tuple[BeforeHook, ...]:
+        return self.decider.before_call
+
+    @property
+    def redact(self) -> Callable[[ApprovalRequest], Mapping[str, Any]] | None:
+        return self.decider.redact
+
+    @property
+    def approval_ttl(self) -> float | None:
+        return self.decider.approval_ttl
 
     @property
     def timeout(self) -> float | None:
@@ -358,7 +307,7 @@ class Executor:
         """
         if run_id is not None and not valid_id(run_id):
             raise ConfigurationError("a run id must be a string of valid Unicode text without NUL")
-        turn = _Turn(
+        turn = Turn(
             items=list(items), run_id=run_id, principal=principal, taint=frozenset(taint), deps=deps
         )
         turn.outcomes = [None] * len(turn.items)
@@ -367,15 +316,15 @@ class Executor:
             turn.known = await self._run_of(turn).load(ids)
         for index, item in enumerate(turn.items):
             if turn.outcomes[index] is None:  # (not answered on admission)
-                await self._plan(turn, index, item)
+                await self.decider.plan(turn, index, item)
         if turn.halted:
             for planned in turn.planned:
-                self._finish(turn, planned.index, _NOT_RUN)
+                turn.finish(planned.index, NOT_RUN)
         else:
             await self._run_planned(turn)
         return await self._close(turn)
 
-    async def _close(self, turn: _Turn) -> list[CallOutcome]:
+    async def _close(self, turn: Turn) -> list[CallOutcome]:
         """The turn's outcomes, once the run remembers what was decided without running.
 
         Raises:
@@ -399,7 +348,7 @@ class Executor:
             raise ApprovalPending(turn.run_id, [request for _, request in turn.waiting])
         return outcomes
 
-    def _admit(self, turn: _Turn) -> list[str]:
+    def _admit(self, turn: Turn) -> list[str]:
         """The ids of the turn's calls, each once: a call reusing an earlier call's id, or with
         an id no store can hold, is answered now and never run (the parsers already answer such
         calls; this holds for items built by hand too). A rejected call is answered now."""
@@ -424,9 +373,7 @@ class Executor:
                 else _id_problem(call_id, taken)
             )
             if problem is not None:
-                self._finish(
-                    turn, index, ToolResult.error("invalid_arguments", f"Not run: {problem}.")
-                )
+                turn.finish(index, ToolResult.error("invalid_arguments", f"Not run: {problem}."))
                 turn.kept.add(index)  # not the run's to keep: its id is not its own
                 continue
             taken.add(call_id)
@@ -457,272 +404,9 @@ class Executor:
 
     # -- phase 1: decide -----------------------------------------------------------------------
 
-    async def _plan(self, turn: _Turn, index: int, item: ToolCall | RejectedCall) -> None:
-        """Decide one call, in order: what its run's record says, then validation, hooks,
-        policy and approval. Nobody is asked anything more once the turn is halted."""
-        assert isinstance(item, ToolCall)  # rejected calls were answered on admission
-        if turn.halted:
-            if item.local_id in turn.known:  # what the run's answer replaces
-                turn.seen[index] = turn.known[item.local_id]
-            self._finish(turn, index, _NOT_RUN)
-            return
-        record = await self._record_of(turn, item) if turn.known else None
-        if record is None:
-            await self._plan_go(turn, index, item, NO_RECORD, None)
-            return
-        turn.seen[index] = record
-        step = from_record(
-            record, item.tool, turn.run_id, may_rerun=self._may_rerun(item), now=time.time()
-        )
-        if isinstance(step, Go):
-            await self._plan_go(turn, index, item, step, record)
-        else:
-            self._apply(turn, index, step)
-
-    async def _record_of(self, turn: _Turn, call: ToolCall) -> CallRecord | None:
-        """The run's record of the call, waited for while another live worker runs it.
-
-        Raises:
-            ConfigurationError: the run holds another call (other arguments) under its id.
-        """
-        known = turn.known.get(call.local_id)
-        if known is None or turn.run is None:
-            return None
-        record = await turn.run.unless_running(call.local_id, known, self._wait_bound(call.tool))
-        if record is not None and record.fingerprint != self._fingerprint(turn, call):
-            raise ConfigurationError(
-                f"run {turn.run_id!r} already has a call {call.local_id!r} with other "
-                "arguments; use a new run id for a new turn"
-            )
-        return record
-
-    async def _plan_go(
-        self, turn: _Turn, index: int, call: ToolCall, go: Go, record: CallRecord | None
-    ) -> None:
-        """Validation, before-call hooks, policy and approval of a call nothing stopped."""
-        tool = call.tool
-        arguments: Mapping[str, Any]
-        if go.recorded is None and not call.null_paths:  # the common call: as the model sent it
-            arguments, prefix = call.arguments, ""
-        else:
-            call, arguments, prefix = _arguments_to_run(call, go)
-        kwargs = self._validated(turn, index, tool, arguments, prefix)
-        if kwargs is None:
-            return
-        wanted = self._hooked or tool.context_parameter is not None
-        context = _context(turn, call, arguments) if wanted else None
-        if self.before_call:
-            hooked = await self._before(turn, index, call, arguments, kwargs, context)
-            if hooked is None:
-                return
-            arguments, kwargs, context = hooked
-        if self.policy.allows_everything and not tool.needs_approval and not go.undecided:
-            turn.planned.append(_Planned(index, call, kwargs, context, record))
-            return
-        verdict = self._verdict(turn, call, arguments)
-        gated = gate(go, verdict, has_approver=self.approver is not None)
-        step: Run | Answer | Refuse
-        if isinstance(gated, Ask):
-            asked = await self._asked(turn, index, call, arguments, gated, (kwargs, context))
-            if asked is None:
-                return  # waits (recorded on the turn), or answered
-            step, (kwargs, context) = asked
-        else:
-            step = gated
-        if isinstance(step, Run):
-            turn.planned.append(_Planned(index, call, kwargs, context, record))
-        else:
-            self._apply(turn, index, step)
-
-    async def _asked(
-        self,
-        turn: _Turn,
-        index: int,
-        call: ToolCall,
-        arguments: Mapping[str, Any],
-        ask: Ask,
-        running: tuple[dict[str, Any], CallContext | None],
-    ) -> tuple[Run | Refuse, tuple[dict[str, Any], CallContext | None]] | None:
-        """The approver's decision as a step, with the keyword arguments and context the call
-        runs with (an approver answering now may edit the arguments); None when the call waits
-        or has been answered."""
-        decision = await self._ask(turn, index, call, arguments, ask)
-        if decision is None:
-            return None
-        if decision.allowed and decision.arguments is not None:
-            # An approver answering now edited them: they run, if the policy agrees.
-            approved = self._approved_edit(turn, index, call, decision.arguments, running[1])
-            if approved is None:
-                return None
-            running = approved
-        return decided(decision), running
-
-    def _apply(self, turn: _Turn, index: int, step: Answer | Refuse | Wait) -> None:
-        """Carry out a step that answers the call now, or puts it up as waiting."""
-        if isinstance(step, Wait):
-            turn.waiting.append((index, step.request))
-            if step.kept:
-                turn.kept.add(index)
-            return
-        answer = refusal(step.decision) if isinstance(step, Refuse) else step
-        turn.halted = turn.halted or answer.halted  # a replayed halt still stops the turn
-        turn.outcomes[index] = CallOutcome(
-            item=turn.items[index],
-            result=answer.result,
-            from_store=answer.from_store,
-            halted=answer.halted,
-        )
-        if answer.kept:
-            turn.kept.add(index)
-
-    async def _before(
-        self,
-        turn: _Turn,
-        index: int,
-        call: ToolCall,
-        arguments: Mapping[str, Any],
-        kwargs: dict[str, Any],
-        context: CallContext | None,
-    ) -> tuple[Mapping[str, Any], dict[str, Any], CallContext | None] | None:
-        """The arguments, the handler's keyword arguments and the context once every
-        before-call hook has had its say; None with the call answered when one stops it."""
-        for hook in self.before_call:
-            assert context is not None  # made whenever there are hooks
-            try:
-                answer = await maybe_await(hook(context))
-                if answer is not None and not isinstance(answer, Veto):
-                    answer = dict(answer)
-            except Exception as exc:  # the call's own failure: it does not run, the turn goes on
-                log.exception("a before-call hook failed on %s", call.exposed_name)
-                self._finish(turn, index, not_run("a before-call hook", exc))
-                return None
-            if isinstance(answer, Veto):
-                self._finish(turn, index, ToolResult.error("denied", answer.reason))
-                return None
-            if answer is not None:
-                arguments = answer
-                prefix = "A hook rewrote the arguments: "
-                rewritten = self._validated(turn, index, call.tool, arguments, prefix)
-                if rewritten is None:
-                    return None
-                kwargs = rewritten
-                context = _context(turn, call, arguments)
-        return arguments, kwargs, context
-
-    def _approved_edit(
-        self,
-        turn: _Turn,
-        index: int,
-        call: ToolCall,
-        edited: Mapping[str, Any],
-        context: CallContext | None,
-    ) -> tuple[dict[str, Any], CallContext | None] | None:
-        """The keyword arguments and context of arguments an approver edited as they approved,
-        validated and put to the policy again; None with the call answered otherwise."""
-        arguments = dict(edited)
-        kwargs = self._validated(turn, index, call.tool, arguments, _EDITED)
-        if kwargs is None:
-            return None
-        verdict = self._verdict(turn, call, arguments)
-        if verdict.effect == "deny":
-            self._finish(turn, index, denied_answer(verdict))
-            return None
-        return kwargs, (_context(turn, call, arguments) if context is not None else None)
-
-    def _validated(
-        self, turn: _Turn, index: int, tool: Tool, arguments: Mapping[str, Any], prefix: str
-    ) -> dict[str, Any] | None:
-        """The handler's keyword arguments, or None with the call answered (``prefix`` says
-        whose arguments were refused)."""
-        try:
-            return tool.validate_arguments(arguments)
-        except Exception as exc:
-            name = getattr(turn.items[index], "exposed_name", tool.name)  # what the model called
-            self._finish(turn, index, invalid_answer(tool, exc, prefix, name))
-            return None
-
-    def _verdict(self, turn: _Turn, call: ToolCall, arguments: Mapping[str, Any]) -> Verdict:
-        try:
-            return self.policy.evaluate(
-                PolicyContext(
-                    tool=call.tool,
-                    arguments=arguments,
-                    principal=turn.principal,
-                    taint=turn.taint,
-                    exposed_name=call.exposed_name,
-                )
-            )
-        except Exception as exc:  # fail closed
-            log.exception("the policy failed on %s", call.exposed_name)
-            return Verdict("deny", f"the policy could not be evaluated ({short(exc)})")
-
-    async def _ask(
-        self, turn: _Turn, index: int, call: ToolCall, arguments: Mapping[str, Any], ask: Ask
-    ) -> Decision | None:
-        """The approver's decision on the call, or None when it waits (recorded on the turn).
-        A deferred call waits without asking an immediate approver."""
-        if self.approver is None and not ask.deferred:
-            raise ConfigurationError(
-                f"the policy asks for approval of {call.tool.qualified_name!r} but the "
-                "executor has no approver"
-            )
-        if turn.run_id is None:
-            turn.run_id = f"run_{uuid.uuid4().hex}"
-        request = self._request(turn, call, arguments, ask.reason)
-        decision = None
-        if self.approver is not None and not ask.deferred:
-            try:
-                decision = await maybe_await(self.approver(request))
-            except ToolwireError:
-                raise
-            except Exception as exc:  # fail closed: an approver that fails has not approved
-                log.exception("the approver failed on %s", call.exposed_name)
-                return Decision("deny", f"the approver failed ({short(exc)})")
-        if decision is None:
-            kept = self._kept(turn, index, request)
-            if kept is not None:
-                turn.waiting.append((index, kept))
-            return None
-        if not isinstance(decision, Decision):
-            raise ConfigurationError(
-                f"an approver returned a {type(decision).__name__}, not a Decision"
-            )
-        return decision
-
-    def _request(
-        self, turn: _Turn, call: ToolCall, arguments: Mapping[str, Any], reason: str | None
-    ) -> ApprovalRequest:
-        """What a human is shown of a call that waits in the turn's run (from now, until the
-        executor's ``approval_ttl``)."""
-        assert turn.run_id is not None
-        now = time.time()
-        return ApprovalRequest(
-            run_id=turn.run_id,
-            call_id=call.local_id,
-            tool=call.tool,
-            exposed_name=call.exposed_name,
-            arguments=arguments,
-            principal=turn.principal,
-            reason=reason,
-            requested_at=now,
-            expires_at=now + self.approval_ttl if self.approval_ttl is not None else None,
-        )
-
-    def _kept(self, turn: _Turn, index: int, request: ApprovalRequest) -> ApprovalRequest | None:
-        """``request`` as the run keeps it, which is what the application is shown: its
-        arguments passed through ``redact``; None, with the call answered, when that fails."""
-        try:
-            kept = request.arguments if self.redact is None else self.redact(request)
-            kept = dict(kept)
-        except Exception as exc:  # fail closed: nothing unredacted is kept
-            log.exception("redacting the request of %s failed", request.exposed_name)
-            self._finish(turn, index, not_run("redacting its request", exc))
-            return None
-        return replace(request, arguments=kept)
-
     # -- phase 2: run ----------------------------------------------------------------------------
 
-    async def _run_planned(self, turn: _Turn) -> None:
+    async def _run_planned(self, turn: Turn) -> None:
         if not turn.planned:
             return
         if self._tracer is not None and (self._own_tracer or global_tracing()):
@@ -743,9 +427,9 @@ class Executor:
             waiting = {index for index, _ in turn.waiting} if turn.waiting else ()
             for planned in turn.planned:  # cancelled before finishing
                 if turn.outcomes[planned.index] is None and planned.index not in waiting:
-                    self._finish(turn, planned.index, CANCELLED)
+                    turn.finish(planned.index, CANCELLED)
 
-    async def _run_group(self, turn: _Turn, group: list[_Planned]) -> None:
+    async def _run_group(self, turn: Turn, group: list[Planned]) -> None:
         """Run a group's calls concurrently: as many workers as the limit allows, each taking
         the next call (cheaper than a task per call for large turns)."""
         if len(group) == 1:
@@ -761,7 +445,7 @@ class Executor:
             for _ in range(min(len(group), self._max_concurrency)):
                 tasks.start_soon(worker)
 
-    async def _execute(self, turn: _Turn, planned: _Planned) -> None:
+    async def _execute(self, turn: Turn, planned: Planned) -> None:
         """Claim, run, store and answer one call: its failure boundary. Whatever goes wrong
         in here is this call's answer; the turn's other calls are untouched."""
         if turn.run_id is None:
@@ -772,7 +456,7 @@ class Executor:
                     turn.run_id = f"run_{uuid.uuid4().hex}"
                 await self._keep_waiting(turn, planned, None, waiting)
                 return
-            self._finish(turn, planned.index, result, ran=True)
+            turn.finish(planned.index, result, ran=True)
             return
         claim = await self._claim(turn, planned)
         if claim is None:
@@ -793,9 +477,9 @@ class Executor:
                 await run.end_lease(lease.held)
             raise
         result = await self._store_answer(turn, planned.index, lease.held, result)
-        self._finish(turn, planned.index, result, ran=True)
+        turn.finish(planned.index, result, ran=True)
 
-    async def _answer_of(self, turn: _Turn, planned: _Planned) -> ToolResult:
+    async def _answer_of(self, turn: Turn, planned: Planned) -> ToolResult:
         call = planned.call
         kwargs = planned.kwargs
         if call.tool.context_parameter is not None:
@@ -820,7 +504,7 @@ class Executor:
         except Exception as exc:  # toolwire's own step failed after the tool may have run
             return unanswerable(call, exc)
 
-    def _injected(self, turn: _Turn, planned: _Planned) -> dict[str, Any]:
+    def _injected(self, turn: Turn, planned: Planned) -> dict[str, Any]:
         """The keyword arguments of a tool whose function asks for its call's context: the
         validated ones and the context, made as the call runs (a run id may have been made for
         the turn since the call was planned)."""
@@ -843,7 +527,7 @@ class Executor:
         return {**planned.kwargs, function.context_parameter: context}
 
     @staticmethod
-    def _in_flight(turn: _Turn, planned: _Planned) -> CallContext:
+    def _in_flight(turn: Turn, planned: Planned) -> CallContext:
         """What an MCP tool's handler reads while its call runs (its run, id and principal,
         and what resuming it sends its server)."""
         context = planned.context
@@ -857,13 +541,13 @@ class Executor:
             resume=planned.resume,
         )
 
-    async def _claim(self, turn: _Turn, planned: _Planned) -> CallRecord | None:
+    async def _claim(self, turn: Turn, planned: Planned) -> CallRecord | None:
         """Move the call to ``running`` in the run, atomically: the claim, or None when another
         worker's record answers the call (the outcome is then set)."""
         call, index = planned.call, planned.index
         run = self._run_of(turn)
-        fingerprint_ = self._fingerprint(turn, call)
-        may_rerun = self._may_rerun(call)
+        fingerprint_ = turn.fingerprint(call)
+        may_rerun = self.may_rerun(call)
 
         def what_it_says(record: CallRecord) -> Answer | Refuse | Wait | None:
             return found(record, fingerprint=fingerprint_, run_id=run.run_id, may_rerun=may_rerun)
@@ -873,25 +557,25 @@ class Executor:
                 call,
                 fingerprint_,
                 planned.record,
-                bound=self._wait_bound(call.tool),
+                bound=self.wait_bound(call.tool),
                 claimable=lambda record: record is None or what_it_says(record) is None,
             )
         except (StoreUnavailable, Contended) as exc:
             if isinstance(exc, StoreUnavailable):
                 turn.store_error = turn.store_error or exc
-            self._finish(turn, index, _UNRECORDED)
+            turn.finish(index, _UNRECORDED)
             turn.kept.add(index)
             return None
         if isinstance(claimed, Keep):
             assert claimed.value is not None  # a call without a record may be claimed
             step = what_it_says(claimed.value)
             assert step is not None
-            self._apply(turn, index, step)
+            self.decider.apply(turn, index, step)
             return None
         return claimed
 
     async def _keep_waiting(
-        self, turn: _Turn, planned: _Planned, claim: CallRecord | None, waiting: InputDeferred
+        self, turn: Turn, planned: Planned, claim: CallRecord | None, waiting: InputDeferred
     ) -> None:
         """Keep a call whose server waits for input in the run, ``pending`` with the server's
         questions and state (over this worker's claim, when it has one), and list it as waiting.
@@ -900,8 +584,8 @@ class Executor:
         call, index = planned.call, planned.index
         turn.kept.add(index)
         arguments = planned.context.arguments if planned.context is not None else planned.kwargs
-        request = self._request(turn, call, arguments, "the tool's server asks for input")
-        kept = self._kept(turn, index, request)
+        request = self.decider.request(turn, call, arguments, "the tool's server asks for input")
+        kept = self.decider.kept(turn, index, request)
         if kept is None:  # its arguments could not be redacted: that is its answer
             outcome = turn.outcomes[index]
             assert outcome is not None
@@ -910,7 +594,7 @@ class Executor:
         base = claim or CallRecord(
             call_id=call.local_id,
             tool=call.exposed_name,
-            fingerprint=self._fingerprint(turn, call),
+            fingerprint=turn.fingerprint(call),
             state="pending",
         )
         try:
@@ -930,24 +614,24 @@ class Executor:
             await self._give_up_waiting(turn, index, claim, failed)
             return
         if answered is not None:  # another worker answered it meanwhile: that stands
-            self._finish(turn, index, answered)
+            turn.finish(index, answered)
             return
         turn.waiting.append((index, _waiting_request(turn, call, kept, record, waiting)))
 
     async def _give_up_waiting(
-        self, turn: _Turn, index: int, claim: CallRecord | None, result: ToolResult
+        self, turn: Turn, index: int, claim: CallRecord | None, result: ToolResult
     ) -> None:
         """Answer a call whose server's question could not be kept waiting with ``result``, for
         good: over this worker's claim now, or (without one) when the turn's answers are
         stored, so a resume gives the same answer instead of finding the call running."""
         if claim is None:
             turn.kept.discard(index)
-            self._finish(turn, index, result, ran=True)
+            turn.finish(index, result, ran=True)
             return
-        self._finish(turn, index, await self._store_answer(turn, index, claim, result), ran=True)
+        turn.finish(index, await self._store_answer(turn, index, claim, result), ran=True)
 
     async def _store_answer(
-        self, turn: _Turn, index: int, claim: CallRecord, result: ToolResult
+        self, turn: Turn, index: int, claim: CallRecord, result: ToolResult
     ) -> ToolResult:
         """Record the answer of a call this worker ran, right away; returns the answer to
         give (another worker's, when it answered the call meanwhile)."""
@@ -957,7 +641,7 @@ class Executor:
             turn.store_error = turn.store_error or error
         return answer
 
-    async def _remember(self, turn: _Turn) -> None:
+    async def _remember(self, turn: Turn) -> None:
         """Store the answers decided without running (invalid arguments, denials...), and the
         calls waiting for a decision as pending."""
         run = self._run_of(turn)
@@ -972,7 +656,7 @@ class Executor:
                 continue
             call = outcome.item
             other = await run.remember_answer(
-                call, self._fingerprint(turn, call), turn.seen.get(index), outcome.result
+                call, turn.fingerprint(call), turn.seen.get(index), outcome.result
             )
             if other is not None:  # another worker's answer stands, for all
                 turn.outcomes[index] = CallOutcome(item=call, result=other, from_store=True)
@@ -988,11 +672,11 @@ class Executor:
 
     # -- bookkeeping -----------------------------------------------------------------------------
 
-    def _run_of(self, turn: _Turn) -> RunOfTurn:
+    def _run_of(self, turn: Turn) -> RunOfTurn:
         """The turn's run in the store (made once the turn has a run id)."""
         if turn.run is None:
             assert turn.run_id is not None
-            pairs = [(call.local_id, self._fingerprint(turn, call)) for call in turn.admitted]
+            pairs = [(call.local_id, turn.fingerprint(call)) for call in turn.admitted]
             turn.run = RunOfTurn(
                 self.store,
                 turn.run_id,
@@ -1002,45 +686,18 @@ class Executor:
             )
         return turn.run
 
-    @staticmethod
-    def _fingerprint(turn: _Turn, call: ToolCall) -> str:
-        """The call's fingerprint, computed once per turn (calls are keyed by their id)."""
-        known = turn.fingerprints.get(call.local_id)
-        if known is None:
-            known = turn.fingerprints[call.local_id] = fingerprint(call)
-        return known
-
-    def _finish(
-        self, turn: _Turn, index: int, result: ToolResult, halted: bool = False, ran: bool = False
-    ) -> None:
-        turn.outcomes[index] = CallOutcome(
-            item=turn.items[index], result=result, halted=halted, ran=ran
-        )
-
-    def _wait_bound(self, tool: Tool | None) -> float:
+    def wait_bound(self, tool: Tool | None) -> float:
         """Seconds to wait for a call another live worker runs."""
         if self.wait_for_running is not None:
             return self.wait_for_running
         timeout = self.runner.timeout_of(tool)
         return (timeout if timeout is not None else UNTIMED_WAIT) + self.lease
 
-    def _may_rerun(self, call: ToolCall) -> bool:
+    def may_rerun(self, call: ToolCall) -> bool:
         return self.on_interrupted == "rerun_idempotent" and call.tool.idempotent
 
 
 _UNRECORDED = ToolResult.error("unavailable", "Not run: the run's store could not record the call.")
-
-
-def _arguments_to_run(call: ToolCall, go: Go) -> tuple[ToolCall, Mapping[str, Any], str]:
-    """The call, the arguments it runs with and how a refusal of them is introduced:
-    arguments a human edited are what runs, so validation, hooks and policy see them; nulls a
-    strict schema made the model send mean "left out"."""
-    edited = go.recorded.arguments if go.recorded is not None else None
-    if edited is not None:
-        return call, dict(edited), _EDITED
-    if call.null_paths:
-        call = replace(call, arguments=_without_strict_nulls(call.tool, call))
-    return call, call.arguments, ""
 
 
 def _id_problem(call_id: Any, taken: set[str]) -> str | None:
@@ -1055,19 +712,8 @@ def _id_problem(call_id: Any, taken: set[str]) -> str | None:
     return None
 
 
-def _context(turn: _Turn, call: ToolCall, arguments: Mapping[str, Any]) -> CallContext:
-    return CallContext(
-        call=call,
-        arguments=arguments,
-        principal=turn.principal,
-        run_id=turn.run_id,
-        taint=turn.taint,
-        deps=turn.deps,
-    )
-
-
 def _waiting_request(
-    turn: _Turn, call: ToolCall, kept: ApprovalRequest, record: CallRecord, waiting: InputDeferred
+    turn: Turn, call: ToolCall, kept: ApprovalRequest, record: CallRecord, waiting: InputDeferred
 ) -> ApprovalRequest:
     """The request of a call that waits for input, as the application is shown it: the
     server's questions still open, each with its round."""
@@ -1088,30 +734,12 @@ def _waiting_request(
     return replace(kept, tool=call.tool, input=questions)
 
 
-def _groups(planned: list[_Planned]) -> list[list[_Planned]]:
+def _groups(planned: list[Planned]) -> list[list[Planned]]:
     """Consecutive parallel-safe calls run together; any other call runs alone."""
-    groups: list[list[_Planned]] = []
+    groups: list[list[Planned]] = []
     for item in planned:
         if item.call.tool.parallel_safe and groups and groups[-1][-1].call.tool.parallel_safe:
             groups[-1].append(item)
         else:
             groups.append([item])
     return groups
-
-
-def _without_strict_nulls(tool: Tool, call: ToolCall) -> dict[str, Any]:
-    """The call's arguments without the nulls strict mode made the model send; but a null the
-    tool's own schema takes (one branch of an ``anyOf`` nullable where another made it so) is
-    the tool's, kept when stripping it would make the arguments invalid."""
-    stripped = strip_nulls(call.arguments, call.null_paths)
-    if stripped == call.arguments or _fits(tool, stripped) or not _fits(tool, call.arguments):
-        return stripped
-    return call.arguments
-
-
-def _fits(tool: Tool, arguments: Mapping[str, Any]) -> bool:
-    try:
-        tool.validate_arguments(arguments)
-    except ToolwireError:  # InvalidArguments, or a schema that has no validator
-        return False
-    return True

@@ -1,0 +1,121 @@
+"""A turn of the executor: its calls, their outcomes so far, the calls planned to run, and
+what it keeps of its run. The executor and its decider share it; the planner never sees it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from toolwire._record import CallRecord, fingerprint
+from toolwire._run import Run
+from toolwire.approval import ApprovalRequest
+from toolwire.calls import RejectedCall, ToolCall, ToolResult
+from toolwire.context import CallContext
+from toolwire.errors import StoreUnavailable
+
+__all__ = ["NOT_RUN", "CallOutcome", "Planned", "Turn"]
+
+NOT_RUN = ToolResult.error("approval_denied", "Not run: an approver halted this turn.")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallOutcome:
+    """How one call of a turn ended."""
+
+    item: ToolCall | RejectedCall
+    """The call as parsed (a rejected one never resolved to a tool)."""
+    result: ToolResult
+    """What the model is told; ``result.error_kind`` says why a call failed."""
+    from_store: bool = False
+    """True when the answer came from the run's store (the call had already been answered)."""
+    halted: bool = False
+    """True for the call an approver answered with deny-and-halt."""
+    ran: bool = False
+    """True when this turn ran the tool (its answer may carry what the tool produced, even
+    when it is an error)."""
+
+    @property
+    def call_id(self) -> str | None:
+        """The provider's id for the call, if it sent one."""
+        return self.item.call_id
+
+
+@dataclass(slots=True)
+class Planned:
+    """A call decided to run, and what running it needs."""
+
+    index: int
+    call: ToolCall
+    kwargs: dict[str, Any]
+    context: CallContext | None
+    """Set when hooks, or the tool's function, need it."""
+    record: CallRecord | None = None
+    """The run's record of the call when it was planned (what the claim swaps out)."""
+    resume: Mapping[str, Any] | None = None
+    """For a call that waited for input its server asked for, what continuing it sends its
+    server, read from its claim."""
+
+
+@dataclass(slots=True, eq=False)
+class Turn:
+    """One turn of [`Executor.run`][]: its calls, their outcomes so far, and its run."""
+
+    items: Sequence[ToolCall | RejectedCall]
+    run_id: str | None
+    principal: Any
+    taint: frozenset[str]
+    deps: Any = None
+    """What the turn's tools and hooks are given as ``CallContext.deps``; never stored."""
+    outcomes: list[CallOutcome | None] = field(default_factory=list)
+    planned: list[Planned] = field(default_factory=list)
+    waiting: list[tuple[int, ApprovalRequest]] = field(default_factory=list)
+    """Calls waiting for a decision: index, and the request as the run keeps it (its arguments
+    redacted)."""
+    admitted: list[ToolCall] = field(default_factory=list)
+    """The calls admitted to the turn (what its run is bound to)."""
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    """By call id, the fingerprints computed so far."""
+    run: Run | None = None
+    """The turn's run in the store, once it has a run id."""
+    known: dict[str, CallRecord] = field(default_factory=dict)
+    """The run's records of the turn's calls when it started, by call id."""
+    seen: dict[int, CallRecord] = field(default_factory=dict)
+    """The records the run had of its calls when they were planned, by index."""
+    kept: set[int] = field(default_factory=set)
+    """Calls whose answer the run already keeps, or must not keep."""
+    store_error: StoreUnavailable | None = None
+    halted: bool = False
+    scope: anyio.CancelScope | None = None
+    """What [`Executor.cancel`][] cancels: the turn's scope, or a one-call turn's call's."""
+    cancelled: bool = False
+    tracer: Any = None
+    """Where the turn's spans go; None when nothing would record them."""
+
+    def finish(
+        self, index: int, result: ToolResult, halted: bool = False, ran: bool = False
+    ) -> None:
+        """Answer the call at ``index`` with ``result``."""
+        self.outcomes[index] = CallOutcome(
+            item=self.items[index], result=result, halted=halted, ran=ran
+        )
+
+    def fingerprint(self, call: ToolCall) -> str:
+        """The call's fingerprint, computed once per turn (calls are keyed by their id)."""
+        known = self.fingerprints.get(call.local_id)
+        if known is None:
+            known = self.fingerprints[call.local_id] = fingerprint(call)
+        return known
+
+    def context(self, call: ToolCall, arguments: Mapping[str, Any]) -> CallContext:
+        """What hooks, and a tool asking for it, see of the call."""
+        return CallContext(
+            call=call,
+            arguments=arguments,
+            principal=self.principal,
+            run_id=self.run_id,
+            taint=self.taint,
+            deps=self.deps,
+        )
