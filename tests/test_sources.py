@@ -3,7 +3,6 @@ and SOURCE strings loaded by the library itself, for the command line and the ga
 
 from __future__ import annotations
 
-import ast
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,45 +23,6 @@ from toolwire.sources import (
 )
 
 pytestmark = pytest.mark.anyio
-
-SRC = Path(__file__).resolve().parent.parent / "src"
-FACE = ("toolwire.cli", "toolwire._cli", "toolwire.demo")
-"""The command line and the demo: they import the library, never the other way round."""
-
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(SRC).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def imported(path: Path) -> set[str]:
-    """The modules ``path`` imports, lazily or not, type-checking imports included."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-    return found
-
-
-def within(name: str, packages: tuple[str, ...]) -> bool:
-    return any(name == package or name.startswith(package + ".") for package in packages)
-
-
-def test_no_library_module_imports_the_command_line_or_the_console() -> None:
-    wrong = []
-    for path in sorted((SRC / "toolwire").rglob("*.py")):
-        name = module_name(path)
-        if within(name, FACE):
-            continue
-        for target in imported(path):
-            if within(target, ("toolwire.cli", "toolwire._cli")) or (
-                within(target, ("toolwire.inbox",)) and not within(name, ("toolwire.inbox",))
-            ):
-                wrong.append(f"{name} imports {target}")
-    assert wrong == []
 
 
 @toolwire.tool

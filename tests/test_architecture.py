@@ -1,0 +1,164 @@
+"""The rules of docs/architecture.md, checked on the code's own imports (nothing is run): no
+import circles, the face never imported by the library, records touched only by the stores
+and the run, a pure planner, no private name imported across the core, modules of a size a
+reader can hold."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+FACE = ("toolwire.cli", "toolwire._cli", "toolwire.demo")
+"""The command line and the demo: they import the library, never the other way round."""
+CORE = (
+    "toolwire._deciding",
+    "toolwire._plan",
+    "toolwire._record",
+    "toolwire._run",
+    "toolwire._runner",
+    "toolwire._turns",
+    "toolwire.executor",
+    "toolwire.ledger",
+)
+"""The governance core: planning, running, the run and the ledger."""
+MAX_LINES = 900
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted((SRC / "toolwire").rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+MODULES = modules()
+
+
+def imported(name: str) -> dict[str, set[str]]:
+    """The toolwire modules ``name`` imports (lazily or not, type-checking imports included),
+    each with the names it takes from it."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: dict[str, set[str]] = defaultdict(set)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parent + ([node.module] if node.module else []))
+            for alias in node.names:
+                target = f"{base}.{alias.name}"
+                if target in MODULES:
+                    found[target].add("*")
+                elif base in MODULES:
+                    found[base].add(alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in MODULES:
+                    found[alias.name].add("*")
+    return found
+
+
+GRAPH = {name: imported(name) for name in MODULES}
+
+
+def within(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == package or name.startswith(package + ".") for package in packages)
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    circles = []
+    # Tarjan's strongly connected components, iteratively.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    for root in GRAPH:
+        if root in index:
+            continue
+        work = [(root, iter(GRAPH[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for target in edges:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(GRAPH[target])))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        circles.append(sorted(component))
+    assert circles == []
+
+
+def test_no_library_module_imports_the_command_line_or_the_console() -> None:
+    wrong = [
+        f"{name} imports {target}"
+        for name, targets in GRAPH.items()
+        if not within(name, FACE)
+        for target in targets
+        if within(target, FACE)
+        or (within(target, ("toolwire.inbox",)) and not within(name, ("toolwire.inbox",)))
+    ]
+    assert wrong == []
+
+
+def test_only_the_stores_and_the_run_read_or_write_records() -> None:
+    wrong = []
+    for name, path in MODULES.items():
+        if within(name, ("toolwire.store", "toolwire._run")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("get", "swap", "load", "get_many")
+                and "store" in ast.unparse(node.func.value)
+            ):
+                wrong.append(f"{name}: {ast.unparse(node)[:80]}")
+    assert wrong == []
+
+
+def test_the_planner_reads_no_store_and_runs_nothing() -> None:
+    tree = ast.parse(MODULES["toolwire._plan"].read_text(encoding="utf-8"))
+    assert not any(isinstance(node, ast.AsyncFunctionDef | ast.Await) for node in ast.walk(tree))
+    reaches = set(GRAPH["toolwire._plan"])
+    assert not reaches & {"toolwire._run", "toolwire.store", "toolwire.executor"}
+
+
+def test_no_private_name_crosses_a_module_boundary_in_the_core() -> None:
+    wrong = [
+        f"{name} takes {taken} from {target}"
+        for name in CORE
+        for target, names in GRAPH[name].items()
+        for taken in names
+        if taken.startswith("_")
+    ]
+    assert wrong == []
+
+
+def test_no_module_is_longer_than_a_reader_can_hold() -> None:
+    lengths = {
+        name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in MODULES.items()
+    }
+    assert {name: n for name, n in lengths.items() if n > MAX_LINES} == {}
