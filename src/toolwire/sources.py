@@ -30,6 +30,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, runtime_checkable
 
 from toolwire import _jsonfile, _text
+from toolwire._values import describe_exception
 from toolwire.errors import MissingDependency, ToolwireError
 from toolwire.policy import Policy
 from toolwire.tool import Tool, ToolSet, clean_title, safe_icons
@@ -293,7 +294,7 @@ def _failure(exc: Exception) -> str:
     """What went wrong running a source's code, with the line it went wrong at."""
     if isinstance(exc, ImportError):  # "No module named 'x'" says it all
         return str(exc)
-    text = f"{type(exc).__name__}: {exc}"
+    text = describe_exception(exc)
     frames = traceback.extract_tb(exc.__traceback__)
     if frames and not isinstance(exc, SyntaxError):  # a SyntaxError says where itself
         text += f" ({Path(frames[-1].filename).name}, line {frames[-1].lineno})"

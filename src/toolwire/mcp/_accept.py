@@ -10,10 +10,11 @@ from functools import partial
 from typing import Any
 
 from toolwire._text import clean_description, strip_invisible
+from toolwire._values import describe_exception
 from toolwire.calls import ToolResult
 from toolwire.errors import ToolwireError
 from toolwire.mcp._specs import ServerSpec
-from toolwire.mcp._state import Listed, ServerState, describe
+from toolwire.mcp._state import DESCRIBED, Listed, ServerState
 from toolwire.providers import get_provider, make_options, provider_names
 from toolwire.tool import Tool, ToolSet, clean_title, exposed_name_for, safe_icons
 
@@ -145,7 +146,9 @@ def _definition(
     except ToolwireError as exc:
         raise _LeftOut(str(exc)) from None
     except Exception as exc:  # e.g. a schema too deep to encode
-        raise _LeftOut(f"its definition cannot be read: {describe(exc)}") from None
+        raise _LeftOut(
+            f"its definition cannot be read: {describe_exception(exc, limit=DESCRIBED)}"
+        ) from None
     return Listed(tool, fingerprint)
 
 
@@ -187,7 +190,8 @@ def _undeclarable(tool: Tool) -> str | None:
             except ToolwireError as exc:
                 return f"{_declaration(name, options)} cannot declare it: {exc}"
             except Exception as exc:  # a provider failing on an untrusted schema in any way
-                return f"{_declaration(name, options)} cannot declare it: {describe(exc)}"
+                why = describe_exception(exc, limit=DESCRIBED)
+                return f"{_declaration(name, options)} cannot declare it: {why}"
     try:
         tool.check_schema()
     except ToolwireError as exc:

@@ -24,6 +24,7 @@ import anyio.to_thread
 import pydantic
 
 from toolwire._limits import acquire
+from toolwire._values import describe_exception
 from toolwire.calls import ToolResult
 from toolwire.context import current_call
 from toolwire.errors import ConfigurationError, MissingDependency
@@ -39,7 +40,7 @@ from toolwire.mcp._specs import (
     SseServer,
     StdioServer,
 )
-from toolwire.mcp._state import DESCRIBED, ServerState, describe
+from toolwire.mcp._state import DESCRIBED, ServerState
 from toolwire.tool import (
     Tool,
     ToolSet,
@@ -362,7 +363,7 @@ class Hub:
                                 break
                         watching.cancel_scope.cancel()
                 except Exception as exc:  # a server that fails in any way is down
-                    server.error = describe(exc)
+                    server.error = describe_exception(exc, limit=DESCRIBED)
                     server.handshake_only = False  # a modern-only server refuses it: probe again
             if connecting.cancelled_caught:
                 server.error = f"did not start within {server.spec.connect_timeout:g} s"
@@ -626,7 +627,7 @@ class Hub:
                 reason = (
                     f"it did not answer a probe within {server.spec.probe_timeout:g} s"
                     if isinstance(exc, TimeoutError)
-                    else describe(exc)
+                    else describe_exception(exc, limit=DESCRIBED)
                 )
                 self._down(server, reason)
             return False
@@ -669,7 +670,7 @@ class Hub:
                 "failed", f"Tool {_exposed(server, name)!r} failed: {message[:DESCRIBED]}"
             )
         if isinstance(exc, RuntimeError):  # e.g. the SDK's output-schema check
-            reason = describe(exc, named=False)
+            reason = describe_exception(exc, limit=DESCRIBED, named=False)
             return ToolResult.error("failed", f"Tool {_exposed(server, name)!r} failed: {reason}")
         if isinstance(exc, pydantic.ValidationError):  # a malformed answer on a sound connection
             return ToolResult.error(
@@ -680,7 +681,9 @@ class Hub:
         return self._lost(server, exc)  # the connection broke
 
     def _lost(self, server: ServerState, exc: BaseException) -> ToolResult:
-        return ToolResult.error("unavailable", self._down(server, describe(exc)))
+        return ToolResult.error(
+            "unavailable", self._down(server, describe_exception(exc, limit=DESCRIBED))
+        )
 
     def _down(self, server: ServerState, reason: str) -> str:
         """The server is down until the connection loop reconnects it; returns what to say."""
@@ -725,7 +728,7 @@ def _output_problem(server: ServerState, name: str, schema: Any, structured: Any
     try:
         error = next(iter(validator.iter_errors(structured)), None)
     except ValueError as exc:  # not JSON jsonschema-rs reads
-        return f"its structured content is not JSON: {describe(exc)}"
+        return f"its structured content is not JSON: {describe_exception(exc, limit=DESCRIBED)}"
     if error is None:
         return None
     return f"its structured content does not match its output schema: {error.message[:DESCRIBED]}"

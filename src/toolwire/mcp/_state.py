@@ -12,7 +12,7 @@ from toolwire.mcp._input import InFlight
 from toolwire.mcp._specs import ServerSpec
 from toolwire.tool import Tool
 
-__all__ = ["DESCRIBED", "Listed", "ServerState", "describe"]
+__all__ = ["DESCRIBED", "Listed", "ServerState"]
 
 DESCRIBED = 300
 """Characters of an exception's text kept in a status or an answer."""
@@ -64,18 +64,3 @@ class ServerState:
     handshake_only: bool = False
     """Connect with the ``initialize`` handshake, without probing for newer revisions first
     (after a connection attempt that probed timed out)."""
-
-
-def describe(exc: BaseException, *, named: bool = True) -> str:
-    """``exc`` in a line or so: its type (when ``named``) and its text, cut short."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    try:
-        text = str(exc)
-    except Exception:  # an exception whose text cannot be had is still named
-        text = ""
-    if len(text) > DESCRIBED:
-        text = text[: DESCRIBED - 3] + "..."
-    if not named:
-        return text or type(exc).__name__
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
