@@ -162,3 +162,46 @@ def test_no_module_is_longer_than_a_reader_can_hold() -> None:
         name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in MODULES.items()
     }
     assert {name: n for name, n in lengths.items() if n > MAX_LINES} == {}
+
+
+def reached(name: str) -> set[str]:
+    """Every toolwire module ``name`` imports, directly or through others."""
+    seen: set[str] = set()
+    stack = [name]
+    while stack:
+        for target in GRAPH[stack.pop()]:
+            if target not in seen:
+                seen.add(target)
+                stack.append(target)
+    return seen
+
+
+def test_providers_reach_neither_the_core_nor_a_store() -> None:
+    above = (*CORE, "toolwire.store", "toolwire._api", "toolwire.mcp", "toolwire.integrations")
+    wrong = [
+        f"{name} reaches {target}"
+        for name in MODULES
+        if within(name, ("toolwire.providers",))
+        for target in reached(name)
+        if within(target, above)
+    ]
+    assert wrong == []
+
+
+def test_the_leaves_import_only_leaves() -> None:
+    leaves = ("toolwire.context", "toolwire.calls", "toolwire._values", "toolwire.errors")
+    below = (
+        *leaves,
+        "toolwire.tool",
+        "toolwire._function_schema",
+        "toolwire._text",
+        "toolwire.grammar",
+        "toolwire.schema",
+    )
+    wrong = [
+        f"{name} reaches {target}"
+        for name in leaves
+        for target in reached(name)
+        if not within(target, below)
+    ]
+    assert wrong == []
