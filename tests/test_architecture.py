@@ -142,8 +142,7 @@ def test_only_the_stores_and_the_run_read_or_write_records() -> None:
 def test_the_planner_reads_no_store_and_runs_nothing() -> None:
     tree = ast.parse(MODULES["toolwire._plan"].read_text(encoding="utf-8"))
     assert not any(isinstance(node, ast.AsyncFunctionDef | ast.Await) for node in ast.walk(tree))
-    reaches = set(GRAPH["toolwire._plan"])
-    assert not reaches & {"toolwire._run", "toolwire.store", "toolwire.executor"}
+    assert not reached("toolwire._plan") & {"toolwire._run", "toolwire.store", "toolwire.executor"}
 
 
 def test_no_private_name_crosses_a_module_boundary_in_the_core() -> None:
@@ -205,3 +204,37 @@ def test_the_leaves_import_only_leaves() -> None:
         if not within(target, below)
     ]
     assert wrong == []
+
+
+MAX_COMPLEXITY = 15
+_BRANCHES = (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.ExceptHandler, ast.match_case)
+
+
+def complexity(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """McCabe's count for one function (its nested functions counted apart): one, plus one
+    per branch (``if``, a conditional expression, a loop, an ``except``, a ``case``, each
+    ``for`` and ``if`` of a comprehension, each extra operand of ``and`` / ``or``)."""
+    count = 1
+    stack: list[ast.AST] = list(ast.iter_child_nodes(function))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue
+        if isinstance(node, _BRANCHES):
+            count += 1
+        elif isinstance(node, ast.comprehension):
+            count += 1 + len(node.ifs)
+        elif isinstance(node, ast.BoolOp):
+            count += len(node.values) - 1
+        stack.extend(ast.iter_child_nodes(node))
+    return count
+
+
+def test_no_function_of_the_core_branches_more_than_a_reader_can_follow() -> None:
+    found = {}
+    for name in CORE:
+        tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                found[f"{name}.{node.name}"] = complexity(node)
+    assert {where: n for where, n in found.items() if n > MAX_COMPLEXITY} == {}

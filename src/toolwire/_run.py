@@ -74,6 +74,7 @@ async def update(
     current: CallRecord | None = _UNREAD,
     binding: str | None = None,
     reread: Read | None = None,
+    attempts: int = SWAP_ATTEMPTS,
 ) -> CallRecord | Keep[T]:
     """Write what ``change`` makes of the call's record, by compare-and-swap: the one way a
     record is changed. When another writer got there first, the record is read again
@@ -88,6 +89,8 @@ async def update(
         current: the record as already read (not read again for the first attempt).
         binding: what the run is bound to (see ``RunStore.swap``).
         reread: how to read the record again after a lost race.
+        attempts: how many times to try (1: a lost race is ``Contended`` at once, with
+            nothing read again).
 
     Returns:
         The record as stored, or the ``Keep`` the change returned.
@@ -97,8 +100,10 @@ async def update(
         StoreUnavailable: the store cannot be reached.
     """
     read = reread if reread is not None else store.get
-    record = await read(run_id, call_id) if current is _UNREAD else current
-    for _ in range(SWAP_ATTEMPTS):
+    record = current
+    for attempt in range(attempts):
+        if attempt or record is _UNREAD:
+            record = await read(run_id, call_id)
         wanted = change(record)
         if inspect.isawaitable(wanted):
             wanted = await wanted
@@ -107,7 +112,6 @@ async def update(
         stored = await store.swap(run_id, record, wanted, binding=binding)
         if stored is not None:
             return stored
-        record = await read(run_id, call_id)
     raise Contended(f"run {run_id!r}: call {call_id!r} kept changing")
 
 
@@ -171,17 +175,15 @@ class Lease:
     async def _renew_once(self) -> bool:
         """Renew now; False once the claim is no longer this worker's."""
         current = self.held
-        renewal = _once(current.with_(lease_until=time.time() + self.seconds))
+        renewed = current.with_(lease_until=time.time() + self.seconds)
         try:
-            renewed = await update(
-                self.store, self.run_id, current.call_id, renewal, current=current
-            )
+            written = await _write_over(self.store, self.run_id, current, renewed)
+        except Contended:
+            return False  # taken over after a lapse
         except Exception:  # the store is away: the next renewal may reach it
             _log.warning("renewing the lease of %s failed", current.call_id, exc_info=True)
             return True
-        if isinstance(renewed, Keep):
-            return False  # taken over after a lapse
-        self.held = renewed
+        self.held = written
         return True
 
 
@@ -254,11 +256,11 @@ class Run:
         """Move the call to ``running``, atomically, over the record it was planned with: the
         claim, or ``Keep(record)`` holding what another worker wrote when that is not for this
         worker to claim (``claimable`` says; a call another live worker runs is waited for)."""
-        now = time.time()
 
         def claimed(current: CallRecord | None) -> CallRecord | Keep[CallRecord | None]:
             if current is not seen and not claimable(current):
                 return Keep(current)
+            now = time.time()  # when it is written: a wait for another worker may come first
             claim = (
                 current.with_(state="running", owner=self.worker, started_at=now)
                 if current is not None  # keeps the request and the decision it carries
@@ -365,7 +367,9 @@ class Run:
         """Release a claim with the answer saying its own could not be stored, so no resume
         finds it running; the store's failure when it could not."""
         try:
-            await update(self.store, self.run_id, claim.call_id, _once(failed), current=claim)
+            await _write_over(self.store, self.run_id, claim, failed)
+        except Contended:
+            return None  # answered meanwhile: that answer stands
         except Exception as again:
             return StoreUnavailable(
                 f"the run's store could not record call {claim.call_id!r}: "
@@ -436,24 +440,25 @@ class Run:
         """Put a call up in the run as waiting (``record``, pending), over the record it was
         planned with; a write refused means it was decided meanwhile: the next resume reads
         that."""
-        await update(
-            self.store,
-            self.run_id,
-            record.call_id,
-            _once(record),
-            current=seen,
-            binding=self.binding,
-        )
+        with suppress(Contended):
+            await _write_over(self.store, self.run_id, seen, record, binding=self.binding)
 
 
-def _once(record: CallRecord) -> Change[None]:
-    """A change that writes ``record`` over the record first given, and nothing over any
-    other."""
-    attempts = 0
+async def _write_over(
+    store: RunStore,
+    run_id: str,
+    current: CallRecord | None,
+    record: CallRecord,
+    *,
+    binding: str | None = None,
+) -> CallRecord:
+    """Write ``record`` over ``current``, once: another writer first is ``Contended``."""
 
-    def change(current: CallRecord | None) -> CallRecord | Keep[None]:
-        nonlocal attempts
-        attempts += 1
-        return record if attempts == 1 else Keep(None)
+    def always(_: CallRecord | None) -> CallRecord:
+        return record
 
-    return change
+    written: CallRecord | Keep[None] = await update(
+        store, run_id, record.call_id, always, current=current, binding=binding, attempts=1
+    )
+    assert not isinstance(written, Keep)  # (the change always writes)
+    return written

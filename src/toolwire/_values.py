@@ -191,8 +191,9 @@ def describe_exception(exc: BaseException, *, limit: int | None = None, named: b
     into words (for the model, a log or an error of its own).
 
     An exception whose ``__str__`` raises (or returns something odd) is named by its type
-    alone; a group of one exception is described by it. ``limit`` cuts the message (``...``
-    marks the cut); ``named=False`` leaves the type name out when there is a message.
+    alone; a group of one exception is described by it. ``limit`` cuts the description
+    (``...`` marks the cut); ``named=False`` leaves the type name out when there is a
+    message.
     """
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
@@ -200,10 +201,9 @@ def describe_exception(exc: BaseException, *, limit: int | None = None, named: b
         text = str(exc)
     except Exception:  # an exception whose text cannot be had is still named
         text = ""
-    text = safe_text(text)
-    if limit is not None and len(text) > limit:
-        text = text[: max(0, limit - 3)] + "..."
     name = type(exc).__name__
-    if not text:
-        return name
-    return f"{name}: {text}" if named else text
+    text = safe_text(text)
+    described = (f"{name}: {text}" if named else text) if text else name
+    if limit is not None and len(described) > limit:
+        described = described[: max(0, limit - 3)] + "..."
+    return described

@@ -240,32 +240,70 @@ class Executor:
 
     @property
     def before_call(self) -> tuple[BeforeHook, ...]:
+        """Hooks run after validation, before policy."""
         return self.decider.before_call
+
+    @before_call.setter
+    def before_call(self, hooks: Sequence[BeforeHook]) -> None:
+        self.decider.before_call = tuple(hooks)
+        self.decider.hooked = bool(self.decider.before_call or self.runner.after_call)
+
+    @property
+    def after_call(self) -> tuple[AfterHook, ...]:
+        """Hooks run on each result before it is shaped."""
+        return self.runner.after_call
+
+    @after_call.setter
+    def after_call(self, hooks: Sequence[AfterHook]) -> None:
+        self.runner.after_call = tuple(hooks)
+        self.decider.hooked = bool(self.decider.before_call or self.runner.after_call)
 
     @property
     def redact(self) -> Callable[[ApprovalRequest], Mapping[str, Any]] | None:
+        """What a waiting call's request keeps of its arguments."""
         return self.decider.redact
+
+    @redact.setter
+    def redact(self, redact: Callable[[ApprovalRequest], Mapping[str, Any]] | None) -> None:
+        self.decider.redact = redact
 
     @property
     def approval_ttl(self) -> float | None:
+        """Seconds a request for approval waits."""
         return self.decider.approval_ttl
+
+    @approval_ttl.setter
+    def approval_ttl(self, seconds: float | None) -> None:
+        self.decider.approval_ttl = seconds
+
+    # What running uses is the runner's: set here, it is set there.
 
     @property
     def timeout(self) -> float | None:
         """Seconds a call may run (a tool's own ``timeout`` wins); None for no limit."""
         return self.runner.timeout
 
-    @property
-    def after_call(self) -> tuple[AfterHook, ...]:
-        return self.runner.after_call
+    @timeout.setter
+    def timeout(self, seconds: float | None) -> None:
+        self.runner.timeout = seconds
 
     @property
     def max_output_chars(self) -> int:
+        """Characters of text a result may give the model."""
         return self.runner.max_output_chars
+
+    @max_output_chars.setter
+    def max_output_chars(self, limit: int) -> None:
+        self.runner.max_output_chars = limit
 
     @property
     def max_media_chars(self) -> int:
+        """Characters of base64-encoded media a result may carry."""
         return self.runner.max_media_chars
+
+    @max_media_chars.setter
+    def max_media_chars(self, limit: int) -> None:
+        self.runner.max_media_chars = limit
 
     @property
     def worker_id(self) -> str:
@@ -514,7 +552,11 @@ class Executor:
         assert function.context_parameter is not None
         assert function.context_type is not None
         kind = function.context_type
-        if context.__class__ is not kind or context.run_id != turn.run_id:
+        if (
+            context.__class__ is not kind
+            or context.run_id != turn.run_id
+            or context.resume is not planned.resume
+        ):
             context = kind(
                 call=context.call,
                 arguments=context.arguments,

@@ -133,12 +133,6 @@ def _running_elsewhere(call: ToolCall, lease_until: float) -> CallRecord:
 # -- two workers, one call ----------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Run.claim computes `now` once, before its first swap: a claim won after waiting "
-    "for another worker's call (the reread waits in unless_running) starts its lease from "
-    "before the wait",
-)
 async def test_a_claim_won_after_waiting_for_another_worker_leases_from_when_it_is_written(
     store: RunStore,
 ) -> None:
@@ -179,11 +173,6 @@ async def test_a_claim_won_after_waiting_for_another_worker_leases_from_when_it_
     assert claim.lease_until >= released[0] + lease
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Run.claim's stale `now`: a claim won after a wait longer than the lease is written "
-    "already expired, so a concurrent resume reruns the call the claimer is running",
-)
 async def test_a_call_claimed_after_a_long_wait_is_not_run_again_by_a_concurrent_resume(
     store: RunStore,
 ) -> None:
@@ -390,17 +379,11 @@ async def test_policy_and_approver_set_after_construction_are_the_ones_asked() -
     assert RAN == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Executor.timeout, before_call, after_call, redact, approval_ttl, max_output_chars "
-    "and max_media_chars became read-only properties: setting one raises AttributeError, where "
-    "the attributes could be set before",
-)
 async def test_the_executors_settings_can_still_be_set_after_construction() -> None:
     executor = Executor([pay])
-    executor.after_call = (lambda context, result: "redacted",)  # type: ignore[misc]
-    executor.max_output_chars = 1000  # type: ignore[misc]
-    executor.timeout = 5.0  # type: ignore[misc]
+    executor.after_call = (lambda context, result: "redacted",)
+    executor.max_output_chars = 1000
+    executor.timeout = 5.0
     [outcome] = await executor.run([_call(pay, {"amount": 5})])
     assert outcome.result.text == "redacted"
 
@@ -500,12 +483,6 @@ async def test_a_tool_asking_for_its_context_sees_its_run_and_no_resume(store: R
     assert context.arguments == {"n": 1}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_output.short now cuts only the message (describe_exception(limit=300)), not the "
-    "whole description: an exception type with a long name makes the answer unbounded (it was "
-    "cut to 300 characters in all before)",
-)
 async def test_a_failing_hooks_answer_stays_short_whatever_its_exception_is_called() -> None:
     long_named = type("E" * 5000, (Exception,), {})
 
