@@ -361,17 +361,23 @@ def denies_outright(
     return policy.denies_outright(tool, principal=principal, exposed_name=exposed_name)
 
 
-def _denied_by_rules(
-    policy: Policy, tool: Tool, *, principal: Any = None, exposed_name: str | None = None
-) -> str | None:
-    """[`denies_outright`][] for a policy of rules, a default and annotations."""
-    context = PolicyContext(
+def _before_any_call(tool: Tool, principal: Any, exposed_name: str | None) -> PolicyContext:
+    """What a rule sees of a call not made yet: its arguments and the taint unknown (a rule
+    that reads them cannot be certain)."""
+    return PolicyContext(
         tool=tool,
         arguments=_UnknownArguments(),
         principal=principal,
         taint=_UnknownTaint(),
         exposed_name=exposed_name,
     )
+
+
+def _denied_by_rules(
+    policy: Policy, tool: Tool, *, principal: Any = None, exposed_name: str | None = None
+) -> str | None:
+    """[`denies_outright`][] for a policy of rules, a default and annotations."""
+    context = _before_any_call(tool, principal, exposed_name)
     names = _names_of(tool, exposed_name)
     may_pass = False
     for rule in policy.rules:
@@ -407,13 +413,7 @@ def _asked_by_rules(
         return None
     if tool.needs_approval:
         return "the tool is new or its definition changed since it was approved"
-    context = PolicyContext(
-        tool=tool,
-        arguments=_UnknownArguments(),
-        principal=principal,
-        taint=_UnknownTaint(),
-        exposed_name=exposed_name,
-    )
+    context = _before_any_call(tool, principal, exposed_name)
     names = _names_of(tool, exposed_name)
     for rule in policy.rules:
         if rule.effect == "deny":
