@@ -87,9 +87,8 @@ class Decider:
             await self._plan_go(turn, index, item, NO_RECORD, None)
             return
         turn.seen[index] = record
-        step = from_record(
-            record, item.tool, turn.run_id, may_rerun=self.may_rerun(item), now=time.time()
-        )
+        may_rerun = record.state == "running" and self.may_rerun(item)
+        step = from_record(record, item.tool, turn.run_id, may_rerun=may_rerun, now=time.time())
         if isinstance(step, Go):
             await self._plan_go(turn, index, item, step, record)
         else:
@@ -104,7 +103,10 @@ class Decider:
         known = turn.known.get(call.local_id)
         if known is None or turn.run is None:
             return None
-        record = await turn.run.unless_running(call.local_id, known, self.wait_bound(call.tool))
+        record: CallRecord | None = known
+        if known.state == "running":  # another worker's, maybe: waited for while it runs
+            bound = self.wait_bound(call.tool)
+            record = await turn.run.unless_running(call.local_id, known, bound)
         if record is not None and record.fingerprint != turn.fingerprint(call):
             raise ConfigurationError(
                 f"run {turn.run_id!r} already has a call {call.local_id!r} with other "

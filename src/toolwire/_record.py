@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import datetime
 import hashlib
-import json
 import operator
 import os
 import socket
@@ -135,8 +134,9 @@ class CallRecord:
     @property
     def input_wait(self) -> InputWait | None:
         """What the call was asked by its server, when it waited for input."""
-        kept = self.request.get(INPUT_WAIT) if self.request is not None else None
-        return InputWait.of(kept)
+        if self.request is None:
+            return None
+        return InputWait.of(self.request.get(INPUT_WAIT))
 
     def with_(self, **changes: Any) -> CallRecord:
         """A copy with ``changes`` (several times cheaper than ``dataclasses.replace``)."""
@@ -521,7 +521,9 @@ def decode_record(text: str | bytes, version: int, *, call_id: str | None = None
     """
     which = f"the stored record of call {call_id!r}" if call_id is not None else "a stored record"
     try:
-        body = _RECORD_FORM.validate_python(json.loads(text), strict=True)
+        # Parsed and checked in one pass (a record never holds a lone surrogate: it could not
+        # have been written).
+        body = _RECORD_FORM.validate_json(text, strict=True)
         record = _record_from(body, version)
     except pydantic.ValidationError as exc:
         raise StoreUnavailable(f"{which} cannot be read: {_first_error(exc)}") from None

@@ -6,7 +6,6 @@ remember the answers decided without running)."""
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -105,7 +104,7 @@ async def update(
         if attempt or record is _UNREAD:
             record = await read(run_id, call_id)
         wanted = change(record)
-        if inspect.isawaitable(wanted):
+        if not isinstance(wanted, CallRecord | Keep):  # an async change
             wanted = await wanted
         if isinstance(wanted, Keep):
             return wanted
@@ -261,20 +260,23 @@ class Run:
             if current is not seen and not claimable(current):
                 return Keep(current)
             now = time.time()  # when it is written: a wait for another worker may come first
-            claim = (
-                current.with_(state="running", owner=self.worker, started_at=now)
-                if current is not None  # keeps the request and the decision it carries
-                else CallRecord(
-                    call_id=call.local_id,
-                    tool=call.exposed_name,
-                    fingerprint=fingerprint,
-                    tool_id=call.tool.qualified_name,
+            if current is not None:  # keeps the request and the decision it carries
+                return current.with_(
                     state="running",
                     owner=self.worker,
                     started_at=now,
+                    lease_until=now + self.lease_seconds,
                 )
+            return CallRecord(
+                call_id=call.local_id,
+                tool=call.exposed_name,
+                fingerprint=fingerprint,
+                tool_id=call.tool.qualified_name,
+                state="running",
+                owner=self.worker,
+                started_at=now,
+                lease_until=now + self.lease_seconds,
             )
-            return claim.with_(lease_until=now + self.lease_seconds)
 
         async def reread(run_id: str, call_id: str) -> CallRecord | None:
             record = await self.store.get(run_id, call_id)
