@@ -42,10 +42,18 @@ from toolwire.schema._base import (
 )
 
 __all__ = [
+    "LATEST_DIALECT",
+    "MODERN_KEYWORDS",
+    "ROOT_URI",
+    "ForDeclaration",
+    "RewriteWalk",
     "declared_object",
     "external_references",
     "for_declaration",
     "for_validation",
+    "lower_types",
+    "modern_spelling",
+    "rule_broken",
     "short_text",
 ]
 
@@ -107,9 +115,9 @@ _DIALECTS = {
     "json-schema.org/schema": "https://json-schema.org/draft/2020-12/schema",
 }
 _DRAFT_4 = _DIALECTS["json-schema.org/draft-04/schema"]
-_LATEST = _DIALECTS["json-schema.org/draft/2020-12/schema"]
+LATEST_DIALECT = _DIALECTS["json-schema.org/draft/2020-12/schema"]
 # What a document without an `$id` is called here; only equality with it matters.
-_ROOT_URI = "https://root.toolwire.invalid/"
+ROOT_URI = "https://root.toolwire.invalid/"
 
 
 def _dialect(value: Any) -> str | None:
@@ -133,14 +141,14 @@ def _join(base: str, reference: str) -> str | None:
         return None
 
 
-class _Walk(SchemaWalk):
+class RewriteWalk(SchemaWalk):
     """One copy-on-write walk of one schema; ``edit`` decides what changes at each node."""
 
     def __init__(self, root: Mapping[str, Any]) -> None:
         super().__init__(root)
         self.references: list[ConversionNote] = []
         """The notes on references to other documents."""
-        self.dialect = _dialect(root.get("$schema")) or _LATEST
+        self.dialect = _dialect(root.get("$schema")) or LATEST_DIALECT
         # Draft 4 names a schema's own URI `id`; later drafts `$id`.
         self.id_key = "id" if self.dialect == _DRAFT_4 else "$id"
         self._documents: frozenset[str] | None = None
@@ -158,8 +166,8 @@ class _Walk(SchemaWalk):
         """Every document this schema holds: the root and each subschema with an ``$id``.
         Computed once, on the first reference that is not a plain fragment."""
         if self._documents is None:
-            found = {self.rebase(self.root, _ROOT_URI), _ROOT_URI}
-            stack: list[tuple[Any, str, int]] = [(self.root, _ROOT_URI, 0)]
+            found = {self.rebase(self.root, ROOT_URI), ROOT_URI}
+            stack: list[tuple[Any, str, int]] = [(self.root, ROOT_URI, 0)]
             seen = 0
             while stack:
                 node, base, depth = stack.pop()
@@ -280,7 +288,7 @@ def _children(node: Mapping[str, Any]) -> list[tuple[Any, Any]]:
     return children
 
 
-class _ForValidation(_Walk):
+class _ForValidation(RewriteWalk):
     def edit(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
         out = None
         if "$ref" in node or "$dynamicRef" in node:
@@ -295,30 +303,30 @@ class _ForValidation(_Walk):
                     out["$schema"] = dialect
         types = node.get("type")
         if types is not None and not (types.__class__ is str and types in JSON_TYPES):
-            lowered = _lower_types(types)
+            lowered = lower_types(types)
             if lowered is not types:
                 out = dict(node) if out is None else out
                 out["type"] = lowered
-        if self.dialect == _LATEST and not _MODERN.isdisjoint(node):
-            out = _modern_spelling(node if out is None else out) or out
+        if self.dialect == LATEST_DIALECT and not MODERN_KEYWORDS.isdisjoint(node):
+            out = modern_spelling(node if out is None else out) or out
         return out
 
 
-def _lower_types(types: Any) -> Any:
+def lower_types(types: Any) -> Any:
     """``"STRING"`` as ``"string"`` (and in a type list); anything else as it is."""
     if isinstance(types, str):
         lowered = types.lower()
         return lowered if lowered in JSON_TYPES else types
     if isinstance(types, list) and any(isinstance(t, str) and t not in JSON_TYPES for t in types):
-        return [_lower_types(t) for t in types]
+        return [lower_types(t) for t in types]
     return types
 
 
-_MODERN = frozenset({"items", "exclusiveMinimum", "exclusiveMaximum"})
-"""The keywords [`_modern_spelling`][] may rewrite."""
+MODERN_KEYWORDS = frozenset({"items", "exclusiveMinimum", "exclusiveMaximum"})
+"""The keywords [`modern_spelling`][] may rewrite."""
 
 
-def _modern_spelling(node: Mapping[str, Any]) -> dict[str, Any] | None:
+def modern_spelling(node: Mapping[str, Any]) -> dict[str, Any] | None:
     """Draft-4 spellings that 2020-12 rejects as they are, in their 2020-12 form (or None when
     there are none): tuple ``items`` (a list) becomes ``prefixItems`` and ``additionalItems``
     the ``items`` after them; a boolean ``exclusiveMinimum`` qualifies ``minimum``."""
@@ -338,7 +346,7 @@ def _modern_spelling(node: Mapping[str, Any]) -> dict[str, Any] | None:
     return out
 
 
-class _ForDeclaration(_ForValidation):
+class ForDeclaration(_ForValidation):
     def edit(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
         out = super().edit(node, path, base)
         for key in _TEXT:
@@ -376,7 +384,7 @@ def for_validation(schema: Mapping[str, Any]) -> Mapping[str, Any]:
             has more than ``MAX_NODES`` nodes.
     """
     walk = _ForValidation(schema)
-    return walk.schema(schema, "#", _ROOT_URI, 0)  # type: ignore[no-any-return]
+    return walk.schema(schema, "#", ROOT_URI, 0)  # type: ignore[no-any-return]
 
 
 def for_declaration(schema: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[ConversionNote]]:
@@ -390,8 +398,8 @@ def for_declaration(schema: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[
         SchemaConversionError: when the schema is nested deeper than ``MAX_DEPTH`` levels or
             has more than ``MAX_NODES`` nodes.
     """
-    walk = _ForDeclaration(schema)
-    return walk.schema(schema, "#", _ROOT_URI, 0), walk.notes
+    walk = ForDeclaration(schema)
+    return walk.schema(schema, "#", ROOT_URI, 0), walk.notes
 
 
 def declared_object(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[ConversionNote]]:
@@ -409,7 +417,7 @@ def declared_object(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[Con
             ``items: 5``, ...), nests beyond the bounds, or has no object root.
     """
     prepared, notes = for_declaration(schema)
-    problem = _rule_broken(prepared)
+    problem = rule_broken(prepared)
     if problem is not None:
         reason, where = problem
         raise SchemaConversionError(reason, path=where)
@@ -418,7 +426,7 @@ def declared_object(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list[Con
     return (dict(root) if root is prepared else root), notes + lowering.notes
 
 
-def _rule_broken(schema: Mapping[str, Any]) -> tuple[str, str] | None:
+def rule_broken(schema: Mapping[str, Any]) -> tuple[str, str] | None:
     """Why ``schema`` breaks its dialect's meta-schema (reason and path), or None."""
     try:
         jsonschema_rs.meta.validate(dict(schema))
@@ -444,5 +452,5 @@ def external_references(schema: Mapping[str, Any]) -> list[ConversionNote]:
             has more than ``MAX_NODES`` nodes.
     """
     walk = _ForValidation(schema)
-    walk.schema(schema, "#", _ROOT_URI, 0)
+    walk.schema(schema, "#", ROOT_URI, 0)
     return walk.references

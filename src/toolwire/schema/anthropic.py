@@ -58,14 +58,14 @@ from toolwire.schema._base import (
     shown,
 )
 from toolwire.schema._rewrite import (
-    _LATEST,
-    _MODERN,
-    _ROOT_URI,
-    _ForDeclaration,
-    _lower_types,
-    _modern_spelling,
-    _rule_broken,
-    _Walk,
+    LATEST_DIALECT,
+    MODERN_KEYWORDS,
+    ROOT_URI,
+    ForDeclaration,
+    RewriteWalk,
+    lower_types,
+    modern_spelling,
+    rule_broken,
 )
 from toolwire.schema.checks import anthropic_pattern_problem, draft_2020_12_violations
 from toolwire.schema.openai import (
@@ -121,18 +121,18 @@ def to_anthropic_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list
             f"the input schema must be a JSON object, not {type(schema).__name__}"
         )
     walk = _Declared(schema)
-    prepared: Mapping[str, Any] = walk.schema(schema, "#", _ROOT_URI, 0)
+    prepared: Mapping[str, Any] = walk.schema(schema, "#", ROOT_URI, 0)
     notes = walk.notes
-    problem = _rule_broken(prepared)  # the dialect's own rules, as the validator applies them
+    problem = rule_broken(prepared)  # the dialect's own rules, as the validator applies them
     if problem is not None:
         reason, where = problem
         raise SchemaConversionError(_type_problem(prepared, where) or reason, path=where)
     # Another dialect's schema is mostly valid 2020-12 as it is (draft 7's, say); what is not
     # (tuple items, boolean bounds) is written in 2020-12's spelling.
-    rewritten = walk.dialect != _LATEST and bool(draft_2020_12_violations(prepared, limit=1))
+    rewritten = walk.dialect != LATEST_DIALECT and bool(draft_2020_12_violations(prepared, limit=1))
     if rewritten:
         modern = _Written2020(prepared)
-        prepared = modern.schema(prepared, "#", _ROOT_URI, 0)
+        prepared = modern.schema(prepared, "#", ROOT_URI, 0)
         notes += modern.notes
     lowering = _TopLevel(prepared)
     out = lowering.run()
@@ -142,28 +142,28 @@ def to_anthropic_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], list
     return out, notes
 
 
-class _Declared(_ForDeclaration):
+class _Declared(ForDeclaration):
     """``for_declaration``'s walk, noting each type name it writes in lower case
     (``"OBJECT"``, ``["STRING", "null"]``)."""
 
     def edit(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
         types = node.get("type")
         if types is not None and not (types.__class__ is str and types in JSON_TYPES):
-            lowered = _lower_types(types)
+            lowered = lower_types(types)
             if lowered != types:
                 self.note(path, f"type {shown(types)} written as {shown(lowered)}")
         return super().edit(node, path, base)
 
 
-class _Written2020(_Walk):
+class _Written2020(RewriteWalk):
     """A schema of an older dialect as draft 2020-12 reads it: tuple ``items`` and boolean
     exclusive bounds in their 2020-12 spelling, no ``$schema`` naming another dialect."""
 
     def edit(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
-        out = _modern_spelling(node) if not _MODERN.isdisjoint(node) else None
+        out = modern_spelling(node) if not MODERN_KEYWORDS.isdisjoint(node) else None
         if out is not None:
             self.note(path, "tuple items or a boolean exclusive bound written as in draft 2020-12")
-        if "$schema" in node and node["$schema"] != _LATEST:
+        if "$schema" in node and node["$schema"] != LATEST_DIALECT:
             out = dict(node) if out is None else out
             del out["$schema"]
             self.note(
