@@ -98,11 +98,11 @@ async def update(
         Contended: the record changed under every attempt.
         StoreUnavailable: the store cannot be reached.
     """
-    read = reread if reread is not None else store.get
+    fetch = reread if reread is not None else store.get
     record = current
     for attempt in range(attempts):
         if attempt or record is _UNREAD:
-            record = await read(run_id, call_id)
+            record = await fetch(run_id, call_id)
         wanted = change(record)
         if not isinstance(wanted, CallRecord | Keep):  # an async change
             wanted = await wanted
