@@ -30,7 +30,7 @@ from toolwire import ConfigurationError, ToolwireWarning
 pytest.importorskip("mcp")
 from mcp_servers import catalogue
 
-from toolwire.mcp import HttpServer, Hub, SseServer, StdioServer
+from toolwire.mcp import HttpServer, Hub, OAuth, SseServer, StdioServer
 from toolwire.mcp._config import is_mcp_config, read_config
 
 pytestmark = pytest.mark.anyio
@@ -224,7 +224,9 @@ def test_vscode_sse_server_with_its_secret_from_the_environment(
     monkeypatch.setenv("WEATHER_API_KEY", "w-1")
     specs, notes = read(config)
     assert specs == {
-        "weather-sse": SseServer(url="http://localhost:8000/sse", headers={"x-api-key": "w-1"})
+        "weather-sse": SseServer(
+            url="http://localhost:8000/sse", headers={"x-api-key": "w-1"}, auth=OAuth()
+        )
     }
     assert notes == []  # inputs are VS Code's own: not warned about
 
@@ -505,7 +507,9 @@ def test_comments_trailing_commas_and_a_byte_order_mark(tmp_path: Path) -> None:
     specs, _ = read(config)
     assert specs == {
         "web": HttpServer(
-            url="http://h/mcp", headers={"X-Note": "// not a comment, /* nor this */"}
+            url="http://h/mcp",
+            headers={"X-Note": "// not a comment, /* nor this */"},
+            auth=OAuth(),
         )
     }
     assert is_mcp_config(config)
