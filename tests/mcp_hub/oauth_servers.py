@@ -36,6 +36,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 Scope = dict[str, Any]
+JWT_BEARER = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 
 @contextmanager
@@ -256,7 +257,11 @@ class AuthServer:
                 "token", {"error": "invalid_grant", "error_description": str(form)}, 400
             )
         client = self.clients.get(client_id or "")
-        if client is None or (client["secret"] and client["secret"] != secret):
+        if (
+            client is None
+            or (client["secret"] and client["secret"] != secret)
+            or (client["method"] == "private_key_jwt" and how != "private_key_jwt")
+        ):
             return self._answer("token", {"error": "invalid_client"}, 401)
         if grant == "authorization_code":
             code = self.codes.pop(form.get("code", ""), None)
@@ -273,13 +278,36 @@ class AuthServer:
             if old is None or old["client_id"] != client_id:
                 return self._answer("token", {"error": "invalid_grant"}, 400)
             return self._issue(client_id or "", old["scope"], refresh=True)
-        if grant == "client_credentials" and client["secret"]:
+        if grant == "client_credentials" and (client["secret"] or how == "private_key_jwt"):
             return self._issue(client_id or "", form.get("scope") or "tools", refresh=False)
         return self._answer("token", {"error": "unsupported_grant_type"}, 400)
+
+    def register_key(self, client_id: str, public_pem: bytes) -> None:
+        """A client registered beforehand with its public key (``private_key_jwt``)."""
+        self.clients[client_id] = {
+            "secret": None,
+            "key": public_pem,
+            "redirect_uris": [],
+            "method": "private_key_jwt",
+        }
 
     def _client_auth(
         self, request: Request, form: dict[str, str]
     ) -> tuple[str | None, str | None, str]:
+        if form.get("client_assertion_type") == JWT_BEARER:
+            import jwt
+
+            assertion = form.get("client_assertion", "")
+            self.issued.append(assertion)
+            unverified = jwt.decode(assertion, options={"verify_signature": False})
+            client = self.clients.get(unverified.get("iss", ""), {})
+            try:
+                claims = jwt.decode(
+                    assertion, client.get("key", b""), algorithms=["ES256"], audience=self.url
+                )
+            except jwt.PyJWTError:
+                return None, None, "private_key_jwt"
+            return claims["sub"], None, "private_key_jwt"
         header = request.headers.get("authorization", "")
         if header.lower().startswith("basic "):
             decoded = base64.b64decode(header[6:]).decode()

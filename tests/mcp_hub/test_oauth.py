@@ -211,6 +211,41 @@ async def test_client_credentials_for_a_service_need_no_person() -> None:
         assert "tools" in (request["scope"] or "").split()
 
 
+async def test_client_credentials_with_a_signed_assertion_instead_of_a_secret() -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    public = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    with oauth_pair() as (auth, protected):
+        auth.register_key("workload", public)
+        spec = HttpServer(
+            url=protected.url,
+            auth=ClientCredentials(
+                client_id="workload",
+                private_key=private,
+                signing_algorithm="ES256",
+                issuer=auth.url,
+                store=MemoryTokenStore(),
+            ),
+        )
+        with anyio.fail_after(30):
+            async with Hub({"g": spec}) as hub:
+                outcome = await toolwire.execute_tool_calls(hub, "gemini", add_call())
+        assert outcome.calls[0].result.structured_content == {"result": 5}
+        assert [(r["auth"], r["client_id"]) for r in auth.token_requests] == [
+            ("private_key_jwt", "workload")
+        ]
+    assert "BEGIN PRIVATE KEY" not in repr(spec)
+
+
 async def test_client_credentials_with_a_secret_in_the_form_when_configured_so() -> None:
     with oauth_pair() as (auth, protected):
         auth.register("svc", "svc-secret-0123456789", [])
@@ -332,6 +367,31 @@ async def test_the_hubs_token_store_is_used_for_servers_naming_none(tmp_path: Pa
         assert entry["tokens"]["access_token"] in auth.access
     raw = (tmp_path / "runs.db").read_bytes()
     assert [secret for secret in auth.issued if secret.encode() in raw] == []  # sealed
+
+
+async def test_workers_sharing_a_token_store_take_each_others_refreshed_tokens(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteTokenStore(tmp_path / "runs.db", key=KEY)
+    with oauth_pair() as (auth, protected):
+        first = HttpServer(url=protected.url, auth=OAuth(authorize=follow_authorization))
+        with anyio.fail_after(30):
+            async with Hub({"g": first}, token_store=store):
+                pass
+            one = Hub({"g": HttpServer(url=protected.url, auth=OAuth())}, token_store=store)
+            two = Hub({"g": HttpServer(url=protected.url, auth=OAuth())}, token_store=store)
+            async with one, two:
+                auth.expire_access()
+                # The first worker refreshes (the refresh token rotates); the second, refused
+                # too, takes the tokens the first kept instead of refreshing with a dead one.
+                a = await toolwire.execute_tool_calls(one, "gemini", add_call(a=1))
+                b = await toolwire.execute_tool_calls(two, "gemini", add_call(a=2))
+        assert a.calls[0].result.structured_content == {"result": 4}
+        assert b.calls[0].result.structured_content == {"result": 5}
+        assert [r["grant_type"] for r in auth.token_requests] == [
+            "authorization_code",
+            "refresh_token",
+        ]
 
 
 # -- the token stores ---------------------------------------------------------------------------

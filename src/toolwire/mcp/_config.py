@@ -407,23 +407,25 @@ class _Entry:
         ``oauth`` is false; an ``oauth`` object says how."""
         value = self.entry.get("oauth")
         sent = any(key.lower() == "authorization" for key in headers or {})
-        if value is None or value is True:
-            return None if sent and value is None else OAuth()
+        if value is None:
+            return None if sent else OAuth()
+        if isinstance(value, Mapping):
+            enabled = value.get("enabled", True)
+            if not isinstance(enabled, bool):
+                raise self.error("oauth.enabled", "must be true or false")
+            value = value if enabled else False
+        elif not isinstance(value, bool):
+            raise self.error("oauth", "must be true, false or an object")
         if value is False:
             return None
-        if not isinstance(value, Mapping):
-            raise self.error("oauth", "must be true, false or an object")
+        if sent:
+            raise self.error("oauth", "and an Authorization header both authorize: keep one")
+        if value is True:
+            return OAuth()
         unread = [key for key in value if key not in _OAUTH_KEYS]
         if unread:
             shown = ", ".join(_shown_key(key) for key in unread[:10])
             self.notes.append(f"server {_shown(self.name)}: oauth: ignoring {shown}")
-        enabled = value.get("enabled", True)
-        if not isinstance(enabled, bool):
-            raise self.error("oauth.enabled", "must be true or false")
-        if not enabled:
-            return None
-        if sent:
-            raise self.error("oauth", "and an Authorization header both authorize: keep one")
         read = _OAuthEntry(self, value)
         grant = read.text("grantType") or "authorization_code"
         if grant == "client_credentials":

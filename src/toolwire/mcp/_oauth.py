@@ -157,11 +157,24 @@ class _Storage:
             context.oauth_metadata = None
             context.protected_resource_metadata = None
 
-    async def forget_tokens(self) -> None:
+    async def forget_tokens(self, refused: str | None) -> None:
+        """Forget the tokens whose refresh token (``refused``) the server refused, unless
+        another process kept newer ones since (its refresh went first)."""
+        self._entry = None  # read anew
         entry = await self.entry()
+        tokens = entry.get("tokens")
+        if isinstance(tokens, dict) and tokens.get("refresh_token") not in (None, refused):
+            return
         if entry.pop("tokens", None) is not None:
             entry.pop("expires_at", None)
             await self.store.write(self.key, entry)
+
+    async def newer_tokens(self, sent: str | None) -> OAuthToken | None:
+        """The tokens kept now, when they are not the access token ``sent`` (another process
+        refreshed them: workers on one store share them); None otherwise."""
+        self._entry = None  # read anew
+        tokens = await self.get_tokens()
+        return tokens if tokens is not None and tokens.access_token != sent else None
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         if self.fixed_client is not None:
@@ -387,19 +400,24 @@ class _Guarded(OAuthClientProvider):
                 elif not _challenged(response):
                     self.failure = None
                 else:
-                    # A token refused (expired early, revoked): a refresh first, once.
+                    # A token refused (expired early, revoked): newer ones another process
+                    # kept, or a refresh, first, once.
                     if not refreshed and response.status_code == 401:
                         refreshed = True
-                        if self.context.can_refresh_token():
+                        sent = _bearer(request)
+                        renewed = await self._adopt(sent)
+                        if not renewed and self.context.can_refresh_token():
                             refresh = await self._refresh_token()
                             self._guard(refresh)
                             answer = yield refresh
                             await self._note(refresh, answer)
-                            if await self._handle_refresh_response(answer):
-                                self._add_auth_header(request)
-                                response = yield request
-                                if not _challenged(response):
-                                    return
+                            renewed = await self._handle_refresh_response(answer)
+                            renewed = renewed or await self._adopt(sent)
+                        if renewed:
+                            self._add_auth_header(request)
+                            response = yield request
+                            if not _challenged(response):
+                                return
                     if not self.person:
                         raise self._login_required(response)
                 outgoing = await flow.asend(response)
@@ -413,6 +431,16 @@ class _Guarded(OAuthClientProvider):
             raise self.failure from None
         finally:
             await flow.aclose()
+
+    async def _adopt(self, sent: str | None) -> bool:
+        """Take the tokens another process kept since ``sent`` was sent, if any."""
+        tokens = await self.storage.newer_tokens(sent)
+        if tokens is None:
+            return False
+        self.context.current_tokens = tokens
+        expires_at = self.storage.expires_at
+        self.context.token_expiry_time = expires_at - _EARLY if expires_at is not None else None
+        return True
 
     def _guard(self, request: httpx2.Request) -> None:
         """Mark a request of the flow (the transport bounds it) and check where it goes."""
@@ -447,7 +475,8 @@ class _Guarded(OAuthClientProvider):
                 code = error
         self._last_answer = (purpose, shown_url(str(request.url)), response.status_code, code)
         if purpose == "refresh" and response.status_code in (400, 401):
-            await self.storage.forget_tokens()
+            form = parse_qs(request.content.decode("latin-1"))
+            await self.storage.forget_tokens(form.get("refresh_token", [None])[0])
 
     def _login_required(self, response: httpx2.Response) -> AuthorizationRequired:
         scope = extract_scope_from_www_auth(response)
@@ -550,6 +579,12 @@ def _challenged(response: httpx2.Response) -> bool:
         response.status_code == 403
         and extract_field_from_www_auth(response, "error") == "insufficient_scope"
     )
+
+
+def _bearer(request: httpx2.Request) -> str | None:
+    """The access token ``request`` was sent with, if any."""
+    header = request.headers.get("Authorization", "")
+    return header[7:] if header[:7].lower() == "bearer " else None
 
 
 def _purpose_of(request: httpx2.Request) -> str:
