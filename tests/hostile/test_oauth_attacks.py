@@ -13,6 +13,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import toolwire
 from toolwire import AuthorizationError, make_call
@@ -279,3 +281,52 @@ def test_a_good_answer_gives_its_code_state_and_issuer() -> None:
 )
 def test_scrub_takes_credentials_out_of_text(text: str) -> None:
     assert "tok-123456" not in scrub(text)
+
+
+_TOKEN = st.text(
+    alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~",
+    min_size=8,
+    max_size=64,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    token=_TOKEN,
+    name=st.sampled_from(
+        ["access_token", "refresh_token", "id_token", "client_secret", "code_verifier", "code"]
+    ),
+    shape=st.sampled_from(
+        [
+            '{{"{name}": "{token}"}}',
+            "{name}={token}&x=1",
+            "{{'{name}': '{token}'}}",
+            "{name}: {token}",
+        ]
+    ),
+    around=st.text(max_size=40),
+)
+def test_scrub_takes_any_credential_field_out(
+    token: str, name: str, shape: str, around: str
+) -> None:
+    text = around + shape.format(name=name, token=token) + around
+    assert token not in scrub(text) or token in around
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    secret=_TOKEN,
+    key=st.sampled_from(["access_token", "token", "id_token", "error", "code", "state", "other"]),
+    where=st.sampled_from(["?", "#"]),
+    port=st.sampled_from([8123, 8124]),
+)
+def test_no_authorization_answer_error_repeats_what_came_back(
+    secret: str, key: str, where: str, port: int
+) -> None:
+    answer = f"http://127.0.0.1:{port}/callback{where}{key}={secret}&state=s"
+    message = ""
+    try:
+        callback_result(answer, REDIRECT, "g")
+    except AuthorizationError as error:
+        message = str(error)
+    assert secret not in message

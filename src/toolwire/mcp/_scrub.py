@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
+import threading
 from collections import OrderedDict
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,24 +24,27 @@ class _Known:
     def __init__(self, cap: int = 512) -> None:
         self._values: OrderedDict[str, None] = OrderedDict()
         self._cap = cap
+        self._lock = threading.Lock()  # log records are filtered on any thread
 
     def add(self, *values: str | None) -> None:
-        for value in values:
-            if value and len(value) >= 6:
-                self._values[value] = None
-                self._values.move_to_end(value)
-                while len(self._values) > self._cap:
-                    self._values.popitem(last=False)
+        with self._lock:
+            for value in values:
+                if value and len(value) >= 6:
+                    self._values[value] = None
+                    self._values.move_to_end(value)
+                    while len(self._values) > self._cap:
+                        self._values.popitem(last=False)
 
     def __iter__(self) -> Any:
-        return iter(list(self._values))
+        with self._lock:
+            return iter(list(self._values))
 
 
 KNOWN = _Known()
 
 _FIELD = re.compile(
     r"(?i)((?:access|refresh|id)_token|client_secret|code_verifier|client_assertion|assertion"
-    r"|password|\bcode|\btoken)"
+    r"|password|code|token)"
     r"(\\?[\"']?\s*[:=]\s*\\?[\"']?)([^\"'&\s,;}\\]+)"
 )
 _SCHEME = re.compile(r"(?i)\b(bearer|basic|dpop)(\s+)[A-Za-z0-9._~+/=-]+")

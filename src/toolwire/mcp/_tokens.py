@@ -103,6 +103,9 @@ class FileTokenStore:
 
     async def read(self, server: str) -> dict[str, Any] | None:
         data = await anyio.to_thread.run_sync(self._read, self._path(server))
+        if data is not None and len(data) > _ENTRY_CAP:
+            _unreadable(server, f"it is over {_ENTRY_CAP // 1024} KiB")
+            return None
         return None if data is None else self._opened(data, server)
 
     async def write(self, server: str, entry: Mapping[str, Any]) -> None:
@@ -170,8 +173,7 @@ class FileTokenStore:
                         ToolwireWarning,
                         stacklevel=2,
                     )
-            data = file.read(_ENTRY_CAP + 1)
-        return data if len(data) <= _ENTRY_CAP else None
+            return file.read(_ENTRY_CAP + 1)
 
     def _write(self, path: Path, data: bytes) -> None:
         directory = self._directory()
