@@ -225,6 +225,8 @@ async def test_the_login_command_for_a_config_entry(tmp_path: Path) -> None:
         (["mcp", "login", "nothere", "--config", "{config}"], "has no server 'nothere'"),
         (["mcp", "login", "local", "--config", "{config}"], "not a remote server"),
         (["mcp", "login", "static", "--config", "{config}"], "does not use OAuth"),
+        (["mcp", "login", "https://h/mcp", "--store", "memory://"], "a memory store ends"),
+        (["mcp", "login", "https://h/mcp", "--config", "{config}"], "not both"),
     ],
 )
 async def test_the_login_command_refuses_what_it_cannot_log_in_to(
@@ -255,3 +257,23 @@ async def test_the_login_command_refuses_what_it_cannot_log_in_to(
     assert len(error.strip().splitlines()) == 1
     assert message in error
     assert "static-token" not in error
+
+
+async def test_tokens_kept_in_a_run_stores_database_need_the_sealing_key(tmp_path: Path) -> None:
+    environment = {**os.environ, "TOOLWIRE_CONFIG_DIR": str(tmp_path / "config")}
+    environment.pop("TOOLWIRE_TOKEN_KEY", None)
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    refused = await anyio.run_process(
+        [*command(), "mcp", "logout", "https://h/mcp", "--store", store],
+        env=environment,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert "set TOOLWIRE_TOKEN_KEY" in refused.stderr.decode()
+    environment["TOOLWIRE_TOKEN_KEY"] = "mgoZsOdMBuT4PKLzzPmyVCwJ3W7cNH4bK6ZoM3kHm5E="
+    forgot = await anyio.run_process(
+        [*command(), "mcp", "logout", "https://h/mcp", "--store", store],
+        env=environment,
+        check=False,
+    )
+    assert forgot.returncode == 0, forgot.stderr.decode()

@@ -95,6 +95,11 @@ def _token_store(url: str | None) -> Any:
     """The token store in the database of the run store at ``url``, or None (the default)."""
     if url is None:
         return None
-    from toolwire.mcp._tokens import token_store_for
+    from toolwire.mcp._tokens import MemoryTokenStore, token_store_for
 
-    return token_store_for(url)
+    store = token_store_for(url)
+    if isinstance(store, MemoryTokenStore):
+        raise ConfigurationError(
+            "--store: a memory store ends with this command; give a SQLite store's URL"
+        )
+    return store
