@@ -39,6 +39,8 @@ from toolwire.calls import (
     ToolResult,
 )
 from toolwire.errors import (
+    AuthorizationError,
+    AuthorizationRequired,
     ConfigurationError,
     InvalidArguments,
     MalformedResponse,
@@ -65,6 +67,8 @@ __all__ = [
     "ApprovalPending",
     "ApprovalRequest",
     "AudioContent",
+    "AuthorizationError",
+    "AuthorizationRequired",
     "AutoApprove",
     "CallContext",
     "CallOutcome",

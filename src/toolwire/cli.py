@@ -1,6 +1,6 @@
 """The ``toolwire`` command: ``declare``, ``check``, ``call`` and ``demo``; ``pending``,
 ``decide`` and ``history`` over a run store; ``inbox`` (the approval console) and ``serve``
-(a governed MCP gateway).
+(a governed MCP gateway); ``mcp login`` and ``mcp logout`` (a remote server's OAuth tokens).
 
 SOURCE is a Python file or ``module:attribute`` holding tools, a JSON / JSON Lines file of tool
 definitions (``name``, ``description``, ``inputSchema``) as MCP servers publish them, an MCP
@@ -31,6 +31,7 @@ from typing import Any, NoReturn
 
 import anyio
 
+from toolwire._cli.authorizing import run_login, run_logout
 from toolwire._cli.calling import run_call
 from toolwire._cli.common import safe
 from toolwire._cli.declaring import run_check, run_declare
@@ -232,7 +233,42 @@ def _parser() -> argparse.ArgumentParser:
         "(gateways sharing it take each other's answers; default: a key of this process)",
     )
     serve.set_defaults(run=run_serve)
+    _mcp_commands(commands, store_help)
     return parser
+
+
+def _mcp_commands(commands: Any, store_help: str) -> None:
+    """``toolwire mcp login`` and ``logout``."""
+    mcp = commands.add_parser("mcp", help="remote MCP servers' OAuth: log in, log out")
+    actions = mcp.add_subparsers(dest="mcp_command", required=True)
+    server_help = "an http(s):// MCP URL, or the name of a server of --config"
+    login = actions.add_parser(
+        "login",
+        help="authorize toolwire for a server once (the browser flow); the tokens are kept",
+        description="Authorize toolwire for SERVER: listen on 127.0.0.1 for the answer, print "
+        "the authorization URL (and open it in a browser when run from a terminal, outside "
+        "CI), exchange the code (PKCE) and keep the tokens. Hubs then use and refresh them.",
+    )
+    login.add_argument("server", help=server_help)
+    login.add_argument("--config", metavar="FILE", help="the MCP config SERVER is named in")
+    login.add_argument(
+        "--store",
+        help=f"keep the tokens in this run store's database (sealed with TOOLWIRE_TOKEN_KEY); "
+        f"{store_help} (default: a file under the user's config directory)",
+    )
+    login.add_argument("--scope", help="scopes to ask for besides the server's (space-separated)")
+    login.add_argument(
+        "--no-browser", action="store_true", help="print the URL, never open a browser"
+    )
+    login.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds to wait (default: %(default)s)"
+    )
+    login.set_defaults(run=run_login)
+    logout = actions.add_parser("logout", help="forget the tokens kept for a server")
+    logout.add_argument("server", help=server_help)
+    logout.add_argument("--config", metavar="FILE", help="the MCP config SERVER is named in")
+    logout.add_argument("--store", help=f"the run store keeping the tokens; {store_help}")
+    logout.set_defaults(run=run_logout)
 
 
 def _show_warning(message: Warning | str, *_: Any, **__: Any) -> None:

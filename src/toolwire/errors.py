@@ -15,6 +15,8 @@ ToolwireError
 ├── MalformedResponse           (also a ValueError) a provider response is not shaped as documented
 ├── ToolNotFound                (also a LookupError) no visible tool has that name
 ├── StoreUnavailable            (also a ConnectionError) the run store cannot be reached
+├── AuthorizationError          OAuth with an MCP server failed (never holds a credential)
+│   └── AuthorizationRequired   a server needs a login first (``toolwire mcp login``)
 └── MissingDependency           (also an ImportError) an optional extra is not installed
 
 UserWarning
@@ -27,6 +29,8 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AuthorizationError",
+    "AuthorizationRequired",
     "ConfigurationError",
     "InvalidArguments",
     "MalformedResponse",
@@ -139,6 +143,48 @@ class StoreUnavailable(ToolwireError, ConnectionError):
     def __init__(self, message: str, *, outcomes: list[Any] | None = None) -> None:
         super().__init__(message)
         self.outcomes = outcomes
+
+
+class AuthorizationError(ToolwireError):
+    """OAuth with an MCP server failed: its metadata, its authorization server, or the
+    answers they gave. The message is one line that never holds a token, a secret or an
+    authorization code.
+
+    Attributes:
+        server: the server's URL (without its query), or what the hub calls it.
+        reason: what went wrong, as one of a few words a program can test: ``login_required``,
+            ``refresh_failed``, ``metadata``, ``resource_mismatch``, ``issuer_mismatch``,
+            ``insecure_endpoint``, ``timeout``, ``oversized``, ``unreachable``,
+            ``token_refused``, ``registration``, ``callback``, ``flow``.
+    """
+
+    def __init__(self, server: str, reason: str, message: str) -> None:
+        self.server = server
+        self.reason = reason
+        super().__init__(message)
+
+    def __reduce__(self) -> Any:  # pickles (across processes) with its fields
+        return (type(self), (self.server, self.reason, str(self)))
+
+
+class AuthorizationRequired(AuthorizationError):
+    """A server asks for an authorization only a person can give (the browser flow) and none
+    is stored, or the stored one was refused: run ``toolwire mcp login`` for it.
+
+    Attributes:
+        scope: the scopes the server asked for, when it said (None otherwise).
+    """
+
+    def __init__(self, server: str, reason: str, message: str, *, scope: str | None = None) -> None:
+        super().__init__(server, reason, message)
+        self.scope = scope
+
+    def __reduce__(self) -> Any:
+        return (_required, (self.server, self.reason, str(self), self.scope))
+
+
+def _required(server: str, reason: str, message: str, scope: str | None) -> AuthorizationRequired:
+    return AuthorizationRequired(server, reason, message, scope=scope)
 
 
 class ToolwireWarning(UserWarning):

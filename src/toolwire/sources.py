@@ -171,9 +171,10 @@ def _mcp_servers(source: str) -> Mapping[str, Any] | Path | None:
 
         return {_server_name(argv): StdioServer(command=argv[0], args=argv[1:])}
     if source.startswith(("http://", "https://")):
-        from toolwire.mcp._specs import HttpServer
+        from toolwire.mcp._specs import HttpServer, OAuth
 
-        return {"mcp": HttpServer(url=source)}
+        # With the tokens `toolwire mcp login URL` kept, if the server asks for them.
+        return {"mcp": HttpServer(url=source, auth=OAuth())}
     path = Path(source)
     if path.suffix == ".json" and path.is_file():
         # Read as Hub.from_config reads it: mcpServers or VS Code's servers, comments allowed.

@@ -30,7 +30,7 @@ from toolwire import ConfigurationError, ToolwireWarning
 pytest.importorskip("mcp")
 from mcp_servers import catalogue
 
-from toolwire.mcp import HttpServer, Hub, SseServer, StdioServer
+from toolwire.mcp import ClientCredentials, HttpServer, Hub, OAuth, SseServer, StdioServer
 from toolwire.mcp._config import is_mcp_config, read_config
 
 pytestmark = pytest.mark.anyio
@@ -224,7 +224,9 @@ def test_vscode_sse_server_with_its_secret_from_the_environment(
     monkeypatch.setenv("WEATHER_API_KEY", "w-1")
     specs, notes = read(config)
     assert specs == {
-        "weather-sse": SseServer(url="http://localhost:8000/sse", headers={"x-api-key": "w-1"})
+        "weather-sse": SseServer(
+            url="http://localhost:8000/sse", headers={"x-api-key": "w-1"}, auth=OAuth()
+        )
     }
     assert notes == []  # inputs are VS Code's own: not warned about
 
@@ -505,7 +507,9 @@ def test_comments_trailing_commas_and_a_byte_order_mark(tmp_path: Path) -> None:
     specs, _ = read(config)
     assert specs == {
         "web": HttpServer(
-            url="http://h/mcp", headers={"X-Note": "// not a comment, /* nor this */"}
+            url="http://h/mcp",
+            headers={"X-Note": "// not a comment, /* nor this */"},
+            auth=OAuth(),
         )
     }
     assert is_mcp_config(config)
@@ -721,3 +725,141 @@ def test_the_cli_reads_a_vscode_servers_file(
     )
     assert main(["declare", str(config), "--provider", "anthropic"]) == 0
     assert [tool["name"] for tool in json.loads(capsys.readouterr().out)] == ["shop__add"]
+
+
+# -- OAuth --------------------------------------------------------------------------------------
+
+
+def test_a_remote_server_authorizes_with_oauth_unless_it_sends_an_authorization() -> None:
+    assert one({"url": "https://h/mcp"}).auth == OAuth()
+    assert one({"url": "https://h/sse", "type": "sse"}).auth == OAuth()
+    assert one({"url": "https://h/mcp", "oauth": False}).auth is None
+    assert one({"url": "https://h/mcp", "oauth": {"enabled": False}}).auth is None
+    sent = one({"url": "https://h/mcp", "headers": {"authorization": "Bearer t"}})
+    assert sent.auth is None
+
+
+def test_a_bearer_token_from_the_environment_in_the_authorization_header(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TOOLWIRE_TEST_TOKEN", "env-token-123")
+    spec = one(
+        {"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${TOOLWIRE_TEST_TOKEN}"}}
+    )
+    assert spec.headers == {"Authorization": "Bearer env-token-123"}
+    assert spec.auth is None
+    assert "env-token-123" not in repr(spec)
+
+
+def test_an_oauth_object_in_claude_codes_and_gemini_clis_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TOOLWIRE_TEST_SECRET", "from-env-secret")
+    spec = one(
+        {
+            "url": "https://h/mcp",
+            "oauth": {
+                "clientId": "my-app",
+                "clientSecret": "${TOOLWIRE_TEST_SECRET}",
+                "callbackPort": 8765,
+                "scopes": ["read", "write"],
+                "issuer": "https://login.example.com",
+                "timeout": 10,
+            },
+        }
+    )
+    assert spec.auth == OAuth(
+        client_id="my-app",
+        client_secret="from-env-secret",
+        redirect_uri="http://127.0.0.1:8765/callback",
+        scope="read write",
+        issuer="https://login.example.com",
+        timeout=10.0,
+    )
+    cimd = one({"url": "https://h/mcp", "oauth": {"clientMetadataUrl": "https://a.example/c.json"}})
+    assert cimd.auth == OAuth(client_metadata_url="https://a.example/c.json")
+
+
+def test_client_credentials_in_a_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLWIRE_TEST_SECRET", "svc-secret")
+    spec = one(
+        {
+            "url": "https://h/mcp",
+            "oauth": {
+                "grantType": "client_credentials",
+                "clientId": "svc",
+                "clientSecret": "${TOOLWIRE_TEST_SECRET}",
+                "tokenEndpointAuthMethod": "client_secret_post",
+                "issuer": "https://login.example.com",
+                "scope": "tools",
+            },
+        }
+    )
+    assert spec.auth == ClientCredentials(
+        client_id="svc",
+        client_secret="svc-secret",
+        token_endpoint_auth_method="client_secret_post",
+        issuer="https://login.example.com",
+        scope="tools",
+    )
+    key = tmp_path / "key.pem"
+    key.write_text("-----BEGIN PRIVATE KEY-----\nsecret-key\n")
+    keyed = one(
+        {
+            "url": "https://h/mcp",
+            "oauth": {
+                "grantType": "client_credentials",
+                "clientId": "svc",
+                "privateKeyFile": str(key),
+                "signingAlgorithm": "ES256",
+            },
+        }
+    )
+    assert keyed.auth.private_key == key.read_text()
+    assert keyed.auth.signing_algorithm == "ES256"
+
+
+@pytest.mark.parametrize(
+    ("oauth", "message"),
+    [
+        ("yes", "oauth must be true, false or an object"),
+        ({"enabled": "no"}, "oauth.enabled must be true or false"),
+        ({"clientId": 5}, "oauth.clientId must be a string"),
+        ({"scopes": "read"}, "oauth.scopes must be a list of strings"),
+        ({"scopes": ["a"], "scope": "b"}, "oauth.scopes and oauth.scope are the same"),
+        ({"callbackPort": 70000}, "oauth.callbackPort must be a port number"),
+        ({"callbackPort": 1, "redirectUri": "http://127.0.0.1:1/c"}, "give one"),
+        ({"grantType": "password"}, "oauth.grantType must be authorization_code or"),
+        ({"grantType": "client_credentials"}, "oauth.clientId is needed"),
+        (
+            {"grantType": "client_credentials", "clientId": "c"},
+            "needs clientSecret or privateKeyFile",
+        ),
+        (
+            {"grantType": "client_credentials", "clientId": "c", "privateKeyFile": "/no/such"},
+            "oauth.privateKeyFile cannot be read",
+        ),
+        ({"timeout": 0}, "oauth.timeout must be a positive number"),
+        ({"clientSecret": "${TOOLWIRE_UNSET_SECRET_VAR}"}, "TOOLWIRE_UNSET_SECRET_VAR is not set"),
+    ],
+)
+def test_a_malformed_oauth_entry_is_an_error_naming_the_key(oauth: Any, message: str) -> None:
+    assert message in refused({"mcpServers": {"s": {"url": "https://h/mcp", "oauth": oauth}}})
+
+
+def test_oauth_and_an_authorization_header_together_are_refused() -> None:
+    entry = {
+        "url": "https://h/mcp",
+        "headers": {"Authorization": "Bearer header-secret"},
+        "oauth": {"clientId": "c"},
+    }
+    message = refused({"mcpServers": {"s": entry}})
+    assert "both authorize" in message
+    assert "header-secret" not in message
+
+
+def test_unknown_oauth_keys_are_warned_about() -> None:
+    _, notes = read(
+        {"mcpServers": {"s": {"url": "https://h/mcp", "oauth": {"clientId": "c", "audiences": []}}}}
+    )
+    assert notes == ["server 's': oauth: ignoring audiences"]

@@ -23,39 +23,79 @@ if TYPE_CHECKING:
     from toolwire.mcp._content import result_from_mcp
     from toolwire.mcp._gateway import Gateway
     from toolwire.mcp._hub import Hub
+    from toolwire.mcp._login import login, logout
     from toolwire.mcp._progress import ProgressContext, ProgressHook
     from toolwire.mcp._serve import serve
-    from toolwire.mcp._specs import HttpServer, InProcessServer, ServerSpec, SseServer, StdioServer
+    from toolwire.mcp._specs import (
+        Authorizer,
+        ClientCredentials,
+        HttpServer,
+        InProcessServer,
+        OAuth,
+        ServerSpec,
+        SseServer,
+        StdioServer,
+    )
+    from toolwire.mcp._tokens import (
+        FileTokenStore,
+        MemoryTokenStore,
+        SQLiteTokenStore,
+        TokenStore,
+        config_dir,
+        token_store_for,
+    )
 
 __all__ = [
+    "Authorizer",
+    "ClientCredentials",
+    "FileTokenStore",
     "Gateway",
     "HttpServer",
     "Hub",
     "InProcessServer",
+    "MemoryTokenStore",
+    "OAuth",
     "ProgressContext",
     "ProgressHook",
+    "SQLiteTokenStore",
     "ServerSpec",
     "SseServer",
     "StdioServer",
+    "TokenStore",
+    "config_dir",
+    "login",
+    "logout",
     "result_from_mcp",
     "serve",
+    "token_store_for",
 ]
 
 # Each public name's module, imported on first use: the package itself imports without the
 # SDK, so the command line can tell an MCP config from a file of tool definitions without it
 # and say which extra is missing instead of failing on a module deep inside.
 _HOMES = {
+    "Authorizer": "_specs",
+    "ClientCredentials": "_specs",
+    "FileTokenStore": "_tokens",
     "Gateway": "_gateway",
     "HttpServer": "_specs",
     "Hub": "_hub",
     "InProcessServer": "_specs",
+    "MemoryTokenStore": "_tokens",
+    "OAuth": "_specs",
     "ProgressContext": "_progress",
     "ProgressHook": "_progress",
+    "SQLiteTokenStore": "_tokens",
     "ServerSpec": "_specs",
     "SseServer": "_specs",
     "StdioServer": "_specs",
+    "TokenStore": "_tokens",
+    "config_dir": "_tokens",
+    "login": "_login",
+    "logout": "_login",
     "result_from_mcp": "_content",
     "serve": "_serve",
+    "token_store_for": "_tokens",
 }
 
 

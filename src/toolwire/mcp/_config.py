@@ -11,6 +11,9 @@ entry point. The clients disagree on a few things; the choices made here:
 - ``${NAME}`` is expanded, ``$NAME`` is not (Gemini CLI's bare form collides with text such as
   shell arguments; it is warned about in ``env`` and ``headers``, where it is likely meant).
 - A variable that is not set is an error, not an empty string or the literal text.
+- A remote server authorizes with OAuth (tokens from ``toolwire mcp login``), as Claude Code,
+  Cursor and VS Code do on a server's 401, unless its ``headers`` send an ``Authorization`` or
+  its ``oauth`` is false. An ``oauth`` object says how (Claude Code's and Gemini CLI's keys).
 """
 
 from __future__ import annotations
@@ -27,7 +30,14 @@ from urllib.parse import urlsplit
 
 from toolwire import _jsonfile
 from toolwire.errors import ConfigurationError, ToolwireWarning
-from toolwire.mcp._specs import HttpServer, ServerSpec, SseServer, StdioServer
+from toolwire.mcp._specs import (
+    ClientCredentials,
+    HttpServer,
+    OAuth,
+    ServerSpec,
+    SseServer,
+    StdioServer,
+)
 
 __all__ = ["is_mcp_config", "read_config"]
 
@@ -42,13 +52,30 @@ _TRANSPORTS = {
 """``type`` values (compared in lower case) → the transport."""
 _READ = {
     "stdio": {"command", "args", "env", "cwd"},
-    "http": {"url", "serverUrl", "httpUrl", "headers"},
-    "sse": {"url", "serverUrl", "headers"},
+    "http": {"url", "serverUrl", "httpUrl", "headers", "oauth"},
+    "sse": {"url", "serverUrl", "headers", "oauth"},
 }
 """Keys read per transport, besides those read for every server."""
 _READ_ALWAYS = {"type", "transportType", "disabled", "timeout"}
 _FILTERS = (("include", "includeTools"), ("exclude", "excludeTools"))
 """Tool filters: toolwire's key, and Gemini CLI's (exact names: globs without wildcards)."""
+_OAUTH_KEYS = {
+    "enabled",
+    "clientId",
+    "clientSecret",
+    "scopes",
+    "scope",
+    "redirectUri",
+    "callbackPort",
+    "clientMetadataUrl",
+    "issuer",
+    "grantType",
+    "privateKeyFile",
+    "signingAlgorithm",
+    "tokenEndpointAuthMethod",
+    "timeout",
+}
+"""The keys of an ``oauth`` object read here."""
 _HINTS = {
     "autoApprove": "approval is up to toolwire's policies",
     "alwaysAllow": "approval is up to toolwire's policies",
@@ -224,7 +251,10 @@ class _Entry:
             )
         else:
             kind = HttpServer if transport == "http" else SseServer
-            spec = kind(url=self.url(transport), headers=self.headers(), **options)
+            headers = self.headers()
+            spec = kind(
+                url=self.url(transport), headers=headers, auth=self.oauth(headers), **options
+            )
         self.note_unread()
         return spec
 
@@ -372,6 +402,38 @@ class _Entry:
             headers[key] = self.expand(self.text(item, where), where, bare_warned=True)
         return headers
 
+    def oauth(self, headers: Mapping[str, str] | None) -> OAuth | ClientCredentials | None:
+        """How the server authorizes: OAuth unless ``headers`` send an ``Authorization`` or
+        ``oauth`` is false; an ``oauth`` object says how."""
+        value = self.entry.get("oauth")
+        sent = any(key.lower() == "authorization" for key in headers or {})
+        if value is None:
+            return None if sent else OAuth()
+        if isinstance(value, Mapping):
+            enabled = value.get("enabled", True)
+            if not isinstance(enabled, bool):
+                raise self.error("oauth.enabled", "must be true or false")
+            value = value if enabled else False
+        elif not isinstance(value, bool):
+            raise self.error("oauth", "must be true, false or an object")
+        if value is False:
+            return None
+        if sent:
+            raise self.error("oauth", "and an Authorization header both authorize: keep one")
+        if value is True:
+            return OAuth()
+        unread = [key for key in value if key not in _OAUTH_KEYS]
+        if unread:
+            shown = ", ".join(_shown_key(key) for key in unread[:10])
+            self.notes.append(f"server {_shown(self.name)}: oauth: ignoring {shown}")
+        read = _OAuthEntry(self, value)
+        grant = read.text("grantType") or "authorization_code"
+        if grant == "client_credentials":
+            return read.client_credentials()
+        if grant != "authorization_code":
+            raise self.error("oauth.grantType", "must be authorization_code or client_credentials")
+        return read.authorization_code()
+
     # -- values -----------------------------------------------------------------------------------
 
     def text(self, value: Any, where: str) -> str:
@@ -471,6 +533,92 @@ class _Entry:
         where = f" {key}" if key is not None else ""
         return ConfigurationError(f"MCP config, server {_shown(self.name)}:{where} {problem}")
 
+
+class _OAuthEntry:
+    """A server's ``oauth`` object, read into an ``OAuth`` or a ``ClientCredentials``."""
+
+    def __init__(self, entry: _Entry, value: Mapping[str, Any]) -> None:
+        self.entry = entry
+        self.value = value
+
+    def text(self, key: str) -> str | None:
+        item = self.value.get(key)
+        if item is None:
+            return None
+        where = f"oauth.{key}"
+        if not isinstance(item, str):
+            raise self.entry.error(where, "must be a string")
+        return self.entry.expand(item, where)
+
+    def scope(self) -> str | None:
+        scopes = self.value.get("scopes")
+        if scopes is not None and "scope" in self.value:
+            raise self.entry.error("oauth.scopes", "and oauth.scope are the same: give one")
+        if scopes is None:
+            return self.text("scope")
+        if not isinstance(scopes, list | tuple) or not all(isinstance(s, str) for s in scopes):
+            raise self.entry.error("oauth.scopes", "must be a list of strings")
+        return " ".join(self.entry.expand(s, "oauth.scopes") for s in scopes) or None
+
+    def timeout(self) -> float:
+        seconds = self.value.get("timeout", _OAUTH_TIMEOUT)
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+            raise self.entry.error("oauth.timeout", "must be a positive number of seconds")
+        return float(seconds)
+
+    def authorization_code(self) -> OAuth:
+        redirect = self.text("redirectUri")
+        port = self.value.get("callbackPort")
+        if port is not None:
+            if redirect is not None:
+                raise self.entry.error("oauth.callbackPort", "and oauth.redirectUri: give one")
+            if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+                raise self.entry.error("oauth.callbackPort", "must be a port number")
+            redirect = f"http://127.0.0.1:{port}/callback"
+        return OAuth(
+            scope=self.scope(),
+            client_id=self.text("clientId"),
+            client_secret=self.text("clientSecret"),
+            client_metadata_url=self.text("clientMetadataUrl"),
+            redirect_uri=redirect,
+            issuer=self.text("issuer"),
+            timeout=self.timeout(),
+        )
+
+    def client_credentials(self) -> ClientCredentials:
+        client_id = self.text("clientId")
+        if client_id is None:
+            raise self.entry.error("oauth.clientId", "is needed for client_credentials")
+        secret, key_file = self.text("clientSecret"), self.text("privateKeyFile")
+        if (secret is None) == (key_file is None):
+            raise self.entry.error(
+                "oauth", "client_credentials needs clientSecret or privateKeyFile (one of them)"
+            )
+        key = None
+        if key_file is not None:
+            try:
+                key = Path(key_file).expanduser().read_text(encoding="utf-8")
+            except (OSError, ValueError) as exc:
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "unreadable"
+                raise self.entry.error("oauth.privateKeyFile", f"cannot be read: {why}") from None
+        method = self.text("tokenEndpointAuthMethod") or "client_secret_basic"
+        if method not in ("client_secret_basic", "client_secret_post"):
+            raise self.entry.error(
+                "oauth.tokenEndpointAuthMethod", "must be client_secret_basic or client_secret_post"
+            )
+        return ClientCredentials(
+            client_id=client_id,
+            client_secret=secret,
+            private_key=key,
+            signing_algorithm=self.text("signingAlgorithm") or "RS256",
+            token_endpoint_auth_method=method,  # type: ignore[arg-type]
+            issuer=self.text("issuer"),
+            scope=self.scope(),
+            timeout=self.timeout(),
+        )
+
+
+_OAUTH_TIMEOUT = next(f.default for f in dataclasses.fields(OAuth) if f.name == "timeout")
 
 _PREDEFINED: dict[str, Callable[[Callable[[], Path]], str]] = {
     "userHome": lambda workspace: str(Path.home()),

@@ -27,12 +27,13 @@ from toolwire._limits import acquire
 from toolwire._values import describe_exception
 from toolwire.calls import ToolResult
 from toolwire.context import current_call
-from toolwire.errors import ConfigurationError, MissingDependency
+from toolwire.errors import AuthorizationError, ConfigurationError, MissingDependency
 from toolwire.inputs import Elicitor, InputDeferred
 from toolwire.mcp._accept import accept
 from toolwire.mcp._content import result_from_mcp
 from toolwire.mcp._input import InFlight, InputRefused, call_with_input, legacy_callback
 from toolwire.mcp._progress import CallProgress, ProgressHook
+from toolwire.mcp._remote import authorization_error, check_remote, remote_transport
 from toolwire.mcp._specs import (
     HttpServer,
     InProcessServer,
@@ -41,6 +42,7 @@ from toolwire.mcp._specs import (
     StdioServer,
 )
 from toolwire.mcp._state import DESCRIBED, ServerState
+from toolwire.mcp._tokens import TokenStore
 from toolwire.tool import (
     Tool,
     ToolSet,
@@ -67,7 +69,7 @@ def _mcp() -> Any:
     return mcp
 
 
-def _target(server: ServerState) -> Any:
+def _target(server: ServerState, token_store: TokenStore | None) -> Any:
     """What ``mcp.Client`` connects to; stdio, HTTP and SSE transports get their listings checked
     tool by tool (an in-process server is the program's own: the SDK checks it as a whole)."""
     mcp = _mcp()
@@ -86,20 +88,8 @@ def _target(server: ServerState) -> Any:
                 cwd=spec.cwd,
             )
         )
-    elif isinstance(spec, SseServer):
-        from mcp.client.sse import sse_client
-
-        transport = sse_client(spec.url, headers=dict(spec.headers) if spec.headers else None)
     else:
-        from mcp.client.streamable_http import streamable_http_client
-
-        http_client = None
-        if spec.headers:
-            import httpx2
-
-            http_client = httpx2.AsyncClient(headers=dict(spec.headers))
-        # A fresh transport per connection attempt: it is a one-shot context manager.
-        transport = streamable_http_client(spec.url, http_client=http_client)
+        transport = remote_transport(server, token_store)
     return CheckedListings(transport, server.refused, server.output_schemas)
 
 
@@ -173,6 +163,14 @@ class Hub:
             and the call answered with an error saying so. The call's idle clock stands still
             while the elicitor decides. An answer is checked against the server's requested
             schema before it is sent. Without an elicitor every question is declined.
+        token_store: where OAuth tokens are kept for the remote servers whose ``auth``
+            ([`OAuth`][toolwire.mcp.OAuth], [`ClientCredentials`][toolwire.mcp.ClientCredentials])
+            names no store: a [`TokenStore`][toolwire.mcp.TokenStore]; None, a file under the
+            user's config directory ([`FileTokenStore`][toolwire.mcp.FileTokenStore]).
+            [`token_store_for`][toolwire.mcp.token_store_for] makes one in a run store's
+            database. A server whose authorization fails is down, its status the
+            [`AuthorizationError`][toolwire.errors.AuthorizationError]'s message
+            (``toolwire mcp login`` when a person must authorize).
     """
 
     def __init__(
@@ -183,6 +181,7 @@ class Hub:
         trust_new_tools: bool = False,
         on_progress: ProgressHook | None = None,
         elicitor: Elicitor | None = None,
+        token_store: TokenStore | None = None,
     ) -> None:
         if on_progress is not None and not callable(on_progress):
             raise ConfigurationError("on_progress must be a function, or None")
@@ -216,6 +215,8 @@ class Hub:
                 )
             if not spec.probe_timeout > 0:
                 raise ConfigurationError(f"server {name!r}: probe_timeout must be positive")
+            if isinstance(spec, HttpServer | SseServer):
+                check_remote(name, spec)
             taints = spec.taints
             if not isinstance(taints, str) and (
                 not isinstance(taints, list | tuple | set | frozenset)
@@ -234,6 +235,9 @@ class Hub:
         """The progress hook (see above); calls started after it is set report to it."""
         self.elicitor = elicitor
         """Asked about servers' questions (see above); None declines them."""
+        self.token_store = token_store
+        """Where OAuth tokens are kept for servers whose ``auth`` names no store (None: a file
+        under the user's config directory, see [`FileTokenStore`][toolwire.mcp.FileTokenStore])."""
         self._calls = itertools.count(1)
         self._tasks: anyio.abc.TaskGroup | None = None
         self._toolset: ToolSet | None = None
@@ -249,6 +253,7 @@ class Hub:
         trust_new_tools: bool = False,
         on_progress: ProgressHook | None = None,
         elicitor: Elicitor | None = None,
+        token_store: TokenStore | None = None,
     ) -> Hub:
         """A hub from an MCP client's config, as Claude Desktop, Claude Code, Cursor, Cline,
         Windsurf, Gemini CLI or VS Code write it: a dict, or the path of a JSON file (comments
@@ -300,6 +305,7 @@ class Hub:
             trust_new_tools=trust_new_tools,
             on_progress=on_progress,
             elicitor=elicitor,
+            token_store=token_store,
         )
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -335,7 +341,7 @@ class Hub:
                 try:
                     async with (
                         mcp.Client(
-                            _target(server),
+                            _target(server, self.token_store),
                             mode="legacy" if server.handshake_only else "auto",
                             cache=None,  # every listing is read from the server
                             message_handler=self._notifications(server),
@@ -354,7 +360,7 @@ class Hub:
                             await self._list(client, server)
                             connecting.deadline = math.inf
                             server.client = client
-                            server.error = None
+                            server.error = server.authorization_error = None
                             failures = 0
                             self._changed()
                             server.ready.set()
@@ -363,7 +369,12 @@ class Hub:
                                 break
                         watching.cancel_scope.cancel()
                 except Exception as exc:  # a server that fails in any way is down
-                    server.error = describe_exception(exc, limit=DESCRIBED)
+                    refused = server.authorization_error = authorization_error(exc)
+                    server.error = (
+                        str(refused)[:DESCRIBED]
+                        if refused is not None
+                        else describe_exception(exc, limit=DESCRIBED)
+                    )
                     server.handshake_only = False  # a modern-only server refuses it: probe again
             if connecting.cancelled_caught:
                 server.error = f"did not start within {server.spec.connect_timeout:g} s"
@@ -463,6 +474,17 @@ class Hub:
     def status(self) -> dict[str, str | None]:
         """Per server, None when it is up, else why it is down."""
         return {name: server.error for name, server in self._servers.items()}
+
+    @property
+    def authorization_errors(self) -> dict[str, AuthorizationError]:
+        """The servers that are down because their authorization failed, with the error: an
+        [`AuthorizationRequired`][toolwire.errors.AuthorizationRequired] when a person must
+        log in first (``toolwire mcp login``)."""
+        return {
+            name: server.authorization_error
+            for name, server in self._servers.items()
+            if isinstance(server.authorization_error, AuthorizationError)
+        }
 
     @property
     def left_out(self) -> dict[str, dict[str, str]]:
@@ -681,6 +703,12 @@ class Hub:
         return self._lost(server, exc)  # the connection broke
 
     def _lost(self, server: ServerState, exc: BaseException) -> ToolResult:
+        # A connection the authorization broke (its transport failed with the error the
+        # call only sees as a closed connection): say why.
+        refused = authorization_error(exc) or getattr(server.oauth, "failure", None)
+        if isinstance(refused, AuthorizationError):
+            server.authorization_error = refused
+            return ToolResult.error("unavailable", self._down(server, str(refused)[:DESCRIBED]))
         return ToolResult.error(
             "unavailable", self._down(server, describe_exception(exc, limit=DESCRIBED))
         )

@@ -61,6 +61,11 @@ class ServerState:
     """The protocol revision negotiated on the current connection (None: not connected)."""
     in_flight: dict[int, InFlight] = field(default_factory=dict)
     """The calls sent and not answered yet, by the hub's call number."""
+    oauth: Any = None
+    """The OAuth provider of the latest connection, if the server has one."""
+    authorization_error: Exception | None = None
+    """Why the last connection attempt failed, when its authorization did (an
+    ``AuthorizationError``); None otherwise."""
     handshake_only: bool = False
     """Connect with the ``initialize`` handshake, without probing for newer revisions first
     (after a connection attempt that probed timed out)."""
