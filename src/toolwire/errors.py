@@ -15,6 +15,8 @@ ToolwireError
 ├── MalformedResponse           (also a ValueError) a provider response is not shaped as documented
 ├── ToolNotFound                (also a LookupError) no visible tool has that name
 ├── StoreUnavailable            (also a ConnectionError) the run store cannot be reached
+├── InvalidToken                (also a PermissionError) a bearer token proves no identity
+├── KeysUnavailable             (also a ConnectionError) an issuer's token keys cannot be had
 └── MissingDependency           (also an ImportError) an optional extra is not installed
 
 UserWarning
@@ -29,6 +31,8 @@ from typing import Any
 __all__ = [
     "ConfigurationError",
     "InvalidArguments",
+    "InvalidToken",
+    "KeysUnavailable",
     "MalformedResponse",
     "MissingDependency",
     "NameCollisionError",
@@ -115,6 +119,26 @@ class ToolNotFound(ToolwireError, LookupError):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(f"no tool named {name!r}")
+
+
+class InvalidToken(ToolwireError, PermissionError):
+    """A bearer token an authenticating MCP gateway was given proves no identity: malformed,
+    badly signed, expired or not valid yet, issued by another issuer or for another audience,
+    or unknown. The gateway answers its client 401 and runs nothing.
+
+    Attributes:
+        reason: why, in a few words; never the token nor any part of it.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"the bearer token was refused: {reason}")
+
+
+class KeysUnavailable(ToolwireError, ConnectionError):
+    """An issuer's keys cannot be had (its JWKS unreachable, answering an error, oversized or
+    malformed), so bearer tokens cannot be checked now, good or not: an authenticating MCP
+    gateway answers its client 503 and runs nothing."""
 
 
 class MissingDependency(ToolwireError, ImportError):

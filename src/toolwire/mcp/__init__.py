@@ -20,23 +20,30 @@ from typing import TYPE_CHECKING, Any
 from toolwire.errors import MissingDependency
 
 if TYPE_CHECKING:
+    from toolwire.mcp._auth import Authentication, Identity, TokenVerifier
     from toolwire.mcp._content import result_from_mcp
     from toolwire.mcp._gateway import Gateway
     from toolwire.mcp._hub import Hub
     from toolwire.mcp._progress import ProgressContext, ProgressHook
     from toolwire.mcp._serve import serve
     from toolwire.mcp._specs import HttpServer, InProcessServer, ServerSpec, SseServer, StdioServer
+    from toolwire.mcp._tokens import JwtVerifier, StaticTokens
 
 __all__ = [
+    "Authentication",
     "Gateway",
     "HttpServer",
     "Hub",
+    "Identity",
     "InProcessServer",
+    "JwtVerifier",
     "ProgressContext",
     "ProgressHook",
     "ServerSpec",
     "SseServer",
+    "StaticTokens",
     "StdioServer",
+    "TokenVerifier",
     "result_from_mcp",
     "serve",
 ]
@@ -45,15 +52,20 @@ __all__ = [
 # SDK, so the command line can tell an MCP config from a file of tool definitions without it
 # and say which extra is missing instead of failing on a module deep inside.
 _HOMES = {
+    "Authentication": "_auth",
     "Gateway": "_gateway",
     "HttpServer": "_specs",
     "Hub": "_hub",
+    "Identity": "_auth",
     "InProcessServer": "_specs",
+    "JwtVerifier": "_tokens",
     "ProgressContext": "_progress",
     "ProgressHook": "_progress",
     "ServerSpec": "_specs",
     "SseServer": "_specs",
+    "StaticTokens": "_tokens",
     "StdioServer": "_specs",
+    "TokenVerifier": "_auth",
     "result_from_mcp": "_content",
     "serve": "_serve",
 }
