@@ -29,6 +29,7 @@ pytest.importorskip("uvicorn")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp_gateway"))
 
 import httpx
+import mcp_types as types
 from auth_support import (
     AUDIENCE,
     BOUND,
@@ -36,6 +37,7 @@ from auth_support import (
     MCP_HEADERS,
     Issuer,
     JwksServer,
+    client,
     ec_key,
     issuer,
     public_jwk,
@@ -461,3 +463,57 @@ def test_policy_per_principal_is_not_bypassed_by_a_principal_claim_of_another_ty
             )
             listed[name] = "transfer" in listing.text
     assert listed == {"admin": True, "list": False, "object": False}
+
+
+@toolwire.tool
+def pay(amount: int) -> str:
+    """Pay an amount."""
+    ran.append("pay")
+    return f"paid {amount}"
+
+
+@pytest.mark.anyio
+async def test_a_client_cannot_answer_the_approval_form_another_client_was_asked(
+    idp_each: Issuer,
+) -> None:
+    # Breaks "runs are bound to their principal": bob, given alice's form (its sealed
+    # requestState), answers it for her, or runs his identical call on her approval.
+    store = toolwire.MemoryStore()
+    auth = Authentication(idp_each.verifier())
+    modern: dict[str, Any] = {"mode": "2026-07-28", "elicitation_callback": _never_asked}
+    approve = {"toolwire_approval": types.ElicitResult(action="accept", content={"approve": True})}
+    ran.clear()
+    with anyio.fail_after(BOUND):
+        async with served([pay], policy=Policy(Rule("ask", "pay")), store=store, auth=auth) as url:
+            async with client(url, idp_each.token("alice"), **modern) as alice:
+                asked = await alice.session.call_tool(
+                    "pay", {"amount": 9}, allow_input_required=True
+                )
+            assert isinstance(asked, types.InputRequiredResult)
+            async with client(url, idp_each.token("bob"), **modern) as bob:
+                with pytest.raises(Exception) as refused:  # noqa: PT011  the SDK's error
+                    await bob.session.call_tool(
+                        "pay",
+                        {"amount": 9},
+                        allow_input_required=True,
+                        input_responses=approve,
+                        request_state=asked.request_state,
+                    )
+            waiting = await toolwire.pending(store=store)
+            async with client(url, idp_each.token("alice"), **modern) as alice:
+                answered = await alice.session.call_tool(
+                    "pay",
+                    {"amount": 9},
+                    allow_input_required=True,
+                    input_responses=approve,
+                    request_state=asked.request_state,
+                )
+    assert "requestState" in str(refused.value)
+    assert [(request.principal, request.exposed_name) for request in waiting] == [("alice", "pay")]
+    assert isinstance(answered, types.CallToolResult)
+    assert (answered.is_error, answered.content[0].text) == (False, "paid 9")  # type: ignore[union-attr]
+    assert ran == ["pay"]
+
+
+async def _never_asked(context: Any, params: Any) -> types.ElicitResult:
+    raise AssertionError("a 2026-07-28 client is asked in the result, not by a request")
