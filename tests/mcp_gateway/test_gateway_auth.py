@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import socket
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ pytest.importorskip("uvicorn")
 import httpx
 import mcp_types as types
 from auth_support import AUDIENCE, BOUND, INITIALIZE, MCP_HEADERS, Issuer, client, issuer, served
+from gateway_procs import HttpGateway
 from mcp.server.mcpserver import MCPServer
 
 import toolwire
@@ -390,3 +392,83 @@ def test_an_identity_is_read_only() -> None:
     assert identity.scopes == frozenset({"a"})
     with pytest.raises(TypeError):
         identity.claims["sub"] = "bob"  # type: ignore[index]
+
+
+WHOAMI = '''
+from toolwire import CallContext, tool
+
+
+@tool
+def whoami(ctx: CallContext) -> str:
+    """Say who the call runs for."""
+    return str(ctx.principal)
+
+
+@tool
+def erase(disk: str) -> str:
+    """Erase a disk."""
+    return f"erased {disk}"
+'''
+
+
+def _cli_gateway(tmp_path: Path, *flags: str, address: str = "127.0.0.1:0") -> HttpGateway:
+    tools = tmp_path / "whoami_tools.py"
+    tools.write_text(WHOAMI, encoding="utf-8")
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        '[[rules]]\ntool = "erase"\naction = "deny"\nprincipals = ["bob"]\n', encoding="utf-8"
+    )
+    argv = [sys.executable, "-m", "toolwire.cli", "serve", str(tools), "--policy", str(policy)]
+    return HttpGateway([*argv, *flags], address=address)
+
+
+async def test_toolwire_serve_with_static_tokens_serves_beyond_loopback(tmp_path: Path) -> None:
+    token = "s" * 43
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(
+        f'[[tokens]]\nsha256 = "{StaticTokens.digest(token)}"\nsubject = "bob"\n',
+        encoding="utf-8",
+    )
+    gateway = _cli_gateway(tmp_path, "--auth-tokens", str(tokens), address="0.0.0.0:0")
+    try:
+        url = gateway.url.replace("0.0.0.0", "127.0.0.1")  # reached on loopback only
+        with anyio.fail_after(BOUND):
+            async with client(url, token) as bob:
+                listed = [tool.name for tool in (await bob.list_tools()).tools]
+                who = _text(await bob.call_tool("whoami", {}))
+            async with httpx.AsyncClient() as http:
+                anonymous = await http.post(url, json=INITIALIZE, headers=MCP_HEADERS)
+    finally:
+        gateway.close()
+    assert gateway.url.startswith("http://0.0.0.0:")
+    assert (listed, who) == (["whoami"], "bob")
+    assert anonymous.status_code == 401
+
+
+async def test_toolwire_serve_checks_jwts_against_the_issuers_keys(
+    idp: Issuer, tmp_path: Path
+) -> None:
+    gateway = _cli_gateway(
+        tmp_path,
+        *("--auth-jwks", idp.jwks.url, "--auth-issuer", idp.url, "--auth-audience", AUDIENCE),
+        *("--auth-scope", "tools", "--principal-claim", "email"),
+    )
+    try:
+        with anyio.fail_after(BOUND):
+            async with client(gateway.url, idp.token("u-1", email="alice@example.com")) as alice:
+                listed = [tool.name for tool in (await alice.list_tools()).tools]
+                who = _text(await alice.call_tool("whoami", {}))
+            async with client(gateway.url, idp.token("u-2", email="bob")) as bob:
+                bob_listed = [tool.name for tool in (await bob.list_tools()).tools]
+            async with httpx.AsyncClient() as http:
+                narrow = await http.post(
+                    gateway.url,
+                    json=INITIALIZE,
+                    headers={**MCP_HEADERS, "authorization": f"Bearer {idp.token(scope='x')}"},
+                )
+    finally:
+        gateway.close()
+    assert (listed, who) == (["whoami", "erase"], "alice@example.com")
+    assert bob_listed == ["whoami"]
+    assert narrow.status_code == 403
+    assert 'error="insufficient_scope"' in narrow.headers["www-authenticate"]
