@@ -73,11 +73,16 @@ class JwksServer:
         self.hang = False
         self.fetches = 0
         self.closed = threading.Event()
+        self.fetching = threading.Event()  # set on each GET
+        self.gate: threading.Event | None = None  # when set, a GET is answered once it is
         served = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 served.fetches += 1
+                served.fetching.set()
+                if served.gate is not None:
+                    served.gate.wait(BOUND)
                 if served.hang:
                     served.closed.wait(BOUND)
                     return

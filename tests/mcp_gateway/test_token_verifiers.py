@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,44 @@ async def test_the_key_set_is_fetched_once_for_many_tokens(idp: Issuer) -> None:
     with anyio.fail_after(BOUND):
         for who in ("a", "b", "c", "d"):
             await verifier.verify(idp.token(who))
+    assert idp.jwks.fetches == 1
+
+
+async def test_tokens_checked_at_once_before_the_keys_are_known_fetch_them_once(
+    idp: Issuer,
+) -> None:
+    verifier = idp.verifier()
+    identities = []
+
+    async def check(who: str) -> None:
+        identities.append(await verifier.verify(idp.token(who)))
+
+    with anyio.fail_after(BOUND):
+        async with anyio.create_task_group() as tasks:
+            for index in range(20):
+                tasks.start_soon(check, f"user-{index}")
+    assert len(identities) == 20
+    assert idp.jwks.fetches == 1
+
+
+async def test_a_token_checked_while_the_first_fetch_is_under_way_waits_for_it(
+    idp: Issuer,
+) -> None:
+    idp.jwks.gate = threading.Event()
+    verifier = idp.verifier()
+    identities = []
+
+    async def check(who: str) -> None:
+        identities.append(await verifier.verify(idp.token(who)))
+
+    with anyio.fail_after(BOUND):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(check, "first")
+            await anyio.to_thread.run_sync(idp.jwks.fetching.wait)
+            tasks.start_soon(check, "second")  # the keys are being fetched
+            await anyio.wait_all_tasks_blocked()
+            idp.jwks.gate.set()
+    assert sorted(identity.subject or "" for identity in identities) == ["first", "second"]
     assert idp.jwks.fetches == 1
 
 

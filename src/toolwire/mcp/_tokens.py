@@ -236,12 +236,14 @@ class _KeySet:
             InvalidToken: the issuer publishes no such key.
             KeysUnavailable: the keys cannot be had.
         """
-        if self._age() >= self.max_age and self._may_fetch():
+        if self._age() >= self.max_age and (self._fetched is None or not self._lock.locked()):
+            # Due: fetch, or wait for the first fetch under way (while a later one is under
+            # way, the keys in hand serve).
             await self._refresh()
         if self._age() >= self.max_age + _STALE_SECONDS:
             raise KeysUnavailable(self._failure or f"the JWKS at {self.url} cannot be fetched")
         found = self._find(kid, algorithm)
-        if found is None and self._may_fetch():  # a key the issuer published since
+        if found is None:  # a key the issuer published since, fetched at most every 30 s
             await self._refresh()
             found = self._find(kid, algorithm)
         if found is None:
@@ -255,9 +257,8 @@ class _KeySet:
         return time.monotonic() - self._tried >= _REFETCH_SECONDS
 
     async def _refresh(self) -> None:
-        began = time.monotonic()
         async with self._lock:
-            if self._tried >= began:  # fetched (or tried) while this waited
+            if not self._may_fetch():  # fetched (or tried) while this waited for the lock
                 return
             self._tried = time.monotonic()
             try:
