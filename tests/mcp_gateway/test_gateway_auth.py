@@ -8,6 +8,7 @@ import re
 import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,8 @@ import toolwire
 import toolwire.mcp
 from toolwire import CallContext, ConfigurationError, MemoryStore, Policy, Rule, SQLiteStore
 from toolwire.calls import canonical_json
-from toolwire.mcp import Authentication, HttpServer, Hub, Identity, StaticTokens
+from toolwire.errors import InvalidToken
+from toolwire.mcp import Authentication, HttpServer, Hub, Identity, StaticTokens, _auth
 
 pytestmark = pytest.mark.anyio
 
@@ -472,3 +474,48 @@ async def test_toolwire_serve_checks_jwts_against_the_issuers_keys(
     assert bob_listed == ["whoami"]
     assert narrow.status_code == 403
     assert 'error="insufficient_scope"' in narrow.headers["www-authenticate"]
+
+
+class CountingVerifier:
+    """A verifier of one token, for ``alice``, valid ``lifetime`` seconds from each check;
+    counts its checks."""
+
+    def __init__(self, token: str, lifetime: float = 300.0) -> None:
+        self.token = token
+        self.lifetime = lifetime
+        self.checks = 0
+
+    async def verify(self, token: str) -> Identity:
+        self.checks += 1
+        if token != self.token:
+            raise InvalidToken("unknown")
+        return Identity("alice", expires_at=time.time() + self.lifetime)
+
+
+@pytest.mark.parametrize(("remember", "checks"), [(60.0, 1), (0.0, 4)])
+async def test_an_accepted_token_is_remembered_for_a_while(remember: float, checks: int) -> None:
+    verifier = CountingVerifier("k" * 40)
+    auth = Authentication(verifier, remember_seconds=remember)
+    headers = {**MCP_HEADERS, "authorization": f"Bearer {verifier.token}"}
+    with anyio.fail_after(BOUND):
+        async with served(TOOLS, auth=auth) as url, httpx.AsyncClient() as http:
+            answers = [await http.post(url, json=INITIALIZE, headers=headers) for _ in range(4)]
+    assert [answer.status_code for answer in answers] == [200] * 4
+    assert verifier.checks == checks
+
+
+async def test_a_remembered_token_is_refused_once_it_has_expired(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    verifier = CountingVerifier("k" * 40, lifetime=100.0)
+    headers = {**MCP_HEADERS, "authorization": f"Bearer {verifier.token}"}
+    with anyio.fail_after(BOUND):
+        auth = Authentication(verifier, remember_seconds=3600)  # its expiry comes first
+        async with served(TOOLS, auth=auth) as url, httpx.AsyncClient() as http:
+            accepted = await http.post(url, json=INITIALIZE, headers=headers)
+            verifier.lifetime = -1.0  # checked again now, it has expired
+            later = time.time() + 101
+            monkeypatch.setattr(_auth.time, "time", lambda: later)
+            refused = await http.post(url, json=INITIALIZE, headers=headers)
+    assert (accepted.status_code, refused.status_code) == (200, 401)
+    assert verifier.checks == 2

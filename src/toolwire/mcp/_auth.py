@@ -70,6 +70,8 @@ _TOKEN68 = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 """A bearer token's characters (RFC 6750's b64token)."""
 _SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
 """A scope's characters (RFC 6749): printable ASCII but space, quote and backslash."""
+_MAX_REMEMBERED = 4096
+"""The most accepted tokens remembered at once (see ``Authentication.remember_seconds``)."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,10 @@ class Authentication:
             subject), or a function of the [`Identity`][toolwire.mcp.Identity] returning the
             principal. A token whose principal is missing or names nobody (None, an empty or
             blank string, 0, an empty object...) is refused.
+        remember_seconds: how long an accepted token is remembered (by its digest, with its
+            identity and principal, up to 4,096 tokens) before the verifier checks it again;
+            never past the token's expiry. Checking a JWT's signature costs more than the
+            rest of a call's way through the gateway; 0 checks every request.
 
     Raises:
         ConfigurationError: a URL or a scope that cannot be used.
@@ -150,6 +156,7 @@ class Authentication:
         authorization_servers: Sequence[str] | None = None,
         scopes: Sequence[str] = (),
         principal: str | Callable[[Identity], Any] = "sub",
+        remember_seconds: float = 60.0,
     ) -> None:
         if not callable(getattr(verifier, "verify", None)):
             raise ConfigurationError("verifier is a TokenVerifier (an async verify(token))")
@@ -160,6 +167,10 @@ class Authentication:
                 raise ConfigurationError(f"{scope!r} is not a scope (RFC 6749 scope-token)")
         if not (callable(principal) or (isinstance(principal, str) and principal)):
             raise ConfigurationError("principal is a claim's name or a function of the identity")
+        if not math.isfinite(remember_seconds) or remember_seconds < 0:
+            raise ConfigurationError(
+                f"remember_seconds is a number of seconds, not {remember_seconds!r}"
+            )
         if authorization_servers is None:
             issuer = getattr(verifier, "issuer", None)
             authorization_servers = [issuer] if isinstance(issuer, str) else []
@@ -172,6 +183,7 @@ class Authentication:
         )
         self.scopes = tuple(dict.fromkeys(scopes))
         self.principal = principal
+        self.remember_seconds = remember_seconds
 
     def principal_of(self, identity: Identity) -> Any:
         """The principal ``identity``'s calls run for.
@@ -270,6 +282,7 @@ class _Guard:
         self.auth = auth
         self.metadata_url = auth.metadata_url(resource)
         self.metadata_path = urlsplit(self.metadata_url).path if self.metadata_url else None
+        self._remembered: dict[bytes, tuple[float, dict[str, Any]]] = {}
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope.get("path") == self.metadata_path:
@@ -293,6 +306,28 @@ class _Guard:
         token = _bearer_token(given[0]) if given else None
         if token is None:
             return _Refusal(401, None, "A bearer token is required.")
+        accepted = await self._accepted(token)
+        if isinstance(accepted, _Refusal):
+            return accepted
+        kept = [(key, value) for key, value in headers if key.lower() != b"authorization"]
+        return {**scope, "headers": kept, **accepted}
+
+    async def _accepted(self, token: str) -> dict[str, Any] | _Refusal:
+        """What an accepted token adds to its requests' scope (remembered by the token's
+        digest for a while), or why it is refused."""
+        if len(token) > MAX_TOKEN_CHARS or not _TOKEN68.fullmatch(token):
+            _log.info(
+                "MCP gateway: refused a bearer token: not a token of at most %d characters",
+                MAX_TOKEN_CHARS,
+            )
+            return _Refusal(401, "invalid_token", "The access token is not valid.")
+        digest = hashlib.sha256(token.encode("ascii")).digest()
+        remembered = self._remembered.get(digest)
+        if remembered is not None:
+            until, additions = remembered
+            if time.time() < until:
+                return additions
+            del self._remembered[digest]
         identity = await self._identity(token)
         if isinstance(identity, _Refusal):
             return identity
@@ -306,23 +341,32 @@ class _Guard:
         except Exception as exc:  # a mapping function that fails refuses, it never lets in
             _log.warning("MCP gateway: the principal function raised %s", type(exc).__name__)
             return _Refusal(401, "invalid_token", "The access token is not valid.")
-        return {
-            **scope,
-            "headers": [(key, value) for key, value in headers if key.lower() != b"authorization"],
+        additions = {
             # The SDK binds each session to who opened it (client, issuer, subject): here the
             # principal, so one client's session is never another's.
-            "user": AuthenticatedUser(_access_token(identity, token, principal)),
+            "user": AuthenticatedUser(_access_token(identity, digest.hex(), principal)),
             "auth": AuthCredentials(sorted(identity.scopes)),
             PRINCIPAL_KEY: principal,
         }
+        self._remember(digest, additions, identity.expires_at)
+        return additions
+
+    def _remember(self, digest: bytes, additions: dict[str, Any], expires: float | None) -> None:
+        """Remember an accepted token for ``remember_seconds``, never past its expiry."""
+        if self.auth.remember_seconds <= 0:
+            return
+        until = time.time() + self.auth.remember_seconds
+        if expires is not None:
+            until = min(until, expires)
+        if len(self._remembered) >= _MAX_REMEMBERED:
+            now = time.time()
+            for known in [d for d, (when, _) in self._remembered.items() if when <= now]:
+                del self._remembered[known]
+            while len(self._remembered) >= _MAX_REMEMBERED:
+                del self._remembered[next(iter(self._remembered))]  # the oldest
+        self._remembered[digest] = (until, additions)
 
     async def _identity(self, token: str) -> Identity | _Refusal:
-        if len(token) > MAX_TOKEN_CHARS or not _TOKEN68.fullmatch(token):
-            _log.info(
-                "MCP gateway: refused a bearer token: not a token of at most %d characters",
-                MAX_TOKEN_CHARS,
-            )
-            return _Refusal(401, "invalid_token", "The access token is not valid.")
         try:
             identity: Any = await self.auth.verifier.verify(token)  # checked below: any verifier
         except InvalidToken as exc:
@@ -386,12 +430,12 @@ def _bearer_token(value: bytes) -> str | None:
     return token if scheme.lower() == "bearer" and token else None
 
 
-def _access_token(identity: Identity, token: str, principal: Any) -> AccessToken:
+def _access_token(identity: Identity, digest: str, principal: Any) -> AccessToken:
     """What the SDK keeps of an authenticated request (its session binding reads it): the
     token's digest, never the token."""
     expires = identity.expires_at
     return AccessToken(
-        token=hashlib.sha256(token.encode("ascii")).hexdigest(),
+        token=digest,
         client_id=identity.client_id or "",
         scopes=sorted(identity.scopes),
         expires_at=int(expires) if expires is not None else None,
