@@ -47,6 +47,7 @@ import hashlib
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -131,14 +132,14 @@ class _Unauthenticated(ToolwireError):
     server was reached around the HTTP layer that checks the tokens)."""
 
 
+@dataclass(frozen=True)
 class _Served:
     """What one principal is served: the toolset its policy lets it call, and the two
-    executors its calls run through (see ``Gateway._use``)."""
+    executors its calls run through (see ``Gateway._build``)."""
 
-    def __init__(self, toolset: ToolSet, direct: Executor, ledgered: Executor) -> None:
-        self.toolset = toolset
-        self.direct = direct
-        self.ledgered = ledgered
+    toolset: ToolSet
+    direct: Executor
+    ledgered: Executor
 
 
 def _escalate(request: ApprovalRequest) -> Decision:
@@ -227,10 +228,11 @@ class Gateway:
 
     def _use(self, toolset: ToolSet) -> None:
         self._source = toolset
-        self._served_to: dict[str, _Served] = {}
-        self.toolset = self._serve(self.principal).toolset  # what its own principal is served
+        own = self._build(self.principal)
+        self._by_principal: dict[str, _Served] = {ledger.principal_key(self.principal): own}
+        self.toolset = own.toolset  # what the gateway's own principal is served
 
-    def _serve(self, principal: Any) -> _Served:
+    def _build(self, principal: Any) -> _Served:
         # What the policy lets the principal call, as toolwire.tools(policy=) declares it: a
         # tool it denies outright is neither listed nor callable (a call to it is unknown).
         toolset, policy = self._source, self._policy
@@ -249,18 +251,18 @@ class Gateway:
             Executor(toolset, approver=self._approver, store=self.store, **self._options),
         )
 
-    def _served(self, principal: Any) -> _Served:
+    def _for(self, principal: Any) -> _Served:
         """What ``principal`` is served now (the hub's current tools, when it changed)."""
         if self._hub is not None:
             latest = self._hub.as_toolset()
             if latest is not self._source:
                 self._use(latest)
         key = ledger.principal_key(principal)
-        served = self._served_to.get(key)
+        served = self._by_principal.get(key)
         if served is None:
-            if len(self._served_to) >= _MAX_PRINCIPALS:
-                del self._served_to[next(iter(self._served_to))]
-            served = self._served_to[key] = self._serve(principal)
+            if len(self._by_principal) >= _MAX_PRINCIPALS:
+                del self._by_principal[next(iter(self._by_principal))]
+            served = self._by_principal[key] = self._build(principal)
         return served
 
     def principal_of(self, ctx: ServerRequestContext[Any]) -> Any:
@@ -340,7 +342,7 @@ class Gateway:
         deny ``principal`` (by default the gateway's own) outright."""
         if principal is _OWN:
             principal = self.principal
-        toolset = self._served(principal).toolset
+        toolset = self._for(principal).toolset
         return [_mcp_tool(toolset.exposed_name(t), t) for t in toolset if _served(t)]
 
     async def call_tool(
@@ -351,7 +353,7 @@ class Gateway:
             principal = self.principal_of(ctx)
         except _Unauthenticated:
             return _error("The call was refused: the request was not authenticated.")
-        served = self._served(principal)
+        served = self._for(principal)
         tool = served.toolset.get(params.name)
         if tool is None or not _served(tool):
             return _error(f"Unknown tool {params.name!r}.")
