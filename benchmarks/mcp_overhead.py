@@ -16,8 +16,9 @@ one call at a time, throughput 50 calls at once.
 
 Last, what authentication adds: the gateway serving a Python ``add`` over streamable HTTP on
 loopback, without authentication and with JWT access tokens (RS256, checked against a JWKS
-served on loopback: the key set is fetched once, then each request's token is verified),
-each called by a bare ``mcp.Client``.
+served on loopback, fetched once): as configured by default (an accepted token is remembered
+for a minute) and with every request's token verified (``remember_seconds=0``), each called
+by a bare ``mcp.Client``.
 
     python benchmarks/mcp_overhead.py [--calls 1000] [--gateway-only | --auth-only] [--json FILE]
 
@@ -347,18 +348,26 @@ async def gateway_auth_async(calls: int) -> None:
         now = int(time.time())
         claims = {"iss": issuer, "aud": audience, "sub": "bench", "iat": now, "exp": now + 7200}
         token = jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"})
-        auth = Authentication(JwtVerifier(jwks_url, issuer=issuer, audience=audience))
+        verifier = JwtVerifier(jwks_url, issuer=issuer, audience=audience)
+        auth = Authentication(verifier)  # a token accepted is remembered for a minute
+        every = Authentication(verifier, remember_seconds=0)  # its signature checked each time
+        bearer = {"authorization": f"Bearer {token}"}
         async with anyio.create_task_group() as tasks:
             async with (
                 _http_gateway(tasks, [add], max_concurrency=BATCH) as open_url,
                 _http_gateway(tasks, [add], max_concurrency=BATCH, auth=auth) as auth_url,
+                _http_gateway(tasks, [add], max_concurrency=BATCH, auth=every) as every_url,
                 httpx2.AsyncClient() as plain,
-                httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}) as bearer,
+                httpx2.AsyncClient(headers=bearer) as authenticated,
+                httpx2.AsyncClient(headers=bearer) as checked,
             ):
                 targets = {
                     "through gateway": streamable_http_client(open_url, http_client=plain),
                     "through gateway, authenticated (JWT)": streamable_http_client(
-                        auth_url, http_client=bearer
+                        auth_url, http_client=authenticated
+                    ),
+                    "through gateway, authenticated (JWT), each request verified": (
+                        streamable_http_client(every_url, http_client=checked)
                     ),
                 }
                 await compare_clients(
