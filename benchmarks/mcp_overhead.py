@@ -14,7 +14,13 @@ Then the gateway (``toolwire.mcp.serve``): the same server's ``add`` called by a
 executor + MCP server), in process and over stdio (``toolwire serve stdio:...``): latency
 one call at a time, throughput 50 calls at once.
 
-    python benchmarks/mcp_overhead.py [--calls 1000] [--gateway-only] [--json FILE]
+Last, what authentication adds: the gateway serving a Python ``add`` over streamable HTTP on
+loopback, without authentication and with JWT access tokens (RS256, checked against a JWKS
+served on loopback, fetched once): as configured by default (an accepted token is remembered
+for a minute) and with every request's token verified (``remember_seconds=0``), each called
+by a bare ``mcp.Client``.
+
+    python benchmarks/mcp_overhead.py [--calls 1000] [--gateway-only | --auth-only] [--json FILE]
 
 With ``--json FILE`` the figures are also written to FILE as JSON.
 """
@@ -22,11 +28,15 @@ With ``--json FILE`` the figures are also written to FILE as JSON.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import http.server
 import json
 import shlex
 import statistics
 import sys
+import threading
 import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -177,14 +187,23 @@ async def _add_name(client: Any) -> str:
 async def compare_gateway(name: str, direct: Any, gateway: Any, calls: int) -> None:
     """A bare client of the server against a bare client of a gateway in front of it; both
     open at once, alternating blocks, medians (as [`compare`][])."""
-    latency: dict[str, list[float]] = {"direct": [], "gateway": []}
-    batch: dict[str, list[float]] = {"direct": [], "gateway": []}
-    async with (
-        mcp.Client(direct, mode="legacy", cache=None) as bare,
-        mcp.Client(gateway, mode="legacy", cache=None) as governed,
-    ):
-        clients = {"direct": (bare, await _add_name(bare))}
-        clients["gateway"] = (governed, await _add_name(governed))
+    await compare_clients(
+        f"gateway, {name}", {"direct mcp.Client": direct, "through gateway": gateway}, calls
+    )
+
+
+async def compare_clients(name: str, targets: dict[str, Any], calls: int) -> None:
+    """Bare clients of each of ``targets`` (label: what ``mcp.Client`` connects to), all open
+    at once, alternating blocks, medians (as [`compare`][]); each compared with the first.
+    The CPU time is this process's: the client's, and an in-process server's too."""
+    latency: dict[str, list[float]] = {label: [] for label in targets}
+    cpu: dict[str, list[float]] = {label: [] for label in targets}
+    batch: dict[str, list[float]] = {label: [] for label in targets}
+    async with contextlib.AsyncExitStack() as stack:
+        clients = {}
+        for label, target in targets.items():
+            client = await stack.enter_async_context(mcp.Client(target, mode="legacy", cache=None))
+            clients[label] = (client, await _add_name(client))
 
         async def block(kind: str) -> None:
             client, tool = clients[kind]
@@ -200,26 +219,38 @@ async def compare_gateway(name: str, direct: Any, gateway: Any, calls: int) -> N
 
         for _ in range(max(1, calls // BLOCK)):
             for kind in latency:
-                latency[kind].append((await timed(block(kind)))[0] / BLOCK)
+                wall, busy = await timed(block(kind))
+                latency[kind].append(wall / BLOCK)
+                cpu[kind].append(busy / BLOCK)
         for _ in range(max(5, calls // 100)):
             for kind in batch:
                 batch[kind].append((await timed(burst(kind)))[0])
-    direct_latency, gateway_latency = (statistics.median(latency[k]) for k in latency)
-    direct_rate, gateway_rate = (BATCH / statistics.median(batch[k]) for k in batch)
-    print(f"gateway, {name}:")
-    for label, took, rate in (
-        ("direct mcp.Client", direct_latency, direct_rate),
-        ("through gateway", gateway_latency, gateway_rate),
-    ):
-        print(f"  {label:<18} {took * 1e6:9.1f} us/call   {rate:8.0f} calls/s")
-    print(
-        f"  added by the gateway: latency {gateway_latency / direct_latency - 1:+.1%} "
-        f"({(gateway_latency - direct_latency) * 1e6:+.1f} us/call), throughput "
-        f"{gateway_rate / direct_rate - 1:+.1%}\n"
-    )
-    FIGURES[f"gateway, {name}"] = {
-        "direct mcp.Client": {"us_per_call": direct_latency * 1e6, "calls_per_s": direct_rate},
-        "through gateway": {"us_per_call": gateway_latency * 1e6, "calls_per_s": gateway_rate},
+    took = {label: statistics.median(latency[label]) for label in targets}
+    busy = {label: statistics.median(cpu[label]) for label in targets}
+    rate = {label: BATCH / statistics.median(batch[label]) for label in targets}
+    width = max(len(label) for label in targets)
+    print(f"{name}:")
+    for label in targets:
+        print(
+            f"  {label:<{width}} {took[label] * 1e6:9.1f} us/call   {rate[label]:8.0f} calls/s   "
+            f"CPU {busy[label] * 1e6:7.1f} us/call"
+        )
+    base, *others = targets
+    for label in others:
+        print(
+            f"  added by {label!r} over {base!r}: latency {took[label] / took[base] - 1:+.1%} "
+            f"({(took[label] - took[base]) * 1e6:+.1f} us/call), throughput "
+            f"{rate[label] / rate[base] - 1:+.1%}, CPU {busy[label] / busy[base] - 1:+.1%} "
+            f"({(busy[label] - busy[base]) * 1e6:+.1f} us/call)"
+        )
+    print()
+    FIGURES[name] = {
+        label: {
+            "us_per_call": took[label] * 1e6,
+            "calls_per_s": rate[label],
+            "client_cpu_us_per_call": busy[label] * 1e6,
+        }
+        for label in targets
     }
 
 
@@ -249,11 +280,113 @@ async def gateway_async(calls: int) -> None:
     )
 
 
-async def main_async(calls: int, gateway_only: bool = False) -> None:
+@contextlib.contextmanager
+def _jwks_served(jwks: dict[str, Any]) -> Iterator[str]:
+    """``jwks`` served over HTTP on 127.0.0.1 by a thread; yields its URL."""
+    body = json.dumps(jwks).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/jwks.json"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextlib.asynccontextmanager
+async def _http_gateway(tasks: Any, source: Any, **options: Any) -> AsyncIterator[str]:
+    """``source`` served by ``toolwire.mcp.serve`` over HTTP on loopback; yields its URL."""
+    from toolwire.mcp import serve
+
+    urls: list[str] = []
+    listening = anyio.Event()
+
+    def on_listening(url: str) -> None:
+        urls.append(url)
+        listening.set()
+
+    async def serving() -> None:
+        await serve(source, transport="http", port=0, on_listening=on_listening, **options)
+
+    tasks.start_soon(serving)
+    await listening.wait()
+    yield urls[0]
+
+
+async def gateway_auth_async(calls: int) -> None:
+    """The gateway over HTTP without and with authentication (JWT, RS256)."""
+    import httpx2
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from jwt.algorithms import RSAAlgorithm
+    from mcp.client.streamable_http import streamable_http_client
+
+    from toolwire.mcp import Authentication, JwtVerifier
+
+    @toolwire.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = {**RSAAlgorithm.to_jwk(key.public_key(), as_dict=True), "kid": "k1", "use": "sig"}
+    audience = "https://tools.example.com/mcp"
+    with _jwks_served({"keys": [jwk]}) as jwks_url:
+        issuer = jwks_url.removesuffix("/jwks.json")
+        now = int(time.time())
+        claims = {"iss": issuer, "aud": audience, "sub": "bench", "iat": now, "exp": now + 7200}
+        token = jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"})
+        verifier = JwtVerifier(jwks_url, issuer=issuer, audience=audience)
+        auth = Authentication(verifier)  # a token accepted is remembered for a minute
+        every = Authentication(verifier, remember_seconds=0)  # its signature checked each time
+        bearer = {"authorization": f"Bearer {token}"}
+        async with anyio.create_task_group() as tasks:
+            async with (
+                _http_gateway(tasks, [add], max_concurrency=BATCH) as open_url,
+                _http_gateway(tasks, [add], max_concurrency=BATCH, auth=auth) as auth_url,
+                _http_gateway(tasks, [add], max_concurrency=BATCH, auth=every) as every_url,
+                httpx2.AsyncClient() as plain,
+                httpx2.AsyncClient(headers=bearer) as authenticated,
+                httpx2.AsyncClient(headers=bearer) as checked,
+            ):
+                targets = {
+                    "through gateway": streamable_http_client(open_url, http_client=plain),
+                    "through gateway, authenticated (JWT)": streamable_http_client(
+                        auth_url, http_client=authenticated
+                    ),
+                    "through gateway, authenticated (JWT), each request verified": (
+                        streamable_http_client(every_url, http_client=checked)
+                    ),
+                }
+                await compare_clients(
+                    "gateway, HTTP on loopback, a Python tool: without and with authentication",
+                    targets,
+                    calls,
+                )
+            tasks.cancel_scope.cancel()
+
+
+async def main_async(calls: int, gateway_only: bool = False, auth_only: bool = False) -> None:
     stdio = [sys.executable, str(SERVERS), "catalogue"]
     print(f"{calls} calls one at a time (blocks of {BLOCK}), then batches of {BATCH}; medians\n")
+    if auth_only:
+        await gateway_auth_async(calls)
+        return
     if gateway_only:
         await gateway_async(calls)
+        await gateway_auth_async(calls)
         return
     await compare(
         "in process",
@@ -268,15 +401,19 @@ async def main_async(calls: int, gateway_only: bool = False) -> None:
         calls,
     )
     await gateway_async(calls)
+    await gateway_auth_async(calls)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--gateway-only", action="store_true", help="only the gateway figures")
+    parser.add_argument(
+        "--auth-only", action="store_true", help="only what the gateway's authentication adds"
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     args = parser.parse_args()
-    anyio.run(main_async, args.calls, args.gateway_only)
+    anyio.run(main_async, args.calls, args.gateway_only, args.auth_only)
     if args.json is not None:
         figures = {"calls": args.calls, "block": BLOCK, "batch": BATCH, "comparisons": FIGURES}
         with open(args.json, "w", encoding="utf-8") as f:

@@ -317,9 +317,9 @@ def render_mcp_overhead(result: dict[str, Any]) -> list[str]:
                 [
                     "path",
                     "µs per call",
-                    "latency vs bare client",
+                    "latency vs first row",
                     "calls/s (batch)",
-                    "throughput vs bare client",
+                    "throughput vs first row",
                     "client CPU µs per call",
                 ],
                 rows,
@@ -423,7 +423,8 @@ BENCHMARKS = (
         ("mcp",),
         "The same MCP calls on a bare `mcp.Client`, through toolwire's hub, and through the "
         "whole governed pipeline, in process and over stdio; then a bare client of a server "
-        "against a client of a toolwire gateway in front of it.",
+        "against a client of a toolwire gateway in front of it; then the gateway over HTTP "
+        "without and with authentication (JWT access tokens).",
         render_mcp_overhead,
     ),
     Benchmark(

@@ -232,6 +232,7 @@ def _parser() -> argparse.ArgumentParser:
         help="the environment variable holding the secret that seals approval forms' state "
         "(gateways sharing it take each other's answers; default: a key of this process)",
     )
+    _auth_options(serve)
     serve.set_defaults(run=run_serve)
     _mcp_commands(commands, store_help)
     return parser
@@ -269,6 +270,49 @@ def _mcp_commands(commands: Any, store_help: str) -> None:
     logout.add_argument("--config", metavar="FILE", help="the MCP config SERVER is named in")
     logout.add_argument("--store", help=f"the run store keeping the tokens; {store_help}")
     logout.set_defaults(run=run_logout)
+
+
+def _auth_options(serve: argparse.ArgumentParser) -> None:
+    """``toolwire serve``'s options for authenticating HTTP clients."""
+    auth = serve.add_argument_group(
+        "authentication (HTTP)",
+        "Each request needs a bearer token, and its calls run for the principal it names. "
+        "Required to listen beyond loopback.",
+    )
+    auth.add_argument(
+        "--auth-jwks",
+        metavar="URL",
+        help="check JWT access tokens against the issuer's keys at URL (https; with "
+        "--auth-issuer and --auth-audience)",
+    )
+    auth.add_argument("--auth-issuer", metavar="ISSUER", help="the iss the tokens must carry")
+    auth.add_argument(
+        "--auth-audience",
+        metavar="AUDIENCE",
+        help="the aud the tokens must name (usually the gateway's public URL)",
+    )
+    auth.add_argument(
+        "--auth-tokens",
+        metavar="FILE",
+        help="static tokens instead: a TOML or JSON file of SHA-256 digests and subjects",
+    )
+    auth.add_argument(
+        "--auth-scope",
+        metavar="SCOPE",
+        action="append",
+        help="a scope every token must grant (repeatable)",
+    )
+    auth.add_argument(
+        "--auth-resource",
+        metavar="URL",
+        help="the gateway's public URL, named in its protected-resource metadata "
+        "(default: the URL it listens on)",
+    )
+    auth.add_argument(
+        "--principal-claim",
+        metavar="CLAIM",
+        help="the token claim naming the principal (default: sub)",
+    )
 
 
 def _show_warning(message: Warning | str, *_: Any, **__: Any) -> None:

@@ -17,6 +17,8 @@ ToolwireError
 ├── StoreUnavailable            (also a ConnectionError) the run store cannot be reached
 ├── AuthorizationError          OAuth with an MCP server failed (never holds a credential)
 │   └── AuthorizationRequired   a server needs a login first (``toolwire mcp login``)
+├── InvalidToken                (also a PermissionError) a bearer token proves no identity
+├── KeysUnavailable             (also a ConnectionError) an issuer's token keys cannot be had
 └── MissingDependency           (also an ImportError) an optional extra is not installed
 
 UserWarning
@@ -33,6 +35,8 @@ __all__ = [
     "AuthorizationRequired",
     "ConfigurationError",
     "InvalidArguments",
+    "InvalidToken",
+    "KeysUnavailable",
     "MalformedResponse",
     "MissingDependency",
     "NameCollisionError",
@@ -119,6 +123,26 @@ class ToolNotFound(ToolwireError, LookupError):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(f"no tool named {name!r}")
+
+
+class InvalidToken(ToolwireError, PermissionError):
+    """A bearer token an authenticating MCP gateway was given proves no identity: malformed,
+    badly signed, expired or not valid yet, issued by another issuer or for another audience,
+    or unknown. The gateway answers its client 401 and runs nothing.
+
+    Attributes:
+        reason: why, in a few words; never the token nor any part of it.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"the bearer token was refused: {reason}")
+
+
+class KeysUnavailable(ToolwireError, ConnectionError):
+    """An issuer's keys cannot be had (its JWKS unreachable, answering an error, oversized or
+    malformed), so bearer tokens cannot be checked now, good or not: an authenticating MCP
+    gateway answers its client 503 and runs nothing."""
 
 
 class MissingDependency(ToolwireError, ImportError):

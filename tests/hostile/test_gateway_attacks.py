@@ -158,7 +158,7 @@ def test_toolwire_serve_on_a_network_address_is_refused_in_one_line(address: str
     status, stderr = _serve_cli(str(GATEWAY_TOOLS), "--http", address)
     assert status == 2
     (line,) = stderr.splitlines()
-    assert line.startswith("toolwire: error: the MCP gateway has no authentication yet")
+    assert line.startswith("toolwire: error: the MCP gateway has no authentication configured")
 
 
 def test_the_console_and_the_gateway_share_one_loopback_rule() -> None:

@@ -29,11 +29,12 @@ def serve_argv(store_url: str | None = None, *extra: str) -> list[str]:
 
 
 class HttpGateway:
-    """One `toolwire serve --http 127.0.0.1:0` process; `url` is where it listens."""
+    """One `toolwire serve --http 127.0.0.1:0` process (or another ``address``); `url` is
+    where it listens."""
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], address: str = "127.0.0.1:0") -> None:
         self.process = subprocess.Popen(
-            [*argv, "--http", "127.0.0.1:0"],
+            [*argv, "--http", address],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

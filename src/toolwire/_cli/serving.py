@@ -31,6 +31,9 @@ async def run_serve(args: argparse.Namespace) -> int:
                 f"--state-key-env: the environment variable {args.state_key_env} is not set"
             )
         options["state_keys"] = [secret]
+    auth = authentication(args)
+    if auth is not None:
+        options["auth"] = auth
     await serve(
         args.source,
         policy=args.policy,
@@ -45,6 +48,54 @@ async def run_serve(args: argparse.Namespace) -> int:
         **options,
     )
     return 0
+
+
+_AUTH_OPTIONS = ("auth_scope", "auth_resource", "principal_claim")
+"""The options that say how clients are authenticated, not by what."""
+
+
+def authentication(args: argparse.Namespace) -> Any:
+    """The ``toolwire.mcp.Authentication`` the ``--auth-*`` options describe; None without
+    them.
+
+    Raises:
+        ConfigurationError: options that do not go together, or are missing.
+    """
+    jwt = (args.auth_jwks, args.auth_issuer, args.auth_audience)
+    if args.auth_jwks is None and args.auth_tokens is None:
+        given = [
+            name for name in ("auth_issuer", "auth_audience", *_AUTH_OPTIONS) if getattr(args, name)
+        ]
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            raise ConfigurationError(f"{flag} needs --auth-jwks URL or --auth-tokens FILE")
+        return None
+    if args.auth_jwks is not None and args.auth_tokens is not None:
+        raise ConfigurationError("--auth-jwks and --auth-tokens: give one verifier")
+    from toolwire.mcp._auth import Authentication
+    from toolwire.mcp._verifiers import JwtVerifier, StaticTokens
+
+    if args.principal is not None:
+        raise ConfigurationError(
+            "--principal and --auth-*: with authentication, each client's token names the "
+            "principal (--principal-claim says which claim)"
+        )
+    if args.auth_tokens is not None:
+        if any(jwt[1:]):
+            raise ConfigurationError("--auth-issuer and --auth-audience go with --auth-jwks")
+        if args.principal_claim not in (None, "sub"):
+            raise ConfigurationError("--principal-claim: a static token names only its subject")
+        verifier: Any = StaticTokens.from_file(args.auth_tokens)
+    else:
+        if None in jwt:
+            raise ConfigurationError("--auth-jwks needs --auth-issuer and --auth-audience")
+        verifier = JwtVerifier(args.auth_jwks, issuer=args.auth_issuer, audience=args.auth_audience)
+    return Authentication(
+        verifier,
+        resource=args.auth_resource,
+        scopes=args.auth_scope or (),
+        principal=args.principal_claim or "sub",
+    )
 
 
 def _listening_on_stderr(url: str) -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from toolwire.errors import MissingDependency
 
 if TYPE_CHECKING:
+    from toolwire.mcp._auth import Authentication, Identity, TokenVerifier
     from toolwire.mcp._content import result_from_mcp
     from toolwire.mcp._gateway import Gateway
     from toolwire.mcp._hub import Hub
@@ -44,15 +45,19 @@ if TYPE_CHECKING:
         config_dir,
         token_store_for,
     )
+    from toolwire.mcp._verifiers import JwtVerifier, StaticTokens
 
 __all__ = [
+    "Authentication",
     "Authorizer",
     "ClientCredentials",
     "FileTokenStore",
     "Gateway",
     "HttpServer",
     "Hub",
+    "Identity",
     "InProcessServer",
+    "JwtVerifier",
     "MemoryTokenStore",
     "OAuth",
     "ProgressContext",
@@ -60,8 +65,10 @@ __all__ = [
     "SQLiteTokenStore",
     "ServerSpec",
     "SseServer",
+    "StaticTokens",
     "StdioServer",
     "TokenStore",
+    "TokenVerifier",
     "config_dir",
     "login",
     "logout",
@@ -77,22 +84,27 @@ _HOMES = {
     "Authorizer": "_specs",
     "ClientCredentials": "_specs",
     "FileTokenStore": "_tokens",
+    "Authentication": "_auth",
     "Gateway": "_gateway",
     "HttpServer": "_specs",
     "Hub": "_hub",
+    "Identity": "_auth",
     "InProcessServer": "_specs",
     "MemoryTokenStore": "_tokens",
     "OAuth": "_specs",
+    "JwtVerifier": "_verifiers",
     "ProgressContext": "_progress",
     "ProgressHook": "_progress",
     "SQLiteTokenStore": "_tokens",
     "ServerSpec": "_specs",
     "SseServer": "_specs",
+    "StaticTokens": "_verifiers",
     "StdioServer": "_specs",
     "TokenStore": "_tokens",
     "config_dir": "_tokens",
     "login": "_login",
     "logout": "_login",
+    "TokenVerifier": "_auth",
     "result_from_mcp": "_content",
     "serve": "_serve",
     "token_store_for": "_tokens",

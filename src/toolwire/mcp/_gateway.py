@@ -31,6 +31,12 @@ Approval of a call the policy asks about:
 
 ``tools/list`` leaves out the tools the policy denies outright for the principal (as
 ``toolwire.tools(policy=)`` does), and a call to one of them is answered as an unknown tool.
+
+The principal is the gateway's own (``principal``), or, when it authenticates its clients
+(``auth``, served over HTTP), each request's: the one its bearer token names. Then each client
+is listed what its policy lets it call, its calls run for it, and its calls needing approval
+are kept in runs of its own (the run id is derived from the principal too), so one client's
+approved call is never completed by another's identical call.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ import hashlib
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -68,6 +75,7 @@ from toolwire.calls import (
 )
 from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
 from toolwire.executor import Executor, make_call
+from toolwire.mcp._auth import Authentication, request_principal
 from toolwire.mcp._hub import Hub
 from toolwire.mcp._progress import ProgressContext
 from toolwire.policy import Policy
@@ -93,6 +101,11 @@ _CALL_ID = "call"
 _INPUT_KEY = "toolwire_approval"
 """The key of the approval form in an ``InputRequiredResult``."""
 _MAX_GENERATIONS = 10_000
+_OWN: Any = object()
+"""The gateway's own principal, as ``list_tools``' default."""
+_MAX_PRINCIPALS = 1024
+"""How many principals' served toolsets (and executors) are kept; the oldest is made again
+when it is needed."""
 _FORM_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -114,6 +127,21 @@ class _Escalate(ToolwireError):
     """The first pass met a call that needs approval: it runs again in a run of the ledger."""
 
 
+class _Unauthenticated(ToolwireError):
+    """A request to a gateway that authenticates its clients carries no principal (its
+    server was reached around the HTTP layer that checks the tokens)."""
+
+
+@dataclass(frozen=True)
+class _Served:
+    """What one principal is served: the toolset its policy lets it call, and the two
+    executors its calls run through (see ``Gateway._build``)."""
+
+    toolset: ToolSet
+    direct: Executor
+    ledgered: Executor
+
+
 def _escalate(request: ApprovalRequest) -> Decision:
     raise _Escalate(request.exposed_name)
 
@@ -130,7 +158,8 @@ class Gateway:
             does not point the client at ``toolwire decide``).
         approver: asked first about a call the policy marks ``ask``; returning None (or no
             approver) defers to the client's elicitation form, then to the ledger.
-        principal: who the gateway's calls run for (policies see it; runs are bound to it).
+        principal: who the gateway's calls run for (policies see it; runs are bound to it);
+            with ``auth``, each client's token says instead.
         timeout: seconds a call may run (a tool's own ``timeout`` wins).
         elicit: ask connected clients that declared elicitation; False always defers.
         name: the server's name in the MCP handshake.
@@ -143,8 +172,14 @@ class Gateway:
             (the first seals, every one unseals: a ring to rotate through). Gateways given the
             same keys (several workers behind one URL, or one restarted) take each other's
             forms' answers; without keys, a key of this process only.
+        auth: how clients served over HTTP are authenticated: each request's calls then run
+            for the principal its token names (see [`Authentication`][toolwire.mcp.Authentication]);
+            a request that reaches the server without passing that check is refused.
         executor_options: more [`Executor`][toolwire.Executor] options (``max_output_chars``,
             ``approval_ttl``, ``redact``...).
+
+    Raises:
+        ConfigurationError: a bad option, or both ``principal`` and ``auth``.
     """
 
     def __init__(
@@ -160,8 +195,14 @@ class Gateway:
         name: str = "toolwire",
         hub: Hub | None = None,
         state_keys: Sequence[str | bytes] | None = None,
+        auth: Authentication | None = None,
         **executor_options: Any,
     ) -> None:
+        if auth is not None and principal is not None:
+            raise ConfigurationError(
+                "principal and auth cannot both be given: with auth, each client's token names "
+                "the principal its calls run for"
+            )
         if state_keys is not None and (
             isinstance(state_keys, str | bytes)
             or not state_keys
@@ -171,6 +212,7 @@ class Gateway:
         self._state_keys = list(state_keys) if state_keys is not None else None
         self.store: RunStore = store if store is not None else MemoryStore()
         self.principal = principal
+        self.auth = auth
         self.elicit = elicit
         self.name = name
         # Followed only when serving the hub's own toolset: a filtered one stays as it is.
@@ -186,33 +228,56 @@ class Gateway:
 
     def _use(self, toolset: ToolSet) -> None:
         self._source = toolset
+        own = self._build(self.principal)
+        self._by_principal: dict[str, _Served] = {ledger.principal_key(self.principal): own}
+        self.toolset = own.toolset  # what the gateway's own principal is served
+
+    def _build(self, principal: Any) -> _Served:
         # What the policy lets the principal call, as toolwire.tools(policy=) declares it: a
         # tool it denies outright is neither listed nor callable (a call to it is unknown).
-        policy = self._policy
+        toolset, policy = self._source, self._policy
         denied = [
             name
             for name, tool in zip(toolset.exposed_names, toolset, strict=True)
             if policy is not None
-            and policy.denies_outright(tool, principal=self.principal, exposed_name=name)
-            is not None
+            and policy.denies_outright(tool, principal=principal, exposed_name=name) is not None
         ]
-        self.toolset = toolset.without(denied)
+        toolset = toolset.without(denied)
         # Two executors, one policy: the first never keeps a run, the second keeps calls
         # that need approval in the ledger.
-        self._direct = Executor(
-            self.toolset, approver=_escalate, store=MemoryStore(), **self._options
-        )
-        self._ledgered = Executor(
-            self.toolset, approver=self._approver, store=self.store, **self._options
+        return _Served(
+            toolset,
+            Executor(toolset, approver=_escalate, store=MemoryStore(), **self._options),
+            Executor(toolset, approver=self._approver, store=self.store, **self._options),
         )
 
-    def _current(self) -> ToolSet:
-        """The toolset to serve now: the hub's, when it changed (re-listed, re-approved)."""
+    def _for(self, principal: Any) -> _Served:
+        """What ``principal`` is served now (the hub's current tools, when it changed)."""
         if self._hub is not None:
             latest = self._hub.as_toolset()
             if latest is not self._source:
                 self._use(latest)
-        return self.toolset
+        key = ledger.principal_key(principal)
+        served = self._by_principal.get(key)
+        if served is None:
+            if len(self._by_principal) >= _MAX_PRINCIPALS:
+                del self._by_principal[next(iter(self._by_principal))]
+            served = self._by_principal[key] = self._build(principal)
+        return served
+
+    def principal_of(self, ctx: ServerRequestContext[Any]) -> Any:
+        """Who a request's calls run for: the gateway's ``principal``, or, with ``auth``,
+        the principal the request's token names.
+
+        Raises:
+            ToolwireError: with ``auth``, a request that was not authenticated.
+        """
+        if self.auth is None:
+            return self.principal
+        authenticated, principal = request_principal(ctx.request)
+        if not authenticated:
+            raise _Unauthenticated("the request was not authenticated")
+        return principal
 
     def forward_progress(self, hub: Hub) -> None:
         """Forward the progress ``hub``'s servers report to the clients whose calls they are
@@ -245,7 +310,11 @@ class Gateway:
         async def list_tools(
             ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
         ) -> types.ListToolsResult:
-            return types.ListToolsResult(tools=self.list_tools())
+            try:
+                principal = self.principal_of(ctx)
+            except _Unauthenticated:
+                return types.ListToolsResult(tools=[])
+            return types.ListToolsResult(tools=self.list_tools(principal))
 
         async def call_tool(
             ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -259,20 +328,33 @@ class Gateway:
             if self._state_keys is not None
             else RequestStateSecurity.ephemeral()
         )
+        if self.auth is not None:  # a form's state is answered only by the client it went to
+            security.bind_principal = self._bound_principal
         server.middleware.append(RequestStateBoundary(security, default_audience=self.name))
         return server
 
-    def list_tools(self) -> list[types.Tool]:
+    def _bound_principal(self, ctx: ServerRequestContext[Any]) -> str | None:
+        authenticated, principal = request_principal(ctx.request)
+        return ledger.principal_key(principal) if authenticated else None
+
+    def list_tools(self, principal: Any = _OWN) -> list[types.Tool]:
         """The served tools as MCP tools, in the toolset's order: those the policy does not
-        deny the principal outright."""
-        toolset = self._current()
+        deny ``principal`` (by default the gateway's own) outright."""
+        if principal is _OWN:
+            principal = self.principal
+        toolset = self._for(principal).toolset
         return [_mcp_tool(toolset.exposed_name(t), t) for t in toolset if _served(t)]
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         """Answer one ``tools/call`` (see the module docstring for approvals)."""
-        tool = self._current().get(params.name)
+        try:
+            principal = self.principal_of(ctx)
+        except _Unauthenticated:
+            return _error("The call was refused: the request was not authenticated.")
+        served = self._for(principal)
+        tool = served.toolset.get(params.name)
         if tool is None or not _served(tool):
             return _error(f"Unknown tool {params.name!r}.")
         arguments = dict(params.arguments or {})
@@ -283,7 +365,7 @@ class Gateway:
         with anyio.CancelScope() as call:
             self._calls.add(call)
             try:
-                return await self._call(ctx, params, arguments)
+                return await self._call(ctx, params, arguments, served, principal)
             finally:
                 self._calls.discard(call)
                 reports.remove(report)
@@ -305,20 +387,22 @@ class Gateway:
         ctx: ServerRequestContext[Any],
         params: types.CallToolRequestParams,
         arguments: dict[str, Any],
+        served: _Served,
+        principal: Any,
     ) -> types.CallToolResult | types.InputRequiredResult:
-        direct, ledgered = self._direct, self._ledgered  # this request's, if the hub changes
+        direct, ledgered = served.direct, served.ledgered  # this request's, if the hub changes
         call = make_call(direct.toolset, params.name, arguments, call_id=_CALL_ID)
         try:
-            (outcome,) = await direct.run([call], principal=self.principal)
+            (outcome,) = await direct.run([call], principal=principal)
             return _mcp_result(outcome.result)
         except _Escalate:
             pass
         except ToolwireError as exc:
             return _error(f"The call could not run: {exc}")
-        run_id = await self._run_for(params.name, arguments)
-        answered = await self._answer_from_input(ctx, params, run_id)
+        run_id = await self._run_for(params.name, arguments, principal)
+        answered = await self._answer_from_input(ctx, params, run_id, principal)
         try:
-            (outcome,) = await ledgered.run([call], run_id=run_id, principal=self.principal)
+            (outcome,) = await ledgered.run([call], run_id=run_id, principal=principal)
             return _mcp_result(outcome.result)
         except ApprovalPending as pending:
             request = pending.pending[0]
@@ -330,7 +414,7 @@ class Gateway:
                 return asked
             if asked is not None and await self._record(request, asked):
                 try:
-                    (outcome,) = await ledgered.run([call], run_id=run_id, principal=self.principal)
+                    (outcome,) = await ledgered.run([call], run_id=run_id, principal=principal)
                     return _mcp_result(outcome.result)
                 except ApprovalPending:
                     pass
@@ -340,10 +424,10 @@ class Gateway:
 
     # -- runs -------------------------------------------------------------------------------
 
-    async def _run_for(self, name: str, arguments: Mapping[str, Any]) -> str:
-        """The run an identical call needing approval belongs to: the first generation whose
-        call has not been answered yet."""
-        base = run_base(name, arguments, principal=self.principal)
+    async def _run_for(self, name: str, arguments: Mapping[str, Any], principal: Any) -> str:
+        """The run an identical call of ``principal`` needing approval belongs to: the first
+        generation whose call has not been answered yet."""
+        base = run_base(name, arguments, principal=principal)
         for generation in range(1, _MAX_GENERATIONS):
             run_id = base if generation == 1 else f"{base}.{generation}"
             record = await ledger.record(self.store, run_id, _CALL_ID)
@@ -431,7 +515,11 @@ class Gateway:
         return _decision_of(answer)
 
     async def _answer_from_input(
-        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams, run_id: str
+        self,
+        ctx: ServerRequestContext[Any],
+        params: types.CallToolRequestParams,
+        run_id: str,
+        principal: Any,
     ) -> bool:
         """Record the answer a 2026-07-28 client retried the call with; True when it carried
         one for this run (a dismissed form included)."""
@@ -454,7 +542,7 @@ class Gateway:
                 tool=None,
                 exposed_name=params.name,
                 arguments={},
-                principal=self.principal,
+                principal=principal,
                 reason=None,
             )
             await self._record(request, decision)

@@ -633,6 +633,25 @@ class _Callback:
         return callback_result(answer, str(redirect[0]), self.provider.label)
 
 
+_AUTHORIZATION_ERRORS = frozenset(
+    {
+        "access_denied",
+        "invalid_request",
+        "invalid_scope",
+        "server_error",
+        "temporarily_unavailable",
+        "unauthorized_client",
+        "unsupported_response_type",
+        "interaction_required",
+        "login_required",
+        "consent_required",
+        "account_selection_required",
+    }
+)
+"""The error codes an authorization answer may name (OAuth 2.1 and OpenID Connect): only these
+are repeated in an error, never the server's own text (it may echo anything, a secret too)."""
+
+
 def callback_result(url: str, redirect_uri: str, server: str) -> AuthorizationCodeResult:
     """The authorization code (with ``state`` and ``iss``) in the URL an authorization server
     sent the browser back to.
@@ -668,7 +687,7 @@ def callback_result(url: str, redirect_uri: str, server: str) -> AuthorizationCo
         raise refused("the authorization answer gives a parameter twice")
     if "error" in query:
         error = query["error"][0]
-        code = error if re.fullmatch(r"[a-z0-9_.-]{1,64}", error) else "an unnamed error"
+        code = error if error in _AUTHORIZATION_ERRORS else "an unnamed error"
         raise refused(f"the authorization server refused ({code})")
     if not query.get("code", [""])[0]:
         raise refused("the authorization answer has no code")

@@ -16,6 +16,7 @@ import anyio
 from toolwire._net import is_loopback
 from toolwire.approval import ApprovalRequest, Approver
 from toolwire.errors import ConfigurationError, MissingDependency, ToolwireWarning
+from toolwire.mcp._auth import Authentication, guarded, metadata_routes
 from toolwire.mcp._gateway import Gateway, in_process
 from toolwire.mcp._hub import Hub
 from toolwire.policy import ALLOW_ALL, Policy, may_ask
@@ -51,6 +52,7 @@ async def serve(
     elicit: bool = True,
     name: str = "toolwire",
     on_listening: Callable[[str], Any] | None = None,
+    auth: Authentication | None = None,
     **executor_options: Any,
 ) -> None:
     """Serve ``source``'s tools as an MCP server until the client (stdio) or the process
@@ -58,7 +60,11 @@ async def serve(
     progress included, are ended); every call goes through the governed executor (see
     [`Gateway`][toolwire.mcp.Gateway]).
 
-    The gateway has no authentication: over HTTP it listens on loopback only.
+    Over HTTP without ``auth`` the gateway authenticates nobody, so it listens on loopback
+    only (every local process reaching the port calls the tools as its principal). With
+    ``auth`` it is an OAuth 2.1 resource server (see
+    [`Authentication`][toolwire.mcp.Authentication]): each request needs a bearer token, its
+    calls run for the principal the token names, and it may listen on any address.
 
     Without a store, a call the policy asks about waits in this process's memory, where
     nothing outside it can decide it: only a client answering the approval form
@@ -79,24 +85,28 @@ async def serve(
         store: the run store, or its URL (``sqlite:///runs.db``...).
         transport: ``"stdio"``, or ``"http"`` (streamable HTTP at ``/mcp``).
         host: where HTTP listens: a loopback address (``127.0.0.1``, the default, ``::1``)
-            or ``localhost``; DNS-rebinding protection is on.
+            or ``localhost``, with DNS-rebinding protection (the ``Host`` and ``Origin``
+            headers checked); any other address only with ``auth``.
         port: the HTTP port; 0 picks a free one (``on_listening`` is told the URL).
         on_listening: called with the URL once HTTP listens.
         principal: see [`Gateway`][toolwire.mcp.Gateway].
         timeout: see [`Gateway`][toolwire.mcp.Gateway].
         elicit: see [`Gateway`][toolwire.mcp.Gateway].
         name: see [`Gateway`][toolwire.mcp.Gateway].
+        auth: how HTTP clients are authenticated (see
+            [`Authentication`][toolwire.mcp.Authentication]); not for stdio, nor with
+            ``principal``.
         executor_options: see [`Gateway`][toolwire.mcp.Gateway].
 
     Raises:
         ConfigurationError: a bad option, a policy file that cannot be read, a ``host`` that
-            is not loopback, or tools the policy may ask about that nothing could approve.
+            is not loopback without ``auth``, or tools the policy may ask about that nothing
+            could approve.
         MissingDependency: HTTP without ``uvicorn``.
     """
     if transport not in ("stdio", "http"):
         raise ConfigurationError(f"transport is 'stdio' or 'http', not {transport!r}")
-    if transport == "http" and not is_loopback(host):
-        raise ConfigurationError(_NOT_LOOPBACK.format(host=host))
+    _check_auth(transport, host, auth, principal)
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]  # [::1] → ::1, as a socket takes it
     if isinstance(policy, str | Path):
@@ -133,6 +143,7 @@ async def serve(
                 elicit=elicit,
                 name=name,
                 hub=own,
+                auth=auth,
                 **executor_options,
             )
             if hub is not None and hub is not own:
@@ -164,10 +175,36 @@ async def open_served(source: Source) -> AsyncIterator[OpenedSource]:
 
 
 _NOT_LOOPBACK = (
-    "the MCP gateway has no authentication yet, so it listens on loopback only "
+    "the MCP gateway has no authentication configured, so it listens on loopback only "
     "(127.0.0.1, ::1, localhost), not {host!r}: anyone reaching the port would call the "
-    "tools as the gateway's principal"
+    "tools as the gateway's principal; authenticate its clients (--auth-jwks or "
+    "--auth-tokens, or auth=) to serve the network"
 )
+
+
+def _check_auth(transport: str, host: str, auth: Authentication | None, principal: Any) -> None:
+    """Refuse a gateway that would serve the network without authenticating, or options
+    that do not go together."""
+    if auth is not None and not isinstance(auth, Authentication):
+        raise ConfigurationError("auth is a toolwire.mcp.Authentication")
+    if transport == "http" and auth is None and not is_loopback(host):
+        raise ConfigurationError(_NOT_LOOPBACK.format(host=host))
+    if auth is None:
+        return
+    if transport != "http":
+        raise ConfigurationError(
+            "auth is for HTTP: over stdio the client is the process that started the gateway"
+        )
+    if principal is not None:
+        raise ConfigurationError(
+            "principal and auth cannot both be given: with auth, each client's token names "
+            "the principal its calls run for"
+        )
+    if auth.resource is None and auth.authorization_servers and not is_loopback(host):
+        raise ConfigurationError(
+            "a gateway listening beyond loopback names its public URL in its metadata: give it "
+            "(--auth-resource https://..., or Authentication(resource=...))"
+        )
 
 
 def _check_approvable(
@@ -226,22 +263,35 @@ async def _serve_http(
         sock.close()
         raise ConfigurationError(f"cannot listen on {host}:{port}: {exc}") from None
     address, bound = sock.getsockname()[:2]
-    if not is_loopback(address):  # a name (`localhost`) resolved elsewhere: never serve it
+    loopback = is_loopback(address)
+    if not loopback and gateway.auth is None:
+        # A name (`localhost`) resolved elsewhere: never serve it unauthenticated.
         sock.close()
         raise ConfigurationError(_NOT_LOOPBACK.format(host=f"{host} ({address})"))
     sock.listen(128)  # before the URL is told: a client connecting at once is queued, not refused
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     url = f"http://{shown}:{bound}/mcp"
-    # DNS-rebinding protection for every loopback address, not only the SDK's three: a web
-    # page whose name resolves to 127.0.0.2 must not reach the tools.
-    names = ["127.0.0.1", "localhost", "[::1]", shown]
-    security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[f"{name}:*" for name in names],
-        allowed_origins=[f"http://{name}:*" for name in names],
+    if loopback:
+        # DNS-rebinding protection for every loopback address, not only the SDK's three: a
+        # web page whose name resolves to 127.0.0.2 must not reach the tools.
+        names = ["127.0.0.1", "localhost", "[::1]", shown]
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=[f"{name}:*" for name in names],
+            allowed_origins=[f"http://{name}:*" for name in names],
+        )
+    else:
+        # Reached by names only its operator knows (behind a proxy, most often): each
+        # request's token is what lets it in, and a web page cannot send one it lacks.
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    auth = gateway.auth
+    resource = (auth.resource or url) if auth is not None else url
+    app = gateway.server().streamable_http_app(
+        host=host,
+        transport_security=security,
+        custom_starlette_routes=metadata_routes(auth, resource, gateway.name) if auth else None,
     )
-    app = gateway.server().streamable_http_app(host=host, transport_security=security)
-    requests = _Requests(app)
+    requests = _Requests(guarded(app, auth, resource=resource) if auth is not None else app)
     # The app's lifespan (the MCP sessions) is run here, not by uvicorn, so that a stopping
     # gateway ends it in order (see _serve_until_stopped).
     config = uvicorn.Config(requests, log_level="warning", lifespan="off")
