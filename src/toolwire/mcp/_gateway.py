@@ -143,6 +143,10 @@ class Gateway:
             (the first seals, every one unseals: a ring to rotate through). Gateways given the
             same keys (several workers behind one URL, or one restarted) take each other's
             forms' answers; without keys, a key of this process only.
+        own_names: serve each tool under its own name (``search``), not its exposed name
+            (``server__search``): a client sees the one server behind the gateway as that
+            server names its tools. Only for tools of one server (or none): tools of several
+            servers could share a name.
         executor_options: more [`Executor`][toolwire.Executor] options (``max_output_chars``,
             ``approval_ttl``, ``redact``...).
     """
@@ -160,8 +164,12 @@ class Gateway:
         name: str = "toolwire",
         hub: Hub | None = None,
         state_keys: Sequence[str | bytes] | None = None,
+        own_names: bool = False,
         **executor_options: Any,
     ) -> None:
+        if own_names:
+            _check_one_server(toolset, hub)
+        self.own_names = own_names
         if state_keys is not None and (
             isinstance(state_keys, str | bytes)
             or not state_keys
@@ -197,6 +205,14 @@ class Gateway:
             is not None
         ]
         self.toolset = toolset.without(denied)
+        # The name each served tool goes by for the client, and back.
+        self._served = {
+            (t.name if self.own_names else self.toolset.exposed_name(t)): self.toolset.exposed_name(
+                t
+            )
+            for t in self.toolset
+            if _served(t)
+        }
         # Two executors, one policy: the first never keeps a run, the second keeps calls
         # that need approval in the ledger.
         self._direct = Executor(
@@ -266,15 +282,23 @@ class Gateway:
         """The served tools as MCP tools, in the toolset's order: those the policy does not
         deny the principal outright."""
         toolset = self._current()
-        return [_mcp_tool(toolset.exposed_name(t), t) for t in toolset if _served(t)]
+        served = {exposed: name for name, exposed in self._served.items()}
+        return [
+            _mcp_tool(served[name], t)
+            for name, t in zip(toolset.exposed_names, toolset, strict=True)
+            if name in served
+        ]
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         """Answer one ``tools/call`` (see the module docstring for approvals)."""
-        tool = self._current().get(params.name)
-        if tool is None or not _served(tool):
+        toolset = self._current()
+        exposed = self._served.get(params.name)
+        tool = toolset.get(exposed) if exposed is not None else None
+        if tool is None or exposed is None:
             return _error(f"Unknown tool {params.name!r}.")
+        params = params.model_copy(update={"name": exposed})
         arguments = dict(params.arguments or {})
         key = (tool.server_id, tool.name, canonical_json(arguments))
         report = ctx.session.report_progress  # a no-op unless the client asked for progress
@@ -459,6 +483,21 @@ class Gateway:
             )
             await self._record(request, decision)
         return True
+
+
+def _check_one_server(toolset: ToolSet, hub: Hub | None) -> None:
+    """Refuse ``own_names`` for tools of several servers, whose names could clash.
+
+    Raises:
+        ConfigurationError: the toolset (or the hub) has more than one server.
+    """
+    servers = set(hub.status) if hub is not None else {t.server_id for t in toolset}
+    if len(servers) > 1:
+        shown = ", ".join(sorted(str(s) for s in servers))
+        raise ConfigurationError(
+            f"own names serve the tools of one server, and this source has several ({shown}): "
+            "their tools could share a name"
+        )
 
 
 def in_process(store: RunStore) -> bool:

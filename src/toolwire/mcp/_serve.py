@@ -50,6 +50,7 @@ async def serve(
     timeout: float | None = None,
     elicit: bool = True,
     name: str = "toolwire",
+    own_names: bool = False,
     on_listening: Callable[[str], Any] | None = None,
     **executor_options: Any,
 ) -> None:
@@ -86,11 +87,14 @@ async def serve(
         timeout: see [`Gateway`][toolwire.mcp.Gateway].
         elicit: see [`Gateway`][toolwire.mcp.Gateway].
         name: see [`Gateway`][toolwire.mcp.Gateway].
+        own_names: serve the tools of the source's one server under their own names (no
+            ``server__`` prefix); see [`Gateway`][toolwire.mcp.Gateway].
         executor_options: see [`Gateway`][toolwire.mcp.Gateway].
 
     Raises:
         ConfigurationError: a bad option, a policy file that cannot be read, a ``host`` that
-            is not loopback, or tools the policy may ask about that nothing could approve.
+            is not loopback, tools the policy may ask about that nothing could approve, or
+            ``own_names`` for a source of several servers.
         MissingDependency: HTTP without ``uvicorn``.
     """
     if transport not in ("stdio", "http"):
@@ -133,6 +137,7 @@ async def serve(
                 elicit=elicit,
                 name=name,
                 hub=own,
+                own_names=own_names,
                 **executor_options,
             )
             if hub is not None and hub is not own:
