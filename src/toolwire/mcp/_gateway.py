@@ -40,7 +40,9 @@ import contextlib
 import hashlib
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import logging
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -69,7 +71,16 @@ from toolwire.calls import (
 from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
 from toolwire.executor import Executor, make_call
 from toolwire.mcp._hub import Hub
+from toolwire.mcp._input import arguments_digest
 from toolwire.mcp._progress import ProgressContext
+from toolwire.mcp._relay import (
+    Relay,
+    continuation_of,
+    relay_for,
+    relaying,
+    round_for_client,
+    set_level,
+)
 from toolwire.policy import Policy
 from toolwire.store import MemoryStore, RunStore
 from toolwire.tool import Tool, ToolSet
@@ -77,13 +88,16 @@ from toolwire.tool import Tool, ToolSet
 try:
     import mcp_types as types
     from mcp.server.context import ServerRequestContext
-    from mcp.server.lowlevel import Server
+    from mcp.server.lowlevel import NotificationOptions, Server
     from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 except ImportError as exc:  # pragma: no cover - the extra is installed in development
     raise MissingDependency("mcp", "mcp") from exc
 
 __all__ = ["MCP_CLIENT", "Gateway", "run_base"]
+
+_log = logging.getLogger("toolwire")
 
 MCP_CLIENT = "mcp-client"
 """Who a decision answered by the client's elicitation form is recorded as made by."""
@@ -189,6 +203,9 @@ class Gateway:
         self._use(ToolSet.of(toolset))
         self._listening: dict[tuple[str | None, str, str], list[_Report]] = {}
         self._calls: set[anyio.CancelScope] = set()
+        self._bus = InMemorySubscriptionBus()
+        # The handshake-era connections served, told when the listing changes (by connection).
+        self._sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         if hub is not None:
             self.forward_progress(hub)
 
@@ -268,7 +285,27 @@ class Gateway:
         ) -> types.CallToolResult | types.InputRequiredResult:
             return await self.call_tool(ctx, params)
 
-        server: Server[Any] = Server(self.name, on_list_tools=list_tools, on_call_tool=call_tool)
+        async def set_logging_level(
+            ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+        ) -> types.EmptyResult:
+            set_level(ctx, params.level)
+            return types.EmptyResult()
+
+        server: Server[Any] = _Server(
+            self.name,
+            version=_version(),
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            # 2026-07-28 clients hear of a changed listing on subscriptions/listen streams.
+            on_subscriptions_listen=ListenHandler(self._bus),
+            lifespan=self._announcing,
+        )
+        # Handshake-era clients set the level of the log messages they get (2026-07-28 ones
+        # ask per request: the SDK serves the method to the older revisions only).
+        server.add_request_handler(
+            "logging/setLevel", types.SetLevelRequestParams, set_logging_level
+        )
+        server.middleware.append(self._remember_session)
         # requestState round-trips through the client: sealed, so it cannot be forged.
         security = (
             RequestStateSecurity(keys=self._state_keys)
@@ -277,6 +314,43 @@ class Gateway:
         )
         server.middleware.append(RequestStateBoundary(security, default_audience=self.name))
         return server
+
+    @contextlib.asynccontextmanager
+    async def _announcing(self, server: Any) -> AsyncIterator[dict[str, Any]]:
+        """While a server made by [`server`][] runs: tell its clients when the hub's listing
+        changes (``notifications/tools/list_changed``)."""
+        if self._hub is None:
+            yield {}
+            return
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._announce_changes, self._hub)
+            try:
+                yield {}
+            finally:
+                tasks.cancel_scope.cancel()
+
+    async def _announce_changes(self, hub: Hub) -> None:
+        while True:
+            await hub.listing_changed()
+            await self._bus.publish(ToolsListChanged())  # 2026-07-28 listen streams
+            for connection, session in list(self._sessions.items()):
+                try:
+                    await session.send_tool_list_changed()
+                except Exception:  # a connection gone: it is not told again
+                    self._sessions.pop(connection, None)
+
+    async def _remember_session(self, ctx: ServerRequestContext[Any], call_next: Any) -> Any:
+        """Middleware: keep each handshake-era connection's session, to tell it of changes."""
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is not None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self._sessions[connection] = ctx.session
+        return await call_next(ctx)
+
+    def _refuses(self, server: str, kind: str) -> str | None:
+        """Why the policy refuses ``kind`` requests from ``server`` for the principal."""
+        if self._policy is None:
+            return None
+        return self._policy.refuses_request(server, kind, principal=self.principal)
 
     def list_tools(self) -> list[types.Tool]:
         """The served tools as MCP tools, in the toolset's order: those the policy does not
@@ -330,20 +404,45 @@ class Gateway:
         params: types.CallToolRequestParams,
         arguments: dict[str, Any],
     ) -> types.CallToolResult | types.InputRequiredResult:
-        direct, ledgered = self._direct, self._ledgered  # this request's, if the hub changes
+        direct = self._direct  # this request's, if the hub changes
         call = make_call(direct.toolset, params.name, arguments, call_id=_CALL_ID)
+        digest = arguments_digest(arguments)
+        relay = relay_for(ctx, self._refuses)
+        relay.continuation = continuation_of(params, digest, own_keys=frozenset({_INPUT_KEY}))
+        token = relaying.set(relay)  # what the hub's call of an upstream server reads
         try:
             (outcome,) = await direct.run([call], principal=self.principal)
-            return _mcp_result(outcome.result)
+            return _answer(outcome.result, relay, params.name, digest)
         except _Escalate:
             pass
         except ToolwireError as exc:
             return _error(f"The call could not run: {exc}")
+        finally:
+            relaying.reset(token)
+        # Kept in a run: its answer is stored, so a round is not handed back to the client.
+        relay = relay_for(ctx, self._refuses, pass_back=False)
+        token = relaying.set(relay)
+        try:
+            return await self._call_approved(ctx, params, call, relay)
+        finally:
+            relaying.reset(token)
+
+    async def _call_approved(
+        self,
+        ctx: ServerRequestContext[Any],
+        params: types.CallToolRequestParams,
+        call: Any,
+        relay: Relay,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """The call the policy asks about, kept in its run: decided, then run."""
+        ledgered = self._ledgered
+        arguments = dict(call.arguments)
+        digest = arguments_digest(arguments)
         run_id = await self._run_for(params.name, arguments)
         answered = await self._answer_from_input(ctx, params, run_id)
         try:
             (outcome,) = await ledgered.run([call], run_id=run_id, principal=self.principal)
-            return _mcp_result(outcome.result)
+            return _answer(outcome.result, relay, params.name, digest)
         except ApprovalPending as pending:
             request = pending.pending[0]
         except ToolwireError as exc:  # e.g. the store is down: the client is told, not crashed
@@ -355,7 +454,7 @@ class Gateway:
             if asked is not None and await self._record(request, asked):
                 try:
                     (outcome,) = await ledgered.run([call], run_id=run_id, principal=self.principal)
-                    return _mcp_result(outcome.result)
+                    return _answer(outcome.result, relay, params.name, digest)
                 except ApprovalPending:
                     pass
                 except ToolwireError as exc:
@@ -597,6 +696,43 @@ def _output_schema(tool: Tool) -> dict[str, Any] | None:
     if isinstance(schema, Mapping) and schema.get("type") == "object":
         return dict(schema)
     return None
+
+
+def _answer(
+    result: ToolResult, relay: Relay, name: str, digest: str
+) -> types.CallToolResult | types.InputRequiredResult:
+    """The answer to the client: the upstream's protocol error as that error, the upstream's
+    round handed to a 2026-07-28 client, or the call's result.
+
+    Raises:
+        MCPError: the upstream's error for the call.
+    """
+    if relay.protocol_error is not None:
+        raise relay.protocol_error
+    if relay.input_required is not None:
+        handed: types.InputRequiredResult = round_for_client(relay, name, digest)
+        return handed
+    return _mcp_result(result)
+
+
+class _Server(Server[Any]):
+    """The SDK's low-level server, declaring ``tools.listChanged`` to handshake-era clients
+    (the gateway tells them when the hub re-lists)."""
+
+    def create_initialization_options(self, *args: Any, **kwargs: Any) -> Any:
+        if not args and kwargs.get("notification_options") is None:
+            kwargs["notification_options"] = NotificationOptions(tools_changed=True)
+        return super().create_initialization_options(*args, **kwargs)
+
+
+def _version() -> str:
+    """toolwire's version, as the gateway tells its clients."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolwire")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0"
 
 
 def _error(text: str) -> types.CallToolResult:

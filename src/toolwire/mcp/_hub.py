@@ -31,8 +31,15 @@ from toolwire.errors import ConfigurationError, MissingDependency
 from toolwire.inputs import Elicitor, InputDeferred
 from toolwire.mcp._accept import accept
 from toolwire.mcp._content import result_from_mcp
-from toolwire.mcp._input import InFlight, InputRefused, call_with_input, legacy_callback
+from toolwire.mcp._input import (
+    InFlight,
+    InputRefused,
+    call_with_input,
+    legacy_callback,
+    relayed_callbacks,
+)
 from toolwire.mcp._progress import CallProgress, ProgressHook
+from toolwire.mcp._relay import let_calls_declare, relaying
 from toolwire.mcp._specs import (
     HttpServer,
     InProcessServer,
@@ -240,6 +247,7 @@ class Hub:
         # The definition each tool was approved with (its server's first listing, first seen
         # with trust_new_tools, or approve_definition): any other needs approval.
         self._approved: dict[tuple[str, str], str] = {}
+        self._change: anyio.Event | None = None
 
     @classmethod
     def from_config(
@@ -341,12 +349,16 @@ class Hub:
                             message_handler=self._notifications(server),
                             # Declares elicitation; without an elicitor, questions are declined.
                             elicitation_callback=legacy_callback(self, server),
+                            # Sampling, roots and log messages reach a gateway's client (only).
+                            **relayed_callbacks(server),
                         ) as client,
                         anyio.create_task_group() as watching,
                     ):
                         server.broken = False
                         server.protocol_version = client.protocol_version
                         if client.protocol_version in _modern_versions():
+                            # Each call says what its client can answer (see _relay).
+                            let_calls_declare(client.session)
                             # Subscribed before the first listing: no change falls between.
                             await watching.start(self._listen, client, server)
                         while True:
@@ -456,6 +468,16 @@ class Hub:
 
     def _changed(self) -> None:
         self._toolset = None
+        if self._change is not None:
+            self._change.set()
+            self._change = None
+
+    async def listing_changed(self) -> None:
+        """Wait until the hub's tools change: a server listed them again (it said they
+        changed), went down or came back, or a definition was approved."""
+        if self._change is None:
+            self._change = anyio.Event()
+        await self._change.wait()
 
     # -- the tool source -------------------------------------------------------------------------
 
@@ -549,7 +571,8 @@ class Hub:
             call_number=number,
         )
         call = current_call.get()
-        flight = InFlight(name, arguments, call, progress)
+        relay = relaying.get()
+        flight = InFlight(name, arguments, call, progress, relay=relay)
         # A call that waited for input continues its server's call, with the answers kept.
         resume = call.resume if call is not None else None
         await acquire(server.limiter)
@@ -576,6 +599,8 @@ class Hub:
             return ToolResult.error("failed", f"Tool {_exposed(server, name)!r} stopped: {exc}.")
         except Exception as exc:  # mapped to an answer; nothing leaks to the caller
             if not progress.expired:
+                if relay is not None:  # the gateway answers its client with the same error
+                    relay.protocol_error = _protocol_error(exc)
                 return self._failure(server, name, exc)
         finally:
             del server.in_flight[number]
@@ -694,6 +719,23 @@ class Hub:
         self._changed()
         server.wake.set()
         return message
+
+
+def _protocol_error(exc: Exception) -> Exception | None:
+    """The server's own JSON-RPC error in ``exc``, or None (a timeout, a lost connection, a
+    changed definition: the hub's to answer)."""
+    mcp = _mcp()
+    while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    hub_answers = (
+        mcp.types.REQUEST_TIMEOUT,
+        mcp.types.CONNECTION_CLOSED,
+        mcp.types.HEADER_MISMATCH,
+    )
+    if isinstance(exc, mcp.MCPError) and exc.code not in hub_answers:
+        found: Exception = exc
+        return found
+    return None
 
 
 def _modern_versions() -> tuple[str, ...]:
