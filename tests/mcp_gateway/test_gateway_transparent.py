@@ -291,3 +291,41 @@ def test_a_request_rule_with_an_unknown_key_is_refused(tmp_path: Any) -> None:
     path.write_text('[[requests]]\nrequest = "*/sampling"\naction = "deny"\nkind = "x"\n')
     with pytest.raises(ConfigurationError, match=r"requests\[0\]: unknown key 'kind'"):
         load_policy(path)
+
+
+async def test_progress_reaches_only_the_client_whose_call_it_is() -> None:
+    """Two clients make the same call at once: each hears its own call's three reports (the
+    hub knows which call a report is for), not the other's."""
+    started: list[anyio.Event] = [anyio.Event(), anyio.Event()]
+    server = MCPServer("up")
+
+    @server.tool(description="Reports three steps once both calls run.")
+    async def steps(ctx: Context) -> str:
+        started[0 if not started[0].is_set() else 1].set()
+        await started[1].wait()
+        for step in (1, 2, 3):
+            await ctx.report_progress(step, 3, f"step {step}")
+        return "done"
+
+    heard: dict[int, list[float]] = {0: [], 1: []}
+    hub = Hub({"up": InProcessServer(server=server)})
+    with anyio.fail_after(BOUND):
+        async with hub:
+            gateway = Gateway(hub.as_toolset(), hub=hub)
+            async with (
+                Client(gateway.server()) as first,
+                Client(gateway.server()) as second,
+                anyio.create_task_group() as calls,
+            ):
+                for index, client in enumerate((first, second)):
+
+                    async def call(client: Client = client, index: int = index) -> None:
+                        async def on_progress(p: float, t: float | None, m: str | None) -> None:
+                            heard[index].append(p)
+
+                        await client.call_tool("up__steps", {}, progress_callback=on_progress)
+
+                    calls.start_soon(call)
+            while len(heard[0]) < 3 or len(heard[1]) < 3:
+                await anyio.sleep(0.01)
+    assert heard == {0: [1, 2, 3], 1: [1, 2, 3]}

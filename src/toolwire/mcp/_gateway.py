@@ -38,11 +38,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
-import inspect
 import json
 import logging
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -72,7 +71,6 @@ from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
 from toolwire.executor import Executor, make_call
 from toolwire.mcp._hub import Hub
 from toolwire.mcp._input import arguments_digest
-from toolwire.mcp._progress import ProgressContext
 from toolwire.mcp._relay import (
     Relay,
     continuation_of,
@@ -120,9 +118,6 @@ _FORM_SCHEMA: dict[str, Any] = {
 }
 
 
-_Report = Callable[[float, "float | None", "str | None"], Awaitable[None]]
-"""A request's ``report_progress``."""
-
 
 class _Escalate(ToolwireError):
     """The first pass met a call that needs approval: it runs again in a run of the ledger."""
@@ -150,9 +145,10 @@ class Gateway:
         name: the server's name in the MCP handshake.
         hub: the [`Hub`][toolwire.mcp.Hub] ``toolset`` comes from, if any: the gateway then
             serves the hub's current tools (re-read on each request, so a tool whose
-            definition changed upstream needs approval again, as the hub marks it), and the
-            progress its servers report for a call is forwarded to the client that made it
-            (see [`forward_progress`][toolwire.mcp.Gateway.forward_progress]).
+            definition changed upstream needs approval again, as the hub marks it), and tells
+            its clients when the hub lists them again. Whatever the toolset, a hub's server's
+            progress, log messages and questions for a call reach the client that made it
+            (see ``toolwire.mcp._relay``).
         state_keys: the secrets that seal the ``requestState`` of a 2026-07-28 approval form
             (the first seals, every one unseals: a ring to rotate through). Gateways given the
             same keys (several workers behind one URL, or one restarted) take each other's
@@ -201,13 +197,10 @@ class Gateway:
         self._policy = policy
         self._options = {"policy": policy, "timeout": timeout, **executor_options}
         self._use(ToolSet.of(toolset))
-        self._listening: dict[tuple[str | None, str, str], list[_Report]] = {}
         self._calls: set[anyio.CancelScope] = set()
         self._bus = InMemorySubscriptionBus()
         # The handshake-era connections served, told when the listing changes (by connection).
         self._sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-        if hub is not None:
-            self.forward_progress(hub)
 
     def _use(self, toolset: ToolSet) -> None:
         self._source = toolset
@@ -246,29 +239,6 @@ class Gateway:
             if latest is not self._source:
                 self._use(latest)
         return self.toolset
-
-    def forward_progress(self, hub: Hub) -> None:
-        """Forward the progress ``hub``'s servers report to the clients whose calls they are
-        about (keeping the hub's own ``on_progress`` hook, called first).
-
-        The hub tells which server, tool and arguments a report is about, not which request:
-        a report goes to every call in progress with the same tool and arguments.
-        """
-        earlier = hub.on_progress
-
-        async def forward(
-            context: ProgressContext, progress: float, total: float | None, message: str | None
-        ) -> None:
-            if earlier is not None:
-                value = earlier(context, progress, total, message)
-                if inspect.isawaitable(value):
-                    await value
-            key = (context.server, context.tool, canonical_json(dict(context.arguments)))
-            for report in list(self._listening.get(key, ())):
-                with contextlib.suppress(Exception):  # a client gone is no failure of the call
-                    await report(progress, total, message)
-
-        hub.on_progress = forward
 
     # -- the MCP server ---------------------------------------------------------------------
 
@@ -374,19 +344,12 @@ class Gateway:
             return _error(f"Unknown tool {params.name!r}.")
         params = params.model_copy(update={"name": exposed})
         arguments = dict(params.arguments or {})
-        key = (tool.server_id, tool.name, canonical_json(arguments))
-        report = ctx.session.report_progress  # a no-op unless the client asked for progress
-        reports = self._listening.setdefault(key, [])
-        reports.append(report)
         with anyio.CancelScope() as call:
             self._calls.add(call)
             try:
                 return await self._call(ctx, params, arguments)
             finally:
                 self._calls.discard(call)
-                reports.remove(report)
-                if not reports:
-                    self._listening.pop(key, None)
         return _error(  # ended by _end_calls: the gateway stops
             f"The gateway stopped before the call {params.name} finished: it may or may not "
             "have taken effect."

@@ -562,6 +562,7 @@ class Hub:
                 "unavailable", f"Server {server.name!r} is unavailable: {server.error}."
             )
         number = next(self._calls)
+        relay = relaying.get()
         progress = CallProgress(
             server.spec.timeout,
             self.on_progress,
@@ -569,9 +570,9 @@ class Hub:
             tool=name,
             arguments=arguments,
             call_number=number,
+            forward=relay.progress if relay is not None else None,
         )
         call = current_call.get()
-        relay = relaying.get()
         flight = InFlight(name, arguments, call, progress, relay=relay)
         # A call that waited for input continues its server's call, with the answers kept.
         resume = call.resume if call is not None else None

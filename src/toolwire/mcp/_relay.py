@@ -66,6 +66,8 @@ class Relay:
     """Sends a request to a handshake-era client within the call, and returns its result."""
     log: Callable[[Any], Awaitable[None]] | None = None
     """Passes a log message's params on to the client."""
+    progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
+    """Reports the upstream's progress for the call to the client that made it."""
     log_level: str | None = None
     """The least severe level the client wants log messages at (None: none, on 2026-07-28)."""
     continuation: tuple[dict[str, Any], str | None] | None = None
@@ -197,6 +199,7 @@ def relay_for(
         refuses=refuses,
         ask=None if modern or not session.can_send_request else ask,
         log=log,
+        progress=session.report_progress,  # a no-op unless the client asked for progress
         log_level=level if isinstance(level, str) else None,
         pass_back=pass_back,
     )

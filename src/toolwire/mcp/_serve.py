@@ -140,8 +140,6 @@ async def serve(
                 own_names=own_names,
                 **executor_options,
             )
-            if hub is not None and hub is not own:
-                gateway.forward_progress(hub)
             if transport == "stdio":
                 await _serve_stdio(gateway)
             else:
