@@ -118,7 +118,6 @@ _FORM_SCHEMA: dict[str, Any] = {
 }
 
 
-
 class _Escalate(ToolwireError):
     """The first pass met a call that needs approval: it runs again in a run of the ledger."""
 

@@ -55,6 +55,8 @@ MAX_STATE = 256 * 1024
 """Characters of a server's ``request_state`` a run keeps for a call that waits."""
 _STATE_ONLY_PAUSE = 0.05
 """Seconds before resending a round that carried only ``request_state`` (doubling, to 0.25)."""
+MAX_LOG_DATA = 64 * 1024
+"""Characters of a log message's data passed on to a gateway's client."""
 LEGACY_KEY = "elicitation"
 """The key of a question asked by ``elicitation/create`` (the request carries none)."""
 
@@ -231,7 +233,9 @@ async def call_with_input(
         state = kept_state if isinstance(kept_state, str) else None
     elif relay is not None and relay.continuation is not None:
         given, state = relay.continuation
-        responses = dict(given) or None
+        # Only answers of kinds the server may ask this client: a refused kind's never reaches it.
+        passable = relay.passable(server)
+        responses = {k: v for k, v in given.items() if _answer_kind(v) in passable} or None
     pause = _STATE_ONLY_PAUSE
     rounds = 0
     while True:
@@ -314,6 +318,22 @@ def _relayed_meta(relay: Relay | None, server: str, protocol: str | None) -> dic
     if relay.log is not None and relay.log_level is not None:
         meta[LOG_LEVEL_META_KEY] = relay.log_level
     return meta
+
+
+def _answer_kind(answer: Any) -> str | None:
+    """The kind of request ``answer`` answers (``elicitation``, ``sampling``, ``roots``)."""
+    from mcp_types import (
+        CreateMessageResult,
+        CreateMessageResultWithTools,
+        ElicitResult,
+        ListRootsResult,
+    )
+
+    if isinstance(answer, ElicitResult):
+        return "elicitation"
+    if isinstance(answer, CreateMessageResult | CreateMessageResultWithTools):
+        return "sampling"
+    return "roots" if isinstance(answer, ListRootsResult) else None
 
 
 def _placeholder() -> Any:
@@ -459,6 +479,8 @@ def relayed_callbacks(server: Any) -> dict[str, Any]:
         flight = _asking(server)
         relay = flight.relay if flight is not None else None
         if relay is not None and relay.log is not None and relay.wants_log(params.level):
+            if len(repr(params.data)) > MAX_LOG_DATA:  # bounded, as a result is
+                params = params.model_copy(update={"data": "(a log message too long to pass on)"})
             try:
                 await relay.log(params)
             except Exception:  # a client gone is no failure of the call
