@@ -227,6 +227,12 @@ def _parser() -> argparse.ArgumentParser:
         "--no-elicit", action="store_true", help="never ask the client; calls wait in the store"
     )
     serve.add_argument(
+        "--own-names",
+        action="store_true",
+        help="serve the tools of SOURCE's one MCP server under their own names, without the "
+        "server__ prefix",
+    )
+    serve.add_argument(
         "--state-key-env",
         metavar="NAME",
         help="the environment variable holding the secret that seals approval forms' state "

@@ -44,7 +44,7 @@ from toolwire._text import strip_invisible
 from toolwire.errors import ConfigurationError
 from toolwire.tool import Tool, exposed_name_for
 
-__all__ = ["Effect", "Policy", "PolicyContext", "Rule", "tainted_by"]
+__all__ = ["Effect", "Policy", "PolicyContext", "RequestKind", "RequestRule", "Rule", "tainted_by"]
 
 Effect = Literal["allow", "ask", "deny"]
 _EFFECTS = ("allow", "ask", "deny")
@@ -163,6 +163,34 @@ def tainted_by(*sources: str) -> Callable[[PolicyContext], bool]:
     return lambda context: bool(wanted & context.taint)
 
 
+RequestKind = Literal["elicitation", "sampling", "roots"]
+"""What an MCP server may ask of a client within a call."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRule:
+    """Whether an MCP server's requests of kind ``elicitation``, ``sampling`` or ``roots`` pass
+    on to the client the gateway serves: ``effect`` (allow or deny) for the requests whose
+    ``server/kind`` the glob ``pattern`` matches (``"*/sampling"``: sampling from every
+    server), for ``principals`` (every principal when None)."""
+
+    effect: Literal["allow", "deny"]
+    pattern: str
+    principals: frozenset[str] | None = field(default=None, kw_only=True)
+    reason: str | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if self.effect not in ("allow", "deny"):
+            raise ConfigurationError(f"a request rule is allow or deny, not {self.effect!r}")
+        if not isinstance(self.pattern, str):
+            raise ConfigurationError(f"a request rule's pattern is a string, not {self.pattern!r}")
+
+    def matches(self, server: str, kind: str, principal: Any) -> bool:
+        if self.principals is not None and str(principal) not in self.principals:
+            return False
+        return fnmatch.fnmatchcase(f"{server}/{kind}", self.pattern)
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """A policy's answer for one call."""
@@ -221,6 +249,9 @@ class Policy:
             approval); a Python tool without annotations is the developer's own code and is
             not affected. ``"ignore"`` (the default) leaves annotations out of it.
             Annotations can only ever tighten.
+        requests: [`RequestRule`][] objects, in order: which requests of MCP servers
+            (elicitation, sampling, roots) the gateway passes on to its client. The first
+            that matches decides; without one, they pass (when the client can answer them).
     """
 
     def __init__(
@@ -228,6 +259,7 @@ class Policy:
         *rules: Rule,
         default: Effect = "allow",
         destructive: Literal["ask", "ignore"] = "ignore",
+        requests: Iterable[RequestRule] = (),
     ) -> None:
         if default not in _EFFECTS:
             raise ConfigurationError(f"default is allow, ask or deny, not {default!r}")
@@ -237,6 +269,10 @@ class Policy:
             if not isinstance(rule, Rule):
                 raise ConfigurationError(f"not a Rule: {rule!r}")
         self.rules = tuple(rules)
+        self.requests = tuple(requests)
+        for request in self.requests:
+            if not isinstance(request, RequestRule):
+                raise ConfigurationError(f"not a RequestRule: {request!r}")
         self._matches_names = any(rule.effect != "allow" for rule in self.rules)
         self.default: Effect = default
         self.destructive = destructive
@@ -291,6 +327,17 @@ class Policy:
         """Why some call of ``tool`` by ``principal`` may need approval, or None when no call
         can (see [`may_ask`][])."""
         return _asked_by_rules(self, tool, principal=principal, exposed_name=exposed_name)
+
+    def refuses_request(self, server: str, kind: str, *, principal: Any = None) -> str | None:
+        """Why requests of ``kind`` (``elicitation``, ``sampling``, ``roots``) from MCP server
+        ``server`` must not reach ``principal``'s client, or None when they may (see
+        ``requests``)."""
+        for rule in self.requests:
+            if rule.matches(server, kind, principal):
+                if rule.effect == "allow":
+                    return None
+                return rule.reason or f"a rule refuses {rule.pattern}"
+        return None
 
     def evaluate(self, context: PolicyContext) -> Verdict:
         """The effect for one call. Never raises: a rule's ``when`` that raises fails closed."""
@@ -476,6 +523,13 @@ class _AllOf(Policy):
     ) -> str | None:
         for policy in self.policies:
             why = policy.denies_outright(tool, principal=principal, exposed_name=exposed_name)
+            if why is not None:
+                return why
+        return None
+
+    def refuses_request(self, server: str, kind: str, *, principal: Any = None) -> str | None:
+        for policy in self.policies:
+            why = policy.refuses_request(server, kind, principal=principal)
             if why is not None:
                 return why
         return None

@@ -15,6 +15,12 @@ tool = "*/send_*"
 action = "ask"
 principals = ["alice"]     # optional: only for these principals (compared as strings)
 taint = ["web"]            # optional: only once output from one of these is in the context
+
+[[requests]]               # what MCP servers may ask the gateway's client within a call
+request = "*/sampling"     # a glob over server/kind (kind: elicitation, sampling or roots)
+action = "deny"            # allow | deny
+reason = "no server samples our models"   # optional
+principals = ["alice"]     # optional, as for rules
 ```
 
 The JSON form is the same object (``{"default": ..., "rules": [{"tool": ..., ...}]}``).
@@ -34,12 +40,13 @@ from typing import Any, cast
 
 from toolwire import _jsonfile
 from toolwire.errors import ConfigurationError
-from toolwire.policy import Effect, Policy, PolicyContext, Rule
+from toolwire.policy import Effect, Policy, PolicyContext, RequestRule, Rule
 
 __all__ = ["load_policy", "policy_from_dict"]
 
-_TOP_KEYS = frozenset({"default", "destructive", "rules"})
+_TOP_KEYS = frozenset({"default", "destructive", "rules", "requests"})
 _RULE_KEYS = frozenset({"tool", "action", "reason", "principals", "taint"})
+_REQUEST_KEYS = frozenset({"request", "action", "reason", "principals"})
 _EFFECTS = ("allow", "ask", "deny")
 
 
@@ -85,7 +92,29 @@ def policy_from_dict(data: Any, *, where: str = "policy") -> Policy:
     if not isinstance(rules, list):
         raise ConfigurationError(f"{where}: 'rules' is a list of rules")
     built = [_rule(entry, f"{where}: rules[{index}]") for index, entry in enumerate(rules)]
-    return Policy(*built, default=cast(Effect, default), destructive=destructive)
+    requests = data.get("requests", [])
+    if not isinstance(requests, list):
+        raise ConfigurationError(f"{where}: 'requests' is a list of request rules")
+    asked = [_request(entry, f"{where}: requests[{n}]") for n, entry in enumerate(requests)]
+    return Policy(*built, default=cast(Effect, default), destructive=destructive, requests=asked)
+
+
+def _request(entry: Any, where: str) -> RequestRule:
+    if not isinstance(entry, Mapping):
+        raise ConfigurationError(f"{where}: a request rule is an object (a table)")
+    _no_unknown(entry, _REQUEST_KEYS, where)
+    for key in ("request", "action"):
+        if key not in entry:
+            raise ConfigurationError(f"{where}: missing {key!r}")
+    pattern, action, reason = entry["request"], entry["action"], entry.get("reason")
+    if not isinstance(pattern, str) or not pattern:
+        raise ConfigurationError(f"{where}: 'request' is a non-empty glob, not {pattern!r}")
+    if action not in ("allow", "deny"):
+        raise ConfigurationError(f"{where}: 'action' is allow or deny, not {action!r}")
+    if reason is not None and not isinstance(reason, str):
+        raise ConfigurationError(f"{where}: 'reason' is a string")
+    principals = _strings(entry, "principals", where)
+    return RequestRule(action, pattern, principals=principals, reason=reason)
 
 
 def _rule(entry: Any, where: str) -> Rule:

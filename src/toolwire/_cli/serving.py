@@ -44,6 +44,7 @@ async def run_serve(args: argparse.Namespace) -> int:
         principal=principal_option(args.principal),
         timeout=args.timeout,
         elicit=not args.no_elicit,
+        own_names=args.own_names,
         on_listening=_listening_on_stderr,
         **options,
     )

@@ -44,9 +44,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
-import inspect
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import logging
+import weakref
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,7 +78,15 @@ from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
 from toolwire.executor import Executor, make_call
 from toolwire.mcp._auth import Authentication, request_principal
 from toolwire.mcp._hub import Hub
-from toolwire.mcp._progress import ProgressContext
+from toolwire.mcp._input import arguments_digest
+from toolwire.mcp._relay import (
+    Relay,
+    continuation_of,
+    relay_for,
+    relaying,
+    round_for_client,
+    set_level,
+)
 from toolwire.policy import Policy
 from toolwire.store import MemoryStore, RunStore
 from toolwire.tool import Tool, ToolSet
@@ -85,13 +94,16 @@ from toolwire.tool import Tool, ToolSet
 try:
     import mcp_types as types
     from mcp.server.context import ServerRequestContext
-    from mcp.server.lowlevel import Server
+    from mcp.server.lowlevel import NotificationOptions, Server
     from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 except ImportError as exc:  # pragma: no cover - the extra is installed in development
     raise MissingDependency("mcp", "mcp") from exc
 
 __all__ = ["MCP_CLIENT", "Gateway", "run_base"]
+
+_log = logging.getLogger("toolwire")
 
 MCP_CLIENT = "mcp-client"
 """Who a decision answered by the client's elicitation form is recorded as made by."""
@@ -119,10 +131,6 @@ _FORM_SCHEMA: dict[str, Any] = {
 }
 
 
-_Report = Callable[[float, "float | None", "str | None"], Awaitable[None]]
-"""A request's ``report_progress``."""
-
-
 class _Escalate(ToolwireError):
     """The first pass met a call that needs approval: it runs again in a run of the ledger."""
 
@@ -138,6 +146,8 @@ class _Served:
     executors its calls run through (see ``Gateway._build``)."""
 
     toolset: ToolSet
+    names: dict[str, str]
+    """Each tool's name for the client (its own, or its exposed name), to its exposed name."""
     direct: Executor
     ledgered: Executor
 
@@ -165,9 +175,10 @@ class Gateway:
         name: the server's name in the MCP handshake.
         hub: the [`Hub`][toolwire.mcp.Hub] ``toolset`` comes from, if any: the gateway then
             serves the hub's current tools (re-read on each request, so a tool whose
-            definition changed upstream needs approval again, as the hub marks it), and the
-            progress its servers report for a call is forwarded to the client that made it
-            (see [`forward_progress`][toolwire.mcp.Gateway.forward_progress]).
+            definition changed upstream needs approval again, as the hub marks it), and tells
+            its clients when the hub lists them again. Whatever the toolset, a hub's server's
+            progress, log messages and questions for a call reach the client that made it
+            (see ``toolwire.mcp._relay``).
         state_keys: the secrets that seal the ``requestState`` of a 2026-07-28 approval form
             (the first seals, every one unseals: a ring to rotate through). Gateways given the
             same keys (several workers behind one URL, or one restarted) take each other's
@@ -175,6 +186,10 @@ class Gateway:
         auth: how clients served over HTTP are authenticated: each request's calls then run
             for the principal its token names (see [`Authentication`][toolwire.mcp.Authentication]);
             a request that reaches the server without passing that check is refused.
+        own_names: serve each tool under its own name (``search``), not its exposed name
+            (``server__search``): a client sees the one server behind the gateway as that
+            server names its tools. Only for tools of one server (or none): tools of several
+            servers could share a name.
         executor_options: more [`Executor`][toolwire.Executor] options (``max_output_chars``,
             ``approval_ttl``, ``redact``...).
 
@@ -196,6 +211,7 @@ class Gateway:
         hub: Hub | None = None,
         state_keys: Sequence[str | bytes] | None = None,
         auth: Authentication | None = None,
+        own_names: bool = False,
         **executor_options: Any,
     ) -> None:
         if auth is not None and principal is not None:
@@ -203,6 +219,9 @@ class Gateway:
                 "principal and auth cannot both be given: with auth, each client's token names "
                 "the principal its calls run for"
             )
+        if own_names:
+            _check_one_server(toolset, hub)
+        self.own_names = own_names
         if state_keys is not None and (
             isinstance(state_keys, str | bytes)
             or not state_keys
@@ -221,10 +240,10 @@ class Gateway:
         self._policy = policy
         self._options = {"policy": policy, "timeout": timeout, **executor_options}
         self._use(ToolSet.of(toolset))
-        self._listening: dict[tuple[str | None, str, str], list[_Report]] = {}
         self._calls: set[anyio.CancelScope] = set()
-        if hub is not None:
-            self.forward_progress(hub)
+        self._bus = InMemorySubscriptionBus()
+        # The handshake-era connections served, told when the listing changes (by connection).
+        self._sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
     def _use(self, toolset: ToolSet) -> None:
         self._source = toolset
@@ -243,10 +262,17 @@ class Gateway:
             and policy.denies_outright(tool, principal=principal, exposed_name=name) is not None
         ]
         toolset = toolset.without(denied)
+        # The name each served tool goes by for the client, and back.
+        names = {
+            (t.name if self.own_names else toolset.exposed_name(t)): toolset.exposed_name(t)
+            for t in toolset
+            if _served(t)
+        }
         # Two executors, one policy: the first never keeps a run, the second keeps calls
         # that need approval in the ledger.
         return _Served(
             toolset,
+            names,
             Executor(toolset, approver=_escalate, store=MemoryStore(), **self._options),
             Executor(toolset, approver=self._approver, store=self.store, **self._options),
         )
@@ -279,29 +305,6 @@ class Gateway:
             raise _Unauthenticated("the request was not authenticated")
         return principal
 
-    def forward_progress(self, hub: Hub) -> None:
-        """Forward the progress ``hub``'s servers report to the clients whose calls they are
-        about (keeping the hub's own ``on_progress`` hook, called first).
-
-        The hub tells which server, tool and arguments a report is about, not which request:
-        a report goes to every call in progress with the same tool and arguments.
-        """
-        earlier = hub.on_progress
-
-        async def forward(
-            context: ProgressContext, progress: float, total: float | None, message: str | None
-        ) -> None:
-            if earlier is not None:
-                value = earlier(context, progress, total, message)
-                if inspect.isawaitable(value):
-                    await value
-            key = (context.server, context.tool, canonical_json(dict(context.arguments)))
-            for report in list(self._listening.get(key, ())):
-                with contextlib.suppress(Exception):  # a client gone is no failure of the call
-                    await report(progress, total, message)
-
-        hub.on_progress = forward
-
     # -- the MCP server ---------------------------------------------------------------------
 
     def server(self) -> Server[Any]:
@@ -321,7 +324,27 @@ class Gateway:
         ) -> types.CallToolResult | types.InputRequiredResult:
             return await self.call_tool(ctx, params)
 
-        server: Server[Any] = Server(self.name, on_list_tools=list_tools, on_call_tool=call_tool)
+        async def set_logging_level(
+            ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+        ) -> types.EmptyResult:
+            set_level(ctx, params.level)
+            return types.EmptyResult()
+
+        server: Server[Any] = _Server(
+            self.name,
+            version=_version(),
+            on_list_tools=list_tools,
+            on_call_tool=call_tool,
+            # 2026-07-28 clients hear of a changed listing on subscriptions/listen streams.
+            on_subscriptions_listen=ListenHandler(self._bus),
+            lifespan=self._announcing,
+        )
+        # Handshake-era clients set the level of the log messages they get (2026-07-28 ones
+        # ask per request: the SDK serves the method to the older revisions only).
+        server.add_request_handler(
+            "logging/setLevel", types.SetLevelRequestParams, set_logging_level
+        )
+        server.middleware.append(self._remember_session)
         # requestState round-trips through the client: sealed, so it cannot be forged.
         security = (
             RequestStateSecurity(keys=self._state_keys)
@@ -337,13 +360,60 @@ class Gateway:
         authenticated, principal = request_principal(ctx.request)
         return ledger.principal_key(principal) if authenticated else None
 
+    @contextlib.asynccontextmanager
+    async def _announcing(self, server: Any) -> AsyncIterator[dict[str, Any]]:
+        """While a server made by [`server`][] runs: tell its clients when the hub's listing
+        changes (``notifications/tools/list_changed``)."""
+        if self._hub is None:
+            yield {}
+            return
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._announce_changes, self._hub)
+            try:
+                yield {}
+            finally:
+                tasks.cancel_scope.cancel()
+
+    async def _announce_changes(self, hub: Hub) -> None:
+        while True:
+            await hub.listing_changed()
+            await self._bus.publish(ToolsListChanged())  # 2026-07-28 listen streams
+            for connection, session in list(self._sessions.items()):
+                try:
+                    await session.send_tool_list_changed()
+                except Exception:  # a connection gone: it is not told again
+                    self._sessions.pop(connection, None)
+
+    async def _remember_session(self, ctx: ServerRequestContext[Any], call_next: Any) -> Any:
+        """Middleware: keep each handshake-era connection's session, to tell it of changes."""
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is not None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self._sessions[connection] = ctx.session
+        return await call_next(ctx)
+
+    def _refusals(self, principal: Any) -> Callable[[str, str], str | None]:
+        """Why the policy refuses ``kind`` requests from ``server``, for ``principal``."""
+        policy = self._policy
+
+        def refuses(server: str, kind: str) -> str | None:
+            if policy is None:
+                return None
+            return policy.refuses_request(server, kind, principal=principal)
+
+        return refuses
+
     def list_tools(self, principal: Any = _OWN) -> list[types.Tool]:
         """The served tools as MCP tools, in the toolset's order: those the policy does not
         deny ``principal`` (by default the gateway's own) outright."""
         if principal is _OWN:
             principal = self.principal
-        toolset = self._for(principal).toolset
-        return [_mcp_tool(toolset.exposed_name(t), t) for t in toolset if _served(t)]
+        served = self._for(principal)
+        shown = {exposed: name for name, exposed in served.names.items()}
+        return [
+            _mcp_tool(shown[name], t)
+            for name, t in zip(served.toolset.exposed_names, served.toolset, strict=True)
+            if name in shown
+        ]
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -354,23 +424,18 @@ class Gateway:
         except _Unauthenticated:
             return _error("The call was refused: the request was not authenticated.")
         served = self._for(principal)
-        tool = served.toolset.get(params.name)
-        if tool is None or not _served(tool):
+        exposed = served.names.get(params.name)
+        tool = served.toolset.get(exposed) if exposed is not None else None
+        if tool is None or exposed is None:
             return _error(f"Unknown tool {params.name!r}.")
+        params = params.model_copy(update={"name": exposed})
         arguments = dict(params.arguments or {})
-        key = (tool.server_id, tool.name, canonical_json(arguments))
-        report = ctx.session.report_progress  # a no-op unless the client asked for progress
-        reports = self._listening.setdefault(key, [])
-        reports.append(report)
         with anyio.CancelScope() as call:
             self._calls.add(call)
             try:
                 return await self._call(ctx, params, arguments, served, principal)
             finally:
                 self._calls.discard(call)
-                reports.remove(report)
-                if not reports:
-                    self._listening.pop(key, None)
         return _error(  # ended by _end_calls: the gateway stops
             f"The gateway stopped before the call {params.name} finished: it may or may not "
             "have taken effect."
@@ -390,20 +455,47 @@ class Gateway:
         served: _Served,
         principal: Any,
     ) -> types.CallToolResult | types.InputRequiredResult:
-        direct, ledgered = served.direct, served.ledgered  # this request's, if the hub changes
+        direct = served.direct  # this request's, if the hub changes
         call = make_call(direct.toolset, params.name, arguments, call_id=_CALL_ID)
+        digest = arguments_digest(arguments)
+        relay = relay_for(ctx, self._refusals(principal))
+        relay.continuation = continuation_of(params, digest, own_keys=frozenset({_INPUT_KEY}))
+        token = relaying.set(relay)  # what the hub's call of an upstream server reads
         try:
             (outcome,) = await direct.run([call], principal=principal)
-            return _mcp_result(outcome.result)
+            return _answer(outcome.result, relay, params.name, digest)
         except _Escalate:
             pass
         except ToolwireError as exc:
             return _error(f"The call could not run: {exc}")
+        finally:
+            relaying.reset(token)
+        # Kept in a run: its answer is stored, so a round is not handed back to the client.
+        relay = relay_for(ctx, self._refusals(principal), pass_back=False)
+        token = relaying.set(relay)
+        try:
+            return await self._call_approved(ctx, params, call, relay, served, principal)
+        finally:
+            relaying.reset(token)
+
+    async def _call_approved(
+        self,
+        ctx: ServerRequestContext[Any],
+        params: types.CallToolRequestParams,
+        call: Any,
+        relay: Relay,
+        served: _Served,
+        principal: Any,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """The call the policy asks about, kept in its run: decided, then run."""
+        ledgered = served.ledgered
+        arguments = dict(call.arguments)
+        digest = arguments_digest(arguments)
         run_id = await self._run_for(params.name, arguments, principal)
         answered = await self._answer_from_input(ctx, params, run_id, principal)
         try:
             (outcome,) = await ledgered.run([call], run_id=run_id, principal=principal)
-            return _mcp_result(outcome.result)
+            return _answer(outcome.result, relay, params.name, digest)
         except ApprovalPending as pending:
             request = pending.pending[0]
         except ToolwireError as exc:  # e.g. the store is down: the client is told, not crashed
@@ -415,7 +507,7 @@ class Gateway:
             if asked is not None and await self._record(request, asked):
                 try:
                     (outcome,) = await ledgered.run([call], run_id=run_id, principal=principal)
-                    return _mcp_result(outcome.result)
+                    return _answer(outcome.result, relay, params.name, digest)
                 except ApprovalPending:
                     pass
                 except ToolwireError as exc:
@@ -549,6 +641,21 @@ class Gateway:
         return True
 
 
+def _check_one_server(toolset: ToolSet, hub: Hub | None) -> None:
+    """Refuse ``own_names`` for tools of several servers, whose names could clash.
+
+    Raises:
+        ConfigurationError: the toolset (or the hub) has more than one server.
+    """
+    servers = set(hub.status) if hub is not None else {t.server_id for t in toolset}
+    if len(servers) > 1:
+        shown = ", ".join(sorted(str(s) for s in servers))
+        raise ConfigurationError(
+            f"own names serve the tools of one server, and this source has several ({shown}): "
+            "their tools could share a name"
+        )
+
+
 def in_process(store: RunStore) -> bool:
     """Whether ``store`` lives in this process's memory, out of reach of every other process
     (``toolwire decide``, the inbox): a [`MemoryStore`][toolwire.store.MemoryStore], or a
@@ -646,6 +753,43 @@ def _output_schema(tool: Tool) -> dict[str, Any] | None:
     if isinstance(schema, Mapping) and schema.get("type") == "object":
         return dict(schema)
     return None
+
+
+def _answer(
+    result: ToolResult, relay: Relay, name: str, digest: str
+) -> types.CallToolResult | types.InputRequiredResult:
+    """The answer to the client: the upstream's protocol error as that error, the upstream's
+    round handed to a 2026-07-28 client, or the call's result.
+
+    Raises:
+        MCPError: the upstream's error for the call.
+    """
+    if relay.protocol_error is not None:
+        raise relay.protocol_error
+    if relay.input_required is not None:
+        handed: types.InputRequiredResult = round_for_client(relay, name, digest)
+        return handed
+    return _mcp_result(result)
+
+
+class _Server(Server[Any]):
+    """The SDK's low-level server, declaring ``tools.listChanged`` to handshake-era clients
+    (the gateway tells them when the hub re-lists)."""
+
+    def create_initialization_options(self, *args: Any, **kwargs: Any) -> Any:
+        if not args and kwargs.get("notification_options") is None:
+            kwargs["notification_options"] = NotificationOptions(tools_changed=True)
+        return super().create_initialization_options(*args, **kwargs)
+
+
+def _version() -> str:
+    """toolwire's version, as the gateway tells its clients."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolwire")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0"
 
 
 def _error(text: str) -> types.CallToolResult:

@@ -31,8 +31,15 @@ from toolwire.errors import AuthorizationError, ConfigurationError, MissingDepen
 from toolwire.inputs import Elicitor, InputDeferred
 from toolwire.mcp._accept import accept
 from toolwire.mcp._content import result_from_mcp
-from toolwire.mcp._input import InFlight, InputRefused, call_with_input, legacy_callback
+from toolwire.mcp._input import (
+    InFlight,
+    InputRefused,
+    call_with_input,
+    legacy_callback,
+    relayed_callbacks,
+)
 from toolwire.mcp._progress import CallProgress, ProgressHook
+from toolwire.mcp._relay import let_calls_declare, relaying
 from toolwire.mcp._remote import authorization_error, check_remote, remote_transport
 from toolwire.mcp._specs import (
     HttpServer,
@@ -244,6 +251,7 @@ class Hub:
         # The definition each tool was approved with (its server's first listing, first seen
         # with trust_new_tools, or approve_definition): any other needs approval.
         self._approved: dict[tuple[str, str], str] = {}
+        self._change: anyio.Event | None = None
 
     @classmethod
     def from_config(
@@ -347,12 +355,16 @@ class Hub:
                             message_handler=self._notifications(server),
                             # Declares elicitation; without an elicitor, questions are declined.
                             elicitation_callback=legacy_callback(self, server),
+                            # Sampling, roots and log messages reach a gateway's client (only).
+                            **relayed_callbacks(server),
                         ) as client,
                         anyio.create_task_group() as watching,
                     ):
                         server.broken = False
                         server.protocol_version = client.protocol_version
                         if client.protocol_version in _modern_versions():
+                            # Each call says what its client can answer (see _relay).
+                            let_calls_declare(client.session)
                             # Subscribed before the first listing: no change falls between.
                             await watching.start(self._listen, client, server)
                         while True:
@@ -467,6 +479,16 @@ class Hub:
 
     def _changed(self) -> None:
         self._toolset = None
+        if self._change is not None:
+            self._change.set()
+            self._change = None
+
+    async def listing_changed(self) -> None:
+        """Wait until the hub's tools change: a server listed them again (it said they
+        changed), went down or came back, or a definition was approved."""
+        if self._change is None:
+            self._change = anyio.Event()
+        await self._change.wait()
 
     # -- the tool source -------------------------------------------------------------------------
 
@@ -562,6 +584,7 @@ class Hub:
                 "unavailable", f"Server {server.name!r} is unavailable: {server.error}."
             )
         number = next(self._calls)
+        relay = relaying.get()
         progress = CallProgress(
             server.spec.timeout,
             self.on_progress,
@@ -569,9 +592,10 @@ class Hub:
             tool=name,
             arguments=arguments,
             call_number=number,
+            forward=relay.progress if relay is not None else None,
         )
         call = current_call.get()
-        flight = InFlight(name, arguments, call, progress)
+        flight = InFlight(name, arguments, call, progress, relay=relay)
         # A call that waited for input continues its server's call, with the answers kept.
         resume = call.resume if call is not None else None
         await acquire(server.limiter)
@@ -598,6 +622,8 @@ class Hub:
             return ToolResult.error("failed", f"Tool {_exposed(server, name)!r} stopped: {exc}.")
         except Exception as exc:  # mapped to an answer; nothing leaks to the caller
             if not progress.expired:
+                if relay is not None:  # the gateway answers its client with the same error
+                    relay.protocol_error = _protocol_error(exc)
                 return self._failure(server, name, exc)
         finally:
             del server.in_flight[number]
@@ -722,6 +748,47 @@ class Hub:
         self._changed()
         server.wake.set()
         return message
+
+
+def _protocol_error(exc: Exception) -> Exception | None:
+    """The server's own JSON-RPC error in ``exc``, or None (a timeout, a lost connection, a
+    changed definition: the hub's to answer)."""
+    mcp = _mcp()
+    while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    hub_answers = (
+        mcp.types.REQUEST_TIMEOUT,
+        mcp.types.CONNECTION_CLOSED,
+        mcp.types.HEADER_MISMATCH,
+    )
+    if isinstance(exc, mcp.MCPError) and exc.code not in hub_answers:
+        # Passed on as the server sent it, within bounds: a server's error is no bigger than
+        # what a result may carry.
+        message = exc.message if isinstance(exc.message, str) else repr(exc.message)
+        found: Exception = mcp.MCPError(
+            code=exc.code, message=message[:_ERROR_MESSAGE], data=_bounded(exc.data)
+        )
+        return found
+    return None
+
+
+_ERROR_MESSAGE = 1000
+"""Characters of a server's JSON-RPC error message passed on to a gateway's client."""
+_ERROR_DATA = 64 * 1024
+"""Characters (as JSON) of a server's JSON-RPC error data passed on; larger data is dropped."""
+
+
+def _bounded(data: Any) -> Any:
+    """A server's error ``data``, when it is JSON of at most ``_ERROR_DATA`` characters."""
+    import json
+
+    if data is None:
+        return None
+    try:
+        shown = json.dumps(data)
+    except (TypeError, ValueError):
+        return None
+    return data if len(shown) <= _ERROR_DATA else None
 
 
 def _modern_versions() -> tuple[str, ...]:

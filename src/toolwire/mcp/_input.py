@@ -41,6 +41,7 @@ from toolwire.inputs import (
     cut_message,
     decline,
 )
+from toolwire.mcp._relay import Relay, kind_of
 from toolwire.tool import exposed_name_for
 
 _log = logging.getLogger("toolwire")
@@ -54,6 +55,8 @@ MAX_STATE = 256 * 1024
 """Characters of a server's ``request_state`` a run keeps for a call that waits."""
 _STATE_ONLY_PAUSE = 0.05
 """Seconds before resending a round that carried only ``request_state`` (doubling, to 0.25)."""
+MAX_LOG_DATA = 64 * 1024
+"""Characters of a log message's data passed on to a gateway's client."""
 LEGACY_KEY = "elicitation"
 """The key of a question asked by ``elicitation/create`` (the request carries none)."""
 
@@ -76,6 +79,8 @@ class InFlight:
     within the call)."""
     asked: int = 0
     """Questions its server asked within the call (older revisions)."""
+    relay: Relay | None = None
+    """Where the gateway passes the server's requests for this call on to its own client."""
 
 
 def question(
@@ -190,6 +195,11 @@ async def call_with_input(
     """One ``tools/call`` on a 2026-07-28 connection (or any: an older server never answers
     ``input_required``), its questions answered, and resumed from ``resume`` when given.
 
+    With a relay (the gateway's call), the server's questions go to the gateway's client
+    instead of the elicitor, and the call is sent with that client's capabilities and log
+    level; a 2026-07-28 client's round is left in ``relay.input_required`` and the call is
+    answered with a placeholder.
+
     Raises:
         InputDeferred: the elicitor deferred a question: the executor keeps the round.
         InputRefused: the call cannot go on (see [`ask`][]), or too many rounds.
@@ -201,6 +211,8 @@ async def call_with_input(
     responses: dict[str, Any] | None = None
     state: str | None = None
     sent = arguments_digest(arguments)
+    relay = flight.relay
+    meta = _relayed_meta(relay, server, client.protocol_version)
     if resume is not None:
         if (resume.get("server"), resume.get("tool")) != (server, name):
             raise InputRefused("the run's answers were given for another server's call")
@@ -219,6 +231,11 @@ async def call_with_input(
         responses = kept_answers(resume) or None
         kept_state = resume.get("state")
         state = kept_state if isinstance(kept_state, str) else None
+    elif relay is not None and relay.continuation is not None:
+        given, state = relay.continuation
+        # Only answers of kinds the server may ask this client: a refused kind's never reaches it.
+        passable = relay.passable(server)
+        responses = {k: v for k, v in given.items() if _answer_kind(v) in passable} or None
     pause = _STATE_ONLY_PAUSE
     rounds = 0
     while True:
@@ -229,6 +246,7 @@ async def call_with_input(
             allow_input_required=True,
             input_responses=responses,
             request_state=state,
+            meta=meta,
         )
         if not isinstance(result, InputRequiredResult):
             return result
@@ -249,6 +267,12 @@ async def call_with_input(
                 f"its server asked {len(result.input_requests)} questions at once (at most "
                 f"{MAX_QUESTIONS} are taken)"
             )
+        if relay is not None:
+            relayed = await _relay_round(relay, server, result)
+            if relayed is None:  # handed to the gateway's 2026-07-28 client
+                return _placeholder()
+            responses = relayed
+            continue
         questions: list[InputRequest] = []
         answers: dict[str, InputAnswer] = {}
         for key, request in result.input_requests.items():
@@ -276,6 +300,88 @@ async def call_with_input(
         responses = {key: elicit_result(answer) for key, answer in answers.items()}
 
 
+_HUB_ANSWERS: dict[str, Any] = {"elicitation": {"form": {}, "url": {}}}
+"""What a hub's call can answer itself (its elicitor), without a gateway's client."""
+
+
+def _relayed_meta(relay: Relay | None, server: str, protocol: str | None) -> dict[str, Any] | None:
+    """The ``_meta`` of a call to a 2026-07-28 server: what its client can answer (the hub's
+    elicitor, or the gateway's client's capabilities that may pass, and its log level)."""
+    from mcp_types import CLIENT_CAPABILITIES_META_KEY, LOG_LEVEL_META_KEY
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    if protocol not in MODERN_PROTOCOL_VERSIONS:
+        return None
+    if relay is None:
+        return {CLIENT_CAPABILITIES_META_KEY: _HUB_ANSWERS}
+    meta: dict[str, Any] = {CLIENT_CAPABILITIES_META_KEY: relay.upstream_capabilities(server)}
+    if relay.log is not None and relay.log_level is not None:
+        meta[LOG_LEVEL_META_KEY] = relay.log_level
+    return meta
+
+
+def _answer_kind(answer: Any) -> str | None:
+    """The kind of request ``answer`` answers (``elicitation``, ``sampling``, ``roots``)."""
+    from mcp_types import (
+        CreateMessageResult,
+        CreateMessageResultWithTools,
+        ElicitResult,
+        ListRootsResult,
+    )
+
+    if isinstance(answer, ElicitResult):
+        return "elicitation"
+    if isinstance(answer, CreateMessageResult | CreateMessageResultWithTools):
+        return "sampling"
+    return "roots" if isinstance(answer, ListRootsResult) else None
+
+
+def _placeholder() -> Any:
+    """The answer of a call whose round was handed to the gateway's client (the gateway answers
+    its client with the round instead)."""
+    from mcp_types import CallToolResult, TextContent
+
+    return CallToolResult(
+        content=[TextContent(text="The call's server asked the client for input.")],
+        is_error=True,
+    )
+
+
+async def _relay_round(relay: Relay, server: str, result: Any) -> dict[str, Any] | None:
+    """The answers of the gateway's client to a server's round (asked at once of a
+    handshake-era client), or None when the round is handed to a 2026-07-28 client
+    (``relay.input_required``).
+
+    Raises:
+        InputRefused: a request the client cannot be asked (not declared, or refused by the
+            policy), or one it failed to answer.
+    """
+    for request in result.input_requests.values():
+        kind = kind_of(request)
+        if kind is None or kind not in relay.passable(server):
+            why = relay.why_not(server, kind) if kind is not None else "it is no known request"
+            relay.refused[kind or "?"] = why
+            raise InputRefused(f"its server asked for {getattr(request, 'method', '?')}: {why}")
+    if relay.modern or relay.ask is None:
+        if not relay.pass_back:
+            raise InputRefused(
+                f"its server asked for input ({', '.join(result.input_requests)}), which a "
+                "call kept waiting in a run cannot hand to a 2026-07-28 client"
+            )
+        relay.input_required = result
+        return None
+    answers: dict[str, Any] = {}
+    for key, request in result.input_requests.items():
+        try:
+            answers[key] = await relay.ask(request)
+        except Exception as exc:  # the client's error: the call cannot go on
+            raise InputRefused(
+                f"its server asked for {request.method} and the client failed to answer: "
+                f"{str(exc)[:200]}"
+            ) from None
+    return answers
+
+
 def arguments_digest(arguments: Mapping[str, Any]) -> str:
     """What identifies the arguments a call's questions were asked about."""
     encoded = canonical_json(dict(arguments)).encode("utf-8", "surrogatepass")
@@ -288,9 +394,12 @@ def legacy_callback(hub: Any, server: Any) -> Any:
     from mcp_types import ElicitResult
 
     async def answer(context: Any, params: Any) -> Any:
-        flights = server.in_flight
-        # The request does not say which call asks; with one call in flight, it is that one.
-        flight = next(iter(flights.values())) if len(flights) == 1 else None
+        flight = _asking(server)
+        if flight is not None and flight.relay is not None:  # the gateway's client answers
+            from mcp_types import ElicitRequest
+
+            relayed = await _relay_request(flight, server.name, ElicitRequest(params=params))
+            return relayed if relayed is not None else ElicitResult(action="decline")
         if flight is not None:
             flight.asked += 1
             if flight.asked > MAX_ROUNDS:
@@ -319,3 +428,62 @@ def legacy_callback(hub: Any, server: Any) -> Any:
         return elicit_result(given)
 
     return answer
+
+
+def _asking(server: Any) -> InFlight | None:
+    """The call a handshake-era server's request belongs to: the request does not say, so only
+    with one call in flight is it that one's."""
+    flights = server.in_flight
+    return next(iter(flights.values())) if len(flights) == 1 else None
+
+
+async def _relay_request(flight: InFlight, server: str, request: Any) -> Any:
+    """The gateway's client's answer to a request a handshake-era server sent within the call;
+    None when it cannot be asked (not declared, refused by the policy, or a 2026-07-28 client,
+    which can only be asked by answering its call)."""
+    relay = flight.relay
+    assert relay is not None
+    kind = kind_of(request)
+    if kind is None or kind not in relay.passable(server) or relay.modern or relay.ask is None:
+        why = (
+            relay.why_not(server, kind)
+            if kind is not None and kind not in relay.passable(server)
+            else "the gateway's client can only be asked in the answer to its call"
+        )
+        relay.refused[kind or "?"] = why
+        return None
+    return await relay.ask(request)
+
+
+def relayed_callbacks(server: Any) -> dict[str, Any]:
+    """The client callbacks that pass a handshake-era server's sampling and roots requests, and
+    any server's log messages, on to the gateway's client of the call they belong to (an
+    error, or nothing, when no such client can take them)."""
+    from mcp_types import INVALID_REQUEST, CreateMessageRequest, ErrorData, ListRootsRequest
+
+    async def sampling(context: Any, params: Any) -> Any:
+        flight = _asking(server)
+        answer = None
+        if flight is not None and flight.relay is not None:
+            answer = await _relay_request(flight, server.name, CreateMessageRequest(params=params))
+        return answer or ErrorData(code=INVALID_REQUEST, message="sampling is not available")
+
+    async def roots(context: Any) -> Any:
+        flight = _asking(server)
+        answer = None
+        if flight is not None and flight.relay is not None:
+            answer = await _relay_request(flight, server.name, ListRootsRequest())
+        return answer or ErrorData(code=INVALID_REQUEST, message="roots are not available")
+
+    async def log(params: Any) -> None:
+        flight = _asking(server)
+        relay = flight.relay if flight is not None else None
+        if relay is not None and relay.log is not None and relay.wants_log(params.level):
+            if len(repr(params.data)) > MAX_LOG_DATA:  # bounded, as a result is
+                params = params.model_copy(update={"data": "(a log message too long to pass on)"})
+            try:
+                await relay.log(params)
+            except Exception:  # a client gone is no failure of the call
+                _log.debug("a log message of server %s was not passed on", server.name)
+
+    return {"sampling_callback": sampling, "list_roots_callback": roots, "logging_callback": log}

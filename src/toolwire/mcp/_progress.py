@@ -66,6 +66,7 @@ class CallProgress:
     __slots__ = (
         "_context",
         "_drained",
+        "_forward",
         "_hook",
         "_lock",
         "_parts",
@@ -86,11 +87,14 @@ class CallProgress:
         tool: str,
         arguments: Mapping[str, Any],
         call_number: int,
+        forward: Callable[[float, float | None, str | None], Awaitable[None]] | None = None,
     ) -> None:
         self.idle = idle
         """Seconds the call may go without progress; None for no limit."""
         self._watch: anyio.CancelScope | None = None
         self._hook = hook
+        self._forward = forward
+        """Sends each report on to the client that made the call (a gateway's), after the hook."""
         self._lock: anyio.Lock | None = None
         self._span = recording_span()  # the span around the call, read in its own task
         self._parts = (server, tool, arguments, call_number)  # the context, made when needed
@@ -179,7 +183,7 @@ class CallProgress:
             if self._span is not None:
                 add_progress_event(self._span, progress, total, message)
         hook = self._hook
-        if hook is None:
+        if hook is None and self._forward is None:
             return
         if self._context is None:
             server, tool, arguments, number = self._parts
@@ -196,8 +200,13 @@ class CallProgress:
         # (first come, first served) keeps an async hook's reports of a call in that order.
         async with self._lock:
             try:
-                value = hook(self._context, progress, total, message)
+                value = hook(self._context, progress, total, message) if hook else None
                 if inspect.isawaitable(value):
                     await value
             except Exception:  # the application's hook never breaks the call
                 _log.exception("the on_progress hook failed on %s", self._context.exposed_name)
+            if self._forward is not None:
+                try:
+                    await self._forward(progress, total, message)
+                except Exception:  # a client gone is no failure of the call
+                    _log.debug("a progress report of %s was not passed on", self._context.tool)

@@ -51,6 +51,7 @@ async def serve(
     timeout: float | None = None,
     elicit: bool = True,
     name: str = "toolwire",
+    own_names: bool = False,
     on_listening: Callable[[str], Any] | None = None,
     auth: Authentication | None = None,
     **executor_options: Any,
@@ -96,12 +97,14 @@ async def serve(
         auth: how HTTP clients are authenticated (see
             [`Authentication`][toolwire.mcp.Authentication]); not for stdio, nor with
             ``principal``.
+        own_names: serve the tools of the source's one server under their own names (no
+            ``server__`` prefix); see [`Gateway`][toolwire.mcp.Gateway].
         executor_options: see [`Gateway`][toolwire.mcp.Gateway].
 
     Raises:
         ConfigurationError: a bad option, a policy file that cannot be read, a ``host`` that
-            is not loopback without ``auth``, or tools the policy may ask about that nothing
-            could approve.
+            is not loopback without ``auth``, tools the policy may ask about that nothing
+            could approve, or ``own_names`` for a source of several servers.
         MissingDependency: HTTP without ``uvicorn``.
     """
     if transport not in ("stdio", "http"):
@@ -144,10 +147,9 @@ async def serve(
                 name=name,
                 hub=own,
                 auth=auth,
+                own_names=own_names,
                 **executor_options,
             )
-            if hub is not None and hub is not own:
-                gateway.forward_progress(hub)
             if transport == "stdio":
                 await _serve_stdio(gateway)
             else:

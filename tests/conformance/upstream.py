@@ -1,0 +1,479 @@
+"""The upstream MCP server of the conformance runs: the tools the suite's tools and transport
+scenarios call, written with the ``mcp`` SDK's low-level server, served over streamable HTTP on
+127.0.0.1 (``python upstream.py``: it prints ``listening at URL`` on stdout once it listens).
+
+It speaks both eras. On a 2026-07-28 request its questions (elicitation, sampling, roots) come
+back as an ``InputRequiredResult``; on a handshake-era session they are requests sent to the
+client within the call. It asks only for what the request's client declared it can answer, and
+answers a missing capability with the protocol's error (-32021), as the stateless revision
+says.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+import mcp_types as types
+import uvicorn
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ToolsListChanged,
+)
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+# A one-pixel PNG and a silent WAV, as the content scenarios ask for.
+PIXEL = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0g"
+    "AAAABJRU5ErkJggg=="
+)
+SILENCE = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
+
+NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+OK_FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+COLOR_FORM = {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}
+ANSWER_FORM = {
+    "type": "object",
+    "properties": {"response": {"type": "string", "description": "The user's answer"}},
+    "required": ["response"],
+}
+
+# Every JSON Schema 2020-12 keyword the json-schema-2020-12 scenario looks for, kept as listed.
+SCHEMA_2020_12: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}}
+
+Ctx = ServerRequestContext[Any]
+Params = types.CallToolRequestParams
+Answer = types.CallToolResult | types.InputRequiredResult
+Handler = Callable[[Ctx, Params], Awaitable[Answer]]
+
+bus = InMemorySubscriptionBus()
+tools: dict[str, tuple[types.Tool, Handler]] = {}
+
+
+def tool(
+    name: str, description: str, schema: Mapping[str, Any] | None = None
+) -> Callable[[Handler], Handler]:
+    def register(handler: Handler) -> Handler:
+        listed = types.Tool(
+            name=name, description=description, input_schema=dict(schema or NO_ARGUMENTS)
+        )
+        tools[name] = (listed, handler)
+        return handler
+
+    return register
+
+
+def text(value: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=value)])
+
+
+def modern(ctx: Ctx) -> bool:
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def declared(ctx: Ctx, capability: str) -> bool:
+    capabilities = ctx.session.client_capabilities
+    return capabilities is not None and getattr(capabilities, capability) is not None
+
+
+def require(ctx: Ctx, capability: str) -> None:
+    """The protocol's error for a capability the request's client did not declare."""
+    if not declared(ctx, capability):
+        raise MCPError(
+            code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+            message=f"this tool needs the client's {capability!r} capability",
+            data={"requiredCapabilities": {capability: {}}},
+        )
+
+
+def form(message: str, schema: Mapping[str, Any]) -> types.ElicitRequest:
+    return types.ElicitRequest(
+        params=types.ElicitRequestFormParams(message=message, requested_schema=dict(schema))
+    )
+
+
+def sampling(prompt: str, max_tokens: int = 100) -> types.CreateMessageRequest:
+    message = types.SamplingMessage(role="user", content=types.TextContent(text=prompt))
+    return types.CreateMessageRequest(
+        params=types.CreateMessageRequestParams(messages=[message], max_tokens=max_tokens)
+    )
+
+
+def answers(params: Params) -> Mapping[str, Any]:
+    return params.input_responses or {}
+
+
+def content_of(answer: Any) -> Mapping[str, Any]:
+    return answer.content or {} if isinstance(answer, types.ElicitResult) else {}
+
+
+# -- content ------------------------------------------------------------------------------------
+
+
+@tool("test_simple_text", "Answers with one text block.")
+async def simple_text(ctx: Ctx, params: Params) -> Answer:
+    return text("This is a simple text response for testing.")
+
+
+@tool("test_image_content", "Answers with a PNG image.")
+async def image(ctx: Ctx, params: Params) -> Answer:
+    return types.CallToolResult(content=[types.ImageContent(data=PIXEL, mime_type="image/png")])
+
+
+@tool("test_audio_content", "Answers with a WAV clip.")
+async def audio(ctx: Ctx, params: Params) -> Answer:
+    return types.CallToolResult(content=[types.AudioContent(data=SILENCE, mime_type="audio/wav")])
+
+
+def embedded(uri: str, mime: str, body: str) -> types.EmbeddedResource:
+    return types.EmbeddedResource(
+        resource=types.TextResourceContents(uri=uri, mime_type=mime, text=body)
+    )
+
+
+@tool("test_embedded_resource", "Answers with an embedded text resource.")
+async def resource(ctx: Ctx, params: Params) -> Answer:
+    part = embedded("test://embedded-resource", "text/plain", "An embedded resource's text.")
+    return types.CallToolResult(content=[part])
+
+
+@tool("test_multiple_content_types", "Answers with text, an image and a resource.")
+async def mixed(ctx: Ctx, params: Params) -> Answer:
+    return types.CallToolResult(
+        content=[
+            types.TextContent(text="Multiple content types test:"),
+            types.ImageContent(data=PIXEL, mime_type="image/png"),
+            embedded("test://mixed-content-resource", "application/json", '{"test": "data"}'),
+        ]
+    )
+
+
+@tool("test_error_handling", "Always fails, as a tool failure (isError).")
+async def failing(ctx: Ctx, params: Params) -> Answer:
+    return types.CallToolResult(
+        content=[types.TextContent(text="This tool intentionally returns an error for testing")],
+        is_error=True,
+    )
+
+
+@tool("json_schema_2020_12_tool", "Declares a JSON Schema 2020-12 input schema.", SCHEMA_2020_12)
+async def schema_2020_12(ctx: Ctx, params: Params) -> Answer:
+    return text("json_schema_2020_12_tool")
+
+
+# -- notifications during a call ----------------------------------------------------------------
+
+
+async def log_three(ctx: Ctx) -> None:
+    for line in ("Tool execution started", "Tool processing data", "Tool execution completed"):
+        await ctx.session.send_log_message("info", line, "upstream", ctx.request_id)
+        await anyio.sleep(0.05)
+
+
+@tool("test_tool_with_logging", "Sends three log messages while it runs.")
+async def logging_tool(ctx: Ctx, params: Params) -> Answer:
+    await log_three(ctx)
+    return text("Tool with logging executed successfully")
+
+
+@tool("test_logging_tool", "Sends log messages only a request that asked for them gets.")
+async def quiet_logging_tool(ctx: Ctx, params: Params) -> Answer:
+    await log_three(ctx)
+    return text("logged")
+
+
+@tool("test_tool_with_progress", "Reports progress three times; answers its progress token.")
+async def progress(ctx: Ctx, params: Params) -> Answer:
+    for step in (0, 50, 100):
+        await ctx.session.report_progress(step, 100, f"Completed step {step} of 100")
+        await anyio.sleep(0.05)
+    token = ctx.meta.get("progress_token") if ctx.meta is not None else None
+    return text(str(token if token is not None else 0))
+
+
+@tool("test_trigger_tool_change", "Tells listening clients the tool list changed.")
+async def trigger_tool_change(ctx: Ctx, params: Params) -> Answer:
+    await bus.publish(ToolsListChanged())
+    return text("tool list changed")
+
+
+@tool("test_trigger_prompt_change", "Tells listening clients the prompt list changed.")
+async def trigger_prompt_change(ctx: Ctx, params: Params) -> Answer:
+    await bus.publish(PromptsListChanged())
+    return text("prompt list changed")
+
+
+# -- questions to the client --------------------------------------------------------------------
+
+
+async def ask(ctx: Ctx, params: Params, key: str, request: Any, capability: str) -> Any:
+    """The client's answer to ``request``: from the retried call's input responses (2026-07-28,
+    None until then: the caller answers ``InputRequiredResult``), or asked within the call."""
+    require(ctx, capability)
+    if modern(ctx):
+        return answers(params).get(key)
+    if isinstance(request, types.ElicitRequest):
+        assert isinstance(request.params, types.ElicitRequestFormParams)
+        return await ctx.session.elicit_form(
+            request.params.message, request.params.requested_schema, ctx.request_id
+        )
+    if isinstance(request, types.CreateMessageRequest):
+        return await ctx.session.create_message(
+            request.params.messages,
+            max_tokens=request.params.max_tokens,
+            related_request_id=ctx.request_id,
+        )
+    return await ctx.session.list_roots()
+
+
+def required(key: str, request: Any, state: str | None = None) -> types.InputRequiredResult:
+    return types.InputRequiredResult(input_requests={key: request}, request_state=state)
+
+
+@tool(
+    "test_sampling",
+    "Asks the client's model to answer a prompt.",
+    {"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]},
+)
+async def sample(ctx: Ctx, params: Params) -> Answer:
+    prompt = str((params.arguments or {}).get("prompt", ""))
+    request = sampling(prompt)
+    answer = await ask(ctx, params, "sample", request, "sampling")
+    if answer is None:
+        return required("sample", request)
+    said = answer.content.text if isinstance(answer.content, types.TextContent) else "?"
+    return text(f"LLM response: {said}")
+
+
+@tool(
+    "test_elicitation",
+    "Asks the user a question.",
+    {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
+)
+async def elicit(ctx: Ctx, params: Params) -> Answer:
+    message = str((params.arguments or {}).get("message", ""))
+    request = form(message, ANSWER_FORM)
+    answer = await ask(ctx, params, "ask", request, "elicitation")
+    if answer is None:
+        return required("ask", request)
+    content = json.dumps(dict(content_of(answer)), sort_keys=True)
+    return text(f"User response: action={answer.action}, content={content}")
+
+
+@tool("test_missing_capability", "Needs the client's sampling capability.")
+async def missing_capability(ctx: Ctx, params: Params) -> Answer:
+    require(ctx, "sampling")
+    return text("The client declared sampling.")
+
+
+@tool("test_streaming_elicitation", "Asks the user their name.")
+async def streaming_elicitation(ctx: Ctx, params: Params) -> Answer:
+    request = form("What is your name?", NAME_FORM)
+    answer = await ask(ctx, params, "user_name", request, "elicitation")
+    if answer is None:
+        return required("user_name", request)
+    return text(f"Hello, {content_of(answer).get('name', 'stranger')}!")
+
+
+# -- 2026-07-28 input-required rounds (answered by the retried call) ----------------------------
+
+
+@tool("test_input_required_result_elicitation", "One elicitation round.")
+async def irr_elicitation(ctx: Ctx, params: Params) -> Answer:
+    answer = answers(params).get("user_name")
+    if answer is None:
+        return required("user_name", form("What is your name?", NAME_FORM))
+    return text(f"Hello, {content_of(answer).get('name', 'stranger')}!")
+
+
+@tool("test_input_required_result_sampling", "One sampling round.")
+async def irr_sampling(ctx: Ctx, params: Params) -> Answer:
+    answer = answers(params).get("capital_question")
+    if not isinstance(answer, types.CreateMessageResult):
+        return required("capital_question", sampling("What is the capital of France?"))
+    said = answer.content.text if isinstance(answer.content, types.TextContent) else "?"
+    return text(f"Model said: {said}")
+
+
+@tool("test_input_required_result_list_roots", "One roots round.")
+async def irr_roots(ctx: Ctx, params: Params) -> Answer:
+    answer = answers(params).get("client_roots")
+    if not isinstance(answer, types.ListRootsResult):
+        return required("client_roots", types.ListRootsRequest())
+    return text(f"Client exposed {len(answer.roots)} root(s).")
+
+
+@tool("test_input_required_result_request_state", "A round whose state must come back.")
+async def irr_state(ctx: Ctx, params: Params) -> Answer:
+    if "confirm" in answers(params) and params.request_state == "request-state-nonce":
+        return text("state-ok: confirmation received")
+    return required("confirm", form("Please confirm", OK_FORM), "request-state-nonce")
+
+
+@tool("test_input_required_result_multiple_inputs", "Asks three questions at once.")
+async def irr_multiple(ctx: Ctx, params: Params) -> Answer:
+    if {"user_name", "greeting", "client_roots"} <= answers(params).keys():
+        return text("All inputs received.")
+    return types.InputRequiredResult(
+        input_requests={
+            "user_name": form("What is your name?", NAME_FORM),
+            "greeting": sampling("Generate a greeting", 50),
+            "client_roots": types.ListRootsRequest(),
+        },
+        request_state="multiple-inputs",
+    )
+
+
+@tool("test_input_required_result_multi_round", "Three rounds, the state growing.")
+async def irr_rounds(ctx: Ctx, params: Params) -> Answer:
+    state = json.loads(params.request_state) if params.request_state else {"round": 0}
+    given = answers(params)
+    if state.get("round") == 1 and "step1" in given:
+        name = content_of(given["step1"]).get("name")
+        return required(
+            "step2",
+            form("Step 2: What is your favorite color?", COLOR_FORM),
+            json.dumps({"round": 2, "name": name}),
+        )
+    if state.get("round") == 2 and "step2" in given:
+        return text(f"{state.get('name')} likes {content_of(given['step2']).get('color')}.")
+    return required(
+        "step1", form("Step 1: What is your name?", NAME_FORM), json.dumps({"round": 1})
+    )
+
+
+@tool("test_input_required_result_tampered_state", "A round whose state is sealed.")
+async def irr_tampered(ctx: Ctx, params: Params) -> Answer:
+    if params.request_state is None:
+        return required("confirm", form("Please confirm", OK_FORM), "round-1")
+    return text(f"state-ok: {params.request_state}")
+
+
+@tool("test_input_required_result_capabilities", "Asks only what the client can answer.")
+async def irr_capabilities(ctx: Ctx, params: Params) -> Answer:
+    requests: dict[str, Any] = {}
+    if declared(ctx, "sampling"):
+        requests["sample"] = sampling("Say hello", 50)
+    if declared(ctx, "elicitation"):
+        requests["ask"] = form("What is your name?", NAME_FORM)
+    return types.InputRequiredResult(input_requests=requests, request_state="capability-gated")
+
+
+# -- a prompt that asks first (the non-tool-request scenario) -------------------------------------
+
+PROMPT = types.Prompt(name="test_input_required_result_prompt", description="Asks for context.")
+
+
+async def list_prompts(
+    ctx: Ctx, params: types.PaginatedRequestParams | None
+) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[PROMPT])
+
+
+async def get_prompt(
+    ctx: Ctx, params: types.GetPromptRequestParams
+) -> types.GetPromptResult | types.InputRequiredResult:
+    if params.name != PROMPT.name:
+        raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {params.name}")
+    given = (params.input_responses or {}).get("user_context")
+    if given is None:
+        schema = {"type": "object", "properties": {"context": {"type": "string"}}}
+        return required("user_context", form("What context should the prompt use?", schema))
+    said = content_of(given).get("context", "?")
+    message = types.PromptMessage(role="user", content=types.TextContent(text=f"Context: {said}"))
+    return types.GetPromptResult(messages=[message])
+
+
+# -- the server ---------------------------------------------------------------------------------
+
+
+async def list_tools(
+    ctx: Ctx, params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=[listed for listed, _ in tools.values()])
+
+
+async def call_tool(ctx: Ctx, params: Params) -> Answer:
+    found = tools.get(params.name)
+    if found is None:
+        raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+    return await found[1](ctx, params)
+
+
+async def set_level(ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
+    return types.EmptyResult()
+
+
+def server() -> Server[Any]:
+    made: Server[Any] = Server(
+        "conformance-upstream",
+        version="1.0.0",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+        on_subscriptions_listen=ListenHandler(bus),
+    )
+    # logging/setLevel, which handshake-era clients send before asking for logs (deprecated in
+    # 2026-07-28, where a request asks for its own).
+    made.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    security = RequestStateSecurity(keys=[b"conformance-upstream-fixture-state-key!"])
+    made.middleware.append(RequestStateBoundary(security, default_audience=made.name))
+    return made
+
+
+async def main() -> None:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*"],
+    )
+    app = server().streamable_http_app(transport_security=security)
+    config = uvicorn.Config(app, log_level="warning")
+    print(f"listening at http://127.0.0.1:{port}/mcp", flush=True)
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
+if __name__ == "__main__":
+    anyio.run(main)
+    sys.exit(0)
