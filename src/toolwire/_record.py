@@ -521,9 +521,12 @@ def decode_record(text: str | bytes, version: int, *, call_id: str | None = None
     """
     which = f"the stored record of call {call_id!r}" if call_id is not None else "a stored record"
     try:
-        # Parsed and checked in one pass (a record never holds a lone surrogate: it could not
-        # have been written).
-        body = _RECORD_FORM.validate_json(text, strict=True)
+        # Parsed without NaN or Infinity anywhere (the parser of ``validate_json`` takes them
+        # where a field holds any JSON value: an argument, a result), then checked whole. A
+        # record never holds a lone surrogate: it could not have been written.
+        body = _RECORD_FORM.validate_python(
+            pydantic_core.from_json(text, allow_inf_nan=False), strict=True
+        )
         record = _record_from(body, version)
     except pydantic.ValidationError as exc:
         raise StoreUnavailable(f"{which} cannot be read: {_first_error(exc)}") from None

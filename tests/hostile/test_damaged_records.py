@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import toolwire
@@ -320,6 +320,10 @@ def _read_everything(record: CallRecord) -> None:
 
 @settings(max_examples=400, deadline=None)
 @given(path=st.sampled_from(PATHS), value=st.one_of(WRONG, st.just(_DELETE)))
+# Python writes an infinity as ``Infinity``, which a field of any JSON value took (found by
+# this test): no record holds one, since none could have been written.
+@example(path=("request", "arguments", "to"), value=float("inf"))
+@example(path=("result", "structured_content", "ok"), value=float("-inf"))
 def test_any_field_of_any_wrong_type_is_store_unavailable_or_read_safely(
     path: tuple[Any, ...], value: Any
 ) -> None:

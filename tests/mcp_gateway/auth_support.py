@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -241,6 +242,28 @@ def served_in_thread(source: Any, **options: Any) -> Iterator[str]:
     finally:
         stop.set()
         thread.join(BOUND)
+
+
+@contextmanager
+def served_app(app: Any) -> Iterator[str]:
+    """An ASGI app (an MCP server's ``streamable_http_app()``) served on 127.0.0.1 by uvicorn
+    in a thread while open; yields its ``/mcp`` URL."""
+    import uvicorn
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
+    runner = uvicorn.Server(config)
+    thread = threading.Thread(target=runner.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        runner.should_exit = True
+        thread.join(timeout=BOUND)
+        listener.close()
 
 
 @asynccontextmanager

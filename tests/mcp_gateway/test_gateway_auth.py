@@ -5,9 +5,7 @@ minted in the test, and the `mcp` SDK's client calling it as two principals."""
 from __future__ import annotations
 
 import re
-import socket
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +19,17 @@ pytest.importorskip("uvicorn")
 
 import httpx
 import mcp_types as types
-from auth_support import AUDIENCE, BOUND, INITIALIZE, MCP_HEADERS, Issuer, client, issuer, served
+from auth_support import (
+    AUDIENCE,
+    BOUND,
+    INITIALIZE,
+    MCP_HEADERS,
+    Issuer,
+    client,
+    issuer,
+    served,
+    served_app,
+)
 from gateway_procs import HttpGateway
 from mcp.server.mcpserver import MCPServer
 
@@ -238,8 +246,6 @@ async def test_a_public_resource_url_is_what_the_metadata_names(idp: Issuer) -> 
 def upstream() -> Iterator[tuple[str, list[dict[bytes, bytes]]]]:
     """An MCP server over streamable HTTP on 127.0.0.1 (uvicorn in a thread), recording the
     headers of every request it gets."""
-    import uvicorn
-
     server = MCPServer("upstream")
 
     @server.tool(description="Add two integers.")
@@ -254,20 +260,8 @@ def upstream() -> Iterator[tuple[str, list[dict[bytes, bytes]]]]:
             seen.append(dict(scope["headers"]))
         await app(scope, receive, send)
 
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    port = listener.getsockname()[1]
-    config = uvicorn.Config(recording, log_level="warning", timeout_graceful_shutdown=5)
-    runner = uvicorn.Server(config)
-    thread = threading.Thread(target=runner.run, kwargs={"sockets": [listener]}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}/mcp", seen
-    finally:
-        runner.should_exit = True
-        thread.join(timeout=BOUND)
-        listener.close()
+    with served_app(recording) as url:
+        yield url, seen
 
 
 async def test_the_upstream_server_never_sees_the_clients_token(

@@ -6,6 +6,8 @@ when the hub lists the tools again. Driven by the `mcp` SDK's own client, in mem
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -15,14 +17,16 @@ import pytest
 
 pytest.importorskip("mcp")
 
+import httpx2
 import mcp_types as types
+from auth_support import INITIALIZE, MCP_HEADERS, served, served_app
 from mcp import Client
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 import toolwire
-from toolwire.mcp import Gateway, Hub, InProcessServer
+from toolwire.mcp import Gateway, HttpServer, Hub, InProcessServer
 from toolwire.policy import RequestRule
 
 pytestmark = [
@@ -334,3 +338,60 @@ async def test_progress_reaches_only_the_client_whose_call_it_is() -> None:
             while len(heard[0]) < 3 or len(heard[1]) < 3:
                 await anyio.sleep(0.01)
     assert heard == {0: [1, 2, 3], 1: [1, 2, 3]}
+
+
+async def test_each_calls_log_messages_reach_its_own_client_before_its_answer() -> None:
+    """Two clients call one tool of one upstream at once, both hops over streamable HTTP:
+    each call's log messages reach the client that made it, on its call's stream, before its
+    answer (a stream ends with its answer: a message passed on after it is lost). Read off
+    the raw streams, many times.
+
+    The upstream sends a call's log messages on that call's own stream, and the SDK runs the
+    hub's handler of each in the context of the task that sent the call, which names it; the
+    handler may still be running when the upstream's answer arrives, and the answer waits."""
+    with served_app(upstream().streamable_http_app()) as upstream_url:
+        hub = Hub({"up": HttpServer(url=upstream_url)}, trust_new_tools=True)
+        with anyio.fail_after(BOUND * 4):
+            async with (
+                served(hub, own_names=True) as url,
+                httpx2.AsyncClient(timeout=BOUND) as http,
+            ):
+                orders: list[list[str]] = []
+
+                async def client_calls(calls: int) -> None:
+                    post = functools.partial(http.post, url)
+                    opened = await post(json=INITIALIZE, headers=MCP_HEADERS)
+                    headers = {
+                        **MCP_HEADERS,
+                        "mcp-session-id": opened.headers["mcp-session-id"],
+                        "mcp-protocol-version": INITIALIZE["params"]["protocolVersion"],
+                    }
+                    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                    await post(json=initialized, headers=headers)
+                    level = _request(2, "logging/setLevel", {"level": "info"})
+                    await post(json=level, headers=headers)
+                    for number in range(3, 3 + calls):
+                        called = _request(number, "tools/call", {"name": "chatty", "arguments": {}})
+                        answered = await post(json=called, headers=headers)
+                        orders.append([_said(event) for event in _events(answered.text)])
+
+                async with anyio.create_task_group() as clients:
+                    for _ in range(3):
+                        clients.start_soon(client_calls, 15)
+    assert orders == [["one", "two", "three", "answer"]] * 45
+
+
+def _request(number: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
+
+
+def _events(stream: str) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of a server-sent-events body, in order."""
+    return [json.loads(line[5:]) for line in stream.splitlines() if line.startswith("data:")]
+
+
+def _said(message: dict[str, Any]) -> str:
+    """A log message's text; ``answer`` for the call's answer."""
+    if message.get("method") == "notifications/message":
+        return str(message["params"]["data"])
+    return "answer" if "result" in message else json.dumps(message)

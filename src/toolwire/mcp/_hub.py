@@ -35,6 +35,7 @@ from toolwire.mcp._input import (
     InFlight,
     InputRefused,
     call_with_input,
+    calling,
     legacy_callback,
     relayed_callbacks,
 )
@@ -601,6 +602,7 @@ class Hub:
         await acquire(server.limiter)
         result = None
         server.in_flight[number] = flight
+        sending = calling.set(flight)  # what the server's messages on the call's stream belong to
         try:
             with progress:  # the idle clock, from now: cancels the request if the server is quiet
                 result = await call_with_input(
@@ -626,12 +628,15 @@ class Hub:
                     relay.protocol_error = _protocol_error(exc)
                 return self._failure(server, name, exc)
         finally:
+            calling.reset(sending)
             del server.in_flight[number]
             server.limiter.release()
         if result is None:  # the idle clock ran out
             self._abandoned(server)
             return ToolResult.error("timeout", progress.timed_out())
-        await progress.drained(_DRAIN_SECONDS)  # its reports reach the hook before its answer
+        # Its progress reports and log messages reach the hook and the gateway's client before
+        # its answer does.
+        await progress.handlers.drained(_DRAIN_SECONDS)
         answer = result_from_mcp(result)
         if flight.problem is not None:  # a question it asked could not be answered in time
             said = answer.text[:DESCRIBED] or "nothing"

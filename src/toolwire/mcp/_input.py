@@ -18,6 +18,7 @@ is answered with an error).
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import inspect
 import logging
@@ -430,10 +431,23 @@ def legacy_callback(hub: Any, server: Any) -> Any:
     return answer
 
 
+calling: contextvars.ContextVar[InFlight | None] = contextvars.ContextVar(
+    "toolwire_hub_call", default=None
+)
+"""The hub's call being sent (set by the hub around it)."""
+
+
 def _asking(server: Any) -> InFlight | None:
-    """The call a handshake-era server's request belongs to: the request does not say, so only
-    with one call in flight is it that one's."""
+    """The call a server's request or notification within a call belongs to.
+
+    The message does not say. Over streamable HTTP it came on the call's own response stream,
+    and the SDK runs its handler in the context of the task that sent the call: the call is
+    the one ``calling`` names there. Otherwise (stdio, say) only with one call in flight is it
+    that one's."""
     flights = server.in_flight
+    sent = calling.get()
+    if sent is not None and any(flight is sent for flight in flights.values()):
+        return sent
     return next(iter(flights.values())) if len(flights) == 1 else None
 
 
@@ -482,7 +496,8 @@ def relayed_callbacks(server: Any) -> dict[str, Any]:
             if len(repr(params.data)) > MAX_LOG_DATA:  # bounded, as a result is
                 params = params.model_copy(update={"data": "(a log message too long to pass on)"})
             try:
-                await relay.log(params)
+                with flight.progress.handlers.running():  # the call's answer waits for it
+                    await relay.log(params)
             except Exception:  # a client gone is no failure of the call
                 _log.debug("a log message of server %s was not passed on", server.name)
 

@@ -22,7 +22,7 @@ import anyio
 from toolwire._tracing import add_progress_event, recording_span
 from toolwire.tool import exposed_name_for
 
-__all__ = ["CallProgress", "ProgressContext", "ProgressHook"]
+__all__ = ["CallProgress", "Outstanding", "ProgressContext", "ProgressHook"]
 
 _log = logging.getLogger("toolwire")
 
@@ -56,6 +56,38 @@ ProgressHook = Callable[
 ``total`` and ``message`` are None when the server sent none."""
 
 
+class Outstanding:
+    """Counts the notification handlers of one call still running, so that its answer can wait
+    for them: the SDK runs each notification's handler in a task of its own, which may still be
+    running when the call's answer arrives, and a report or log message passed on after the
+    answer is lost to a caller forwarding it (the gateway's client)."""
+
+    __slots__ = ("_drained", "_running")
+
+    def __init__(self) -> None:
+        self._running = 0
+        self._drained: anyio.Event | None = None
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Around one handler; entered before its first await (the SDK starts the handler's
+        task before it resumes the call's waiter, so it is counted by then)."""
+        self._running += 1
+        try:
+            yield
+        finally:
+            self._running -= 1
+            if not self._running and self._drained is not None:
+                self._drained.set()
+
+    async def drained(self, limit: float) -> None:
+        """Wait, up to ``limit`` seconds, for the handlers running now to finish."""
+        if self._running:
+            self._drained = anyio.Event()
+            with anyio.move_on_after(limit):
+                await self._drained.wait()
+
+
 class CallProgress:
     """One call's progress: its idle clock, and where its notifications are reported.
 
@@ -65,15 +97,14 @@ class CallProgress:
 
     __slots__ = (
         "_context",
-        "_drained",
         "_forward",
         "_hook",
         "_lock",
         "_parts",
-        "_running",
         "_span",
         "_watch",
         "done",
+        "handlers",
         "idle",
         "reports",
     )
@@ -102,8 +133,8 @@ class CallProgress:
         self.reports = 0
         """Progress notifications received while the call ran."""
         self.done = False
-        self._running = 0  # notifications whose hook has not returned yet
-        self._drained: anyio.Event | None = None
+        self.handlers = Outstanding()
+        """Its notifications' handlers (progress, and log messages passed on) still running."""
 
     def __enter__(self) -> CallProgress:
         """Start the idle clock."""
@@ -154,24 +185,9 @@ class CallProgress:
             f"last progress report ({reports})."
         )
 
-    async def drained(self, limit: float) -> None:
-        """Wait (up to ``limit`` seconds) for the hook to finish with the notifications received
-        so far: the SDK runs each in a task of its own, which may still be running when the
-        call's answer arrives, and a report that comes after the answer is of no use to a
-        caller forwarding it (the gateway)."""
-        if self._running:
-            self._drained = anyio.Event()
-            with anyio.move_on_after(limit):
-                await self._drained.wait()
-
     async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
-        self._running += 1
-        try:
+        with self.handlers.running():
             await self._report(progress, total, message)
-        finally:
-            self._running -= 1
-            if not self._running and self._drained is not None:
-                self._drained.set()
 
     async def _report(self, progress: float, total: float | None, message: str | None) -> None:
         if message is not None and len(message) > _MESSAGE_CAP:
