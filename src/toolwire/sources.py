@@ -37,6 +37,7 @@ from toolwire.tool import Tool, ToolSet, clean_title, safe_icons
 
 if TYPE_CHECKING:
     from toolwire.mcp._hub import Hub
+    from toolwire.mcp._tokens import TokenStore
 
 __all__ = [
     "OpenedSource",
@@ -116,13 +117,16 @@ async def open_source(source: str) -> AsyncIterator[ToolSet]:
 
 
 @asynccontextmanager
-async def opened_source(source: str, *, warn_left_out: bool = True) -> AsyncIterator[OpenedSource]:
+async def opened_source(
+    source: str, *, warn_left_out: bool = True, token_store: TokenStore | None = None
+) -> AsyncIterator[OpenedSource]:
     """SOURCE opened: its tools, with any MCP servers connected while the context is open, and
     what came with them (a Python module's own policy, an MCP source's hub and the tools it
     left out).
 
     An MCP server that is down while others are up is named on stderr with the reason, as is
-    (with ``warn_left_out``) a tool a server lists but its hub leaves out.
+    (with ``warn_left_out``) a tool a server lists but its hub leaves out. ``token_store`` is
+    where an MCP source's hub keeps its OAuth tokens (None: the default file store).
 
     Raises:
         SourceError: for a SOURCE that cannot be loaded, or whose servers cannot be reached.
@@ -140,7 +144,10 @@ async def opened_source(source: str, *, warn_left_out: bool = True) -> AsyncIter
         raise MissingDependency("mcp", "mcp") from None
     from toolwire.mcp._hub import Hub
 
-    hub = Hub.from_config(servers) if isinstance(servers, Path) else Hub(servers)
+    if isinstance(servers, Path):
+        hub = Hub.from_config(servers, token_store=token_store)
+    else:
+        hub = Hub(servers, token_store=token_store)
     async with hub:
         down = {name: why for name, why in hub.status.items() if why is not None}
         if len(down) == len(hub.status):

@@ -145,6 +145,33 @@ async def test_an_approved_call_completes_only_for_the_client_it_was_approved_fo
     assert ran == [("alice", "pay")]
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize(("approve", "kind"), [(True, "allow"), (False, "deny")])
+async def test_a_decision_made_in_the_clients_approval_form_is_recorded_as_its_principal(
+    idp: Issuer, mode: str, approve: bool, kind: str
+) -> None:
+    """``auto`` negotiates 2026-07-28 (the form rides an InputRequiredResult); ``legacy`` gets
+    a pushed ``elicitation/create``."""
+
+    async def form(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"approve": approve})
+
+    store = MemoryStore()
+    auth = Authentication(idp.verifier())
+    with anyio.fail_after(BOUND):
+        async with (
+            served(TOOLS, policy=POLICY, auth=auth, store=store) as url,
+            client(url, idp.token("alice"), mode=mode, elicitation_callback=form) as alice,
+        ):
+            paid = await alice.call_tool("pay", {"amount": 5})
+    assert paid.is_error is not approve
+    run_id = toolwire.mcp._gateway.run_base("pay", {"amount": 5}, principal="alice")
+    (trail,) = await toolwire.history(run_id, store=store)
+    decided = trail.to_dict()["decided"]
+    assert (decided["by"], decided["kind"]) == ("alice", kind)
+    assert ran == ([("alice", "pay")] if approve else [])
+
+
 async def test_the_principal_can_come_from_another_claim_or_a_function(idp: Issuer) -> None:
     by_claim = Authentication(idp.verifier(), principal="email")
     by_function = Authentication(

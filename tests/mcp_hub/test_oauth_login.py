@@ -15,12 +15,27 @@ import anyio
 import httpx2
 import pytest
 
-from toolwire import AuthorizationError, ConfigurationError
+from toolwire import AuthorizationError, ConfigurationError, ToolwireWarning
+from toolwire.sources import SourceError
 
 pytest.importorskip("mcp")
+import anyio.abc
+import mcp
+import mcp_types as types
+from mcp.client.streamable_http import streamable_http_client
 from oauth_servers import AuthServer, oauth_pair
 
-from toolwire.mcp import FileTokenStore, HttpServer, Hub, MemoryTokenStore, OAuth, login, logout
+from toolwire.mcp import (
+    FileTokenStore,
+    HttpServer,
+    Hub,
+    MemoryTokenStore,
+    OAuth,
+    login,
+    logout,
+    serve,
+    token_store_for,
+)
 from toolwire.mcp._scrub import server_key
 
 pytestmark = pytest.mark.anyio
@@ -277,3 +292,83 @@ async def test_tokens_kept_in_a_run_stores_database_need_the_sealing_key(tmp_pat
         check=False,
     )
     assert forgot.returncode == 0, forgot.stderr.decode()
+
+
+# -- a gateway on a run store ------------------------------------------------------------------
+
+TOKEN_KEY = "mgoZsOdMBuT4PKLzzPmyVCwJ3W7cNH4bK6ZoM3kHm5E="
+
+
+async def test_a_gateway_on_a_run_store_uses_the_tokens_logged_in_to_its_database(
+    tmp_path: Path,
+) -> None:
+    environment = {
+        **os.environ,
+        "TOOLWIRE_CONFIG_DIR": str(tmp_path / "config"),  # no tokens in the default file store
+        "TOOLWIRE_TOKEN_KEY": TOKEN_KEY,
+    }
+    store_url = f"sqlite:///{tmp_path / 'runs.db'}"
+    with oauth_pair() as (auth, protected):
+        # What `toolwire mcp login URL --store STORE` does: the tokens go to the database.
+        kept = token_store_for(store_url, key=TOKEN_KEY)
+        with anyio.fail_after(30):
+            spec = HttpServer(url=protected.url, auth=OAuth())
+            assert await logging_in(spec, Browser(), token_store=kept) is True
+        logged_in = auth.token_requests[:]
+
+        with anyio.fail_after(60):
+            process = await anyio.open_process(
+                [*command(), "serve", protected.url, "--store", store_url, "--http", "127.0.0.1:0"],
+                env=environment,
+            )
+            async with process:
+                try:
+                    url = await _served_url(process)
+                    async with mcp.Client(streamable_http_client(url)) as client:
+                        added = await client.call_tool("mcp__add", {"a": 2, "b": 3})
+                finally:
+                    process.terminate()
+        assert added.is_error is False
+        assert [part.text for part in added.content if isinstance(part, types.TextContent)] == ["5"]
+        # The gateway's hub sent the kept token: no authorization of its own.
+        assert auth.token_requests == logged_in
+        assert protected.seen[-1] is not None
+        assert protected.seen[-1][7:] in auth.access
+    assert not (tmp_path / "config" / "oauth").exists()
+
+
+async def test_a_gateway_without_the_sealing_key_says_its_stores_tokens_stay_sealed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLWIRE_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.delenv("TOOLWIRE_TOKEN_KEY", raising=False)
+    store_url = f"sqlite:///{tmp_path / 'runs.db'}"
+    with oauth_pair() as (_, protected):
+        with anyio.fail_after(30):
+            spec = HttpServer(url=protected.url, auth=OAuth())
+            kept = token_store_for(store_url, key=TOKEN_KEY)
+            assert await logging_in(spec, Browser(), token_store=kept) is True
+            with (
+                pytest.warns(ToolwireWarning, match="TOOLWIRE_TOKEN_KEY is not set"),
+                pytest.raises(SourceError, match="run `toolwire mcp login`"),
+            ):
+                await serve(protected.url, store=store_url, transport="http", port=0)
+
+
+async def test_a_gateway_with_a_key_that_is_no_fernet_key_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLWIRE_TOKEN_KEY", "not a key")
+    with pytest.raises(ConfigurationError, match="not a Fernet key"):
+        await serve("https://mcp.example.com/mcp", store=f"sqlite:///{tmp_path / 'runs.db'}")
+
+
+async def _served_url(process: anyio.abc.Process) -> str:
+    """Where ``toolwire serve --http`` says it listens (read from its stderr)."""
+    assert process.stderr is not None
+    shown = b""
+    marker = b"serving MCP at "
+    while marker not in shown or not shown.split(marker, 1)[1].count(b"\n"):
+        chunk = await process.stderr.receive()
+        shown += chunk
+    return shown.split(marker, 1)[1].split(b"\n", 1)[0].decode().strip()

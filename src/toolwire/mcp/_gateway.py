@@ -19,7 +19,8 @@ Approval of a call the policy asks about:
    capability (a yes/no form): pushed as an ``elicitation/create`` request on a handshake-era
    session, returned as an ``InputRequiredResult`` on a 2026-07-28 session (its
    ``requestState`` is sealed by the SDK's ``RequestStateBoundary``). The client's answer is
-   recorded in the run as decided ``by="mcp-client"``, and the call runs.
+   recorded in the run as decided by the request's authenticated principal (``by="mcp-client"``
+   when the gateway authenticates nobody), and the call runs.
 4. Otherwise (or when the client dismisses the form, or the call's arguments are too long
    for a form to show them whole: a form never shows a cut call) the call is answered with
    an error that says it waits, with its run id and call id: decide it with
@@ -106,7 +107,8 @@ __all__ = ["MCP_CLIENT", "Gateway", "run_base"]
 _log = logging.getLogger("toolwire")
 
 MCP_CLIENT = "mcp-client"
-"""Who a decision answered by the client's elicitation form is recorded as made by."""
+"""Who a decision answered by the client's elicitation form is recorded as made by when the
+gateway authenticates nobody (an authenticating one records the client's principal)."""
 
 _CALL_ID = "call"
 """The one call of a gateway run."""
@@ -504,7 +506,7 @@ class Gateway:
             asked = await self._ask_client(ctx, request)
             if isinstance(asked, types.InputRequiredResult):
                 return asked
-            if asked is not None and await self._record(request, asked):
+            if asked is not None and await self._record(request, asked, principal):
                 try:
                     (outcome,) = await ledgered.run([call], run_id=run_id, principal=principal)
                     return _answer(outcome.result, relay, params.name, digest)
@@ -527,12 +529,13 @@ class Gateway:
                 return run_id
         raise ConfigurationError(f"run {base!r} has more than {_MAX_GENERATIONS} generations")
 
-    async def _record(self, request: ApprovalRequest, decision: Decision) -> bool:
-        """Record the client's decision; False when the call no longer waits for one."""
+    async def _record(self, request: ApprovalRequest, decision: Decision, principal: Any) -> bool:
+        """Record the client's decision, as made by the authenticated ``principal`` of the
+        request that answered (``MCP_CLIENT`` without authentication, when nobody is known);
+        False when the call no longer waits for one."""
+        by = principal if self.auth is not None else MCP_CLIENT
         try:
-            await ledger.decide(
-                self.store, request.run_id, request.call_id, decision, by=MCP_CLIENT
-            )
+            await ledger.decide(self.store, request.run_id, request.call_id, decision, by=by)
         except ToolwireError:  # decided meanwhile (e.g. from the inbox): the run knows
             return False
         return True
@@ -637,7 +640,7 @@ class Gateway:
                 principal=principal,
                 reason=None,
             )
-            await self._record(request, decision)
+            await self._record(request, decision, principal)
         return True
 
 

@@ -19,6 +19,7 @@ from toolwire.errors import ConfigurationError, MissingDependency, ToolwireWarni
 from toolwire.mcp._auth import Authentication, guarded, metadata_routes
 from toolwire.mcp._gateway import Gateway, in_process
 from toolwire.mcp._hub import Hub
+from toolwire.mcp._tokens import TokenStore, tokens_beside
 from toolwire.policy import ALLOW_ALL, Policy, may_ask
 from toolwire.sources import OpenedSource, opened_source
 from toolwire.store import RunStore
@@ -83,7 +84,10 @@ async def serve(
             ``policy`` or ``POLICY``, when ``source`` is a module or a SOURCE string naming
             one) applies with it: a deny of either denies, an ask of either asks (see
             [`Policy.all_of`][toolwire.policy.Policy.all_of]).
-        store: the run store, or its URL (``sqlite:///runs.db``...).
+        store: the run store, or its URL (``sqlite:///runs.db``...). A SQLite store's
+            database also keeps the OAuth tokens of the remote servers of a SOURCE string
+            (where ``toolwire mcp login --store`` keeps them), when ``TOOLWIRE_TOKEN_KEY`` is
+            set; other stores leave them in the default file store.
         transport: ``"stdio"``, or ``"http"`` (streamable HTTP at ``/mcp``).
         host: where HTTP listens: a loopback address (``127.0.0.1``, the default, ``::1``)
             or ``localhost``, with DNS-rebinding protection (the ``Host`` and ``Origin``
@@ -102,9 +106,10 @@ async def serve(
         executor_options: see [`Gateway`][toolwire.mcp.Gateway].
 
     Raises:
-        ConfigurationError: a bad option, a policy file that cannot be read, a ``host`` that
-            is not loopback without ``auth``, tools the policy may ask about that nothing
-            could approve, or ``own_names`` for a source of several servers.
+        ConfigurationError: a bad option, a policy file that cannot be read, a bad
+            ``TOOLWIRE_TOKEN_KEY``, a ``host`` that is not loopback without ``auth``, tools
+            the policy may ask about that nothing could approve, or ``own_names`` for a
+            source of several servers.
         MissingDependency: HTTP without ``uvicorn``.
     """
     if transport not in ("stdio", "http"):
@@ -126,7 +131,9 @@ async def serve(
     # such a store too).
     unreachable = store is None or (owned_store and in_process(store))
     try:
-        async with open_served(source) as opened:
+        # The hub of a SOURCE string finds the tokens `toolwire mcp login --store` kept there.
+        tokens = tokens_beside(store)
+        async with open_served(source, token_store=tokens) as opened:
             toolset = opened.toolset
             # The source module's own policy and the one given, together (see Policy.all_of).
             applied = [own for own in (opened.policy, policy) if own is not None]
@@ -160,17 +167,20 @@ async def serve(
 
 
 @asynccontextmanager
-async def open_served(source: Source) -> AsyncIterator[OpenedSource]:
+async def open_served(
+    source: Source, *, token_store: TokenStore | None = None
+) -> AsyncIterator[OpenedSource]:
     """``source`` opened (see ``serve``): its tools, with its MCP servers connected while
-    open, the hub they come from, and a Python module's own policy."""
+    open, the hub they come from, and a Python module's own policy. ``token_store``: where
+    the hub made for a SOURCE string keeps OAuth tokens (a given Hub keeps its own)."""
     if isinstance(source, Hub):
         async with source:
             yield OpenedSource(source.as_toolset(), hub=source)
     elif isinstance(source, str | Path):
-        async with opened_source(str(source)) as opened:
+        async with opened_source(str(source), token_store=token_store) as opened:
             yield opened
     elif isinstance(source, ModuleType):
-        async with opened_source(source.__name__) as opened:
+        async with opened_source(source.__name__, token_store=token_store) as opened:
             yield opened
     else:
         yield OpenedSource(ToolSet.of(source))

@@ -35,6 +35,7 @@ __all__ = [
     "config_dir",
     "default_token_store",
     "token_store_for",
+    "tokens_beside",
 ]
 
 KEY_VARIABLE = "TOOLWIRE_TOKEN_KEY"
@@ -357,6 +358,51 @@ def token_store_for(store: Any, *, key: str | None = None) -> TokenStore:
         f"tokens cannot be kept in a {kind} store yet (SQLite only): leave the token store to "
         "its default (a file under the user's config directory)"
     )
+
+
+def tokens_beside(store: Any) -> TokenStore | None:
+    """The token store a gateway's hub uses beside its run store ``store``: the one in its
+    database (where ``toolwire mcp login --store`` keeps tokens) for a SQLite store when the
+    sealing key is set; None otherwise (the default file store: a Redis or PostgreSQL
+    store cannot keep tokens, a memory one would forget them).
+
+    A SQLite store's database that holds tokens while no key is set gets a warning: they stay
+    sealed, and the hub uses the file store.
+
+    Raises:
+        ConfigurationError: ``TOOLWIRE_TOKEN_KEY`` holds no Fernet key.
+    """
+    from toolwire.store import SQLiteStore
+
+    if not isinstance(store, SQLiteStore) or str(store.path) == ":memory:":
+        return None
+    if os.environ.get(KEY_VARIABLE):
+        return token_store_for(store)
+    if _holds_tokens(Path(store.path)):
+        warnings.warn(
+            f"the run store's database keeps OAuth tokens, sealed, and {KEY_VARIABLE} is not "
+            "set: the hub uses the tokens of the file under the config directory instead",
+            ToolwireWarning,
+            stacklevel=2,
+        )
+    return None
+
+
+def _holds_tokens(path: Path) -> bool:
+    """Whether the SQLite database at ``path`` has entries in the token table (read only)."""
+    if not path.is_file():
+        return False
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error:
+        return False
+    try:
+        row = connection.execute("SELECT 1 FROM toolwire_oauth LIMIT 1").fetchone()
+    except sqlite3.Error:  # no such table: nothing was kept there
+        return False
+    finally:
+        connection.close()
+    return row is not None
 
 
 class _SealBroken(Exception):
