@@ -492,7 +492,9 @@ def relayed_callbacks(server: Any) -> dict[str, Any]:
     async def log(params: Any) -> None:
         flight = _asking(server)
         relay = flight.relay if flight is not None else None
-        if relay is not None and relay.log is not None and relay.wants_log(params.level):
+        if flight is None or relay is None or relay.log is None:
+            return
+        if relay.wants_log(params.level):
             if len(repr(params.data)) > MAX_LOG_DATA:  # bounded, as a result is
                 params = params.model_copy(update={"data": "(a log message too long to pass on)"})
             try:
