@@ -42,7 +42,7 @@ from toolwire._record import (
 from toolwire._run import Contended, Keep, Lease, read, update
 from toolwire._text import blank
 from toolwire.approval import ApprovalRequest, Decision
-from toolwire.calls import principal_json
+from toolwire.calls import ToolResult, principal_json
 from toolwire.errors import ConfigurationError, ToolwireError
 from toolwire.inputs import InputAnswer, InputRequest, checked_answer
 from toolwire.store import CallRecord, CallState, DamagedRecord, RunStore
@@ -76,6 +76,7 @@ __all__ = [
     "request_of",
     "request_record",
     "respond",
+    "settle",
     "still_running_answer",
     "trail_of",
     "valid_id",
@@ -195,6 +196,41 @@ async def decide(
         await update(store, run_id, call_id, decided)
     except Contended as exc:
         raise ToolwireError(f"{exc}; decide again") from None
+
+
+async def settle(
+    store: RunStore,
+    run_id: str,
+    call_id: str,
+    answer: ToolResult,
+    *,
+    only_lapsed: bool = False,
+) -> bool:
+    """Answer a call of ``run_id`` that has no answer yet with ``answer`` (a ``cancelled``
+    error, say): whatever it waited for is over, and a worker still running it keeps this
+    answer (the first answer a run keeps is its answer). With ``only_lapsed``, only a call
+    claimed ``running`` by a worker that is gone (its lease lapsed) is answered (an
+    ``interrupted`` error, say). True when this answered it.
+
+    Raises:
+        ToolwireError: the run has no such call.
+        StoreUnavailable: the run store cannot be reached.
+    """
+
+    def settled(record: CallRecord | None) -> CallRecord | Keep[bool]:
+        if record is None:
+            raise ToolwireError(f"run {run_id!r} has no call {call_id!r}")
+        if record.result is not None:
+            return Keep(False)
+        if only_lapsed and (record.state != "running" or held(record)):
+            return Keep(False)
+        return record.with_(state=answered_state(answer), result=answer, finished_at=time.time())
+
+    try:
+        written = await update(store, run_id, call_id, settled)
+    except Contended as exc:
+        raise ToolwireError(f"{exc}; try again") from None
+    return not isinstance(written, Keep)
 
 
 async def record(store: RunStore, run_id: str, call_id: str) -> CallRecord | None:

@@ -74,6 +74,7 @@ SCHEMA_2020_12: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+TASKS = "io.modelcontextprotocol/tasks"
 NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}}
 
 Ctx = ServerRequestContext[Any]
@@ -86,11 +87,26 @@ tools: dict[str, tuple[types.Tool, Handler]] = {}
 
 
 def tool(
-    name: str, description: str, schema: Mapping[str, Any] | None = None
+    name: str,
+    description: str,
+    schema: Mapping[str, Any] | None = None,
+    *,
+    tasks: str | None = None,
 ) -> Callable[[Handler], Handler]:
+    """Register a tool; ``tasks`` is its ``execution.taskSupport`` (the gateway serves any
+    call as a task; ``required`` makes it refuse a client that cannot take one)."""
+
     def register(handler: Handler) -> Handler:
+        # The handshake revisions' field, and on 2026-07-28 (where a tool has no
+        # `execution`) the same under the tasks extension's `_meta` key.
+        execution = types.ToolExecution(task_support=tasks) if tasks is not None else None
+        meta = {TASKS: {"taskSupport": tasks}} if tasks is not None else None
         listed = types.Tool(
-            name=name, description=description, input_schema=dict(schema or NO_ARGUMENTS)
+            name=name,
+            description=description,
+            input_schema=dict(schema or NO_ARGUMENTS),
+            execution=execution,
+            _meta=meta,
         )
         tools[name] = (listed, handler)
         return handler
@@ -397,6 +413,79 @@ async def irr_capabilities(ctx: Ctx, params: Params) -> Answer:
 # -- a prompt that asks first (the non-tool-request scenario) -------------------------------------
 
 PROMPT = types.Prompt(name="test_input_required_result_prompt", description="Asks for context.")
+
+
+# -- the tasks scenarios' tools (the gateway serves them as tasks) -----------------------------
+
+NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+@tool(
+    "greet",
+    "Greets someone at once.",
+    {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+)
+async def greet(ctx: Ctx, params: Params) -> Answer:
+    return text(f"Hello, {(params.arguments or {}).get('name', 'World')}!")
+
+
+@tool(
+    "slow_compute",
+    "Takes `seconds` seconds, then answers.",
+    {
+        "type": "object",
+        "properties": {"seconds": {"type": "number"}, "label": {"type": "string"}},
+        "required": ["seconds"],
+    },
+    tasks="optional",
+)
+async def slow_compute(ctx: Ctx, params: Params) -> Answer:
+    arguments = params.arguments or {}
+    seconds = float(arguments.get("seconds", 0))
+    await anyio.sleep(max(0.0, min(seconds, 120.0)))
+    return text(f"computed {arguments.get('label', '')} in {seconds:g}s")
+
+
+@tool("failing_job", "Fails as a tool after a second.", tasks="required")
+async def failing_job(ctx: Ctx, params: Params) -> Answer:
+    await anyio.sleep(1)
+    return types.CallToolResult(content=[types.TextContent(text="the job failed")], is_error=True)
+
+
+@tool("protocol_error_job", "Fails with a JSON-RPC error after a second.", tasks="optional")
+async def protocol_error_job(ctx: Ctx, params: Params) -> Answer:
+    await anyio.sleep(1)
+    raise MCPError(code=types.INTERNAL_ERROR, message="the job broke")
+
+
+@tool("confirm_delete", "Asks for a confirmation, then answers.", tasks="optional")
+async def confirm_delete(ctx: Ctx, params: Params) -> Answer:
+    request = form("Delete it?", {"type": "object", "properties": {"confirm": {"type": "boolean"}}})
+    answer = answers(params).get("confirm")
+    if answer is None:
+        return required("confirm", request)
+    return text(f"delete: {answer.action} {json.dumps(dict(content_of(answer)), sort_keys=True)}")
+
+
+@tool("multi_input", "Asks two questions at once, then answers.", tasks="optional")
+async def multi_input(ctx: Ctx, params: Params) -> Answer:
+    given = answers(params)
+    asked = {
+        key: form(f"Your {key}?", NAME_FORM) for key in ("first", "second") if key not in given
+    }
+    if asked:
+        return types.InputRequiredResult(input_requests=asked)
+    names = [content_of(given[key]).get("name", "?") for key in ("first", "second")]
+    return text("got " + " and ".join(str(n) for n in names))
+
+
+@tool("test_tool_with_task", "Asks a name, then works on it as a task.", tasks="required")
+async def tool_with_task(ctx: Ctx, params: Params) -> Answer:
+    answer = answers(params).get("user_name")
+    if answer is None:
+        return required("user_name", form("What is your name?", NAME_FORM))
+    await anyio.sleep(1)
+    return text(f"Hello, {content_of(answer).get('name', '?')}: the task is done.")
 
 
 async def list_prompts(

@@ -143,6 +143,11 @@ def _definition(
             timeout=server.spec.max_total_timeout,
         )
         fingerprint = tool.definition_hash  # what approve_definition records
+        support = _task_support(listed)
+        if support in ("optional", "required"):
+            server.task_support[name] = support
+        else:
+            server.task_support.pop(name, None)
     except ToolwireError as exc:
         raise _LeftOut(str(exc)) from None
     except Exception as exc:  # e.g. a schema too deep to encode
@@ -150,6 +155,18 @@ def _definition(
             f"its definition cannot be read: {describe_exception(exc, limit=DESCRIBED)}"
         ) from None
     return Listed(tool, fingerprint)
+
+
+def _task_support(listed: Any) -> Any:
+    """What a listed tool declares of running as a task: ``execution.taskSupport`` (the
+    handshake revisions), or on 2026-07-28, where a tool has no ``execution``, the same under
+    its ``_meta`` key of the tasks extension."""
+    execution = getattr(listed, "execution", None)
+    if execution is not None:
+        return getattr(execution, "task_support", None)
+    meta = getattr(listed, "meta", None)
+    declared = meta.get("io.modelcontextprotocol/tasks") if isinstance(meta, Mapping) else None
+    return declared.get("taskSupport") if isinstance(declared, Mapping) else None
 
 
 def _taints(server: ServerState) -> frozenset[str]:

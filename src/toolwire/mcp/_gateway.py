@@ -47,6 +47,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -83,10 +84,20 @@ from toolwire.mcp._input import arguments_digest
 from toolwire.mcp._relay import (
     Relay,
     continuation_of,
+    kept_error,
     relay_for,
     relaying,
     round_for_client,
     set_level,
+)
+from toolwire.mcp._tasks import (
+    EXTENSION,
+    Tasks,
+    TaskSettings,
+    continued_task,
+    created_at,
+    new_task_id,
+    routing_error,
 )
 from toolwire.policy import Policy
 from toolwire.store import MemoryStore, RunStore
@@ -98,6 +109,7 @@ try:
     from mcp.server.lowlevel import NotificationOptions, Server
     from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+    from mcp.shared.exceptions import MCPError
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 except ImportError as exc:  # pragma: no cover - the extra is installed in development
     raise MissingDependency("mcp", "mcp") from exc
@@ -192,6 +204,11 @@ class Gateway:
             (``server__search``): a client sees the one server behind the gateway as that
             server names its tools. Only for tools of one server (or none): tools of several
             servers could share a name.
+        tasks: how calls are served as MCP tasks to 2026-07-28 clients that declare the
+            ``io.modelcontextprotocol/tasks`` extension (see ``toolwire.mcp._tasks``): a call
+            the policy asks about, one still running after ``TaskSettings.after`` seconds, or
+            one of a tool its server requires tasks for, kept in ``store``; None serves no
+            tasks.
         executor_options: more [`Executor`][toolwire.Executor] options (``max_output_chars``,
             ``approval_ttl``, ``redact``...).
 
@@ -214,6 +231,7 @@ class Gateway:
         state_keys: Sequence[str | bytes] | None = None,
         auth: Authentication | None = None,
         own_names: bool = False,
+        tasks: TaskSettings | None = TaskSettings(),  # noqa: B008 - frozen, never changed
         **executor_options: Any,
     ) -> None:
         if auth is not None and principal is not None:
@@ -221,6 +239,8 @@ class Gateway:
                 "principal and auth cannot both be given: with auth, each client's token names "
                 "the principal its calls run for"
             )
+        if tasks is not None and not isinstance(tasks, TaskSettings):
+            raise ConfigurationError("tasks is a toolwire.mcp.TaskSettings, or None")
         if own_names:
             _check_one_server(toolset, hub)
         self.own_names = own_names
@@ -244,6 +264,18 @@ class Gateway:
         self._use(ToolSet.of(toolset))
         self._calls: set[anyio.CancelScope] = set()
         self._bus = InMemorySubscriptionBus()
+        self._tasks = (
+            Tasks(
+                self.store,
+                tasks,
+                form=self._task_form,
+                answer=_mcp_result,
+                decide=self._decide_by_form,
+                resume=self._resumed,
+            )
+            if tasks is not None
+            else None
+        )
         # The handshake-era connections served, told when the listing changes (by connection).
         self._sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
@@ -323,7 +355,7 @@ class Gateway:
 
         async def call_tool(
             ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-        ) -> types.CallToolResult | types.InputRequiredResult:
+        ) -> Any:
             return await self.call_tool(ctx, params)
 
         async def set_logging_level(
@@ -346,6 +378,8 @@ class Gateway:
         server.add_request_handler(
             "logging/setLevel", types.SetLevelRequestParams, set_logging_level
         )
+        if self._tasks is not None:
+            self._serve_tasks(server)
         server.middleware.append(self._remember_session)
         # requestState round-trips through the client: sealed, so it cannot be forged.
         security = (
@@ -365,16 +399,19 @@ class Gateway:
     @contextlib.asynccontextmanager
     async def _announcing(self, server: Any) -> AsyncIterator[dict[str, Any]]:
         """While a server made by [`server`][] runs: tell its clients when the hub's listing
-        changes (``notifications/tools/list_changed``)."""
-        if self._hub is None:
-            yield {}
-            return
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(self._announce_changes, self._hub)
-            try:
+        changes (``notifications/tools/list_changed``), and run its tasks."""
+        async with contextlib.AsyncExitStack() as running:
+            if self._tasks is not None:
+                await running.enter_async_context(self._tasks.running())
+            if self._hub is None:
                 yield {}
-            finally:
-                tasks.cancel_scope.cancel()
+                return
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self._announce_changes, self._hub)
+                try:
+                    yield {}
+                finally:
+                    tasks.cancel_scope.cancel()
 
     async def _announce_changes(self, hub: Hub) -> None:
         while True:
@@ -419,8 +456,9 @@ class Gateway:
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        """Answer one ``tools/call`` (see the module docstring for approvals)."""
+    ) -> Any:
+        """Answer one ``tools/call`` (see the module docstring for approvals and tasks): a
+        ``CallToolResult``, an ``InputRequiredResult``, or a task's CreateTaskResult."""
         try:
             principal = self.principal_of(ctx)
         except _Unauthenticated:
@@ -432,6 +470,15 @@ class Gateway:
             return _error(f"Unknown tool {params.name!r}.")
         params = params.model_copy(update={"name": exposed})
         arguments = dict(params.arguments or {})
+        required = self._hub is not None and self._hub.task_support(tool) == "required"
+        if self._tasks is not None and self._tasks.available and _declares_tasks(ctx):
+            return await self._call_as_task(ctx, params, arguments, served, principal, required)
+        if required and self._tasks is not None:
+            raise MCPError(
+                code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                message=f"the tool {params.name} runs only as a task: declare {EXTENSION}",
+                data={"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+            )
         with anyio.CancelScope() as call:
             self._calls.add(call)
             try:
@@ -643,6 +690,149 @@ class Gateway:
             await self._record(request, decision, principal)
         return True
 
+    # -- tasks (see toolwire.mcp._tasks) ------------------------------------------------------
+
+    def _serve_tasks(self, server: Server[Any]) -> None:
+        """Declare the tasks extension and serve its methods (to 2026-07-28 clients that
+        declare it: others are told it is a capability they lack)."""
+        server.extensions[EXTENSION] = {}
+        for method, handler in (
+            ("tasks/get", self._task_get),
+            ("tasks/update", self._task_update),
+            ("tasks/cancel", self._task_cancel),
+        ):
+            server.add_request_handler(method, _TaskParams, handler)
+        server.middleware.append(_task_routing)
+
+    async def _call_as_task(
+        self,
+        ctx: ServerRequestContext[Any],
+        params: types.CallToolRequestParams,
+        arguments: dict[str, Any],
+        served: _Served,
+        principal: Any,
+        required: bool,
+    ) -> Any:
+        assert self._tasks is not None
+        form = self._can_elicit(ctx)
+        continued = continued_task(params.request_state)
+        try:
+            if continued is not None and created_at(continued, principal) is not None:
+                answer = await self._tasks.answered(
+                    continued, params.input_responses or {}, principal, required=required, form=form
+                )
+            else:
+                task_id = new_task_id(principal)
+                call = make_call(served.ledgered.toolset, params.name, arguments, call_id=_CALL_ID)
+                relay = _task_relay(relay_for(ctx, self._refusals(principal), pass_back=False))
+                answer = await self._tasks.call(
+                    task_id,
+                    call,
+                    principal,
+                    served.ledgered,
+                    relay,
+                    required=required,
+                    form=form,
+                    # A tool that needs a task gathers its input first, in the call (MRTR);
+                    # any other call's question makes it a task, the question kept in its run.
+                    hand_back=required and "elicitation" in relay.capabilities,
+                )
+        except ToolwireError as exc:  # the store is down, say
+            return _error(f"The call could not run: {exc}")
+        if isinstance(answer, ToolResult):
+            error = kept_error(answer)
+            if error is not None:
+                raise MCPError(code=error["code"], message=error["message"], data=error.get("data"))
+            return _mcp_result(answer)
+        return answer
+
+    async def _task(self, ctx: ServerRequestContext[Any], task_id: str) -> tuple[Any, float]:
+        """The principal of a ``tasks/*`` request and when its task was created.
+
+        Raises:
+            MCPError: the client did not declare tasks, or there is no such task of its own.
+        """
+        if not _declares_tasks(ctx):
+            raise MCPError(
+                code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                message=f"tasks are served to clients that declare {EXTENSION}",
+                data={"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+            )
+        try:
+            principal = self.principal_of(ctx)
+        except _Unauthenticated:
+            raise MCPError(code=types.INVALID_PARAMS, message="no such task") from None
+        assert self._tasks is not None
+        created = created_at(task_id, principal)
+        if created is None or created + self._tasks.settings.ttl < time.time():
+            raise MCPError(code=types.INVALID_PARAMS, message=f"no such task: {task_id[:100]!r}")
+        return principal, created
+
+    async def _task_get(self, ctx: ServerRequestContext[Any], params: _TaskParams) -> Any:
+        _, created = await self._task(ctx, params.task_id)
+        assert self._tasks is not None
+        view = await self._tasks.view(params.task_id, created)
+        return self._tasks.wire(params.task_id, created, view, form=self._can_elicit(ctx))
+
+    async def _task_update(self, ctx: ServerRequestContext[Any], params: _TaskParams) -> Any:
+        principal, _ = await self._task(ctx, params.task_id)
+        assert self._tasks is not None
+        responses = params.input_responses or {}
+        if not isinstance(responses, dict):
+            raise MCPError(code=types.INVALID_PARAMS, message="inputResponses is an object")
+        try:
+            await self._tasks.update(params.task_id, responses, principal)
+        except ToolwireError as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)[:500]) from None
+        return {"resultType": "complete"}
+
+    async def _task_cancel(self, ctx: ServerRequestContext[Any], params: _TaskParams) -> Any:
+        await self._task(ctx, params.task_id)
+        assert self._tasks is not None
+        await self._tasks.cancel(params.task_id)
+        return {"resultType": "complete"}
+
+    def _task_form(self, request: ApprovalRequest) -> dict[str, Any] | None:
+        """The approval form of a task waiting for a decision, as an ``elicitation/create``
+        request (None when the gateway asks no forms, or the call is too long to show)."""
+        if not self.elicit or not _fits_a_form(request):
+            return None
+        message = _form_message(request)
+        params = {"mode": "form", "message": message, "requestedSchema": _FORM_SCHEMA}
+        return {"method": "elicitation/create", "params": params}
+
+    async def _decide_by_form(self, request: ApprovalRequest, value: Any, principal: Any) -> None:
+        """Record a task's approval form's answer (``tasks/update``).
+
+        Raises:
+            ToolwireError: the answer is no elicitation result.
+        """
+        try:
+            answer = types.ElicitResult.model_validate(value)
+        except ValueError:
+            raise ToolwireError("the approval form's answer is not an elicitation result") from None
+        decision = _decision_of(answer)
+        if decision is not None:
+            await self._record(request, decision, principal)
+
+    def _resumed(self, task_id: str, request: ApprovalRequest) -> Any:
+        """A kept task's call, rebuilt from its kept request to run it again in its run."""
+        principal = request.principal
+        served = self._for(principal)
+        if served.toolset.get(request.exposed_name) is None:
+            return None
+        call = make_call(
+            served.ledgered.toolset, request.exposed_name, dict(request.arguments), call_id=_CALL_ID
+        )
+        relay = Relay(
+            capabilities={"elicitation": {"form": {}}},
+            modern=True,
+            refuses=self._refusals(principal),
+            pass_back=False,
+            keeps_rounds=True,
+        )
+        return call, principal, served.ledgered, relay
+
 
 def _check_one_server(toolset: ToolSet, hub: Hub | None) -> None:
     """Refuse ``own_names`` for tools of several servers, whose names could clash.
@@ -657,6 +847,41 @@ def _check_one_server(toolset: ToolSet, hub: Hub | None) -> None:
             f"own names serve the tools of one server, and this source has several ({shown}): "
             "their tools could share a name"
         )
+
+
+class _TaskParams(types.RequestParams):
+    """The params of ``tasks/get``, ``tasks/update`` and ``tasks/cancel``."""
+
+    task_id: str
+    input_responses: dict[str, Any] | None = None
+
+
+def _declares_tasks(ctx: ServerRequestContext[Any]) -> bool:
+    """Whether the request's client declared the tasks extension (2026-07-28 only: a task's
+    answer has no shape on the handshake revisions)."""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return False
+    capabilities = ctx.session.client_capabilities
+    extensions = capabilities.extensions if capabilities is not None else None
+    return extensions is not None and EXTENSION in extensions
+
+
+async def _task_routing(ctx: ServerRequestContext[Any], call_next: Any) -> Any:
+    """Middleware: refuse a ``tasks/*`` request whose ``Mcp-Name`` header does not name its
+    task (SEP-2243's routing headers, which SEP-2663 extends to the task methods)."""
+    why = routing_error(ctx)
+    if why is not None:
+        raise MCPError(code=types.HEADER_MISMATCH, message=why)
+    return await call_next(ctx)
+
+
+def _task_relay(relay: Relay) -> Relay:
+    """A task's relay: its server's questions wait in its run, and nothing streams to a
+    request that is answered long before its call."""
+    relay.keeps_rounds = True
+    relay.log = None
+    relay.progress = None
+    return relay
 
 
 def in_process(store: RunStore) -> bool:

@@ -40,7 +40,7 @@ from toolwire.mcp._input import (
     relayed_callbacks,
 )
 from toolwire.mcp._progress import CallProgress, ProgressHook
-from toolwire.mcp._relay import let_calls_declare, relaying
+from toolwire.mcp._relay import PROTOCOL_ERROR, let_calls_declare, relaying
 from toolwire.mcp._remote import authorization_error, check_remote, remote_transport
 from toolwire.mcp._specs import (
     HttpServer,
@@ -538,6 +538,12 @@ class Hub:
                     gone[exposed_name_for(tool.name, tool.server_id)] = (tool, reason)
         return gone
 
+    def task_support(self, tool: Tool) -> str | None:
+        """What ``tool``'s server declared of running it as a task (``execution.taskSupport``
+        in its listing): ``optional``, ``required``, or None (forbidden, or not this hub's)."""
+        server = self._servers.get(tool.server_id or "")
+        return server.task_support.get(tool.name) if server is not None else None
+
     def as_toolset(self) -> ToolSet:
         """The tools of the servers that are up, as ``server__tool``; rebuilt after changes."""
         if self._toolset is None:
@@ -624,9 +630,12 @@ class Hub:
             return ToolResult.error("failed", f"Tool {_exposed(server, name)!r} stopped: {exc}.")
         except Exception as exc:  # mapped to an answer; nothing leaks to the caller
             if not progress.expired:
+                failure = self._failure(server, name, exc)
                 if relay is not None:  # the gateway answers its client with the same error
                     relay.protocol_error = _protocol_error(exc)
-                return self._failure(server, name, exc)
+                    if relay.keeps_rounds and relay.protocol_error is not None:
+                        return _keeping_error(failure, relay.protocol_error)
+                return failure
         finally:
             calling.reset(sending)
             del server.in_flight[number]
@@ -753,6 +762,18 @@ class Hub:
         self._changed()
         server.wake.set()
         return message
+
+
+def _keeping_error(failure: ToolResult, error: Any) -> ToolResult:
+    """A task's answer to a call its server answered with a JSON-RPC error: the failure, with
+    the error kept (see ``_relay.kept_error``)."""
+    kept = {"code": error.code, "message": error.message, "data": error.data}
+    return ToolResult(
+        content=failure.content,
+        structured_content={PROTOCOL_ERROR: {k: v for k, v in kept.items() if v is not None}},
+        is_error=True,
+        error_kind="failed",
+    )
 
 
 def _protocol_error(exc: Exception) -> Exception | None:

@@ -268,7 +268,7 @@ async def call_with_input(
                 f"its server asked {len(result.input_requests)} questions at once (at most "
                 f"{MAX_QUESTIONS} are taken)"
             )
-        if relay is not None:
+        if relay is not None and not relay.keeps_rounds:
             relayed = await _relay_round(relay, server, result)
             if relayed is None:  # handed to the gateway's 2026-07-28 client
                 return _placeholder()
@@ -282,7 +282,9 @@ async def call_with_input(
                 raise InputRefused(f"its server asked for {method!r}, which the hub does not offer")
             asked = question(server, key, request.params, flight, deferrable=True)
             questions.append(asked)
-            answer = await ask(elicitor, asked, progress)
+            # A task's questions wait in its run for its client (tasks/get, tasks/update).
+            kept = relay is not None and relay.keeps_rounds
+            answer = None if kept else await ask(elicitor, asked, progress)
             if answer is not None:
                 answers[key] = answer
         if len(answers) < len(questions):

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["KINDS", "Relay", "kind_of", "relaying"]
+__all__ = ["KINDS", "PROTOCOL_ERROR", "Relay", "kept_error", "kind_of", "relaying"]
 
 _log = logging.getLogger("toolwire")
 
@@ -41,6 +41,22 @@ relaying: contextvars.ContextVar[Relay | None] = contextvars.ContextVar(
     "toolwire_relay", default=None
 )
 """The relay of the call being run (set by the gateway around the executor's run)."""
+
+PROTOCOL_ERROR = "toolwire/protocolError"
+"""The key of a task's answer's structured content that keeps the upstream's JSON-RPC error
+(``code``, ``message``, ``data``): a task's answer is kept in its run, an exception is not."""
+
+
+def kept_error(result: Any) -> dict[str, Any] | None:
+    """The upstream's JSON-RPC error a task's answer (a ``ToolResult``) keeps, or None."""
+    structured = getattr(result, "structured_content", None)
+    if not getattr(result, "is_error", False) or not isinstance(structured, Mapping):
+        return None
+    error = structured.get(PROTOCOL_ERROR)
+    if not isinstance(error, Mapping) or not isinstance(error.get("code"), int):
+        return None
+    return dict(error)
+
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
@@ -81,6 +97,9 @@ class Relay:
     pass_back: bool = True
     """A 2026-07-28 client may be handed the upstream's round (not when the call is kept in a
     run: see the gateway)."""
+    keeps_rounds: bool = False
+    """The call is a task's: the upstream's elicitation rounds wait in its run, for the
+    client to answer with ``tasks/update``, and its protocol error is kept in its answer."""
 
     def passable(self, server: str) -> frozenset[str]:
         """The kinds of request from ``server`` that may reach the client: those it declared

@@ -44,6 +44,9 @@ class ServerState:
     output_validators: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     """By tool name: the output schema last compiled, and its validator (or why it has none)."""
     declarable: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    task_support: dict[str, str] = field(default_factory=dict)
+    """What the last listing declared of its tools' ``execution.taskSupport`` (``optional``,
+    ``required``), by tool name; a tool not in it declared none (``forbidden``)."""
     listed: bool = False
     """A listing succeeded once: tools that appear after it are new, not trusted."""
     error: str | None = "not connected yet"
