@@ -92,6 +92,21 @@ CLIENT_SCENARIOS = (
 )
 """The client scenarios the hub is measured with, besides every ``auth/*`` one."""
 
+TASK_SCENARIOS = (
+    "tasks-lifecycle",
+    "tasks-capability-negotiation",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-request-headers",
+    "tasks-dispatch-and-envelope",
+    "tasks-status-notifications",
+    "tasks-required-task-error",
+    "tasks-mrtr-composition",
+)
+"""The tasks extension's server scenarios (SEP-2663), run without a revision: tasks are the
+gateway's (it runs each call in its ledger), so they are run through it only."""
+
 CLIENT_EXTENSIONS = ("auth/client-credentials-basic", "auth/client-credentials-jwt")
 """The extension scenarios the hub is measured with: OAuth client credentials, for services
 (``toolwire.mcp.ClientCredentials``)."""
@@ -333,9 +348,13 @@ def runs(suite: Suite, scenarios: Iterable[str]) -> list[tuple[str, str]]:
     ]
 
 
-def run_server(suite: Suite, url: str, work: Path) -> dict[tuple[str, str], Verdict]:
-    """The server scenarios against ``url``."""
+def run_server(
+    suite: Suite, url: str, work: Path, *, tasks: bool = False
+) -> dict[tuple[str, str], Verdict]:
+    """The server scenarios against ``url`` (with ``tasks``, the tasks extension's too)."""
     todo = runs(suite, SERVER_SCENARIOS)
+    if tasks:
+        todo += [(name, EXTENSION) for name in TASK_SCENARIOS]
     with ThreadPoolExecutor(PARALLEL) as pool:
         done = pool.map(
             lambda run: _run(suite, ["server", "--url", url], work / f"{run[0]}@{run[1]}", *run),
@@ -465,7 +484,7 @@ def main() -> int:
         with upstream() as up:
             alone = run_server(suite, up.url, Path(work) / "upstream")
             with gateway(up.url) as served:
-                through = run_server(suite, served.url, Path(work) / "gateway")
+                through = run_server(suite, served.url, Path(work) / "gateway", tasks=True)
         hub = run_client(suite, Path(work) / "hub")
     print(
         table(

@@ -434,7 +434,8 @@ def _long_calls() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def test_two_calls_alike_up_to_a_cut_never_get_the_same_approval_form() -> None:
     from toolwire.approval import ApprovalRequest
-    from toolwire.mcp._gateway import _fits_a_form, _form_message
+    from toolwire.mcp._forms import fits_a_form as _fits_a_form
+    from toolwire.mcp._forms import form_message as _form_message
 
     def request(arguments: dict[str, Any]) -> ApprovalRequest:
         return ApprovalRequest(

@@ -42,7 +42,6 @@ approved call is never completed by another's identical call.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import json
@@ -56,29 +55,19 @@ from typing import Any
 import anyio
 
 from toolwire import ledger
-from toolwire._text import clean_description, hides, json_hides, visible, visible_json
+from toolwire._text import visible
 from toolwire.approval import (
     ApprovalPending,
     ApprovalRequest,
     Approver,
     Decision,
     DeferredApproval,
-    allow,
-    deny,
 )
-from toolwire.calls import (
-    AudioContent,
-    Content,
-    EmbeddedResource,
-    ImageContent,
-    ResourceLink,
-    TextContent,
-    ToolResult,
-    canonical_json,
-)
+from toolwire.calls import ToolResult, canonical_json
 from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
 from toolwire.executor import Executor, make_call
 from toolwire.mcp._auth import Authentication, request_principal
+from toolwire.mcp._forms import FORM_SCHEMA, decision_of, fits_a_form, form_message
 from toolwire.mcp._hub import Hub
 from toolwire.mcp._input import arguments_digest
 from toolwire.mcp._relay import (
@@ -90,18 +79,22 @@ from toolwire.mcp._relay import (
     round_for_client,
     set_level,
 )
+from toolwire.mcp._shapes import error_result, mcp_result, mcp_tool, served_kind
 from toolwire.mcp._tasks import (
     EXTENSION,
+    TaskParams,
     Tasks,
     TaskSettings,
     continued_task,
     created_at,
+    declares_tasks,
     new_task_id,
-    routing_error,
+    task_relay,
+    task_routing,
 )
 from toolwire.policy import Policy
 from toolwire.store import MemoryStore, RunStore
-from toolwire.tool import Tool, ToolSet
+from toolwire.tool import ToolSet
 
 try:
     import mcp_types as types
@@ -132,17 +125,6 @@ _OWN: Any = object()
 _MAX_PRINCIPALS = 1024
 """How many principals' served toolsets (and executors) are kept; the oldest is made again
 when it is needed."""
-_FORM_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "approve": {
-            "type": "boolean",
-            "title": "Approve",
-            "description": "Run this call (true) or refuse it (false).",
-        }
-    },
-    "required": ["approve"],
-}
 
 
 class _Escalate(ToolwireError):
@@ -269,7 +251,7 @@ class Gateway:
                 self.store,
                 tasks,
                 form=self._task_form,
-                answer=_mcp_result,
+                answer=mcp_result,
                 decide=self._decide_by_form,
                 resume=self._resumed,
             )
@@ -300,7 +282,7 @@ class Gateway:
         names = {
             (t.name if self.own_names else toolset.exposed_name(t)): toolset.exposed_name(t)
             for t in toolset
-            if _served(t)
+            if served_kind(t)
         }
         # Two executors, one policy: the first never keeps a run, the second keeps calls
         # that need approval in the ledger.
@@ -449,7 +431,7 @@ class Gateway:
         served = self._for(principal)
         shown = {exposed: name for name, exposed in served.names.items()}
         return [
-            _mcp_tool(shown[name], t)
+            mcp_tool(shown[name], t)
             for name, t in zip(served.toolset.exposed_names, served.toolset, strict=True)
             if name in shown
         ]
@@ -462,16 +444,16 @@ class Gateway:
         try:
             principal = self.principal_of(ctx)
         except _Unauthenticated:
-            return _error("The call was refused: the request was not authenticated.")
+            return error_result("The call was refused: the request was not authenticated.")
         served = self._for(principal)
         exposed = served.names.get(params.name)
         tool = served.toolset.get(exposed) if exposed is not None else None
         if tool is None or exposed is None:
-            return _error(f"Unknown tool {params.name!r}.")
+            return error_result(f"Unknown tool {params.name!r}.")
         params = params.model_copy(update={"name": exposed})
         arguments = dict(params.arguments or {})
         required = self._hub is not None and self._hub.task_support(tool) == "required"
-        if self._tasks is not None and self._tasks.available and _declares_tasks(ctx):
+        if self._tasks is not None and self._tasks.available and declares_tasks(ctx):
             return await self._call_as_task(ctx, params, arguments, served, principal, required)
         if required and self._tasks is not None:
             raise MCPError(
@@ -485,7 +467,7 @@ class Gateway:
                 return await self._call(ctx, params, arguments, served, principal)
             finally:
                 self._calls.discard(call)
-        return _error(  # ended by _end_calls: the gateway stops
+        return error_result(  # ended by _end_calls: the gateway stops
             f"The gateway stopped before the call {params.name} finished: it may or may not "
             "have taken effect."
         )
@@ -516,7 +498,7 @@ class Gateway:
         except _Escalate:
             pass
         except ToolwireError as exc:
-            return _error(f"The call could not run: {exc}")
+            return error_result(f"The call could not run: {exc}")
         finally:
             relaying.reset(token)
         # Kept in a run: its answer is stored, so a round is not handed back to the client.
@@ -548,7 +530,7 @@ class Gateway:
         except ApprovalPending as pending:
             request = pending.pending[0]
         except ToolwireError as exc:  # e.g. the store is down: the client is told, not crashed
-            return _error(f"The call could not run: {exc}")
+            return error_result(f"The call could not run: {exc}")
         if not answered and self.elicit:
             asked = await self._ask_client(ctx, request)
             if isinstance(asked, types.InputRequiredResult):
@@ -560,7 +542,7 @@ class Gateway:
                 except ApprovalPending:
                     pass
                 except ToolwireError as exc:
-                    return _error(f"The call could not run: {exc}")
+                    return error_result(f"The call could not run: {exc}")
         return self._waiting(ctx, request)
 
     # -- runs -------------------------------------------------------------------------------
@@ -604,7 +586,7 @@ class Gateway:
                 f"`toolwire decide {request.run_id} {request.call_id} allow --store URL` "
                 "(the inbox), then make the same call again with the same arguments."
             )
-        elif self._can_elicit(ctx) and _fits_a_form(request):
+        elif self._can_elicit(ctx) and fits_a_form(request):
             text += (
                 "It is kept in the gateway's memory (no shared run store), which `toolwire "
                 "decide` and the inbox cannot reach: make the same call again with the same "
@@ -624,7 +606,7 @@ class Gateway:
                 "with a shared run store (`--store sqlite:///runs.db`, or `store=`) lets such "
                 "calls be decided from outside it."
             )
-        return _error(text)
+        return error_result(text)
 
     # -- asking the client ------------------------------------------------------------------
 
@@ -637,12 +619,12 @@ class Gateway:
     ) -> Decision | types.InputRequiredResult | None:
         """The client's decision by its elicitation form, an ``InputRequiredResult`` carrying
         the form (2026-07-28 sessions), or None when it cannot or will not decide."""
-        if not self._can_elicit(ctx) or not _fits_a_form(request):
+        if not self._can_elicit(ctx) or not fits_a_form(request):
             return None
-        message = _form_message(request)
+        message = form_message(request)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             form = types.ElicitRequest(
-                params=types.ElicitRequestFormParams(message=message, requested_schema=_FORM_SCHEMA)
+                params=types.ElicitRequestFormParams(message=message, requested_schema=FORM_SCHEMA)
             )
             state = canonical_json({"run": request.run_id, "call": request.call_id})
             return types.InputRequiredResult(input_requests={_INPUT_KEY: form}, request_state=state)
@@ -650,11 +632,11 @@ class Gateway:
             return None
         try:
             answer = await ctx.session.elicit_form(
-                message, _FORM_SCHEMA, related_request_id=ctx.request_id
+                message, FORM_SCHEMA, related_request_id=ctx.request_id
             )
         except Exception:  # the client failed to answer: the call waits in the ledger
             return None
-        return _decision_of(answer)
+        return decision_of(answer)
 
     async def _answer_from_input(
         self,
@@ -676,7 +658,7 @@ class Gateway:
         answer = params.input_responses.get(_INPUT_KEY)
         if not isinstance(answer, types.ElicitResult):
             return False
-        decision = _decision_of(answer)
+        decision = decision_of(answer)
         if decision is not None:
             request = ApprovalRequest(
                 run_id=run_id,
@@ -701,8 +683,8 @@ class Gateway:
             ("tasks/update", self._task_update),
             ("tasks/cancel", self._task_cancel),
         ):
-            server.add_request_handler(method, _TaskParams, handler)
-        server.middleware.append(_task_routing)
+            server.add_request_handler(method, TaskParams, handler)
+        server.middleware.append(task_routing)
 
     async def _call_as_task(
         self,
@@ -724,7 +706,7 @@ class Gateway:
             else:
                 task_id = new_task_id(principal)
                 call = make_call(served.ledgered.toolset, params.name, arguments, call_id=_CALL_ID)
-                relay = _task_relay(relay_for(ctx, self._refusals(principal), pass_back=False))
+                relay = task_relay(relay_for(ctx, self._refusals(principal), pass_back=False))
                 answer = await self._tasks.call(
                     task_id,
                     call,
@@ -738,12 +720,12 @@ class Gateway:
                     hand_back=required and "elicitation" in relay.capabilities,
                 )
         except ToolwireError as exc:  # the store is down, say
-            return _error(f"The call could not run: {exc}")
+            return error_result(f"The call could not run: {exc}")
         if isinstance(answer, ToolResult):
             error = kept_error(answer)
             if error is not None:
                 raise MCPError(code=error["code"], message=error["message"], data=error.get("data"))
-            return _mcp_result(answer)
+            return mcp_result(answer)
         return answer
 
     async def _task(self, ctx: ServerRequestContext[Any], task_id: str) -> tuple[Any, float]:
@@ -752,7 +734,7 @@ class Gateway:
         Raises:
             MCPError: the client did not declare tasks, or there is no such task of its own.
         """
-        if not _declares_tasks(ctx):
+        if not declares_tasks(ctx):
             raise MCPError(
                 code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
                 message=f"tasks are served to clients that declare {EXTENSION}",
@@ -768,13 +750,13 @@ class Gateway:
             raise MCPError(code=types.INVALID_PARAMS, message=f"no such task: {task_id[:100]!r}")
         return principal, created
 
-    async def _task_get(self, ctx: ServerRequestContext[Any], params: _TaskParams) -> Any:
+    async def _task_get(self, ctx: ServerRequestContext[Any], params: TaskParams) -> Any:
         _, created = await self._task(ctx, params.task_id)
         assert self._tasks is not None
         view = await self._tasks.view(params.task_id, created)
         return self._tasks.wire(params.task_id, created, view, form=self._can_elicit(ctx))
 
-    async def _task_update(self, ctx: ServerRequestContext[Any], params: _TaskParams) -> Any:
+    async def _task_update(self, ctx: ServerRequestContext[Any], params: TaskParams) -> Any:
         principal, _ = await self._task(ctx, params.task_id)
         assert self._tasks is not None
         responses = params.input_responses or {}
@@ -786,7 +768,7 @@ class Gateway:
             raise MCPError(code=types.INVALID_PARAMS, message=str(exc)[:500]) from None
         return {"resultType": "complete"}
 
-    async def _task_cancel(self, ctx: ServerRequestContext[Any], params: _TaskParams) -> Any:
+    async def _task_cancel(self, ctx: ServerRequestContext[Any], params: TaskParams) -> Any:
         await self._task(ctx, params.task_id)
         assert self._tasks is not None
         await self._tasks.cancel(params.task_id)
@@ -795,10 +777,10 @@ class Gateway:
     def _task_form(self, request: ApprovalRequest) -> dict[str, Any] | None:
         """The approval form of a task waiting for a decision, as an ``elicitation/create``
         request (None when the gateway asks no forms, or the call is too long to show)."""
-        if not self.elicit or not _fits_a_form(request):
+        if not self.elicit or not fits_a_form(request):
             return None
-        message = _form_message(request)
-        params = {"mode": "form", "message": message, "requestedSchema": _FORM_SCHEMA}
+        message = form_message(request)
+        params = {"mode": "form", "message": message, "requestedSchema": FORM_SCHEMA}
         return {"method": "elicitation/create", "params": params}
 
     async def _decide_by_form(self, request: ApprovalRequest, value: Any, principal: Any) -> None:
@@ -811,7 +793,7 @@ class Gateway:
             answer = types.ElicitResult.model_validate(value)
         except ValueError:
             raise ToolwireError("the approval form's answer is not an elicitation result") from None
-        decision = _decision_of(answer)
+        decision = decision_of(answer)
         if decision is not None:
             await self._record(request, decision, principal)
 
@@ -849,41 +831,6 @@ def _check_one_server(toolset: ToolSet, hub: Hub | None) -> None:
         )
 
 
-class _TaskParams(types.RequestParams):
-    """The params of ``tasks/get``, ``tasks/update`` and ``tasks/cancel``."""
-
-    task_id: str
-    input_responses: dict[str, Any] | None = None
-
-
-def _declares_tasks(ctx: ServerRequestContext[Any]) -> bool:
-    """Whether the request's client declared the tasks extension (2026-07-28 only: a task's
-    answer has no shape on the handshake revisions)."""
-    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-        return False
-    capabilities = ctx.session.client_capabilities
-    extensions = capabilities.extensions if capabilities is not None else None
-    return extensions is not None and EXTENSION in extensions
-
-
-async def _task_routing(ctx: ServerRequestContext[Any], call_next: Any) -> Any:
-    """Middleware: refuse a ``tasks/*`` request whose ``Mcp-Name`` header does not name its
-    task (SEP-2243's routing headers, which SEP-2663 extends to the task methods)."""
-    why = routing_error(ctx)
-    if why is not None:
-        raise MCPError(code=types.HEADER_MISMATCH, message=why)
-    return await call_next(ctx)
-
-
-def _task_relay(relay: Relay) -> Relay:
-    """A task's relay: its server's questions wait in its run, and nothing streams to a
-    request that is answered long before its call."""
-    relay.keeps_rounds = True
-    relay.log = None
-    relay.progress = None
-    return relay
-
-
 def in_process(store: RunStore) -> bool:
     """Whether ``store`` lives in this process's memory, out of reach of every other process
     (``toolwire decide``, the inbox): a [`MemoryStore`][toolwire.store.MemoryStore], or a
@@ -903,86 +850,6 @@ def run_base(name: str, arguments: Mapping[str, Any], *, principal: Any = None) 
     return f"mcp-{digest}"
 
 
-def _decision_of(answer: types.ElicitResult) -> Decision | None:
-    """The decision the client's form answer carries; None when it dismissed the form."""
-    if answer.action == "accept":
-        approved = (answer.content or {}).get("approve")
-        return allow() if approved is True else deny("the MCP client refused the call")
-    if answer.action == "decline":
-        return deny("the MCP client declined the call")
-    return None
-
-
-_FORM_ARGUMENTS = 2000
-"""Most characters of arguments (as shown, escapes included) an approval form shows."""
-
-
-def _fits_a_form(request: ApprovalRequest) -> bool:
-    """Whether an approval form can show the call's arguments whole. A form never shows them
-    cut: two calls alike up to the cut would look the same, and an approval approves the
-    whole. Longer ones are decided where they are shown whole (``toolwire pending``, the
-    inbox)."""
-    return len(visible_json(dict(request.arguments))) <= _FORM_ARGUMENTS
-
-
-def _form_message(request: ApprovalRequest) -> str:
-    """What the client's approval form says: the call, its arguments (whole: see
-    [`_fits_a_form`][]) and the policy's reason, hidden characters shown as escapes, with a
-    warning first when some were."""
-    arguments = dict(request.arguments)
-    shown = visible_json(arguments)
-    why = f" ({visible(request.reason)})" if request.reason else ""
-    message = f"Allow the call {visible(request.exposed_name)} {shown}?{why}"
-    hiding = [
-        what
-        for what, hidden in (
-            ("the tool's name", hides(request.exposed_name)),
-            ("the arguments", json_hides(arguments)),
-            ("the reason", hides(request.reason or "")),
-        )
-        if hidden
-    ]
-    if not hiding:
-        return message
-    return (
-        f"Warning: {' and '.join(hiding)} hold hidden characters (controls, bidi or zero-width "
-        "characters, unusual spaces), shown as escapes such as \\u202e; the call gets the "
-        f"characters themselves. {message}"
-    )
-
-
-# -- MCP shapes ---------------------------------------------------------------------------------
-
-
-def _served(tool: Tool) -> bool:
-    return tool.kind == "function"  # a custom (free-text) tool has no MCP form
-
-
-def _mcp_tool(exposed: str, tool: Tool) -> types.Tool:
-    annotations = None
-    if tool.annotations:
-        try:
-            annotations = types.ToolAnnotations.model_validate(dict(tool.annotations))
-        except ValueError:  # a server's malformed hints are dropped, not served
-            annotations = None
-    return types.Tool(
-        name=exposed,
-        description=clean_description(tool.description) or None,
-        input_schema=dict(tool.input_schema),
-        output_schema=_output_schema(tool),
-        annotations=annotations,
-    )
-
-
-def _output_schema(tool: Tool) -> dict[str, Any] | None:
-    """The output schema to declare: only an object's (MCP's structured content is an object;
-    a function returning ``int`` answers with text, which a declared schema would fail)."""
-    schema = tool.output_schema
-    if isinstance(schema, Mapping) and schema.get("type") == "object":
-        return dict(schema)
-    return None
-
-
 def _answer(
     result: ToolResult, relay: Relay, name: str, digest: str
 ) -> types.CallToolResult | types.InputRequiredResult:
@@ -997,7 +864,7 @@ def _answer(
     if relay.input_required is not None:
         handed: types.InputRequiredResult = round_for_client(relay, name, digest)
         return handed
-    return _mcp_result(result)
+    return mcp_result(result)
 
 
 class _Server(Server[Any]):
@@ -1018,49 +885,3 @@ def _version() -> str:
         return version("toolwire")
     except PackageNotFoundError:  # run from a source tree that was never installed
         return "0"
-
-
-def _error(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
-
-
-def _mcp_result(result: ToolResult) -> types.CallToolResult:
-    structured = dict(result.structured_content) if result.structured_content is not None else None
-    content = [_mcp_part(part) for part in result.content]
-    if not content and structured is not None:  # older clients read only the content
-        content = [types.TextContent(text=canonical_json(structured))]
-    return types.CallToolResult(
-        content=content, structured_content=structured, is_error=result.is_error
-    )
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def _mcp_part(part: Content) -> types.ContentBlock:
-    match part:
-        case TextContent(text=text):
-            return types.TextContent(text=text)
-        case ImageContent(data=data, mime_type=mime):
-            return types.ImageContent(data=_b64(data), mime_type=mime)
-        case AudioContent(data=data, mime_type=mime):
-            return types.AudioContent(data=_b64(data), mime_type=mime)
-        case ResourceLink():
-            return types.ResourceLink(
-                uri=part.uri,
-                name=part.name or part.uri,
-                mime_type=part.mime_type,
-                description=part.description,
-            )
-        case EmbeddedResource(text=str() as text):
-            resource: Any = types.TextResourceContents(
-                uri=part.uri, mime_type=part.mime_type, text=text
-            )
-            return types.EmbeddedResource(resource=resource)
-        case EmbeddedResource(blob=blob):
-            resource = types.BlobResourceContents(
-                uri=part.uri, mime_type=part.mime_type, blob=_b64(blob or b"")
-            )
-            return types.EmbeddedResource(resource=resource)
-    raise TypeError(f"not a content part: {part!r}")  # pragma: no cover - exhaustive above

@@ -45,16 +45,34 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolwire import ledger
 from toolwire.approval import ApprovalPending, ApprovalRequest
 from toolwire.calls import ToolCall, ToolResult
 from toolwire.errors import ConfigurationError, ToolwireError
 from toolwire.inputs import InputAnswer, InputRequest, accept, cancel, decline
-from toolwire.mcp._relay import kept_error
+from toolwire.mcp._relay import Relay, kept_error
 from toolwire.store import CallRecord
 
-__all__ = ["EXTENSION", "TaskSettings", "TaskView", "Tasks", "new_task_id", "task_view"]
+__all__ = [
+    "EXTENSION",
+    "TaskParams",
+    "TaskSettings",
+    "TaskView",
+    "Tasks",
+    "continued_task",
+    "created_at",
+    "declares_tasks",
+    "new_task_id",
+    "routing_error",
+    "task_relay",
+    "task_routing",
+    "task_view",
+]
 
 _log = logging.getLogger("toolwire")
 
@@ -67,7 +85,6 @@ APPROVAL_KEY = "toolwire_approval"
 """The key of the approval form among a task's ``inputRequests``."""
 
 _TASK_ID = re.compile(r"^task-([0-9a-f]{1,16})-([A-Za-z0-9_-]{16,64})-([0-9a-f]{16})$")
-_MODERN = frozenset({"2026-07-28"})
 _INTERRUPTED = -32603
 """The JSON-RPC code of a task whose worker stopped (an internal error)."""
 
@@ -183,8 +200,6 @@ def record_ids(record: CallRecord) -> str:
 def _round(task_id: str, questions: tuple[InputRequest, ...]) -> Any:
     """A task's questions handed back in its ``tools/call``'s answer: an InputRequiredResult
     whose state names the task (sealed by the gateway's request-state boundary)."""
-    import mcp_types as types
-
     requests: dict[str, Any] = {
         q.key: types.ElicitRequest.model_validate(_elicitation(q)) for q in questions
     }
@@ -198,7 +213,7 @@ TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 def routing_error(ctx: Any) -> str | None:
     """Why a ``tasks/*`` request over HTTP cannot be served: its ``Mcp-Name`` header does not
     name the task its body does (None: it does, or it is no such request)."""
-    if ctx.method not in TASK_METHODS or ctx.protocol_version not in _MODERN:
+    if ctx.method not in TASK_METHODS or ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
         return None
     headers = getattr(ctx.request, "headers", None)
     if headers is None:  # not over HTTP: no routing headers
@@ -571,3 +586,41 @@ class Tasks:
         job = self._jobs.get(task_id)
         if job is not None:
             job.cancel()
+
+
+# -- the MCP side ------------------------------------------------------------------------------
+
+
+class TaskParams(types.RequestParams):
+    """The params of ``tasks/get``, ``tasks/update`` and ``tasks/cancel``."""
+
+    task_id: str
+    input_responses: dict[str, Any] | None = None
+
+
+def declares_tasks(ctx: ServerRequestContext[Any]) -> bool:
+    """Whether the request's client declared the tasks extension (2026-07-28 only: a task's
+    answer has no shape on the handshake revisions)."""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return False
+    capabilities = ctx.session.client_capabilities
+    extensions = capabilities.extensions if capabilities is not None else None
+    return extensions is not None and EXTENSION in extensions
+
+
+async def task_routing(ctx: ServerRequestContext[Any], call_next: Any) -> Any:
+    """Middleware: refuse a ``tasks/*`` request whose ``Mcp-Name`` header does not name its
+    task (SEP-2243's routing headers, which SEP-2663 extends to the task methods)."""
+    why = routing_error(ctx)
+    if why is not None:
+        raise MCPError(code=types.HEADER_MISMATCH, message=why)
+    return await call_next(ctx)
+
+
+def task_relay(relay: Relay) -> Relay:
+    """A task's relay: its server's questions wait in its run, and nothing streams to a
+    request that is answered long before its call."""
+    relay.keeps_rounds = True
+    relay.log = None
+    relay.progress = None
+    return relay
