@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         SseServer,
         StdioServer,
     )
+    from toolwire.mcp._tasks import TaskSettings
     from toolwire.mcp._tokens import (
         FileTokenStore,
         MemoryTokenStore,
@@ -67,6 +68,7 @@ __all__ = [
     "SseServer",
     "StaticTokens",
     "StdioServer",
+    "TaskSettings",
     "TokenStore",
     "TokenVerifier",
     "config_dir",
@@ -100,6 +102,7 @@ _HOMES = {
     "SseServer": "_specs",
     "StaticTokens": "_verifiers",
     "StdioServer": "_specs",
+    "TaskSettings": "_tasks",
     "TokenStore": "_tokens",
     "config_dir": "_tokens",
     "login": "_login",
