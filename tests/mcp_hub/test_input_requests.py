@@ -472,3 +472,57 @@ async def test_the_console_refuses_to_allow_a_call_that_waits_for_input() -> Non
         assert len(await toolwire.pending(store=store)) == 1  # still listed, still waiting
     (shown,) = listed["items"]
     assert shown["input"][0]["message"] == "Delete /x?"
+
+
+async def test_the_console_answers_a_question_and_the_call_goes_on_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``toolwire respond`` does, from the console's API: the answer is checked, kept
+    with who gave it, and the call resumes; a second answer, or a bad one, records nothing."""
+    pytest.importorskip("starlette")
+    import httpx
+
+    from toolwire.inbox import app
+
+    log = tmp_path / "ran.log"
+    monkeypatch.setenv("INPUT_LOG", str(log))
+    store = toolwire.MemoryStore()
+    headers = {"X-Toolwire-Inbox": "1"}
+    async with hub(lambda request: None) as connected:
+        toolset = connected.as_toolset()
+        executor = toolwire.Executor(toolset, store=store)
+        calls = [call(toolset, "delete", path="/srv/a")]
+        with pytest.raises(toolwire.ApprovalPending):
+            await executor.run(calls, run_id="r1")
+        console = app(store, authorize=lambda request: "bob")
+        transport = httpx.ASGITransport(app=console)
+        url = "/api/runs/r1/calls/c1/answer"
+        async with httpx.AsyncClient(transport=transport, base_url="http://inbox.test") as http:
+            (shown,) = (await http.get("/api/pending", headers=headers)).json()["items"]
+            key = shown["input"][0]["key"]
+            forged = await http.post(url, json={"key": key, "action": "accept", "content": {}})
+            misfit = await http.post(
+                url,
+                json={"key": key, "action": "accept", "content": {"confirm": "yes"}},
+                headers=headers,
+            )
+            unknown = await http.post(url, json={"key": key, "action": "maybe"}, headers=headers)
+            answered = await http.post(
+                url,
+                json={"key": key, "action": "accept", "content": {"confirm": True}},
+                headers=headers,
+            )
+            again = await http.post(url, json={"key": key, "action": "decline"}, headers=headers)
+        assert forged.status_code == 403  # the API header keeps a cross-site form out
+        assert misfit.status_code == 400
+        assert unknown.status_code == 400
+        assert answered.status_code == 200, answered.text
+        assert answered.json()["answered"] == key
+        assert again.status_code == 409  # an answer is final
+        assert await toolwire.pending(store=store) == []
+        (delete,) = await run(executor, calls, run_id="r1")
+        assert delete.text == "deleted /srv/a"
+        await run(executor, calls, run_id="r1")  # answered from the run now
+    assert log.read_text().splitlines() == ["delete /srv/a accept"]  # ran once
+    (trail,) = await toolwire.history("r1", store=store)
+    assert trail.state == "completed"

@@ -25,9 +25,10 @@ from toolwire._jsonfile import RepeatedKey
 from toolwire._run import Keep, update
 from toolwire.approval import ApprovalRequest, Decision, allow, deny, halt
 from toolwire.calls import canonical_json, has_lone_surrogate
-from toolwire.errors import ConfigurationError, InvalidArguments, StoreUnavailable
+from toolwire.errors import ConfigurationError, InvalidArguments, StoreUnavailable, ToolwireError
 from toolwire.inbox import _html
 from toolwire.inbox._types import Listed, Problem
+from toolwire.inputs import accept, cancel, decline
 from toolwire.store import CallRecord, RunStore
 from toolwire.tool import Tool
 
@@ -142,6 +143,7 @@ def build(
         Route("/api/pending", api(_api_pending)),
         Route("/api/runs/{run_id}", api(_api_run)),
         Route("/api/runs/{run_id}/calls/{call_id}/decision", api(_api_decide), methods=["POST"]),
+        Route("/api/runs/{run_id}/calls/{call_id}/answer", api(_api_answer), methods=["POST"]),
         Route("/static/inbox.css", _static("text/css", _html.CSS)),
         Route("/static/inbox.js", _static("text/javascript", _html.SCRIPT)),
     ]
@@ -336,7 +338,8 @@ async def decide(
             409,
             "waits_for_input",
             f"call {call_id!r} of run {run_id!r} waits for input its server asked for, not for "
-            "approval: answer it with toolwire.respond (a deny or halt stops it)",
+            "approval: answer its question (POST .../answer, or toolwire.respond; a deny or "
+            "halt stops it)",
         )
     if decision.arguments is not None:
         _check_edited(record, decision.arguments)
@@ -508,6 +511,48 @@ async def _api_decide(console: Console, request: Request, identity: Any) -> Any:
     if decision.kind == "halt" and payload.get("whole_run"):
         await _halt_rest(console, run_id, decision.reason, identity)
     return _decided_json(run_id, record)
+
+
+async def _api_answer(console: Console, request: Request, identity: Any) -> Any:
+    """Answer a question the server of a waiting call asked (what ``toolwire.respond``
+    does): ``{"key": ..., "round": ..., "action": "accept" | "decline" | "cancel",
+    "content": {...}}``, ``key`` and ``round`` as the request shows them. The answer is kept
+    with who gave it; once every question is answered, the call goes on at its next resume
+    (a gateway's task: at its next ``tasks/get``)."""
+    if API_HEADER.lower() not in request.headers:
+        raise Problem(403, "csrf", f"an answer through the API needs the {API_HEADER} header")
+    try:
+        payload = _jsonfile.loads((await _body(request)).decode())
+    except RepeatedKey as exc:
+        raise Problem(400, "bad_json", str(exc)) from None
+    except (ValueError, RecursionError):
+        raise Problem(400, "bad_json", "the body is not JSON") from None
+    if not isinstance(payload, dict):
+        raise Problem(400, "bad_answer", "the body is a JSON object")
+    key, round, content = payload.get("key"), payload.get("round"), payload.get("content")
+    action = payload.get("action")
+    if any(v is not None and not isinstance(v, str) for v in (key, round)):
+        raise Problem(400, "bad_answer", "key and round are strings")
+    if action == "accept" and (content is None or isinstance(content, dict)):
+        answer = accept(content)
+    elif action in ("decline", "cancel") and content is None:
+        answer = decline() if action == "decline" else cancel()
+    else:
+        raise Problem(
+            400, "bad_answer", "action is accept (with an object of content), decline or cancel"
+        )
+    run_id, call_id = _param(request, "run_id"), _param(request, "call_id")
+    try:
+        await ledger.respond(
+            console.store, run_id, call_id, answer, key=key, round=round, by=identity
+        )
+    except (ConfigurationError, InvalidArguments) as exc:
+        raise Problem(400, "bad_answer", str(exc)[:500]) from None
+    except StoreUnavailable:
+        raise
+    except ToolwireError as exc:  # answered otherwise, expired, or not waiting
+        raise Problem(409, "not_waiting", str(exc)[:500]) from None
+    return {"run_id": run_id, "call_id": call_id, "answered": key, "action": action}
 
 
 async def _body(request: Request) -> bytes:
