@@ -1,0 +1,428 @@
+"""The gateway's calls served as MCP tasks (``io.modelcontextprotocol/tasks``, SEP-2663) to
+2026-07-28 clients that declare the extension, spoken as raw JSON-RPC over streamable HTTP to
+gateways served on 127.0.0.1: a task is a run of the store, so every gateway on the store
+answers for it, a gateway restarted keeps it, and a gateway stopped mid-call leaves it failed,
+never run twice."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+pytest.importorskip("uvicorn")
+
+import httpx2
+import mcp_types as types
+from auth_support import BOUND, served
+
+import toolwire
+import toolwire.mcp
+from toolwire import Policy, Rule, RunStore, SQLiteStore
+from toolwire.mcp import TaskSettings
+
+pytestmark = pytest.mark.anyio
+
+MODERN = "2026-07-28"
+EXTENSION = "io.modelcontextprotocol/tasks"
+
+paid: list[int] = []
+"""Each run of ``pay``: its amount."""
+slept: list[str] = []
+"""What each run of ``slow`` got to: ``started``, then ``finished`` or ``cancelled``."""
+
+
+@pytest.fixture(autouse=True)
+def _fresh_counts() -> None:
+    paid.clear()
+    slept.clear()
+
+
+@toolwire.tool
+def pay(amount: int) -> str:
+    """Pay an amount."""
+    paid.append(amount)
+    return f"paid {amount}"
+
+
+@toolwire.tool
+async def slow(seconds: float) -> str:
+    """Take a while."""
+    slept.append("started")
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        slept.append("cancelled")
+        raise
+    slept.append("finished")
+    return f"slept {seconds}"
+
+
+TOOLS = [pay, slow]
+POLICY = Policy(Rule("ask", "pay"))
+QUICK = TaskSettings(after=0.2, poll=0.05)
+"""A slow call becomes a task soon."""
+
+
+# -- a 2026-07-28 client, raw -----------------------------------------------------------------
+
+
+class Client:
+    """A 2026-07-28 client of one gateway: each request carries its version, capabilities and
+    info in its ``_meta`` and the routing headers (as the ``mcp`` SDK's client sends them)."""
+
+    _ids = itertools.count(1)
+
+    def __init__(
+        self, http: httpx2.AsyncClient, url: str, *, tasks: bool = True, elicit: bool = False
+    ) -> None:
+        self.http, self.url = http, url
+        capabilities: dict[str, Any] = {}
+        if tasks:
+            capabilities["extensions"] = {EXTENSION: {}}
+        if elicit:
+            capabilities["elicitation"] = {}
+        self.capabilities = capabilities
+
+    async def request(self, method: str, params: dict[str, Any], name: str) -> dict[str, Any]:
+        """The JSON-RPC answer (``result`` or ``error``) to one request."""
+        number = next(self._ids)
+        meta = {
+            types.PROTOCOL_VERSION_META_KEY: MODERN,
+            types.CLIENT_CAPABILITIES_META_KEY: self.capabilities,
+            types.CLIENT_INFO_META_KEY: {"name": "tasks-test", "version": "1"},
+        }
+        body = {
+            "jsonrpc": "2.0",
+            "id": number,
+            "method": method,
+            "params": {**params, "_meta": meta},
+        }
+        headers = {
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+            "mcp-protocol-version": MODERN,
+            "mcp-method": method,
+            "mcp-name": name,
+        }
+        answer = await self.http.post(self.url, json=body, headers=headers)
+        for message in _messages(answer):
+            if message.get("id") == number and ("result" in message or "error" in message):
+                return message
+        raise AssertionError(f"no answer to {method}: {answer.status_code} {answer.text!r}")
+
+    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        return _result(
+            await self.request("tools/call", {"name": tool, "arguments": arguments}, tool)
+        )
+
+    async def task(self, method: str, task_id: str, **params: Any) -> dict[str, Any]:
+        """The JSON-RPC answer to ``tasks/<method>`` of ``task_id``."""
+        return await self.request(f"tasks/{method}", {"taskId": task_id, **params}, task_id)
+
+    async def get(self, task_id: str) -> dict[str, Any]:
+        return _result(await self.task("get", task_id))
+
+    async def until(self, task_id: str, *statuses: str) -> dict[str, Any]:
+        """``tasks/get`` polled until the task's status is one of ``statuses``."""
+        while True:
+            task = await self.get(task_id)
+            if task["status"] in statuses:
+                return task
+            assert task["status"] in ("working", "input_required"), task
+            await anyio.sleep(0.05)
+
+
+def _messages(answer: Any) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of an answer: a JSON body, or a server-sent-events stream."""
+    if answer.headers.get("content-type", "").startswith("text/event-stream"):
+        lines = answer.text.splitlines()
+        return [json.loads(line[5:]) for line in lines if line.startswith("data:")]
+    if not answer.content:
+        return []
+    found = answer.json()
+    return found if isinstance(found, list) else [found]
+
+
+def _result(message: dict[str, Any]) -> dict[str, Any]:
+    assert "result" in message, message
+    result = message["result"]
+    assert isinstance(result, dict)
+    return result
+
+
+def _text(result: dict[str, Any]) -> str:
+    return "".join(part.get("text", "") for part in result["content"])
+
+
+# -- the stores tasks are kept in ----------------------------------------------------------------
+
+_prefixes = itertools.count()
+
+Opener = Callable[[], AbstractAsyncContextManager[RunStore]]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    """Opens a new connection (a store object of its own) to one shared store, as each worker
+    of a deployment would."""
+    if request.param == "sqlite":
+        path = tmp_path / "runs.db"
+
+        @asynccontextmanager
+        async def sqlite() -> AsyncIterator[RunStore]:
+            store = SQLiteStore(path)
+            try:
+                yield store
+            finally:
+                store.close()
+
+        return sqlite
+    from toolwire.store.postgres import PostgresStore
+
+    url = request.getfixturevalue("postgres_url")  # skipped as the store tests skip it
+    prefix = f"tasks{next(_prefixes)}_"
+
+    @asynccontextmanager
+    async def postgres() -> AsyncIterator[RunStore]:
+        async with PostgresStore(url, prefix=prefix) as store:
+            yield store
+
+    return postgres
+
+
+@asynccontextmanager
+async def sqlite_store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
+    store = SQLiteStore(tmp_path / "runs.db")
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def gateway(store: RunStore, **options: Any) -> AbstractAsyncContextManager[str]:
+    """The tools served over HTTP on 127.0.0.1, their calls kept in ``store``."""
+    options.setdefault("tasks", QUICK)
+    return served(TOOLS, policy=POLICY, store=store, **options)
+
+
+# -- tests ----------------------------------------------------------------------------------------
+
+
+async def test_a_task_made_on_one_gateway_is_read_decided_and_answered_on_another(
+    open_store: Opener,
+) -> None:
+    with anyio.fail_after(BOUND * 2):
+        async with (
+            open_store() as store_a,
+            open_store() as store_b,
+            open_store() as deciding,
+            gateway(store_a) as url_a,
+            gateway(store_b) as url_b,
+            httpx2.AsyncClient(timeout=BOUND) as http,
+        ):
+            on_a, on_b = Client(http, url_a), Client(http, url_b)
+            handle = await on_a.call("pay", amount=7)
+            assert handle["resultType"] == "task"
+            assert handle["status"] == "working"  # no elicitation: decided out of band
+            for key in ("createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"):
+                assert key in handle
+            task_id = handle["taskId"]
+
+            seen = await on_b.get(task_id)
+            assert seen["resultType"] == "complete"
+            assert seen["taskId"] == task_id
+            assert seen["status"] == "working"
+            assert "inputRequests" not in seen
+            assert "result" not in seen
+            assert paid == []
+
+            await toolwire.decide(task_id, "call", toolwire.allow(), store=deciding)
+            done = await on_b.until(task_id, "completed")
+            assert not done["result"].get("isError")
+            assert _text(done["result"]) == "paid 7"
+            # read again, on either gateway: the same answer, the call run once
+            assert _text((await on_a.get(task_id))["result"]) == "paid 7"
+            assert _text((await on_b.get(task_id))["result"]) == "paid 7"
+    assert paid == [7]
+
+
+async def test_a_task_outlives_its_gateway_and_a_new_one_runs_it_once_decided(
+    open_store: Opener,
+) -> None:
+    with anyio.fail_after(BOUND * 2):
+        async with httpx2.AsyncClient(timeout=BOUND) as http:
+            async with open_store() as store, gateway(store) as url:
+                handle = await Client(http, url).call("pay", amount=3)
+                assert handle["resultType"] == "task"
+                assert handle["status"] == "working"
+                task_id = handle["taskId"]
+            # the gateway is gone; the task is decided in the store it kept it in
+            async with open_store() as deciding:
+                await toolwire.decide(task_id, "call", toolwire.allow(), store=deciding)
+            assert paid == []
+            async with open_store() as store, gateway(store) as url:
+                restarted = Client(http, url)
+                done = await restarted.until(task_id, "completed")
+                assert _text(done["result"]) == "paid 3"
+                assert _text((await restarted.get(task_id))["result"]) == "paid 3"
+    assert paid == [3]
+
+
+async def test_a_client_that_answers_forms_approves_its_task_with_tasks_update(
+    tmp_path: Path,
+) -> None:
+    with anyio.fail_after(BOUND):
+        async with (
+            sqlite_store(tmp_path) as store_a,
+            sqlite_store(tmp_path) as store_b,
+            gateway(store_a) as url_a,
+            gateway(store_b) as url_b,
+            httpx2.AsyncClient(timeout=BOUND) as http,
+        ):
+            on_a = Client(http, url_a, elicit=True)
+            on_b = Client(http, url_b, elicit=True)
+            handle = await on_a.call("pay", amount=9)
+            assert handle["resultType"] == "task"
+            assert handle["status"] == "input_required"
+            task_id = handle["taskId"]
+            asked = await on_b.get(task_id)
+            assert asked["status"] == "input_required"
+            (key,) = asked["inputRequests"]
+            assert asked["inputRequests"][key]["method"] == "elicitation/create"
+            assert paid == []
+
+            approval = {"action": "accept", "content": {"approve": True}}
+            updated = await on_b.task("update", task_id, inputResponses={key: approval})
+            assert _result(updated)["resultType"] == "complete"
+            done = await on_a.until(task_id, "completed")
+            assert _text(done["result"]) == "paid 9"
+    assert paid == [9]
+
+
+async def test_a_task_whose_gateway_stopped_mid_call_is_failed_and_never_run_again(
+    tmp_path: Path,
+) -> None:
+    with anyio.fail_after(BOUND * 2):
+        async with (
+            sqlite_store(tmp_path) as store_a,
+            sqlite_store(tmp_path) as store_b,
+            gateway(store_b, lease=1.0) as url_b,
+            httpx2.AsyncClient(timeout=BOUND) as http,
+        ):
+            async with gateway(store_a, lease=1.0) as url_a:
+                handle = await Client(http, url_a).call("slow", seconds=2)
+                assert handle["resultType"] == "task"
+                assert handle["status"] == "working"
+                task_id = handle["taskId"]
+                assert slept == ["started"]
+            # gateway A stopped while the call ran: the next reader finds its worker gone
+            on_b = Client(http, url_b)
+            failed = await on_b.until(task_id, "failed")
+            assert failed["error"]["code"] == types.INTERNAL_ERROR
+            assert "not run again" in failed["error"]["message"]
+            assert "result" not in failed
+            # it stays failed, and nothing runs it again
+            again = await on_b.get(task_id)
+            assert again["status"] == "failed"
+            assert again["error"] == failed["error"]
+    assert slept.count("started") == 1
+    assert "finished" not in slept
+
+
+async def test_a_cancelled_task_is_cancelled_and_its_call_ends(tmp_path: Path) -> None:
+    with anyio.fail_after(BOUND):
+        async with (
+            sqlite_store(tmp_path) as store,
+            gateway(store) as url,
+            httpx2.AsyncClient(timeout=BOUND) as http,
+        ):
+            client = Client(http, url)
+            handle = await client.call("slow", seconds=5)
+            assert handle["resultType"] == "task"
+            task_id = handle["taskId"]
+            assert (await client.get(task_id))["status"] == "working"
+
+            acked = await client.task("cancel", task_id)
+            assert _result(acked)["resultType"] == "complete"
+            cancelled = await client.get(task_id)
+            assert cancelled["status"] == "cancelled"
+            assert "result" not in cancelled
+            while "cancelled" not in slept:  # the call itself is ended
+                await anyio.sleep(0.02)
+            assert (await client.get(task_id))["status"] == "cancelled"
+    assert slept == ["started", "cancelled"]
+
+
+async def test_another_principals_task_is_no_task_at_all(tmp_path: Path) -> None:
+    with anyio.fail_after(BOUND):
+        async with (
+            sqlite_store(tmp_path) as store_a,
+            sqlite_store(tmp_path) as store_b,
+            sqlite_store(tmp_path) as store_c,
+            gateway(store_a, principal="alice") as alices,
+            gateway(store_b, principal="alice") as alices_other,
+            gateway(store_c, principal="bob") as bobs,
+            httpx2.AsyncClient(timeout=BOUND) as http,
+        ):
+            alice, bob = Client(http, alices), Client(http, bobs)
+            handle = await alice.call("pay", amount=5)
+            assert handle["resultType"] == "task"
+            task_id = handle["taskId"]
+
+            attempts: list[tuple[str, dict[str, Any]]] = [
+                ("get", {}),
+                ("cancel", {}),
+                ("update", {"inputResponses": {}}),
+            ]
+            for method, params in attempts:
+                refused = await bob.task(method, task_id, **params)
+                assert "result" not in refused, (method, refused)
+                assert refused["error"]["code"] == types.INVALID_PARAMS, (method, refused)
+            # as for an id never issued
+            never = await bob.task("get", "task-0-nosuchtasknosuchtask-0000000000000000")
+            assert never["error"]["code"] == types.INVALID_PARAMS
+
+            # alice's other gateway finds it, untouched by bob's cancel
+            still = await Client(http, alices_other).get(task_id)
+            assert still["status"] == "working"
+            await toolwire.decide(task_id, "call", toolwire.allow(), store=store_a)
+            done = await alice.until(task_id, "completed")
+            assert _text(done["result"]) == "paid 5"
+    assert paid == [5]
+
+
+async def test_a_client_that_declares_no_tasks_gets_its_answer_and_no_task(
+    tmp_path: Path,
+) -> None:
+    with anyio.fail_after(BOUND):
+        async with (
+            sqlite_store(tmp_path) as store,
+            gateway(store) as url,
+            httpx2.AsyncClient(timeout=BOUND) as http,
+        ):
+            plain, tasking = Client(http, url, tasks=False), Client(http, url)
+            answered = await plain.call("slow", seconds=1)
+            assert answered.get("resultType", "complete") == "complete"
+            assert "taskId" not in answered
+            assert not answered.get("isError")
+            assert _text(answered) == "slept 1.0"
+
+            # the same call from a client that declares tasks is one
+            handle = await tasking.call("slow", seconds=1)
+            assert handle["resultType"] == "task"
+            task_id = handle["taskId"]
+            refused = await plain.task("get", task_id)
+            assert "result" not in refused
+            assert refused["error"]["code"] == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+            assert EXTENSION in json.dumps(refused["error"])
+            done = await tasking.until(task_id, "completed")
+            assert _text(done["result"]) == "slept 1.0"
+    assert slept == ["started", "finished"] * 2
