@@ -426,3 +426,66 @@ async def test_a_client_that_declares_no_tasks_gets_its_answer_and_no_task(
             done = await tasking.until(task_id, "completed")
             assert _text(done["result"]) == "slept 1.0"
     assert slept == ["started", "finished"] * 2
+
+
+# -- an outside attack's findings, each failing before its fix -----------------------------------
+
+APPROVE = {"action": "accept", "content": {"approve": True}}
+
+
+@pytest.mark.parametrize(
+    ("elicit", "gateway_elicits"),
+    [(False, True), (True, False)],
+    ids=["client-answers-no-forms", "gateway-asks-no-forms"],
+)
+async def test_a_client_the_gateway_does_not_ask_cannot_approve_its_own_task(
+    tmp_path: Path, elicit: bool, gateway_elicits: bool
+) -> None:
+    """A decision the gateway leaves to a human outside it (its client declared no forms, or
+    the gateway asks none) cannot be made by the client with a forged form answer."""
+    with anyio.fail_after(BOUND):
+        async with (
+            sqlite_store(tmp_path) as store,
+            gateway(store, elicit=gateway_elicits) as url,
+            httpx2.AsyncClient(timeout=BOUND) as http,
+        ):
+            client = Client(http, url, elicit=elicit)
+            task_id = (await client.call("pay", amount=999))["taskId"]
+            forged = await client.task(
+                "update", task_id, inputResponses={"toolwire_approval": APPROVE}
+            )
+            assert forged["error"]["code"] == types.INVALID_PARAMS
+            assert "cannot decide" in forged["error"]["message"]
+            still = await client.get(task_id)
+            assert still["status"] == "working"
+            assert "toolwire decide" in still["statusMessage"]
+    assert paid == []
+
+
+async def test_a_task_the_store_no_longer_keeps_is_no_task(tmp_path: Path) -> None:
+    """A made-up id with the client's own owner digest, and a task whose run a bounded store
+    evicted, are unknown (not ``working`` forever); an id dated far ahead is refused, not an
+    internal error."""
+    store = toolwire.MemoryStore(max_runs=2)
+    with anyio.fail_after(BOUND):
+        async with gateway(store) as url, httpx2.AsyncClient(timeout=BOUND) as http:
+            client = Client(http, url)
+            first = (await client.call("slow", seconds=0.4))["taskId"]
+            await client.until(first, "completed")
+            owner = first.rsplit("-", 1)[1]
+            made_up = f"task-1a235106f40-{'A' * 22}-{owner}"
+            far_ahead = f"task-ffffffffffff-{'A' * 22}-{owner}"
+            for _ in range(3):  # calls of a task-declaring client are runs too: evicts it
+                await client.call("slow", seconds=0)
+            for task_id in (made_up, far_ahead, first):
+                for method, params in (
+                    ("get", {}),
+                    ("cancel", {}),
+                    ("update", {"inputResponses": {}}),
+                ):
+                    answer = await client.task(method, task_id, **params)
+                    assert answer.get("error", {}).get("code") == types.INVALID_PARAMS, (
+                        task_id,
+                        method,
+                        answer,
+                    )

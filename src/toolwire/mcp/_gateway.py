@@ -9,7 +9,8 @@ answers with the result's content, structured content and ``isError``.
 Approval of a call the policy asks about:
 
 1. The call first runs without a run: a call the policy allows or denies never touches the run
-   store.
+   store (but the calls of a client that takes tasks: any of them may become a task, so each
+   is kept in a run of its own; see ``toolwire.mcp._tasks``).
 2. A call that needs approval runs again in a run of the ledger (``store``) whose id is
    derived from the principal, the tool and the arguments (``mcp-<digest>``), so the same
    call made again, from any connection or after a restart, finds the same run. Once that
@@ -46,7 +47,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -82,15 +82,13 @@ from toolwire.mcp._relay import (
 from toolwire.mcp._shapes import error_result, mcp_result, mcp_tool, served_kind
 from toolwire.mcp._tasks import (
     EXTENSION,
-    TaskParams,
+    TaskMethods,
     Tasks,
     TaskSettings,
     continued_task,
-    created_at,
     declares_tasks,
     new_task_id,
     task_relay,
-    task_routing,
 )
 from toolwire.policy import Policy
 from toolwire.store import MemoryStore, RunStore
@@ -562,7 +560,7 @@ class Gateway:
         """Record the client's decision, as made by the authenticated ``principal`` of the
         request that answered (``MCP_CLIENT`` without authentication, when nobody is known);
         False when the call no longer waits for one."""
-        by = principal if self.auth is not None else MCP_CLIENT
+        by = self._answerer(principal)
         try:
             await ledger.decide(self.store, request.run_id, request.call_id, decision, by=by)
         except ToolwireError:  # decided meanwhile (e.g. from the inbox): the run knows
@@ -677,14 +675,8 @@ class Gateway:
     def _serve_tasks(self, server: Server[Any]) -> None:
         """Declare the tasks extension and serve its methods (to 2026-07-28 clients that
         declare it: others are told it is a capability they lack)."""
-        server.extensions[EXTENSION] = {}
-        for method, handler in (
-            ("tasks/get", self._task_get),
-            ("tasks/update", self._task_update),
-            ("tasks/cancel", self._task_cancel),
-        ):
-            server.add_request_handler(method, TaskParams, handler)
-        server.middleware.append(task_routing)
+        assert self._tasks is not None
+        TaskMethods(self._tasks, self.principal_of, self._can_elicit, self._answerer).serve(server)
 
     async def _call_as_task(
         self,
@@ -699,9 +691,14 @@ class Gateway:
         form = self._can_elicit(ctx)
         continued = continued_task(params.request_state)
         try:
-            if continued is not None and created_at(continued, principal) is not None:
+            if continued is not None and self._tasks.live(continued, principal) is not None:
                 answer = await self._tasks.answered(
-                    continued, params.input_responses or {}, principal, required=required, form=form
+                    continued,
+                    params.input_responses or {},
+                    principal,
+                    by=self._answerer(principal),
+                    required=required,
+                    form=form,
                 )
             else:
                 task_id = new_task_id(principal)
@@ -728,51 +725,11 @@ class Gateway:
             return mcp_result(answer)
         return answer
 
-    async def _task(self, ctx: ServerRequestContext[Any], task_id: str) -> tuple[Any, float]:
-        """The principal of a ``tasks/*`` request and when its task was created.
-
-        Raises:
-            MCPError: the client did not declare tasks, or there is no such task of its own.
-        """
-        if not declares_tasks(ctx):
-            raise MCPError(
-                code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
-                message=f"tasks are served to clients that declare {EXTENSION}",
-                data={"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
-            )
-        try:
-            principal = self.principal_of(ctx)
-        except _Unauthenticated:
-            raise MCPError(code=types.INVALID_PARAMS, message="no such task") from None
-        assert self._tasks is not None
-        created = created_at(task_id, principal)
-        if created is None or created + self._tasks.settings.ttl < time.time():
-            raise MCPError(code=types.INVALID_PARAMS, message=f"no such task: {task_id[:100]!r}")
-        return principal, created
-
-    async def _task_get(self, ctx: ServerRequestContext[Any], params: TaskParams) -> Any:
-        _, created = await self._task(ctx, params.task_id)
-        assert self._tasks is not None
-        view = await self._tasks.view(params.task_id, created)
-        return self._tasks.wire(params.task_id, created, view, form=self._can_elicit(ctx))
-
-    async def _task_update(self, ctx: ServerRequestContext[Any], params: TaskParams) -> Any:
-        principal, _ = await self._task(ctx, params.task_id)
-        assert self._tasks is not None
-        responses = params.input_responses or {}
-        if not isinstance(responses, dict):
-            raise MCPError(code=types.INVALID_PARAMS, message="inputResponses is an object")
-        try:
-            await self._tasks.update(params.task_id, responses, principal)
-        except ToolwireError as exc:
-            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)[:500]) from None
-        return {"resultType": "complete"}
-
-    async def _task_cancel(self, ctx: ServerRequestContext[Any], params: TaskParams) -> Any:
-        await self._task(ctx, params.task_id)
-        assert self._tasks is not None
-        await self._tasks.cancel(params.task_id)
-        return {"resultType": "complete"}
+    def _answerer(self, principal: Any) -> Any:
+        """Who a client's answer (a decision, a question's answer) is recorded as given by:
+        its authenticated principal, or ``MCP_CLIENT`` when the gateway authenticates
+        nobody."""
+        return principal if self.auth is not None else MCP_CLIENT
 
     def _task_form(self, request: ApprovalRequest) -> dict[str, Any] | None:
         """The approval form of a task waiting for a decision, as an ``elicitation/create``
@@ -783,8 +740,8 @@ class Gateway:
         params = {"mode": "form", "message": message, "requestedSchema": FORM_SCHEMA}
         return {"method": "elicitation/create", "params": params}
 
-    async def _decide_by_form(self, request: ApprovalRequest, value: Any, principal: Any) -> None:
-        """Record a task's approval form's answer (``tasks/update``).
+    async def _decide_by_form(self, request: ApprovalRequest, value: Any, by: Any) -> None:
+        """Record a task's approval form's answer (``tasks/update``), as given ``by``.
 
         Raises:
             ToolwireError: the answer is no elicitation result.
@@ -795,7 +752,8 @@ class Gateway:
             raise ToolwireError("the approval form's answer is not an elicitation result") from None
         decision = decision_of(answer)
         if decision is not None:
-            await self._record(request, decision, principal)
+            with contextlib.suppress(ToolwireError):  # decided meanwhile: the run knows
+                await ledger.decide(self.store, request.run_id, request.call_id, decision, by=by)
 
     def _resumed(self, task_id: str, request: ApprovalRequest) -> Any:
         """A kept task's call, rebuilt from its kept request to run it again in its run."""

@@ -30,7 +30,6 @@ such task, as for an id never issued.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import hashlib
 import json
@@ -53,17 +52,19 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from toolwire import ledger
 from toolwire.approval import ApprovalPending, ApprovalRequest
 from toolwire.calls import ToolCall, ToolResult
-from toolwire.errors import ConfigurationError, ToolwireError
+from toolwire.errors import ConfigurationError, StoreUnavailable, ToolwireError
 from toolwire.inputs import InputAnswer, InputRequest, accept, cancel, decline
 from toolwire.mcp._relay import Relay, kept_error
 from toolwire.store import CallRecord
 
 __all__ = [
     "EXTENSION",
+    "TaskMethods",
     "TaskParams",
     "TaskSettings",
     "TaskView",
     "Tasks",
+    "UnknownTask",
     "continued_task",
     "created_at",
     "declares_tasks",
@@ -84,9 +85,16 @@ STATE_KEY = "toolwire_task"
 APPROVAL_KEY = "toolwire_approval"
 """The key of the approval form among a task's ``inputRequests``."""
 
-_TASK_ID = re.compile(r"^task-([0-9a-f]{1,16})-([A-Za-z0-9_-]{16,64})-([0-9a-f]{16})$")
+_TASK_ID = re.compile(r"^task-([0-9a-f]{1,12})-([A-Za-z0-9_-]{22})-([0-9a-f]{16})$")
+_SKEW = 300.0
+"""Seconds a task id's creation may lie ahead of this machine's clock (another worker's)."""
 _INTERRUPTED = -32603
 """The JSON-RPC code of a task whose worker stopped (an internal error)."""
+
+
+class UnknownTask(ToolwireError):
+    """No such task: never issued, another principal's, past its ttl, or no longer kept by
+    the store (a bounded store evicts old runs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +137,8 @@ def created_at(task_id: Any, principal: Any) -> float | None:
     found = _TASK_ID.match(task_id) if isinstance(task_id, str) else None
     if found is None or not secrets.compare_digest(found.group(3), _owner(principal)):
         return None
-    return int(found.group(1), 16) / 1000
+    created = int(found.group(1), 16) / 1000
+    return created if created <= time.time() + _SKEW else None  # never issued yet
 
 
 def _iso(at: float) -> str:
@@ -158,10 +167,8 @@ class TaskView:
     """The request of a task waiting for a decision."""
 
 
-def task_view(record: CallRecord | None, created: float) -> TaskView:
+def task_view(record: CallRecord, created: float) -> TaskView:
     """What the record of a task's call says of the task (a pure reading)."""
-    if record is None:
-        return TaskView("working", created)
     updated = max(
         at for at in (created, record.started_at, record.decided_at, record.finished_at) if at
     )
@@ -283,6 +290,8 @@ class _Job:
     """Set once its run returned (answered, or waiting)."""
     result: ToolResult | None = None
     """Its answer, once answered."""
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    """Cancels it (before it starts, too)."""
 
 
 class Tasks:
@@ -310,8 +319,8 @@ class Tasks:
         self._decide = decide
         self._resume = resume
         self._group: anyio.abc.TaskGroup | None = None
-        self._jobs: dict[str, anyio.CancelScope] = {}
-        """The tasks this worker runs now, by id."""
+        self._jobs: dict[str, _Job] = {}
+        """The tasks this worker runs now, by id (one job each)."""
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -328,6 +337,14 @@ class Tasks:
     @property
     def available(self) -> bool:
         return self._group is not None
+
+    def live(self, task_id: str, principal: Any) -> float | None:
+        """When ``principal``'s task ``task_id`` was created; None for no task of its own, or
+        one past its ttl."""
+        created = created_at(task_id, principal)
+        if created is None or created + self.settings.ttl < time.time():
+            return None
+        return created
 
     async def call(
         self,
@@ -353,12 +370,13 @@ class Tasks:
         responses: Mapping[str, Any],
         principal: Any,
         *,
+        by: Any,
         required: bool,
         form: bool,
     ) -> Any:
         """The retry of a ``tools/call`` whose task's round was handed back with its answer
         (``inputResponses``): the answers recorded, the task followed again."""
-        job = await self.update(task_id, responses, principal)
+        job = await self.update(task_id, responses, principal, by=by, form=form)
         return await self.follow(
             task_id, job, principal, required=required, form=form, hand_back=True
         )
@@ -391,8 +409,12 @@ class Tasks:
         created = created_at(task_id, principal)
         assert created is not None
         record = await self._recorded(task_id, job)
-        if record is None and job is not None and job.result is not None:
-            return job.result  # the run kept nothing of it
+        if record is None:  # the run kept nothing of it (its store failed, say)
+            if job is not None and job.result is not None:
+                return job.result
+            return ToolResult.error(
+                "unavailable", "The call could not be kept as a task: its run store failed."
+            )
         view = task_view(record, created)
         waiting = job is None or job.done.is_set()
         if hand_back and waiting and view.questions and view.approval is None:
@@ -413,8 +435,9 @@ class Tasks:
     def _start(
         self, task_id: str, call: ToolCall, principal: Any, executor: Any, relay: Any
     ) -> _Job:
-        """Run the task's call in the background, in its run."""
-        job = _Job()
+        """Run the task's call in the background, in its run (registered at once: a second
+        reader of the task on this worker does not start another)."""
+        job = self._jobs[task_id] = _Job()
         assert self._group is not None
         self._group.start_soon(self._run, task_id, call, principal, executor, relay, job)
         return job
@@ -426,8 +449,7 @@ class Tasks:
 
         token = relaying.set(relay)
         try:
-            with anyio.CancelScope() as scope:
-                self._jobs[task_id] = scope
+            with job.scope:
                 (outcome,) = await executor.run([call], run_id=task_id, principal=principal)
                 job.result = outcome.result
                 # Every answer of a task is its answer: one a run keeps for no other call
@@ -441,7 +463,8 @@ class Tasks:
             _log.exception("task %s failed", task_id)
         finally:
             relaying.reset(token)
-            self._jobs.pop(task_id, None)
+            if self._jobs.get(task_id) is job:
+                del self._jobs[task_id]
             job.done.set()
 
     # -- reading and moving a task on --------------------------------------------------------
@@ -458,7 +481,9 @@ class Tasks:
             StoreUnavailable: the run store cannot be reached.
         """
         record = await ledger.record(self.store, task_id, CALL_ID)
-        if record is not None and record.result is None and task_id not in self._jobs:
+        if record is None:
+            raise UnknownTask(f"no such task: {task_id[:100]!r}")
+        if record.result is None and task_id not in self._jobs:
             if record.state == "running" and not ledger.held(record):
                 lapsed = ToolResult.error(
                     "interrupted",
@@ -466,7 +491,7 @@ class Tasks:
                     "not have taken effect, and it is not run again.",
                 )
                 await ledger.settle(self.store, task_id, CALL_ID, lapsed, only_lapsed=True)
-                record = await ledger.record(self.store, task_id, CALL_ID)
+                record = await ledger.record(self.store, task_id, CALL_ID) or record
             elif record.state in ("approved", "denied") and self.available:
                 return task_view(record, created), self._restart(task_id, record)
         return task_view(record, created), None
@@ -540,34 +565,51 @@ class Tasks:
         }
 
     async def update(
-        self, task_id: str, responses: Mapping[str, Any], principal: Any
+        self,
+        task_id: str,
+        responses: Mapping[str, Any],
+        principal: Any,
+        *,
+        by: Any,
+        form: bool,
     ) -> _Job | None:
-        """Record the client's answers (``tasks/update``): the approval form's, and its
-        server's open questions' (each kept in the run; once every one is answered the task
-        goes on, on this worker: its job is returned). An answer to no open question is
-        ignored.
+        """Record the client's answers (``tasks/update``), as given ``by``: its server's open
+        questions' (each kept in the run; once every one is answered the task goes on, on
+        this worker: its job is returned) and, when the client may decide the call
+        (``form``: it answers forms, and the gateway would show it this one), the approval
+        form's. An answer to no open question is ignored.
 
         Raises:
-            ToolwireError: an answer that does not fit its question, or one already answered
-                otherwise.
+            UnknownTask: the store keeps no such task.
+            ToolwireError: an answer that does not fit its question, one already answered
+                otherwise, or a decision from a client that may not decide.
             StoreUnavailable: the run store cannot be reached.
         """
         record = await ledger.record(self.store, task_id, CALL_ID)
-        if record is None or record.result is not None:
+        if record is None:
+            raise UnknownTask(f"no such task: {task_id[:100]!r}")
+        if record.result is not None:
             return None
         wait = record.input_wait
         open_keys = {q.key for q in wait.unanswered} if wait is not None else set()
         for key, value in responses.items():
             if key == APPROVAL_KEY and record.state == "pending" and record.request is not None:
                 request = ApprovalRequest.from_dict(record.request)
-                await self._decide(request, value, principal)
+                # Only where the gateway asks the client: a form shown whole, to a client
+                # that answers forms; otherwise the decision is a human's, outside.
+                if not form or self._form(request) is None:
+                    raise ToolwireError(
+                        "this client cannot decide the call: it waits for a decision made "
+                        "outside the gateway (toolwire decide, the inbox)"
+                    )
+                await self._decide(request, value, by)
             elif key in open_keys:
                 answer = _answer_of(value)
                 if answer is None:
                     raise ToolwireError(f"the answer to {key!r} is not an elicitation result")
                 round = wait.round if wait is not None and wait.asked > 1 else None
                 await ledger.respond(
-                    self.store, task_id, CALL_ID, answer, key=key, round=round, by=principal
+                    self.store, task_id, CALL_ID, answer, key=key, round=round, by=by
                 )
         created = created_at(task_id, principal) or 0.0
         return (await self._moved_on(task_id, created))[1]  # started once decided or answered
@@ -578,14 +620,16 @@ class Tasks:
         is dropped).
 
         Raises:
+            UnknownTask: the store keeps no such task.
             StoreUnavailable: the run store cannot be reached.
         """
         said = ToolResult.error("cancelled", "The task was cancelled by its client.")
-        with contextlib.suppress(ToolwireError):  # no record: nothing of it started
-            await ledger.settle(self.store, task_id, CALL_ID, said)
+        if await ledger.record(self.store, task_id, CALL_ID) is None:
+            raise UnknownTask(f"no such task: {task_id[:100]!r}")
+        await ledger.settle(self.store, task_id, CALL_ID, said)
         job = self._jobs.get(task_id)
         if job is not None:
-            job.cancel()
+            job.scope.cancel()
 
 
 # -- the MCP side ------------------------------------------------------------------------------
@@ -624,3 +668,82 @@ def task_relay(relay: Relay) -> Relay:
     relay.log = None
     relay.progress = None
     return relay
+
+
+@dataclass(frozen=True)
+class TaskMethods:
+    """The ``tasks/*`` methods of a gateway's MCP server, for its ``tasks``:
+    ``principal_of(ctx)`` says whose request it is (raising for nobody), ``can_elicit(ctx)``
+    whether its client answers forms, ``answerer(principal)`` who its answers are recorded as
+    given by."""
+
+    tasks: Tasks
+    principal_of: Callable[[Any], Any]
+    can_elicit: Callable[[Any], bool]
+    answerer: Callable[[Any], Any]
+
+    def serve(self, server: Any) -> None:
+        """Declare the tasks extension and serve its methods (to 2026-07-28 clients that
+        declare it: others are told it is a capability they lack)."""
+        server.extensions[EXTENSION] = {}
+        for method, handler in (
+            ("tasks/get", self.get),
+            ("tasks/update", self.update),
+            ("tasks/cancel", self.cancel),
+        ):
+            server.add_request_handler(method, TaskParams, handler)
+        server.middleware.append(task_routing)
+
+    def _task(self, ctx: Any, task_id: str) -> tuple[Any, float]:
+        """The principal of a ``tasks/*`` request and when its task was created.
+
+        Raises:
+            MCPError: the client did not declare tasks, or there is no such task of its own.
+        """
+        if not declares_tasks(ctx):
+            raise MCPError(
+                code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                message=f"tasks are served to clients that declare {EXTENSION}",
+                data={"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+            )
+        try:
+            principal = self.principal_of(ctx)
+        except ToolwireError:  # not authenticated: nobody's task
+            raise MCPError(code=types.INVALID_PARAMS, message="no such task") from None
+        created = self.tasks.live(task_id, principal)
+        if created is None:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"no such task: {task_id[:100]!r}")
+        return principal, created
+
+    async def get(self, ctx: Any, params: TaskParams) -> Any:
+        _, created = self._task(ctx, params.task_id)
+        try:
+            view = await self.tasks.view(params.task_id, created)
+        except UnknownTask as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+        return self.tasks.wire(params.task_id, created, view, form=self.can_elicit(ctx))
+
+    async def update(self, ctx: Any, params: TaskParams) -> Any:
+        principal, _ = self._task(ctx, params.task_id)
+        responses = params.input_responses or {}
+        try:
+            await self.tasks.update(
+                params.task_id,
+                responses,
+                principal,
+                by=self.answerer(principal),
+                form=self.can_elicit(ctx),
+            )
+        except StoreUnavailable:
+            raise
+        except ToolwireError as exc:  # no such task, or an answer that cannot be taken
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)[:500]) from None
+        return {"resultType": "complete"}
+
+    async def cancel(self, ctx: Any, params: TaskParams) -> Any:
+        self._task(ctx, params.task_id)
+        try:
+            await self.tasks.cancel(params.task_id)
+        except UnknownTask as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+        return {"resultType": "complete"}
