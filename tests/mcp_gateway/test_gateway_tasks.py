@@ -489,3 +489,33 @@ async def test_a_task_the_store_no_longer_keeps_is_no_task(tmp_path: Path) -> No
                         method,
                         answer,
                     )
+
+
+async def test_a_client_cannot_start_tasks_without_bound(tmp_path: Path) -> None:
+    """A task costs its client one request and its gateway a job: past ``per_principal`` of
+    one client's tasks running on a worker, its calls are refused, and taken again once one
+    ends."""
+    settings = TaskSettings(after=0.05, poll=0.05, per_principal=2)
+    with anyio.fail_after(BOUND):
+        async with (
+            sqlite_store(tmp_path) as store,
+            gateway(store, tasks=settings) as url,
+            httpx2.AsyncClient(timeout=BOUND) as http,
+        ):
+            client = Client(http, url)
+            first = await client.call("slow", seconds=30)
+            second = await client.call("slow", seconds=30)
+            assert first["resultType"] == second["resultType"] == "task"
+            refused = await client.call("slow", seconds=30)
+            assert refused.get("isError") is True
+            assert "2 tasks of this client run on this gateway now" in _text(refused)
+            await client.task("cancel", first["taskId"])
+            await client.until(first["taskId"], "cancelled")
+            while True:  # its job ends a moment after its answer is kept
+                taken = await client.call("slow", seconds=30)
+                if taken.get("resultType") == "task":
+                    break
+                await anyio.sleep(0.02)
+            for handle in (second, taken):
+                await client.task("cancel", handle["taskId"])
+    assert slept.count("started") == 3

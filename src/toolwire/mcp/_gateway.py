@@ -700,6 +700,8 @@ class Gateway:
                     required=required,
                     form=form,
                 )
+            elif (busy := self._tasks.refusal(principal)) is not None:
+                return error_result(f"The call was refused: {busy}; try again once some end.")
             else:
                 task_id = new_task_id(principal)
                 call = make_call(served.ledgered.toolset, params.name, arguments, call_id=_CALL_ID)

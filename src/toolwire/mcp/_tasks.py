@@ -107,6 +107,11 @@ class TaskSettings:
     """Seconds a task is kept from its creation (``ttlMs``); after that it is unknown."""
     poll: float = 0.5
     """Seconds the client is asked to wait between polls (``pollIntervalMs``)."""
+    per_principal: int = 64
+    """Tasks of one principal a gateway worker runs at once; past it, its calls are refused
+    (a task costs its client nothing to start, its worker a job)."""
+    most: int = 1024
+    """Tasks a gateway worker runs at once, of every principal."""
 
     def __post_init__(self) -> None:
         for name in ("after", "ttl", "poll"):
@@ -115,6 +120,10 @@ class TaskSettings:
                 raise ConfigurationError(f"task {name} is a number of seconds, 0 or more")
         if not self.ttl > 0 or not self.poll > 0:
             raise ConfigurationError("a task's ttl and poll interval are more than 0 seconds")
+        for name in ("per_principal", "most"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"task {name} is a whole number, 1 or more")
 
 
 # -- task ids -----------------------------------------------------------------------------------
@@ -292,6 +301,8 @@ class _Job:
     """Its answer, once answered."""
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     """Cancels it (before it starts, too)."""
+    owner: str = ""
+    """Its principal's key."""
 
 
 class Tasks:
@@ -337,6 +348,19 @@ class Tasks:
     @property
     def available(self) -> bool:
         return self._group is not None
+
+    def refusal(self, principal: Any) -> str | None:
+        """Why this worker takes no new task of ``principal`` now (see
+        ``TaskSettings.per_principal`` and ``most``), or None."""
+        owner = ledger.principal_key(principal)
+        mine = sum(1 for job in self._jobs.values() if job.owner == owner)
+        if mine >= self.settings.per_principal:
+            return f"{mine} tasks of this client run on this gateway now (at most " + (
+                f"{self.settings.per_principal})"
+            )
+        if len(self._jobs) >= self.settings.most:
+            return f"this gateway runs {len(self._jobs)} tasks now (at most {self.settings.most})"
+        return None
 
     def live(self, task_id: str, principal: Any) -> float | None:
         """When ``principal``'s task ``task_id`` was created; None for no task of its own, or
@@ -437,7 +461,7 @@ class Tasks:
     ) -> _Job:
         """Run the task's call in the background, in its run (registered at once: a second
         reader of the task on this worker does not start another)."""
-        job = self._jobs[task_id] = _Job()
+        job = self._jobs[task_id] = _Job(owner=ledger.principal_key(principal))
         assert self._group is not None
         self._group.start_soon(self._run, task_id, call, principal, executor, relay, job)
         return job
