@@ -506,6 +506,13 @@ def encode_record(record: CallRecord) -> str:
     return pydantic_core.to_json(body, fallback=str).decode()
 
 
+def _names_non_finite(text: str | bytes) -> bool:
+    """Whether a record's JSON text holds ``NaN`` or ``Infinity`` anywhere (a cheap scan)."""
+    if isinstance(text, bytes):
+        return b"NaN" in text or b"Infinity" in text
+    return "NaN" in text or "Infinity" in text
+
+
 def decode_record(text: str | bytes, version: int, *, call_id: str | None = None) -> CallRecord:
     """A record from its JSON form, its whole shape checked (nested parts included).
 
@@ -521,12 +528,13 @@ def decode_record(text: str | bytes, version: int, *, call_id: str | None = None
     """
     which = f"the stored record of call {call_id!r}" if call_id is not None else "a stored record"
     try:
-        # Parsed without NaN or Infinity anywhere (the parser of ``validate_json`` takes them
-        # where a field holds any JSON value: an argument, a result), then checked whole. A
-        # record never holds a lone surrogate: it could not have been written.
-        body = _RECORD_FORM.validate_python(
-            pydantic_core.from_json(text, allow_inf_nan=False), strict=True
-        )
+        # Parsed and checked in one pass; the parser of ``validate_json`` takes NaN and
+        # Infinity where a field holds any JSON value (an argument, a result), so a text that
+        # names them (in a string, most likely) is parsed again without them first. A record
+        # never holds a lone surrogate: it could not have been written.
+        if _names_non_finite(text):
+            pydantic_core.from_json(text, allow_inf_nan=False)
+        body = _RECORD_FORM.validate_json(text, strict=True)
         record = _record_from(body, version)
     except pydantic.ValidationError as exc:
         raise StoreUnavailable(f"{which} cannot be read: {_first_error(exc)}") from None
