@@ -192,17 +192,25 @@ async def compare_gateway(name: str, direct: Any, gateway: Any, calls: int) -> N
     )
 
 
-async def compare_clients(name: str, targets: dict[str, Any], calls: int) -> None:
-    """Bare clients of each of ``targets`` (label: what ``mcp.Client`` connects to), all open
-    at once, alternating blocks, medians (as [`compare`][]); each compared with the first.
-    The CPU time is this process's: the client's, and an in-process server's too."""
+async def compare_clients(
+    name: str,
+    targets: dict[str, Any],
+    calls: int,
+    *,
+    options: dict[str, dict[str, Any]] | None = None,
+) -> None:
+    """Bare clients of each of ``targets`` (label: what ``mcp.Client`` connects to, with
+    ``options[label]``, a handshake-era client by default), all open at once, alternating
+    blocks, medians (as [`compare`][]); each compared with the first. The CPU time is this
+    process's: the client's, and an in-process server's too."""
     latency: dict[str, list[float]] = {label: [] for label in targets}
     cpu: dict[str, list[float]] = {label: [] for label in targets}
     batch: dict[str, list[float]] = {label: [] for label in targets}
     async with contextlib.AsyncExitStack() as stack:
         clients = {}
         for label, target in targets.items():
-            client = await stack.enter_async_context(mcp.Client(target, mode="legacy", cache=None))
+            given = {"mode": "legacy", **(options or {}).get(label, {})}
+            client = await stack.enter_async_context(mcp.Client(target, cache=None, **given))
             clients[label] = (client, await _add_name(client))
 
         async def block(kind: str) -> None:
@@ -378,15 +386,74 @@ async def gateway_auth_async(calls: int) -> None:
             tasks.cancel_scope.cancel()
 
 
-async def main_async(calls: int, gateway_only: bool = False, auth_only: bool = False) -> None:
+async def gateway_tasks_async(calls: int) -> None:
+    """What serving tasks adds to a call answered at once: a 2026-07-28 client that declares
+    the tasks extension (each of its calls kept in a run of the store, any of them may become
+    a task) against one that does not, on one gateway over HTTP, with a memory and a SQLite
+    store."""
+    import tempfile
+
+    import httpx2
+    from mcp.client.extension import advertise
+    from mcp.client.streamable_http import streamable_http_client
+
+    @toolwire.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    tasks_declared = {
+        "mode": "auto",
+        "extensions": [advertise("io.modelcontextprotocol/tasks", {})],
+    }
+    with tempfile.TemporaryDirectory() as work:
+        sqlite = toolwire.SQLiteStore(f"{work}/runs.db")
+        async with anyio.create_task_group() as tasks:
+            async with (
+                _http_gateway(tasks, [add], max_concurrency=BATCH) as memory_url,
+                _http_gateway(tasks, [add], max_concurrency=BATCH, store=sqlite) as sqlite_url,
+                httpx2.AsyncClient() as h1,
+                httpx2.AsyncClient() as h2,
+                httpx2.AsyncClient() as h3,
+                httpx2.AsyncClient() as h4,
+            ):
+                for store, url, plain, declaring in (
+                    ("memory store", memory_url, h1, h2),
+                    ("SQLite store", sqlite_url, h3, h4),
+                ):
+                    await compare_clients(
+                        f"gateway, HTTP on loopback, a Python tool, {store}: tasks declared or not",
+                        {
+                            "2026-07-28 client": streamable_http_client(url, http_client=plain),
+                            "2026-07-28 client declaring tasks": streamable_http_client(
+                                url, http_client=declaring
+                            ),
+                        },
+                        calls,
+                        options={
+                            "2026-07-28 client": {"mode": "auto"},
+                            "2026-07-28 client declaring tasks": tasks_declared,
+                        },
+                    )
+            tasks.cancel_scope.cancel()
+        sqlite.close()
+
+
+async def main_async(
+    calls: int, gateway_only: bool = False, auth_only: bool = False, tasks_only: bool = False
+) -> None:
     stdio = [sys.executable, str(SERVERS), "catalogue"]
     print(f"{calls} calls one at a time (blocks of {BLOCK}), then batches of {BATCH}; medians\n")
     if auth_only:
         await gateway_auth_async(calls)
         return
+    if tasks_only:
+        await gateway_tasks_async(calls)
+        return
     if gateway_only:
         await gateway_async(calls)
         await gateway_auth_async(calls)
+        await gateway_tasks_async(calls)
         return
     await compare(
         "in process",
@@ -402,6 +469,7 @@ async def main_async(calls: int, gateway_only: bool = False, auth_only: bool = F
     )
     await gateway_async(calls)
     await gateway_auth_async(calls)
+    await gateway_tasks_async(calls)
 
 
 def main() -> None:
@@ -411,9 +479,12 @@ def main() -> None:
     parser.add_argument(
         "--auth-only", action="store_true", help="only what the gateway's authentication adds"
     )
+    parser.add_argument(
+        "--tasks-only", action="store_true", help="only what serving tasks adds to a call"
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     args = parser.parse_args()
-    anyio.run(main_async, args.calls, args.gateway_only, args.auth_only)
+    anyio.run(main_async, args.calls, args.gateway_only, args.auth_only, args.tasks_only)
     if args.json is not None:
         figures = {"calls": args.calls, "block": BLOCK, "batch": BATCH, "comparisons": FIGURES}
         with open(args.json, "w", encoding="utf-8") as f:
