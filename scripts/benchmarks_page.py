@@ -424,7 +424,9 @@ BENCHMARKS = (
         "The same MCP calls on a bare `mcp.Client`, through toolwire's hub, and through the "
         "whole governed pipeline, in process and over stdio; then a bare client of a server "
         "against a client of a toolwire gateway in front of it; then the gateway over HTTP "
-        "without and with authentication (JWT access tokens).",
+        "without and with authentication (JWT access tokens); then what serving tasks adds to a "
+        "call answered at once (a 2026-07-28 client declaring the tasks extension, each of its "
+        "calls kept in a run, against one that does not).",
         render_mcp_overhead,
     ),
     Benchmark(
