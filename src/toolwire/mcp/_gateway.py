@@ -465,12 +465,12 @@ class Gateway:
                 return await self._call(ctx, params, arguments, served, principal)
             finally:
                 self._calls.discard(call)
-        return error_result(  # ended by _end_calls: the gateway stops
+        return error_result(  # ended by end_calls: the gateway stops
             f"The gateway stopped before the call {params.name} finished: it may or may not "
             "have taken effect."
         )
 
-    def _end_calls(self) -> None:
+    def end_calls(self) -> None:
         """End the calls in progress (the gateway stops): each is answered that it was
         interrupted, while its client can still be answered."""
         for call in list(self._calls):

@@ -414,7 +414,7 @@ async def _serve_until_stopped(
 
     async def before_shutdown() -> None:
         requests.refuse()
-        gateway._end_calls()  # each call in progress is answered that the gateway stopped
+        gateway.end_calls()  # each call in progress is answered that the gateway stopped
         with anyio.move_on_after(_ANSWERS_SECONDS):
             await requests.answered()  # those answers sent before the sessions end
         sessions_end.set()

@@ -69,12 +69,12 @@ from toolwire.schema._rewrite import (
 )
 from toolwire.schema.checks import anthropic_pattern_problem, draft_2020_12_violations
 from toolwire.schema.openai import (
-    _DESCRIBED,
+    STRICT_DESCRIBED,
     NullPath,
     StrictLimits,
+    StrictLowering,
     StrictSchemaError,
-    _accepts_null,
-    _Strict,
+    accepts_null,
 )
 
 __all__ = [
@@ -698,13 +698,13 @@ _STRICT_FORMATS = frozenset(
 )
 
 
-class _AnthropicStrict(_Strict):
+class _AnthropicStrict(StrictLowering):
     """OpenAI's strict walk with Anthropic's rules: numeric bounds, lengths and array limits
     other than ``minItems`` 0 or 1 described, ``uri`` among the formats, ``default`` kept,
     patterns kept when simple, and ``required`` as the schema has it (unless ``nullable``)."""
 
     KEPT = frozenset({"title", "description", "default"})
-    DESCRIBED = (_DESCRIBED - {"default"}) | _NUMERIC_AND_LENGTHS
+    DESCRIBED = (STRICT_DESCRIBED - {"default"}) | _NUMERIC_AND_LENGTHS
     FORMATS = _STRICT_FORMATS
 
     def __init__(self, root: Any, *, nullable: bool) -> None:
@@ -760,7 +760,7 @@ class _AnthropicStrict(_Strict):
             return super().optional(schema, instance)
         # A null whose default is null means what leaving the argument out means: the model
         # leaves it out, and the union it needed is not spent.
-        if schema.get("default", NOWHERE) is None and _accepts_null(schema):
+        if schema.get("default", NOWHERE) is None and accepts_null(schema):
             narrowed = _without_null(schema)
             if narrowed is not None:
                 return narrowed
@@ -792,14 +792,14 @@ def _without_null(schema: dict[str, Any]) -> dict[str, Any] | None:
     branches = out.get("anyOf")
     if isinstance(branches, list):
         kept = [b for b in branches if b != {"type": "null"}]
-        if not kept or any(isinstance(b, Mapping) and _accepts_null(b) for b in kept):
+        if not kept or any(isinstance(b, Mapping) and accepts_null(b) for b in kept):
             return None
         out["anyOf"] = kept
         if len(kept) == 1 and isinstance(kept[0], Mapping) and set(out) <= {"anyOf", *_ANNOTATED}:
             out = _merged_annotations(out, kept[0])
     if "const" in out and out["const"] is None:
         return None
-    return out if not _accepts_null(out) else None
+    return out if not accepts_null(out) else None
 
 
 def _merged_annotations(outer: Mapping[str, Any], only: Mapping[str, Any]) -> dict[str, Any]:

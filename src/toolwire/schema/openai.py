@@ -30,7 +30,15 @@ from toolwire.schema._base import (
     shown,
 )
 
-__all__ = ["NullPath", "StrictLimits", "StrictSchemaError", "strict_schema"]
+__all__ = [
+    "STRICT_DESCRIBED",
+    "NullPath",
+    "StrictLimits",
+    "StrictLowering",
+    "StrictSchemaError",
+    "accepts_null",
+    "strict_schema",
+]
 
 NullPath = tuple[str, ...]
 """An instance path: property names, ``"*"`` for every item of an array."""
@@ -73,7 +81,7 @@ _KEPT = frozenset(
     }
 )
 # Dropped into the description: they only narrow, and our validator still enforces them.
-_DESCRIBED = frozenset(
+STRICT_DESCRIBED = frozenset(
     {
         "minLength",
         "maxLength",
@@ -110,7 +118,7 @@ class StrictLimits:
     would otherwise cost a hundred thousand visits per tool before being refused)."""
 
 
-def _accepts_null(schema: Mapping[str, Any]) -> bool:
+def accepts_null(schema: Mapping[str, Any]) -> bool:
     types = schema.get("type")
     if types == "null" or (isinstance(types, list) and "null" in types):
         return True
@@ -120,7 +128,7 @@ def _accepts_null(schema: Mapping[str, Any]) -> bool:
         return True
     branches = schema.get("anyOf")
     return isinstance(branches, list) and any(
-        isinstance(b, Mapping) and _accepts_null(b) for b in branches
+        isinstance(b, Mapping) and accepts_null(b) for b in branches
     )
 
 
@@ -141,13 +149,13 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return wrapped
 
 
-class _Strict(Lowering):
+class StrictLowering(Lowering):
     """The strict lowering: OpenAI's rules here, a provider's own in a subclass (the keywords
     it keeps, describes and the formats it takes; ``keyword``, ``optional`` and ``required``
     for what depends on values)."""
 
     KEPT: frozenset[str] = _KEPT
-    DESCRIBED: frozenset[str] = _DESCRIBED
+    DESCRIBED: frozenset[str] = STRICT_DESCRIBED
     FORMATS: frozenset[str] = _FORMATS
 
     def __init__(self, root: Any, limits: StrictLimits) -> None:
@@ -263,7 +271,7 @@ class _Strict(Lowering):
     def optional(self, schema: dict[str, Any], instance: NullPath) -> dict[str, Any]:
         """An optional property's converted schema as declared: made nullable (its path
         recorded) unless it accepts null already, as every property is required."""
-        if _accepts_null(schema):
+        if accepts_null(schema):
             return schema
         self.null_paths.append(instance)
         return _nullable(schema)
@@ -375,7 +383,7 @@ def strict_schema(
     Raises:
         StrictSchemaError: why the schema cannot be strict (send it with ``strict: false``).
     """
-    conversion = _Strict(schema, limits or StrictLimits())
+    conversion = StrictLowering(schema, limits or StrictLimits())
     try:
         strict = conversion.run()
     except StrictSchemaError:
