@@ -32,7 +32,7 @@ from toolwire.calls import (
     canonical_json,
     placeholder,
 )
-from toolwire.errors import MalformedResponse, SchemaConversionError
+from toolwire.errors import ConfigurationError, MalformedResponse, SchemaConversionError
 from toolwire.providers._assess import assessed, texts
 from toolwire.providers._contract import (
     Declaration,
@@ -50,6 +50,7 @@ from toolwire.providers._wire import (
     item_types,
     listed,
     load_json,
+    named_tools,
     resolve_call,
     sent_id,
 )
@@ -92,7 +93,7 @@ PROFILE = ProviderProfile(
     name_pattern=r"[a-zA-Z0-9_-]{1,128}",
     image_types=_IMAGE_TYPES,
     error_prefix=None,  # tool_result blocks have is_error
-    declared_options=frozenset({"cache_control", "strict"}),
+    declared_options=frozenset({"cache_control", "eager_input_streaming", "strict"}),
     max_tools=None,
     schema_rules=(
         "JSON Schema draft 2020-12 with an object root; no anyOf, oneOf or allOf at the top; "
@@ -119,6 +120,18 @@ class AnthropicOptions:
     """Declare each tool ``strict: true`` (strict tool use) where its schema can be made
     strict and the request's budget for strict schemas lasts; the others are sent without
     ``strict``."""
+    eager_input_streaming: bool | tuple[str, ...] = field(
+        default=False, metadata={"help": "stream these tools' arguments as the model writes them"}
+    )
+    """The tools declared ``eager_input_streaming: true``, as exposed names, or True for
+    every tool: a stream carries their arguments as the model writes them, not buffered until
+    they are whole JSON (fine-grained tool streaming: sooner, for long arguments). Arguments
+    that end up invalid are answered as any invalid arguments, and the call does not run."""
+
+    def __post_init__(self) -> None:
+        given: Any = self.eager_input_streaming
+        if isinstance(given, list):  # a list from keyword options: kept hashable
+            object.__setattr__(self, "eager_input_streaming", tuple(given))
 
 
 Options = AnthropicOptions
@@ -245,6 +258,11 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
     def build() -> Declaration:
         listed = _declared(toolset, options.strict)
         declared = [d.entry for d in listed]
+        eager = _eager_names(toolset, declared, options.eager_input_streaming)
+        declared = [
+            {**entry, "eager_input_streaming": True} if entry["name"] in eager else entry
+            for entry in declared
+        ]
         if options.cache_control == "last" and declared:
             declared[-1] = {**declared[-1], "cache_control": {"type": "ephemeral"}}
         return Declaration(
@@ -261,6 +279,27 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
         )
 
     return toolset.cached((NAME, "declaration", options), build)
+
+
+def _eager_names(
+    toolset: ToolSet, declared: Sequence[Mapping[str, Any]], selection: Any
+) -> frozenset[str]:
+    """The declared names ``selection`` (True, False or exposed names) streams eagerly.
+
+    Raises:
+        ConfigurationError: for a selection of another kind.
+    """
+    if selection is False:
+        return frozenset()
+    names = [entry["name"] for entry in declared]
+    if selection is True:
+        return frozenset(names)
+    if not isinstance(selection, list | tuple):
+        raise ConfigurationError(
+            "eager_input_streaming takes True, False or a list of exposed tool names, "
+            f"not {type(selection).__name__}"
+        )
+    return named_tools(toolset, "eager_input_streaming", selection, names)
 
 
 def assess(tool: Tool, options: Options | None = None) -> Verdict:
