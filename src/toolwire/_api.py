@@ -77,6 +77,27 @@ class Listing:
         """Tools not declared to this principal, by exposed name, and why."""
         return self.declaration.left_out
 
+    def tool_choice(
+        self,
+        allowed: Sequence[str] | None = None,
+        *,
+        mode: Literal["auto", "required", "none"] = "auto",
+    ) -> Any:
+        """The request's tool-choice setting for this listing's provider: whether the model
+        may call a tool (``auto``), must (``required``) or may not (``none``), over every
+        declared tool or only those ``allowed`` (exposed names). Narrowing a turn this way
+        leaves the declared tools as they are, so a cached prompt prefix holds.
+
+        Where it goes: OpenAI's ``tool_choice`` (``allowed_tools``), Anthropic's
+        ``tool_choice`` (which narrows only to one tool the model must call), Gemini's
+        ``tool_config`` (``allowedFunctionNames``, ``VALIDATED`` for ``auto``) and the
+        Interactions API's ``generation_config.tool_choice``.
+
+        Raises:
+            ConfigurationError: a choice the provider cannot express, or a name not declared.
+        """
+        return get_provider(self.provider).tool_choice(self.declaration, allowed, mode)
+
 
 @dataclass(frozen=True, slots=True)
 class Outcome:

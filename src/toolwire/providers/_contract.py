@@ -208,6 +208,18 @@ class Provider(Protocol):
         """True when ``response`` (as plain data) has this provider's shape."""
         ...
 
+    def tool_choice(
+        self, declaration: Declaration, allowed: Sequence[str] | None = None, mode: str = "auto"
+    ) -> Any:
+        """The request's tool-choice setting in this provider's shape: ``mode`` (``auto``,
+        ``required``, ``none``) over the declared tools, or narrowed to ``allowed`` (exposed
+        names) without changing what is declared.
+
+        Raises:
+            ConfigurationError: a choice this provider cannot express, or names not declared.
+        """
+        ...
+
     def followup(
         self, response: Any, answers: Sequence[Any], ids: Sequence[str | None] = ()
     ) -> list[Any]:

@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 from toolwire.calls import (
     CallIds,
@@ -31,6 +31,7 @@ from toolwire.tool import Tool, ToolSet
 _NO_EXTRAS: Mapping[str, Any] = MappingProxyType({})
 
 __all__ = [
+    "ChoiceMode",
     "ErrorAnswer",
     "NotJson",
     "StreamBudget",
@@ -41,6 +42,7 @@ __all__ = [
     "call_ids",
     "carried_calls",
     "check_shape",
+    "chosen_names",
     "get_field",
     "item_types",
     "json_type",
@@ -123,6 +125,43 @@ def named_tools(
             )
         chosen.append(name)
     return frozenset(chosen) & frozenset(declared)
+
+
+ChoiceMode = Literal["auto", "required", "none"]
+"""Whether the model may call a tool (``auto``), must (``required``) or may not (``none``)."""
+
+
+def chosen_names(
+    declaration: Any, allowed: Iterable[str] | None, mode: Any
+) -> tuple[str, ...] | None:
+    """The declared tools a tool choice narrows the turn to (exposed names, in declaration
+    order; None: every one), ``mode`` checked.
+
+    Raises:
+        ConfigurationError: a mode that is none of ``auto``, ``required``, ``none``; names with
+            ``none``; a name that is not a string or not declared; an empty list.
+    """
+    if mode not in ("auto", "required", "none"):
+        raise ConfigurationError(f"a tool choice's mode is auto, required or none, not {mode!r}")
+    if allowed is None:
+        return None
+    if isinstance(allowed, str):
+        raise ConfigurationError("allowed is a list of exposed tool names, not one string")
+    names = list(allowed)
+    if mode == "none":
+        raise ConfigurationError("mode none allows no tool: give no names")
+    if not names:
+        raise ConfigurationError("allowed names no tool: give None for every declared tool")
+    declared = list(declaration.entries)
+    for name in names:
+        if not isinstance(name, str) or name not in declaration.entries:
+            shown = ", ".join(declared[:_NAMES_LISTED]) or "(none)"
+            raise ConfigurationError(
+                f"allowed names {printable(str(name)[:100])!r}, which is not declared; "
+                f"declared: {shown}"
+            )
+    wanted = set(names)
+    return tuple(name for name in declared if name in wanted)
 
 
 def split_calls(items: list[ToolCall | RejectedCall]) -> tuple[list[ToolCall], list[Any]]:

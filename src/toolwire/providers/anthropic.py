@@ -41,12 +41,14 @@ from toolwire.providers._contract import (
     Verdict,
 )
 from toolwire.providers._wire import (
+    ChoiceMode,
     NotJson,
     StreamBudget,
     StreamLimits,
     as_data,
     call_ids,
     check_shape,
+    chosen_names,
     item_types,
     listed,
     load_json,
@@ -80,6 +82,7 @@ __all__ = [
     "recognizes",
     "response_for",
     "text",
+    "tool_choice",
     "tool_result",
 ]
 
@@ -471,6 +474,27 @@ _INPUT_BLOCK_FIELDS = {
 }
 """What a block of these types may carry when it is sent back (the API refuses extra fields,
 such as a tool_use's ``caller``, on input)."""
+
+
+def tool_choice(
+    declaration: Declaration, allowed: Sequence[str] | None = None, mode: ChoiceMode = "auto"
+) -> Any:
+    """The request's ``tool_choice``: ``auto``, ``any`` (required) or ``none`` over every
+    declared tool, or one tool the model must call (``required`` with one name). The Messages
+    API cannot narrow a turn to several of the declared tools.
+
+    Raises:
+        ConfigurationError: a narrowing the Messages API cannot express; see ``chosen_names``.
+    """
+    names = chosen_names(declaration, allowed, mode)
+    if names is None or len(names) == len(declaration.entries):
+        return {"type": {"auto": "auto", "required": "any", "none": "none"}[mode]}
+    if mode == "required" and len(names) == 1:
+        return {"type": "tool", "name": names[0]}
+    raise ConfigurationError(
+        "the Messages API narrows a turn only to one tool it must call (required, one name): "
+        "declare the others in another listing"
+    )
 
 
 def followup(response: Any, answers: Sequence[Any], ids: Sequence[str | None] = ()) -> list[Any]:

@@ -54,8 +54,10 @@ from toolwire.providers._gemini_live import (
 from toolwire.providers._gemini_media import add_native_part, display_name, files_api_uri
 from toolwire.providers._gemini_stream import StreamAccumulator
 from toolwire.providers._wire import (
+    ChoiceMode,
     as_data,
     check_shape,
+    chosen_names,
     get_field,
     json_type,
     named_tools,
@@ -97,6 +99,7 @@ __all__ = [
     "recognizes",
     "response_for",
     "text",
+    "tool_choice",
     "whole_floats",
 ]
 
@@ -739,6 +742,28 @@ def _model_content(response: Any) -> Any:
     if _is_mapping(data) and "parts" in data:
         return {"role": "model", **data}
     return {"role": "model", "parts": _parts_of(data)}
+
+
+def tool_choice(
+    declaration: Declaration, allowed: Sequence[str] | None = None, mode: ChoiceMode = "auto"
+) -> Any:
+    """The request's ``toolConfig``: ``AUTO``, ``ANY`` (required) or ``NONE`` over every
+    declared function, or narrowed to ``allowed`` (``allowedFunctionNames``: ``VALIDATED``
+    when the model may still answer in text, ``ANY`` when it must call one) without changing
+    the declared functions.
+
+    Raises:
+        ConfigurationError: see ``chosen_names``.
+    """
+    names = chosen_names(declaration, allowed, mode)
+    if names is None:
+        return {
+            "functionCallingConfig": {
+                "mode": {"auto": "AUTO", "required": "ANY", "none": "NONE"}[mode]
+            }
+        }
+    narrowed = "VALIDATED" if mode == "auto" else "ANY"
+    return {"functionCallingConfig": {"mode": narrowed, "allowedFunctionNames": list(names)}}
 
 
 def followup(response: Any, answers: Sequence[Any], ids: Sequence[str | None] = ()) -> list[Any]:

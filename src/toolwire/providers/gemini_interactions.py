@@ -57,6 +57,7 @@ from toolwire.providers._contract import (
     Verdict,
 )
 from toolwire.providers._wire import (
+    ChoiceMode,
     NotJson,
     StreamBudget,
     StreamLimits,
@@ -64,6 +65,7 @@ from toolwire.providers._wire import (
     call_ids,
     carried_calls,
     check_shape,
+    chosen_names,
     listed,
     load_json,
     named_tools,
@@ -92,6 +94,7 @@ __all__ = [
     "recognizes",
     "response_for",
     "text",
+    "tool_choice",
 ]
 
 NAME = "gemini-interactions"
@@ -507,6 +510,24 @@ def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -
 
 
 # -- the conversation ------------------------------------------------------------------------------
+
+
+def tool_choice(
+    declaration: Declaration, allowed: Sequence[str] | None = None, mode: ChoiceMode = "auto"
+) -> Any:
+    """The interaction's ``generation_config.tool_choice``: ``auto``, ``any`` (required) or
+    ``none`` over every declared function, or narrowed to ``allowed`` (``{"allowed_tools":
+    {"mode", "tools"}}``: ``validated`` when the model may still answer in text, ``any`` when
+    it must call one) without changing the declared functions.
+
+    Raises:
+        ConfigurationError: see ``chosen_names``.
+    """
+    names = chosen_names(declaration, allowed, mode)
+    if names is None:
+        return {"auto": "auto", "required": "any", "none": "none"}[mode]
+    narrowed = "validated" if mode == "auto" else "any"
+    return {"allowed_tools": {"mode": narrowed, "tools": list(names)}}
 
 
 def followup(response: Any, answers: Sequence[Any], ids: Sequence[str | None] = ()) -> list[Any]:

@@ -26,12 +26,14 @@ from toolwire.providers._contract import (
 )
 from toolwire.providers._openai import OpenAIOptions as Options
 from toolwire.providers._wire import (
+    ChoiceMode,
     ErrorAnswer,
     StreamBudget,
     StreamLimits,
     as_data,
     call_ids,
     check_shape,
+    chosen_names,
     json_type,
     resolve_call,
     sent_id,
@@ -53,6 +55,7 @@ __all__ = [
     "recognizes",
     "response_for",
     "text",
+    "tool_choice",
     "tool_message",
 ]
 
@@ -246,6 +249,26 @@ def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -
 
 _INPUT_FIELDS = ("role", "content", "refusal", "name", "tool_calls", "function_call")
 """What an assistant message may carry when it is sent back (not ``annotations``)."""
+
+
+def tool_choice(
+    declaration: Declaration, allowed: Sequence[str] | None = None, mode: ChoiceMode = "auto"
+) -> Any:
+    """The request's ``tool_choice``: ``mode`` over every declared tool, or narrowed to
+    ``allowed`` (``{"type": "allowed_tools", ...}``) without changing the declared tools, so
+    the prompt cache holds.
+
+    Raises:
+        ConfigurationError: see ``chosen_names``.
+    """
+    names = chosen_names(declaration, allowed, mode)
+    if names is None:
+        return mode
+    tools = []
+    for name in names:
+        kind = "custom" if declaration.toolset[name].kind == "custom" else "function"
+        tools.append({"type": kind, kind: {"name": name}})
+    return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": tools}}
 
 
 def followup(response: Any, answers: Sequence[Any], ids: Sequence[str | None] = ()) -> list[Any]:

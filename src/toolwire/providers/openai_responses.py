@@ -38,12 +38,14 @@ from toolwire.providers._contract import (
 )
 from toolwire.providers._openai import OpenAIOptions as Options
 from toolwire.providers._wire import (
+    ChoiceMode,
     StreamBudget,
     StreamLimits,
     as_data,
     call_ids,
     carried_calls,
     check_shape,
+    chosen_names,
     item_types,
     listed,
     resolve_call,
@@ -68,6 +70,7 @@ __all__ = [
     "recognizes",
     "response_for",
     "text",
+    "tool_choice",
 ]
 
 NAME = "openai-responses"
@@ -396,6 +399,29 @@ def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -
 def _output_items(response: Any) -> list[Any]:
     check_shape(NAME, as_data(response), recognizes)
     return [as_data(item) for item in listed(response, "output", "a response or output items")]
+
+
+def tool_choice(
+    declaration: Declaration, allowed: Sequence[str] | None = None, mode: ChoiceMode = "auto"
+) -> Any:
+    """The request's ``tool_choice``: ``mode`` over every declared tool, or narrowed to
+    ``allowed`` (``{"type": "allowed_tools", ...}``) without changing the declared tools, so
+    the prompt cache holds.
+
+    Raises:
+        ConfigurationError: see ``chosen_names``.
+    """
+    names = chosen_names(declaration, allowed, mode)
+    if names is None:
+        return mode
+    tools = [
+        {
+            "type": "custom" if declaration.toolset[name].kind == "custom" else "function",
+            "name": name,
+        }
+        for name in names
+    ]
+    return {"type": "allowed_tools", "mode": mode, "tools": tools}
 
 
 def followup(response: Any, answers: Sequence[Any], ids: Sequence[str | None] = ()) -> list[Any]:
