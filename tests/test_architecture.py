@@ -192,6 +192,7 @@ def test_the_leaves_import_only_leaves() -> None:
     below = (
         *leaves,
         "toolwire.tool",
+        "toolwire._validation",  # the tool's argument validation, split from it
         "toolwire._function_schema",
         "toolwire._text",
         "toolwire.grammar",
