@@ -34,6 +34,7 @@ from toolwire.errors import (
     InvalidArguments,
     NameCollisionError,
     ToolNotFound,
+    ToolwireError,
     ToolwireWarning,
 )
 from toolwire.grammar import Grammar, grammar_from_format
@@ -126,6 +127,10 @@ class Tool:
     """A custom tool's input: None for free text, or the ``Grammar`` the text must match
     (OpenAI's ``{"type": "grammar", "syntax", "definition"}`` is read as one); the text is
     checked before every call, on every provider."""
+    input_examples: tuple[Mapping[str, Any], ...] = ()
+    """Example arguments, shown to the model: Anthropic's ``input_examples``; folded into the
+    description for the other providers. Each must fit the input schema (checked when the
+    tool is made). Part of the definition hash when given."""
     _text_argument: str | None = field(default=None, init=False, repr=False)
     """A custom tool's one argument (see ``text_argument``)."""
     _validator: Any = field(default=None, init=False, repr=False)
@@ -176,6 +181,8 @@ class Tool:
             raise ConfigurationError(
                 f"tool {self.name!r}: a format is for custom tools; pass kind='custom'"
             )
+        if self.input_examples:
+            self._check_examples()
 
     def _set_up_custom(self) -> None:
         """The grammar compiled, and the input schema's one string argument found (an object
@@ -209,6 +216,35 @@ class Tool:
         """``server/name`` for a server's tool, else ``name``: what policies match."""
         return f"{self.server_id}/{self.name}" if self.server_id else self.name
 
+    def _check_examples(self) -> None:
+        """Keep the examples as an immutable copy, each checked against the input schema.
+
+        Raises:
+            ConfigurationError: an example that is no object, or does not fit the schema;
+                examples for a custom tool (its input is text).
+        """
+        given: Any = self.input_examples
+        if isinstance(given, Mapping) or not isinstance(given, Iterable):
+            raise ConfigurationError(f"tool {self.name!r}: input_examples is a list of objects")
+        examples = tuple(given)
+        if self.kind == "custom":
+            raise ConfigurationError(
+                f"custom tool {self.name!r}: its input is text, so it takes no input_examples"
+            )
+        for number, example in enumerate(examples, 1):
+            if not isinstance(example, Mapping):
+                raise ConfigurationError(
+                    f"tool {self.name!r}: input example {number} is not an object"
+                )
+            try:
+                self.validate_arguments(example)
+            except ToolwireError as exc:
+                raise ConfigurationError(
+                    f"tool {self.name!r}: input example {number} does not fit its schema: {exc}"
+                ) from None
+        kept = tuple(copy.deepcopy(dict(example)) for example in examples)
+        object.__setattr__(self, "input_examples", kept)
+
     @property
     def definition_hash(self) -> str:
         """What a model is told about the tool (description, input schema, annotations), and
@@ -222,6 +258,7 @@ class Tool:
                 self.annotations,
                 self.grammar,
                 title=self.title,
+                examples=self.input_examples,
             )
             object.__setattr__(self, "_definition_hash", digest)
         return digest
@@ -323,14 +360,18 @@ def definition_hash(
     grammar: Grammar | None = None,
     *,
     title: str | None = None,
+    examples: tuple[Mapping[str, Any], ...] = (),
 ) -> str:
-    """A tool definition's description, input schema, annotations, grammar and title, hashed."""
+    """A tool definition's description, input schema, annotations, grammar, title and input
+    examples, hashed."""
     definition = {"description": description, "schema": schema, "annotations": annotations}
     # Each only when set: the hashes of tools without one stay as they were.
     if grammar is not None:
         definition["grammar"] = grammar.as_format()
     if title is not None:
         definition["title"] = title
+    if examples:
+        definition["input_examples"] = [dict(example) for example in examples]
     payload = canonical_json(definition)
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -378,6 +419,7 @@ def tool(
     idempotent: bool = False,
     taints: Iterable[str] | str | None = None,
     custom: bool | CustomFormat = False,
+    input_examples: Iterable[Mapping[str, Any]] = (),
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -393,6 +435,7 @@ def tool(
     idempotent: bool = False,
     taints: Iterable[str] | str | None = None,
     custom: bool | CustomFormat = False,
+    input_examples: Iterable[Mapping[str, Any]] = (),
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a [`Tool`][] from a function, sync or async.
 
@@ -409,6 +452,8 @@ def tool(
     parameter: the model writes free text, passed as that parameter; ``custom=`` a ``Grammar``
     (or OpenAI's grammar format as a dict) also constrains the text, checked before every call
     (see ``Tool.kind``).
+
+    ``input_examples`` are example arguments shown to the model (see ``Tool.input_examples``).
 
     A parameter annotated [`CallContext`][toolwire.CallContext] (``CallContext[MyDeps]``, or a
     subclass) is no argument: the model is never told of it, and each call passes it the call's
@@ -454,6 +499,7 @@ def tool(
             function=schema,
             kind="function" if custom is False else "custom",
             format=None if custom is True or custom is False else custom,
+            input_examples=tuple(input_examples),
         )
 
     return build(func) if func is not None else build
@@ -526,8 +572,8 @@ def tool_from_definition(definition: Mapping[str, Any]) -> Tool:
     Reads ``name``, ``description``, the input schema as ``input_schema`` (Anthropic),
     ``inputSchema`` (MCP) or ``parameters`` (OpenAI, Gemini), the output schema as
     ``output_schema`` or ``outputSchema``, ``annotations``, ``title`` (else the annotations'
-    ``title``) and ``icons`` (only http(s) and ``data:image/`` ones); other keys are ignored,
-    and an
+    ``title``) and ``icons`` (only http(s) and ``data:image/`` ones), and Anthropic's
+    ``input_examples`` (each checked against the input schema); other keys are ignored, and an
     OpenAI Chat ``{"type": "function", "function": {...}}`` is read from its ``function``. An
     OpenAI custom tool (``{"type": "custom", name, description, format}``, or Chat's
     ``{"type": "custom", "custom": {...}}``) is read as one, with its ``format``. Such a tool can
@@ -535,7 +581,7 @@ def tool_from_definition(definition: Mapping[str, Any]) -> Tool:
 
     Raises:
         ConfigurationError: when the definition has no string name, gives its input schema
-            twice, or a field has the wrong type.
+            twice, a field has the wrong type, or an input example does not fit the schema.
     """
     kind = definition.get("type")
     inner = definition.get(kind) if kind in ("function", "custom") else None
@@ -581,6 +627,7 @@ def tool_from_definition(definition: Mapping[str, Any]) -> Tool:
             title=title,
             icons=icons,
         )
+    examples = definition.get("input_examples", ())
     return Tool(
         name=name,
         description=description,
@@ -589,6 +636,7 @@ def tool_from_definition(definition: Mapping[str, Any]) -> Tool:
         annotations=annotations,
         title=title,
         icons=icons,
+        input_examples=examples if examples is not None else (),
     )
 
 

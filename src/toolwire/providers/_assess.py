@@ -9,6 +9,7 @@ from typing import Any
 
 from toolwire.errors import ConfigurationError, SchemaConversionError, ToolwireError
 from toolwire.providers._contract import Verdict
+from toolwire.providers._registry import get_provider
 from toolwire.schema._base import ConversionNote
 from toolwire.schema._rewrite import external_references
 from toolwire.schema.checks import property_paths
@@ -75,6 +76,13 @@ def assessed(
     notes = notes + external
     if tool.kind == "custom":  # declared here as what it stands for
         notes.insert(0, _as_function(tool))
+    if tool.input_examples and not get_provider(provider).PROFILE.input_examples:
+        count = len(tool.input_examples)
+        notes.insert(
+            0,
+            f"its {count} input example{'s' if count > 1 else ''} folded into the description "
+            "(the API takes none of its own)",
+        )
     original = tool.input_schema
     if schema == original and not notes:
         return Verdict(provider, "accepted")

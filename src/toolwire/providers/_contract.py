@@ -68,6 +68,9 @@ class ProviderProfile:
     server_history: bool = False
     """True when the API keeps the conversation (Gemini Interactions): ``followup`` then gives
     the answers alone, sent beside the previous turn's id."""
+    input_examples: bool = False
+    """True when a tool definition takes example arguments of its own (Anthropic's
+    ``input_examples``); elsewhere a tool's examples are folded into its description."""
 
     def accepts_name(self, name: str) -> bool:
         """True when the API takes ``name`` as a tool name."""

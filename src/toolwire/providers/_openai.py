@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolwire._text import clean_description
 from toolwire.calls import (
     ToolResult,
     canonical_json,
@@ -16,6 +15,7 @@ from toolwire.calls import (
 from toolwire.errors import SchemaConversionError
 from toolwire.providers._assess import assessed, custom_verdict, texts
 from toolwire.providers._contract import Declaration, DeclaredTool, Verdict
+from toolwire.providers._wire import described
 from toolwire.schema._base import ConversionNote
 from toolwire.schema.anthropic import to_anthropic_schema
 from toolwire.schema.checks import openai_violations
@@ -108,7 +108,7 @@ def _declare(tool: Tool, name: str, strict: bool) -> Declared:
         grammar = tool.grammar
         return Declared(
             name=name,
-            description=clean_description(tool.description),
+            description=described(tool),
             parameters=dict(tool.input_schema),
             strict=False,
             null_paths=(),
@@ -129,7 +129,7 @@ def _declare(tool: Tool, name: str, strict: bool) -> Declared:
         parameters, paths = plain, []
     return Declared(
         name=name,
-        description=clean_description(tool.description),
+        description=described(tool),
         parameters=parameters,
         strict=reason is None,
         null_paths=tuple(paths),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
+from toolwire._text import clean_description
 from toolwire.calls import (
     CallIds,
     ErrorKind,
@@ -43,6 +44,7 @@ __all__ = [
     "carried_calls",
     "check_shape",
     "chosen_names",
+    "described",
     "get_field",
     "item_types",
     "json_type",
@@ -162,6 +164,16 @@ def chosen_names(
             )
     wanted = set(names)
     return tuple(name for name in declared if name in wanted)
+
+
+def described(tool: Tool) -> str:
+    """The tool's description as an API without input examples of its own is sent it: cleaned,
+    then the tool's example arguments, one JSON object a line."""
+    text = clean_description(tool.description)
+    if not tool.input_examples:
+        return text
+    shown = "\n".join(canonical_json(dict(example)) for example in tool.input_examples)
+    return f"{text}\n\nExample arguments:\n{shown}".lstrip()
 
 
 def split_calls(items: list[ToolCall | RejectedCall]) -> tuple[list[ToolCall], list[Any]]:

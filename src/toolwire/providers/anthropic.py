@@ -65,7 +65,7 @@ from toolwire.schema.anthropic import (
 )
 from toolwire.schema.checks import anthropic_violations
 from toolwire.schema.openai import NullPath, StrictSchemaError
-from toolwire.tool import Tool, ToolSet
+from toolwire.tool import Tool, ToolSet, compile_validator
 
 __all__ = [
     "NAME",
@@ -103,6 +103,7 @@ PROFILE = ProviderProfile(
         "strict tool use's subset where strict"
     ),
     option_sets=({}, {"strict": True}),
+    input_examples=True,
     api_key_env=("ANTHROPIC_API_KEY",),
     default_model="claude-sonnet-4-5",
 )
@@ -218,6 +219,23 @@ def _strict_form(
     )
 
 
+def _strict_examples(entry: dict[str, Any], form: StrictForm) -> None:
+    """A strict tool's examples as its strict schema takes them: an optional argument it made
+    required and nullable is given as null where an example leaves it out. An example that
+    still does not fit is not sent (examples only guide the model)."""
+    validator = compile_validator(form.schema)
+    made_nullable = [path[0] for path in form.null_paths if len(path) == 1]
+    kept = []
+    for example in entry["input_examples"]:
+        filled = {**dict.fromkeys(made_nullable), **example}
+        if not isinstance(validator, str) and validator.is_valid(filled):
+            kept.append(filled)
+    if kept:
+        entry["input_examples"] = kept
+    else:
+        del entry["input_examples"]
+
+
 def _declared(toolset: ToolSet, strict: bool) -> list[_Declared]:
     """The toolset's tools for the Messages API, in order, strict where they can be while the
     request's budget lasts; cached per toolset.
@@ -238,12 +256,16 @@ def _declared(toolset: ToolSet, strict: bool) -> list[_Declared]:
                 "description": clean_description(tool.description),
                 "input_schema": schema,
             }
+            if tool.input_examples:
+                entry["input_examples"] = [dict(example) for example in tool.input_examples]
             form, reason = _strict_form(schema, left) if strict else (None, None)
             if form is None:
                 declared.append(_Declared(entry, False, (), reason))
                 continue
             left = left.after(form.cost)
             entry.update(input_schema=form.schema, strict=True)
+            if tool.input_examples:
+                _strict_examples(entry, form)
             declared.append(_Declared(entry, True, form.null_paths, None))
         return declared
 

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from toolwire._text import clean_description
 from toolwire.calls import (
     CallIds,
     RejectedCall,
@@ -58,6 +57,7 @@ from toolwire.providers._wire import (
     as_data,
     check_shape,
     chosen_names,
+    described,
     get_field,
     json_type,
     named_tools,
@@ -196,7 +196,7 @@ def _declare_all(
         declarations.append(
             {
                 "name": name,
-                "description": clean_description(tool.description),
+                "description": described(tool),
                 "parametersJsonSchema" if schema == "json" else "parameters": lowered,
             }
         )

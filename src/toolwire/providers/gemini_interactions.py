@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from toolwire._text import clean_description
 from toolwire.calls import (
     AudioContent,
     EmbeddedResource,
@@ -66,6 +65,7 @@ from toolwire.providers._wire import (
     carried_calls,
     check_shape,
     chosen_names,
+    described,
     listed,
     load_json,
     named_tools,
@@ -218,7 +218,7 @@ def _declare_all(toolset: ToolSet, names: tuple[str, ...]) -> tuple[list[dict[st
             parameters, tool_notes = to_gemini_json_schema(tool.input_schema)
         except SchemaConversionError as exc:
             raise exc.for_tool(tool.qualified_name) from None
-        description = clean_description(tool.description)
+        description = described(tool)
         entry: dict[str, Any] = {
             "type": "function",
             "name": name,
