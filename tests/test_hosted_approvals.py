@@ -105,6 +105,17 @@ async def test_a_request_the_policy_asks_about_waits_in_its_run_until_decided() 
     assert again.pending == []
 
 
+async def test_without_a_store_a_waiting_request_is_decided_in_the_process_wide_one() -> None:
+    model = response(request("mcpr_9", "github", "merge_pr", {"number": 9}))
+    first = await answer_hosted_approvals(model, policy=POLICY, run_id="hosted-default")
+    assert first.answers == []
+    await toolwire.decide("hosted-default", "mcpr_9", toolwire.deny("not this one"))
+    again = await answer_hosted_approvals(model, policy=POLICY, run_id="hosted-default")
+    (answer,) = again.answers
+    assert answer["approve"] is False
+    assert "not this one" in answer["reason"]
+
+
 async def test_an_approver_decides_what_the_policy_asks_about() -> None:
     seen = []
 

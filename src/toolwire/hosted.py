@@ -29,7 +29,7 @@ from toolwire.errors import MalformedResponse
 from toolwire.executor import Executor
 from toolwire.policy import Policy
 from toolwire.providers._wire import as_data, listed
-from toolwire.store import RunStore
+from toolwire.store import RunStore, default_store
 from toolwire.tool import Tool, ToolSet
 
 __all__ = ["HostedApprovals", "answer_hosted_approvals"]
@@ -102,7 +102,8 @@ async def answer_hosted_approvals(
         response: the response (the SDK's object or its JSON form).
         policy: the policy; every request is approved when None (as a local call would run).
         approver: asked about a request the policy marks ``ask`` (None: it waits in its run).
-        store: the run ledger a waiting request is kept in (in memory by default).
+        store: the run ledger a waiting request is kept in; by default the process-wide
+            store, which ``toolwire.decide`` and ``toolwire.pending`` reach without one.
         run_id: the run to keep them in, or to answer them from again once decided.
         principal: who the requests are made for (policies and approvers see it).
 
@@ -138,7 +139,8 @@ async def answer_hosted_approvals(
     ]
     # Without an approver, a request the policy asks about waits in its run for a person.
     waits = approver if approver is not None else DeferredApproval()
-    executor = Executor(toolset, policy=policy, approver=waits, store=store)
+    kept = store if store is not None else default_store()
+    executor = Executor(toolset, policy=policy, approver=waits, store=kept)
     results: dict[str, ToolResult] = {}
     pending: list[ApprovalRequest] = []
     if turn:
