@@ -5,8 +5,10 @@ A client that declares the extension may get a task handle for a ``tools/call``
 (``resultType: "task"``) instead of the call's answer, then poll ``tasks/get`` for the task's
 state and answer, answer its questions with ``tasks/update``, and end it with
 ``tasks/cancel``. The gateway decides which calls become tasks: one the policy asks about, one
-still running after ``task_after`` seconds, and every call of a tool its server declares
-``execution.taskSupport: "required"``. A call that finishes sooner is answered at once.
+still running after ``TaskSettings.after`` seconds, and every call of a tool its server
+declares ``execution.taskSupport: "required"``. A call that finishes sooner is answered at
+once. A worker runs at most ``TaskSettings.per_principal`` tasks of one principal and
+``TaskSettings.most`` in all; past that a call is refused.
 
 A task is a run of the gateway's ledger (its run id is the task id), so its state is what the
 run store keeps of the call: any gateway on the same store answers ``tasks/get``, and a
@@ -16,8 +18,10 @@ gateway restarted keeps its tasks:
   ``tasks/get`` or ``tasks/update`` (on any worker) starts it; or waiting for a decision the
   client cannot give (it declared no elicitation): decide it with ``toolwire decide`` or the
   inbox, as any call waiting in a run.
-- **input_required**: waiting for the client: the approval form (when it answers forms), or
-  the questions the call's server asked (elicitation), each kept in the run until answered.
+- **input_required**: waiting for the client: the approval form (only where the gateway would
+  ask this client: it answers forms, the gateway asks them, and the form shows the call
+  whole), or the questions the call's server asked (elicitation), each kept in the run until
+  answered.
 - **completed**: answered, the answer inlined (a tool's failure is ``isError``, still
   completed).
 - **failed**: the server answered with a JSON-RPC error (kept), or the worker running it
@@ -25,7 +29,7 @@ gateway restarted keeps its tasks:
 - **cancelled**: ``tasks/cancel`` answered it (the one answer a run keeps).
 
 A task id names its principal (a digest of it): another principal's ``tasks/get`` finds no
-such task, as for an id never issued.
+such task, as for an id never issued, one past its ttl, or one the store no longer keeps.
 """
 
 from __future__ import annotations
