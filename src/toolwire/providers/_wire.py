@@ -52,6 +52,7 @@ __all__ = [
     "load_json",
     "named_tools",
     "resolve_call",
+    "selected_tools",
     "sent_id",
     "split_calls",
     "unknown_tool",
@@ -174,6 +175,28 @@ def described(tool: Tool) -> str:
         return text
     shown = "\n".join(canonical_json(dict(example)) for example in tool.input_examples)
     return f"{text}\n\nExample arguments:\n{shown}".lstrip()
+
+
+def selected_tools(
+    toolset: ToolSet, option: str, declarations: Sequence[Mapping[str, Any]], selection: Any
+) -> frozenset[str]:
+    """The declared names an option naming tools selects: ``True`` (every one), ``False``
+    (none) or exposed names (see [`named_tools`][]).
+
+    Raises:
+        ConfigurationError: for a selection of another kind.
+    """
+    if selection is False:
+        return frozenset()
+    declared = [d["name"] for d in declarations]
+    if selection is True:
+        return frozenset(declared)
+    if not isinstance(selection, list | tuple):
+        raise ConfigurationError(
+            f"{option} takes True, False or a list of exposed tool names, "
+            f"not {type(selection).__name__}"
+        )
+    return named_tools(toolset, option, selection, declared)
 
 
 def split_calls(items: list[ToolCall | RejectedCall]) -> tuple[list[ToolCall], list[Any]]:

@@ -52,8 +52,8 @@ from toolwire.providers._wire import (
     item_types,
     listed,
     load_json,
-    named_tools,
     resolve_call,
+    selected_tools,
     sent_id,
 )
 from toolwire.schema.anthropic import (
@@ -283,7 +283,9 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
     def build() -> Declaration:
         listed = _declared(toolset, options.strict)
         declared = [d.entry for d in listed]
-        eager = _eager_names(toolset, declared, options.eager_input_streaming)
+        eager = selected_tools(
+            toolset, "eager_input_streaming", declared, options.eager_input_streaming
+        )
         declared = [
             {**entry, "eager_input_streaming": True} if entry["name"] in eager else entry
             for entry in declared
@@ -304,27 +306,6 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
         )
 
     return toolset.cached((NAME, "declaration", options), build)
-
-
-def _eager_names(
-    toolset: ToolSet, declared: Sequence[Mapping[str, Any]], selection: Any
-) -> frozenset[str]:
-    """The declared names ``selection`` (True, False or exposed names) streams eagerly.
-
-    Raises:
-        ConfigurationError: for a selection of another kind.
-    """
-    if selection is False:
-        return frozenset()
-    names = [entry["name"] for entry in declared]
-    if selection is True:
-        return frozenset(names)
-    if not isinstance(selection, list | tuple):
-        raise ConfigurationError(
-            "eager_input_streaming takes True, False or a list of exposed tool names, "
-            f"not {type(selection).__name__}"
-        )
-    return named_tools(toolset, "eager_input_streaming", selection, names)
 
 
 def assess(tool: Tool, options: Options | None = None) -> Verdict:

@@ -60,8 +60,8 @@ from toolwire.providers._wire import (
     described,
     get_field,
     json_type,
-    named_tools,
     resolve_call,
+    selected_tools,
 )
 from toolwire.schema._base import ConversionNote
 from toolwire.schema.checks import gemini_violations
@@ -246,33 +246,12 @@ def function_declarations(
     """
     tools = ToolSet.of(toolset)
     declarations = list(_declared(tools, schema, backend)[0])
-    chosen = _non_blocking_names(tools, declarations, non_blocking)
+    chosen = selected_tools(tools, "non_blocking", declarations, non_blocking)
     if not chosen:
         return declarations
     # "currently only supported by the BidiGenerateContent method" (google-genai's
     # FunctionDeclaration.behavior; https://ai.google.dev/gemini-api/docs/live-tools)
     return [{**d, "behavior": "NON_BLOCKING"} if d["name"] in chosen else d for d in declarations]
-
-
-def _non_blocking_names(
-    toolset: ToolSet, declarations: Sequence[Mapping[str, Any]], selection: Any
-) -> frozenset[str]:
-    """The declared names ``selection`` (True, False or exposed names) makes non-blocking.
-
-    Raises:
-        ConfigurationError: for a selection of another kind.
-    """
-    if selection is False:
-        return frozenset()
-    declared = [d["name"] for d in declarations]
-    if selection is True:
-        return frozenset(declared)
-    if not isinstance(selection, list | tuple):
-        raise ConfigurationError(
-            "non_blocking takes True, False or a list of exposed tool names, "
-            f"not {type(selection).__name__}"
-        )
-    return named_tools(toolset, "non_blocking", selection, declared)
 
 
 def conversion_notes(
