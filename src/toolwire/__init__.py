@@ -28,6 +28,7 @@ from toolwire.approval import (
 )
 from toolwire.calls import (
     AudioContent,
+    Caller,
     Content,
     EmbeddedResource,
     ErrorKind,
@@ -57,9 +58,10 @@ from toolwire.executor import CallContext, CallOutcome, Executor, Veto, make_cal
 from toolwire.grammar import Grammar
 from toolwire.inputs import InputAnswer, InputRequest
 from toolwire.ledger import CallTrail
-from toolwire.policy import Policy, Rule, tainted_by
+from toolwire.policy import Policy, Rule, called_by, tainted_by
 from toolwire.store import MemoryStore, RunStore, SQLiteStore
-from toolwire.tool import Tool, ToolSet, tool
+from toolwire.tool import Tool, tool
+from toolwire.toolset import ToolSet
 
 __version__ = "0.1.0"
 
@@ -74,6 +76,7 @@ __all__ = [
     "CallOutcome",
     "CallTrail",
     "CallbackApproval",
+    "Caller",
     "ConfigurationError",
     "Content",
     "Decision",
@@ -112,6 +115,7 @@ __all__ = [
     "Veto",
     "__version__",
     "allow",
+    "called_by",
     "decide",
     "deny",
     "execute_tool_calls",

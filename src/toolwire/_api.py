@@ -22,7 +22,8 @@ from toolwire.policy import Policy
 from toolwire.providers import Declaration, declaration_for, get_provider, make_options
 from toolwire.sources import is_tool_source
 from toolwire.store import RunStore, default_store
-from toolwire.tool import Tool, ToolSet, taints_of
+from toolwire.tool import Tool, taints_of
+from toolwire.toolset import ToolSet
 
 __all__ = [
     "Listing",

@@ -268,6 +268,7 @@ class Decider:
                     principal=turn.principal,
                     taint=turn.taint,
                     exposed_name=call.exposed_name,
+                    caller=call.caller,
                 )
             )
         except Exception as exc:  # fail closed

@@ -123,6 +123,9 @@ class CallRecord:
     decided_by: Any = None
     """Who decided (a JSON value the decider gave)."""
     decided_at: float | None = None
+    caller: dict[str, Any] | None = None
+    """Who made the call when it was not the model itself: code the model wrote (see
+    [`Caller`][toolwire.Caller], as JSON values)."""
     version: int = 0
     """Bumped by the store on every write; what a compare-and-swap compares."""
 
@@ -310,6 +313,11 @@ def valid_id(value: Any) -> bool:
     return isinstance(value, str) and "\x00" not in value and not has_lone_surrogate(value)
 
 
+def caller_json(call: ToolCall) -> dict[str, Any] | None:
+    """What a record keeps of who made ``call``: None for the model itself."""
+    return call.caller.to_dict() if call.caller.kind != "direct" else None
+
+
 def request_record(
     request: ApprovalRequest, call: ToolCall, *, seen: CallRecord | None = None
 ) -> CallRecord:
@@ -333,6 +341,7 @@ def request_record(
         tool_id=tool.qualified_name,
         definition=tool.definition_hash,
         request=kept,
+        caller=caller_json(call),
     )
 
 
@@ -600,6 +609,7 @@ def _record_from(body: _RecordForm, version: int) -> CallRecord:
         request=dict(request) if (request := body.get("request")) is not None else None,
         decided_by=body.get("decided_by"),
         decided_at=body.get("decided_at"),
+        caller=dict(caller) if (caller := body.get("caller")) is not None else None,
         version=version,
     )
 
@@ -614,6 +624,7 @@ _OPTIONAL_FIELDS = (
     "request",
     "decided_by",
     "decided_at",
+    "caller",
 )
 """Fields written only when set (the JSON form of older records lacks them)."""
 
@@ -718,6 +729,13 @@ class _RequestForm(TypedDict):
     input_wait: NotRequired[_InputWaitForm]
 
 
+@with_config(_OPEN)
+class _CallerForm(TypedDict):
+    kind: Literal["direct", "code"]
+    type: str
+    id: str | None
+
+
 @with_config(_CLOSED)
 class _RecordForm(TypedDict):
     call_id: str
@@ -735,6 +753,7 @@ class _RecordForm(TypedDict):
     request: NotRequired[_RequestForm | None]
     decided_by: NotRequired[Any]
     decided_at: NotRequired[float | None]
+    caller: NotRequired[_CallerForm | None]
 
 
 _RECORD_FORM = pydantic.TypeAdapter(_RecordForm)

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 import anyio
 
-from toolwire._record import CallRecord, answered_state, check_binding, held
+from toolwire._record import CallRecord, answered_state, caller_json, check_binding, held
 from toolwire._values import describe_exception
 from toolwire.calls import ToolCall, ToolResult
 from toolwire.errors import StoreUnavailable, ToolwireError
@@ -272,6 +272,7 @@ class Run:
                 tool=call.exposed_name,
                 fingerprint=fingerprint,
                 tool_id=call.tool.qualified_name,
+                caller=caller_json(call),
                 state="running",
                 owner=self.worker,
                 started_at=now,
@@ -420,6 +421,7 @@ class Run:
                     tool=call.exposed_name,
                     fingerprint=fingerprint,
                     tool_id=call.tool.qualified_name,
+                    caller=caller_json(call),
                     state=state,
                     result=result,
                     finished_at=now,

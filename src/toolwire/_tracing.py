@@ -92,6 +92,10 @@ def tool_span(tracer: Tracer, call: ToolCall, run_id: str | None) -> Iterator[Sp
         attributes["toolwire.server"] = call.tool.server_id
     if run_id is not None:
         attributes["toolwire.run_id"] = run_id
+    if call.caller.kind != "direct":  # code the model wrote made the call
+        attributes["toolwire.caller"] = call.caller.type
+        if call.caller.id is not None:
+            attributes["toolwire.caller.id"] = call.caller.id
     with tracer.start_as_current_span(
         f"execute_tool {call.exposed_name}",
         attributes=attributes,

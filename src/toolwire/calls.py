@@ -27,12 +27,14 @@ from toolwire._values import (
 )
 
 if TYPE_CHECKING:
-    from toolwire.tool import Tool
+    from toolwire.tool import CallerKind, Tool
 
 __all__ = [
+    "DIRECT",
     "MAX_ARGUMENT_DEPTH",
     "MAX_INTEGER_DIGITS",
     "AudioContent",
+    "Caller",
     "Content",
     "EmbeddedResource",
     "ErrorKind",
@@ -454,6 +456,27 @@ def _checked_fields(part: ResourceLink | EmbeddedResource) -> Content:
     return replace(part, **changes) if changes else part
 
 
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """What made one call: the model, or the code of one code execution."""
+
+    kind: CallerKind
+    type: str = "direct"
+    """The provider's own name for it (Anthropic's ``code_execution_20260120``, OpenAI's
+    ``program``), as the answer gives it back."""
+    id: str | None = None
+    """The code execution that made the call (Anthropic's ``tool_id``, OpenAI's
+    ``caller_id``)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The caller as JSON values (what a run's history keeps)."""
+        return {"kind": self.kind, "type": self.type, "id": self.id}
+
+
+DIRECT = Caller("direct")
+"""The model itself, calling a tool as it always could."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCall:
     """One call the model asked for, resolved to a tool."""
@@ -475,6 +498,9 @@ class ToolCall:
     null_paths: tuple[tuple[str, ...], ...] = ()
     """Where a strict schema made an optional argument nullable: a null there means "left
     out" and is stripped before validation (``"*"`` stands for every array item)."""
+    caller: Caller = DIRECT
+    """Who made the call: the model, or code it wrote (programmatic tool calling); policies
+    see it as ``PolicyContext.caller``."""
 
     @property
     def name(self) -> str:

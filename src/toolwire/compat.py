@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolwire.providers import Verdict, get_provider, make_options, provider_names
-from toolwire.tool import Tool, ToolSet
+from toolwire.tool import Tool
+from toolwire.toolset import ToolSet
 
 __all__ = ["ProviderVerdict", "ToolReport", "check", "limits"]
 

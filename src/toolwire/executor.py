@@ -52,6 +52,7 @@ from toolwire._record import (
     HOST,
     CallRecord,
     binding_for,
+    caller_json,
     decided_for,
     input_record,
     input_resume,
@@ -71,7 +72,8 @@ from toolwire.errors import ConfigurationError, StoreUnavailable, ToolNotFound
 from toolwire.inputs import InputDeferred
 from toolwire.policy import ALLOW_ALL, Policy
 from toolwire.store import MemoryStore, RunStore
-from toolwire.tool import Tool, ToolSet
+from toolwire.tool import Tool
+from toolwire.toolset import ToolSet
 
 __all__ = [
     "AfterHook",
@@ -638,6 +640,7 @@ class Executor:
             tool=call.exposed_name,
             fingerprint=turn.fingerprint(call),
             state="pending",
+            caller=caller_json(call),
         )
         try:
             record = input_record(

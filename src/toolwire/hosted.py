@@ -30,7 +30,8 @@ from toolwire.executor import Executor
 from toolwire.policy import Policy
 from toolwire.providers._wire import as_data, listed
 from toolwire.store import RunStore, default_store
-from toolwire.tool import Tool, ToolSet
+from toolwire.tool import Tool
+from toolwire.toolset import ToolSet
 
 __all__ = ["HostedApprovals", "answer_hosted_approvals"]
 

@@ -459,6 +459,9 @@ class CallTrail:
     decided: dict[str, Any] | None = None
     claimed: dict[str, Any] | None = None
     finished: dict[str, Any] | None = None
+    caller: dict[str, Any] | None = None
+    """Who made the call when it was not the model itself (``kind``, ``type``, ``id``: code
+    the model wrote, see [`Caller`][toolwire.Caller])."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -469,6 +472,7 @@ class CallTrail:
             "decided": self.decided,
             "claimed": self.claimed,
             "finished": self.finished,
+            "caller": self.caller,
         }
 
 
@@ -481,6 +485,7 @@ def trail_of(record: CallRecord) -> CallTrail:
         call_id=record.call_id,
         exposed_name=record.tool,
         state=record.state,
+        caller=record.caller,
         requested=(
             {"at": kept.requested_at, "reason": kept.reason, "expires_at": kept.expires_at}
             if kept is not None

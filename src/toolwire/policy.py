@@ -38,13 +38,23 @@ import fnmatch
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from toolwire._text import strip_invisible
+from toolwire.calls import DIRECT, Caller
 from toolwire.errors import ConfigurationError
-from toolwire.tool import Tool, exposed_name_for
+from toolwire.tool import CallerKind, Tool, exposed_name_for
 
-__all__ = ["Effect", "Policy", "PolicyContext", "RequestKind", "RequestRule", "Rule", "tainted_by"]
+__all__ = [
+    "Effect",
+    "Policy",
+    "PolicyContext",
+    "RequestKind",
+    "RequestRule",
+    "Rule",
+    "called_by",
+    "tainted_by",
+]
 
 Effect = Literal["allow", "ask", "deny"]
 _EFFECTS = ("allow", "ask", "deny")
@@ -62,6 +72,9 @@ class PolicyContext:
     """Servers (or other sources) whose output is already in the model's context."""
     exposed_name: str | None = None
     """The name the model called the tool by, when known (``deny``/``ask`` rules match it)."""
+    caller: Caller = DIRECT
+    """Who made the call: the model (``kind == "direct"``) or code it wrote in the
+    provider's code-execution container (``kind == "code"``, programmatic tool calling)."""
 
     @property
     def qualified_name(self) -> str:
@@ -161,6 +174,18 @@ def tainted_by(*sources: str) -> Callable[[PolicyContext], bool]:
     """A ``when`` that holds once output from any of ``sources`` is in the model's context."""
     wanted = frozenset(sources)
     return lambda context: bool(wanted & context.taint)
+
+
+def called_by(*kinds: CallerKind) -> Callable[[PolicyContext], bool]:
+    """A ``when`` that holds for calls made by one of ``kinds`` of caller: ``"code"`` (code the
+    model wrote, programmatic tool calling) or ``"direct"`` (the model itself)::
+
+        Rule("deny", "*", when=called_by("code"))   # code calls nothing destructive...
+    """
+    wanted = frozenset(kinds)
+    if not wanted or not wanted <= frozenset(get_args(CallerKind)):
+        raise ConfigurationError(f"called_by takes 'direct' and/or 'code', not {kinds!r}")
+    return lambda context: context.caller.kind in wanted
 
 
 RequestKind = Literal["elicitation", "sampling", "roots"]
@@ -380,6 +405,19 @@ class _UnknownArguments(Mapping[str, Any]):
         raise _CallDependent
 
 
+class _UnknownCaller:
+    """The caller of a call not made yet, for a tool code may call: reading it raises
+    [`_CallDependent`][]."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise _CallDependent
+
+    def __eq__(self, other: object) -> bool:
+        raise _CallDependent
+
+    __hash__ = object.__hash__
+
+
 class _UnknownTaint(frozenset[str]):
     """The taint of a call not made yet: every use of it raises [`_CallDependent`][]
     (operators, containment, iteration, truth)."""
@@ -417,6 +455,8 @@ def _before_any_call(tool: Tool, principal: Any, exposed_name: str | None) -> Po
         principal=principal,
         taint=_UnknownTaint(),
         exposed_name=exposed_name,
+        # a tool only the model calls has a known caller
+        caller=DIRECT if tool.callers == {"direct"} else _UnknownCaller(),  # type: ignore[arg-type]
     )
 
 

@@ -15,6 +15,8 @@ tool = "*/send_*"
 action = "ask"
 principals = ["alice"]     # optional: only for these principals (compared as strings)
 taint = ["web"]            # optional: only once output from one of these is in the context
+callers = ["code"]         # optional: only for calls by these (direct: the model; code: code
+                           # the model wrote, programmatic tool calling)
 
 [[requests]]               # what MCP servers may ask the gateway's client within a call
 request = "*/sampling"     # a glob over server/kind (kind: elicitation, sampling or roots)
@@ -45,7 +47,7 @@ from toolwire.policy import Effect, Policy, PolicyContext, RequestRule, Rule
 __all__ = ["load_policy", "policy_from_dict"]
 
 _TOP_KEYS = frozenset({"default", "destructive", "rules", "requests"})
-_RULE_KEYS = frozenset({"tool", "action", "reason", "principals", "taint"})
+_RULE_KEYS = frozenset({"tool", "action", "reason", "principals", "taint", "callers"})
 _REQUEST_KEYS = frozenset({"request", "action", "reason", "principals"})
 _EFFECTS = ("allow", "ask", "deny")
 
@@ -133,7 +135,10 @@ def _rule(entry: Any, where: str) -> Rule:
         raise ConfigurationError(f"{where}: 'reason' is a string")
     principals = _strings(entry, "principals", where)
     taint = _strings(entry, "taint", where)
-    return Rule(action, pattern, when=_condition(principals, taint), reason=reason)
+    callers = _strings(entry, "callers", where)
+    if callers is not None and not callers <= {"direct", "code"}:
+        raise ConfigurationError(f"{where}: 'callers' lists direct and/or code")
+    return Rule(action, pattern, when=_condition(principals, taint, callers), reason=reason)
 
 
 def _strings(entry: Mapping[str, Any], key: str, where: str) -> frozenset[str] | None:
@@ -146,14 +151,18 @@ def _strings(entry: Mapping[str, Any], key: str, where: str) -> frozenset[str] |
 
 
 def _condition(
-    principals: frozenset[str] | None, taint: frozenset[str] | None
+    principals: frozenset[str] | None,
+    taint: frozenset[str] | None,
+    callers: frozenset[str] | None = None,
 ) -> Callable[[PolicyContext], bool] | None:
     """The rule's ``when``: every condition the file gave must hold."""
-    if principals is None and taint is None:
+    if principals is None and taint is None and callers is None:
         return None
 
     def when(context: PolicyContext) -> bool:
         if principals is not None and str(context.principal) not in principals:
+            return False
+        if callers is not None and context.caller.kind not in callers:
             return False
         return taint is None or bool(taint & context.taint)
 

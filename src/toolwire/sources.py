@@ -33,7 +33,8 @@ from toolwire import _jsonfile, _text
 from toolwire._values import describe_exception
 from toolwire.errors import MissingDependency, ToolwireError
 from toolwire.policy import Policy
-from toolwire.tool import Tool, ToolSet, clean_title, safe_icons
+from toolwire.tool import Tool, clean_title, safe_icons
+from toolwire.toolset import ToolSet
 
 if TYPE_CHECKING:
     from toolwire.mcp._hub import Hub

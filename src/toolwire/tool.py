@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import copy
-import fnmatch
 import hashlib
 import inspect
 import itertools
 import math
 import re
-import reprlib
 import sys
-import threading
 import warnings
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, TypeVar, get_args, overload
 
 import jsonschema_rs
 
@@ -32,8 +29,6 @@ from toolwire._values import argument_problem, canonical_json
 from toolwire.errors import (
     ConfigurationError,
     InvalidArguments,
-    NameCollisionError,
-    ToolNotFound,
     ToolwireError,
     ToolwireWarning,
 )
@@ -41,11 +36,11 @@ from toolwire.grammar import Grammar, grammar_from_format
 from toolwire.schema._rewrite import short_text
 
 __all__ = [
+    "NAME_LIMIT",
+    "CallerKind",
     "CustomFormat",
     "Tool",
     "ToolKind",
-    "ToolLike",
-    "ToolSet",
     "compile_validator",
     "exposed_name_for",
     "tool",
@@ -54,7 +49,7 @@ __all__ = [
 
 EMPTY_OBJECT_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
 
-_NAME_LIMIT = 64
+NAME_LIMIT = 64
 _PORTABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 _NOT_PORTABLE = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_ARGUMENT_ERRORS = 20
@@ -68,6 +63,11 @@ CustomFormat = Grammar | Mapping[str, Any] | None
 """A custom tool's input format: None (or ``{"type": "text"}``) for free text, a
 ``Grammar``, or OpenAI's grammar format as a dict."""
 _TEXT_ARGUMENT = "input"
+CallerKind = Literal["direct", "code"]
+"""Who makes a call: the model itself (``direct``), or code the model wrote, running in the
+provider's code-execution container (``code``: programmatic tool calling)."""
+_CALLER_KINDS: frozenset[str] = frozenset(get_args(CallerKind))
+_DIRECT_ONLY = frozenset({"direct"})
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -131,6 +131,15 @@ class Tool:
     """Example arguments, shown to the model: Anthropic's ``input_examples``; folded into the
     description for the other providers. Each must fit the input schema (checked when the
     tool is made). Part of the definition hash when given."""
+    callers: frozenset[CallerKind] = frozenset({"direct"})
+    """Who may call it: the model (``"direct"``) and, with ``"code"``, code the model writes
+    in the provider's code-execution container (programmatic tool calling: Anthropic's
+    ``allowed_callers``, OpenAI's ``programmatic``). A call from a caller not listed is
+    refused, never run. Part of the definition hash when it is not the default."""
+    deferred: bool = False
+    """Declared for loading on demand where the provider has tool search (its definition
+    sent with ``defer_loading``, found by the model through a search); every tool is declared
+    in full elsewhere. A toolset can defer tools by pattern too (``ToolSet(deferred=...)``)."""
     _text_argument: str | None = field(default=None, init=False, repr=False)
     """A custom tool's one argument (see ``text_argument``)."""
     _validator: Any = field(default=None, init=False, repr=False)
@@ -183,6 +192,18 @@ class Tool:
             )
         if self.input_examples:
             self._check_examples()
+        self._check_callers()
+
+    def _check_callers(self) -> None:
+        given: Any = self.callers
+        callers = frozenset((given,) if isinstance(given, str) else given)
+        if not callers or not callers <= _CALLER_KINDS:
+            raise ConfigurationError(
+                f"tool {self.name!r}: callers are 'direct' and/or 'code', not {given!r}"
+            )
+        object.__setattr__(self, "callers", callers)
+        if not isinstance(self.deferred, bool):
+            raise ConfigurationError(f"tool {self.name!r}: deferred is True or False")
 
     def _set_up_custom(self) -> None:
         """The grammar compiled, and the input schema's one string argument found (an object
@@ -258,6 +279,7 @@ class Tool:
                 self.annotations,
                 self.grammar,
                 title=self.title,
+                callers=self.callers,
                 examples=self.input_examples,
             )
             object.__setattr__(self, "_definition_hash", digest)
@@ -361,9 +383,10 @@ def definition_hash(
     *,
     title: str | None = None,
     examples: tuple[Mapping[str, Any], ...] = (),
+    callers: frozenset[str] = frozenset({"direct"}),
 ) -> str:
-    """A tool definition's description, input schema, annotations, grammar, title and input
-    examples, hashed."""
+    """A tool definition's description, input schema, annotations, grammar, title, input
+    examples and callers, hashed."""
     definition = {"description": description, "schema": schema, "annotations": annotations}
     # Each only when set: the hashes of tools without one stay as they were.
     if grammar is not None:
@@ -372,6 +395,8 @@ def definition_hash(
         definition["title"] = title
     if examples:
         definition["input_examples"] = [dict(example) for example in examples]
+    if callers != _DIRECT_ONLY:
+        definition["callers"] = sorted(callers)
     payload = canonical_json(definition)
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -420,6 +445,8 @@ def tool(
     taints: Iterable[str] | str | None = None,
     custom: bool | CustomFormat = False,
     input_examples: Iterable[Mapping[str, Any]] = (),
+    callers: Iterable[CallerKind] = ("direct",),
+    deferred: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -436,6 +463,8 @@ def tool(
     taints: Iterable[str] | str | None = None,
     custom: bool | CustomFormat = False,
     input_examples: Iterable[Mapping[str, Any]] = (),
+    callers: Iterable[CallerKind] = ("direct",),
+    deferred: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a [`Tool`][] from a function, sync or async.
 
@@ -453,7 +482,10 @@ def tool(
     (or OpenAI's grammar format as a dict) also constrains the text, checked before every call
     (see ``Tool.kind``).
 
-    ``input_examples`` are example arguments shown to the model (see ``Tool.input_examples``).
+    ``input_examples`` are example arguments shown to the model (see ``Tool.input_examples``);
+    ``callers=("direct", "code")`` lets code the model writes call it too (see
+    ``Tool.callers``); ``deferred=True`` loads it on demand where the provider has tool
+    search (see ``Tool.deferred``).
 
     A parameter annotated [`CallContext`][toolwire.CallContext] (``CallContext[MyDeps]``, or a
     subclass) is no argument: the model is never told of it, and each call passes it the call's
@@ -500,6 +532,8 @@ def tool(
             kind="function" if custom is False else "custom",
             format=None if custom is True or custom is False else custom,
             input_examples=tuple(input_examples),
+            callers=frozenset((callers,) if isinstance(callers, str) else callers),
+            deferred=deferred,
         )
 
     return build(func) if func is not None else build
@@ -518,10 +552,6 @@ def _warn_caller(message: str) -> None:
 def _is_toolwire(module: str) -> bool:
     return module == "toolwire" or module.startswith("toolwire.")
 
-
-ToolLike = Tool | Callable[..., Any] | Mapping[str, Any]
-"""What a toolset is made of: tools, functions (made tools by ``@tool``), and definitions
-as JSON has them (see ``tool_from_definition``)."""
 
 _ICON_KEYS = ("src", "mimeType", "sizes", "theme")
 _ICON_CAP = 16
@@ -640,29 +670,6 @@ def tool_from_definition(definition: Mapping[str, Any]) -> Tool:
     )
 
 
-def _as_tool(item: ToolLike) -> Tool:
-    if isinstance(item, Tool):
-        return item
-    if isinstance(item, Mapping):
-        return tool_from_definition(item)
-    if callable(item):
-        return tool(item)
-    raise ConfigurationError(f"not a tool, a function or a tool definition: {reprlib.repr(item)}")
-
-
-def _items(tools: ToolLike | Iterable[ToolLike]) -> Iterable[ToolLike]:
-    """The items of ``tools``; a single tool, function or definition is one item."""
-    if isinstance(tools, Tool | Mapping) or (callable(tools) and not isinstance(tools, Iterable)):
-        return (tools,)
-    given: object = tools  # a string is iterable, but not of tools
-    if isinstance(given, str | bytes) or not isinstance(tools, Iterable):
-        raise ConfigurationError(
-            "expected tools: a Tool, a function, a tool definition or a list of them, not "
-            f"{reprlib.repr(tools)}"
-        )
-    return tools
-
-
 def exposed_name_for(name: str, server_id: str | None = None) -> str:
     """The portable name for a tool before collisions are resolved.
 
@@ -676,175 +683,10 @@ def exposed_name_for(name: str, server_id: str | None = None) -> str:
     candidate = _NOT_PORTABLE.sub("_", raw)
     if not candidate or not (candidate[0].isalpha() or candidate[0] == "_"):
         candidate = "_" + candidate
-    if len(candidate) > _NAME_LIMIT:
+    if len(candidate) > NAME_LIMIT:
         digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-        candidate = f"{candidate[: _NAME_LIMIT - 9]}_{digest}"
+        candidate = f"{candidate[: NAME_LIMIT - 9]}_{digest}"
     return candidate
-
-
-OnCollision = Literal["suffix", "error", "skip"]
-
-
-class ToolSet:
-    """An ordered set of tools and the names the model sees for them.
-
-    Exposed names are portable (``^[A-Za-z_][A-Za-z0-9_-]{0,63}$``, what every provider
-    accepts); tools with a ``server_id`` are namespaced ``server__name``. A name that two tools
-    want is never silently overwritten: by ``on_collision`` the later tool gets a numbered
-    suffix (``"suffix"``, the default), the toolset refuses to build (``"error"``), or the later
-    tool is left out (``"skip"``). Names are assigned before filtering, so ``include`` and
-    ``exclude`` never rename a tool.
-
-    Args:
-        tools: tools, functions to turn into tools with ``@tool``, and definitions to
-            read with ``tool_from_definition``; or a single one of them.
-        include: glob patterns; when given, only tools matching one are visible.
-        exclude: glob patterns; tools matching one are hidden.
-        on_collision: what to do when two tools want the same exposed name.
-
-    Patterns match the exposed name or the qualified name (``server/name``). A hidden tool is
-    never declared and calls to it are treated like calls to an unknown name.
-    """
-
-    def __init__(
-        self,
-        tools: ToolLike | Iterable[ToolLike] = (),
-        *,
-        include: Iterable[str] | None = None,
-        exclude: Iterable[str] | None = None,
-        on_collision: OnCollision = "suffix",
-    ) -> None:
-        if on_collision not in ("suffix", "error", "skip"):
-            raise ConfigurationError(
-                f"on_collision must be suffix, error or skip: {on_collision!r}"
-            )
-        self._include = tuple(include) if include is not None else None
-        self._exclude = tuple(exclude or ())
-        self._on_collision: OnCollision = on_collision
-        self._all = tuple(_as_tool(t) for t in _items(tools))
-        self._by_exposed: dict[str, Tool] = {}
-        self._exposed_by_tool: dict[int, str] = {}
-        self.skipped: tuple[Tool, ...] = ()
-        """Tools left out because their name collided (``on_collision="skip"``)."""
-        self._assign_names()
-        self._visible = tuple(
-            t for t in self._all if id(t) in self._exposed_by_tool and self._is_visible(t)
-        )
-        self._visible_ids = frozenset(id(t) for t in self._visible)
-        self._cache: dict[Hashable, Any] = {}
-        self._cache_lock = threading.Lock()
-
-    def _assign_names(self) -> None:
-        skipped: list[Tool] = []
-        for t in self._all:
-            if id(t) in self._exposed_by_tool:
-                raise ConfigurationError(f"tool {t.qualified_name!r} is in the toolset twice")
-            base = exposed_name_for(t.name, t.server_id)
-            name = base
-            if name in self._by_exposed:
-                other = self._by_exposed[name].qualified_name
-                if self._on_collision == "error":
-                    raise NameCollisionError(name, other, t.qualified_name)
-                if self._on_collision == "skip":
-                    skipped.append(t)
-                    continue
-                n = 2
-                while name in self._by_exposed:
-                    suffix = f"_{n}"
-                    name = base[: _NAME_LIMIT - len(suffix)] + suffix
-                    n += 1
-            self._by_exposed[name] = t
-            self._exposed_by_tool[id(t)] = name
-        self.skipped = tuple(skipped)
-
-    def _is_visible(self, t: Tool) -> bool:
-        names = (self._exposed_by_tool[id(t)], t.qualified_name)
-        if self._include is not None and not any(
-            fnmatch.fnmatchcase(n, p) for p in self._include for n in names
-        ):
-            return False
-        return not any(fnmatch.fnmatchcase(n, p) for p in self._exclude for n in names)
-
-    @classmethod
-    def of(cls, source: ToolSet | ToolLike | Iterable[ToolLike]) -> ToolSet:
-        """``source`` itself when it is a ToolSet, else a new ToolSet of it."""
-        return source if isinstance(source, ToolSet) else cls(source)
-
-    def __iter__(self) -> Iterator[Tool]:
-        """The visible tools, in order."""
-        return iter(self._visible)
-
-    def __len__(self) -> int:
-        return len(self._visible)
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and self.get(name) is not None
-
-    def __repr__(self) -> str:
-        return f"ToolSet({[self.exposed_name(t) for t in self._visible]!r})"
-
-    @property
-    def tools(self) -> tuple[Tool, ...]:
-        """The visible tools, in order."""
-        return self._visible
-
-    @property
-    def exposed_names(self) -> tuple[str, ...]:
-        """The exposed names of the visible tools, in order."""
-        return tuple(self._exposed_by_tool[id(t)] for t in self._visible)
-
-    def exposed_name(self, tool: Tool) -> str:
-        """The name the model sees for ``tool``.
-
-        Raises:
-            ToolNotFound: when the tool is not visible in this toolset.
-        """
-        if id(tool) not in self._visible_ids:
-            raise ToolNotFound(tool.qualified_name)
-        return self._exposed_by_tool[id(tool)]
-
-    def get(self, exposed_name: str) -> Tool | None:
-        """The visible tool exposed as ``exposed_name``, or None."""
-        t = self._by_exposed.get(exposed_name)
-        return t if t is not None and id(t) in self._visible_ids else None
-
-    def has_name(self, exposed_name: str) -> bool:
-        """True when a tool of this toolset, visible or hidden, is exposed as
-        ``exposed_name``."""
-        return exposed_name in self._by_exposed
-
-    def __getitem__(self, exposed_name: str) -> Tool:
-        t = self.get(exposed_name)
-        if t is None:
-            raise ToolNotFound(exposed_name)
-        return t
-
-    def without(self, exposed_names: Iterable[str]) -> ToolSet:
-        """This toolset with the tools exposed as ``exposed_names`` hidden; the others keep
-        their names (hidden tools are never declared, and calls to them are unknown)."""
-        hidden = {id(t) for name in exposed_names if (t := self.get(name)) is not None}
-        if not hidden:
-            return self
-        subset = copy.copy(self)
-        subset._visible = tuple(t for t in self._visible if id(t) not in hidden)
-        subset._visible_ids = frozenset(id(t) for t in subset._visible)
-        subset._cache = {}
-        subset._cache_lock = threading.Lock()
-        return subset
-
-    def cached(self, key: Hashable, build: Callable[[], T]) -> T:
-        """``build()``'s result, computed once per key for this toolset.
-
-        Providers cache their declarations here: a toolset is immutable, so the same request
-        fragment is served on every turn. The cached value is shared; treat it as read-only.
-        """
-        try:
-            return self._cache[key]  # type: ignore[no-any-return]
-        except KeyError:
-            pass
-        value = build()
-        with self._cache_lock:
-            return self._cache.setdefault(key, value)  # type: ignore[no-any-return]
 
 
 def taints_of(tool: Tool) -> frozenset[str]:

@@ -14,7 +14,8 @@ from toolwire._cli.common import colour, print_json, safe
 from toolwire._cli.options import given_options, options_by_provider
 from toolwire.providers import provider_names
 from toolwire.sources import open_source, opened_source
-from toolwire.tool import Tool, ToolSet, exposed_name_for
+from toolwire.tool import Tool, exposed_name_for
+from toolwire.toolset import ToolSet
 
 __all__ = ["run_check", "run_declare"]
 

@@ -20,7 +20,7 @@ from toolwire.demo.tools import TOOLS
 from toolwire.errors import ToolwireError
 from toolwire.policy import Policy, Rule
 from toolwire.providers import get_provider
-from toolwire.tool import ToolSet
+from toolwire.toolset import ToolSet
 
 MAX_TURNS = 8
 

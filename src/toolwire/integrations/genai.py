@@ -46,7 +46,8 @@ from toolwire.errors import (
 from toolwire.executor import Executor, make_call
 from toolwire.providers import gemini, gemini_interactions, parse_calls
 from toolwire.schema.gemini import inline_gemini_defs
-from toolwire.tool import Tool, ToolSet
+from toolwire.tool import Tool
+from toolwire.toolset import ToolSet
 
 if TYPE_CHECKING:
     from google.genai import types as genai_types

@@ -16,7 +16,8 @@ from toolwire.errors import ToolwireError
 from toolwire.mcp._specs import ServerSpec
 from toolwire.mcp._state import DESCRIBED, Listed, ServerState
 from toolwire.providers import get_provider, make_options, provider_names
-from toolwire.tool import Tool, ToolSet, clean_title, exposed_name_for, safe_icons
+from toolwire.tool import Tool, clean_title, exposed_name_for, safe_icons
+from toolwire.toolset import ToolSet
 
 __all__ = ["Listing", "accept"]
 

@@ -92,7 +92,7 @@ from toolwire.mcp._tasks import (
 )
 from toolwire.policy import Policy
 from toolwire.store import MemoryStore, RunStore
-from toolwire.tool import ToolSet
+from toolwire.toolset import ToolSet
 
 try:
     import mcp_types as types

@@ -51,12 +51,8 @@ from toolwire.mcp._specs import (
 )
 from toolwire.mcp._state import DESCRIBED, ServerState
 from toolwire.mcp._tokens import TokenStore
-from toolwire.tool import (
-    Tool,
-    ToolSet,
-    compile_validator,
-    exposed_name_for,
-)
+from toolwire.tool import Tool, compile_validator, exposed_name_for
+from toolwire.toolset import ToolSet
 
 __all__ = ["HttpServer", "Hub", "InProcessServer", "ServerSpec", "SseServer", "StdioServer"]
 

@@ -23,7 +23,8 @@ from toolwire.mcp._tokens import TokenStore, tokens_beside
 from toolwire.policy import ALLOW_ALL, Policy, may_ask
 from toolwire.sources import OpenedSource, opened_source
 from toolwire.store import RunStore
-from toolwire.tool import Tool, ToolSet
+from toolwire.tool import Tool
+from toolwire.toolset import ToolSet
 
 __all__ = ["open_served", "serve"]
 

@@ -20,7 +20,8 @@ from typing import Any, Literal, Protocol, TypeVar, get_args, get_origin
 
 from toolwire.calls import RejectedCall, ToolCall, ToolResult
 from toolwire.errors import ConfigurationError
-from toolwire.tool import Tool, ToolSet
+from toolwire.tool import Tool
+from toolwire.toolset import ToolSet
 
 __all__ = [
     "Declaration",

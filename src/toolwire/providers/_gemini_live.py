@@ -10,7 +10,8 @@ from toolwire.calls import ToolCall
 from toolwire.errors import ConfigurationError, MalformedResponse
 from toolwire.providers._registry import parse_calls
 from toolwire.providers._wire import as_data, get_field, split_calls
-from toolwire.tool import Tool, ToolSet
+from toolwire.tool import Tool
+from toolwire.toolset import ToolSet
 
 __all__ = ["Scheduling", "checked_scheduling", "live_function_calls", "live_tool_response"]
 

@@ -20,7 +20,8 @@ from toolwire.schema._base import ConversionNote
 from toolwire.schema.anthropic import to_anthropic_schema
 from toolwire.schema.checks import openai_violations
 from toolwire.schema.openai import NullPath, StrictSchemaError, strict_schema
-from toolwire.tool import Tool, ToolSet
+from toolwire.tool import Tool
+from toolwire.toolset import ToolSet
 
 __all__ = [
     "Declared",

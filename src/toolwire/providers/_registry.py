@@ -13,7 +13,8 @@ from typing import Any
 from toolwire.calls import RejectedCall, ToolCall
 from toolwire.errors import ConfigurationError
 from toolwire.providers._contract import Declaration, Provider, implicit_declaration, options_for
-from toolwire.tool import Tool, ToolSet
+from toolwire.tool import Tool
+from toolwire.toolset import ToolSet
 
 __all__ = [
     "declaration_for",

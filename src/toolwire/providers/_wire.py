@@ -27,7 +27,8 @@ from toolwire.calls import (
 from toolwire.errors import ConfigurationError, MalformedResponse, ToolwireWarning
 from toolwire.providers._contract import Declaration, ProviderProfile
 from toolwire.providers._registry import get_provider, provider_names
-from toolwire.tool import Tool, ToolSet
+from toolwire.tool import Tool
+from toolwire.toolset import ToolSet
 
 _NO_EXTRAS: Mapping[str, Any] = MappingProxyType({})
 

@@ -65,7 +65,8 @@ from toolwire.schema.anthropic import (
 )
 from toolwire.schema.checks import anthropic_violations
 from toolwire.schema.openai import NullPath, StrictSchemaError
-from toolwire.tool import Tool, ToolSet, compile_validator
+from toolwire.tool import Tool, compile_validator
+from toolwire.toolset import ToolSet
 
 __all__ = [
     "NAME",

@@ -71,7 +71,8 @@ from toolwire.schema.gemini import (
     to_gemini_json_schema,
     to_gemini_openapi_schema,
 )
-from toolwire.tool import Tool, ToolSet
+from toolwire.tool import Tool
+from toolwire.toolset import ToolSet
 
 __all__ = [
     "NAME",

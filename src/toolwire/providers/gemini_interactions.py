@@ -73,7 +73,8 @@ from toolwire.providers._wire import (
 )
 from toolwire.schema.checks import gemini_violations
 from toolwire.schema.gemini import to_gemini_json_schema
-from toolwire.tool import Tool, ToolSet
+from toolwire.tool import Tool
+from toolwire.toolset import ToolSet
 
 __all__ = [
     "NAME",

@@ -51,7 +51,8 @@ from toolwire.providers._wire import (
     resolve_call,
     sent_id,
 )
-from toolwire.tool import Tool, ToolSet
+from toolwire.tool import Tool
+from toolwire.toolset import ToolSet
 
 __all__ = [
     "NAME",
