@@ -185,6 +185,7 @@ def tools(
     *,
     principal: Any = None,
     policy: Policy | None = None,
+    deferred: Iterable[str] = (),
     **options: Any,
 ) -> Listing:
     """Declare ``source``'s tools to ``provider`` (``"gemini"``, ...).
@@ -196,6 +197,11 @@ def tools(
             them outright (whatever the arguments) are left out, in the toolset's order, so
             the list stays the same from turn to turn. Tools that merely ask stay.
         policy: the policy the turn will run under.
+        deferred: glob patterns over exposed and qualified names (``"github/*"``: one
+            server's tools) of tools to load on demand, beside the toolset's own deferred
+            tools: where the provider has tool search they are declared with
+            ``defer_loading`` and the provider's search (see ``Tool.deferred``); elsewhere
+            every tool is declared in full.
         options: the provider's options (see its ``Options`` dataclass; Gemini: ``schema``,
             ``backend``, ``native_tools``; OpenAI: ``strict``; Anthropic: ``cache_control``).
 
@@ -208,7 +214,7 @@ def tools(
     """
     adapter = get_provider(provider)
     settings = make_options(adapter, options)
-    toolset = _as_toolset(source)
+    toolset = _as_toolset(source).deferring(deferred)
     left_out: dict[str, str] = {}
     if policy is not None:
         for name, tool in zip(toolset.exposed_names, toolset, strict=True):

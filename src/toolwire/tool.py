@@ -532,11 +532,17 @@ def tool(
             kind="function" if custom is False else "custom",
             format=None if custom is True or custom is False else custom,
             input_examples=tuple(input_examples),
-            callers=frozenset((callers,) if isinstance(callers, str) else callers),
+            callers=_caller_kinds(callers),
             deferred=deferred,
         )
 
     return build(func) if func is not None else build
+
+
+def _caller_kinds(callers: Iterable[CallerKind] | CallerKind) -> frozenset[CallerKind]:
+    """``callers`` as a set (a lone string is one caller; ``Tool`` checks the kinds)."""
+    given: Any = (callers,) if isinstance(callers, str) else callers
+    return frozenset(given)
 
 
 def _warn_caller(message: str) -> None:
@@ -667,6 +673,7 @@ def tool_from_definition(definition: Mapping[str, Any]) -> Tool:
         title=title,
         icons=icons,
         input_examples=examples if examples is not None else (),
+        deferred=definition.get("defer_loading") is True,
     )
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from toolwire.errors import ConfigurationError, SchemaConversionError, ToolwireError
-from toolwire.providers._contract import Verdict
+from toolwire.providers._contract import ProviderProfile, Verdict
 from toolwire.providers._registry import get_provider
 from toolwire.schema._base import ConversionNote
 from toolwire.schema._rewrite import external_references
@@ -83,6 +83,7 @@ def assessed(
             f"its {count} input example{'s' if count > 1 else ''} folded into the description "
             "(the API takes none of its own)",
         )
+    notes[:0] = _loading_notes(tool, get_provider(provider).PROFILE)
     original = tool.input_schema
     if schema == original and not notes:
         return Verdict(provider, "accepted")
@@ -90,6 +91,22 @@ def assessed(
     if not notes:
         notes = ["rewritten with the same keywords (references moved or inlined)"]
     return Verdict(provider, "converted", tuple(dict.fromkeys(notes)))
+
+
+def _loading_notes(tool: Tool, profile: ProviderProfile) -> list[str]:
+    """What a provider without tool search or programmatic calling does with a tool that
+    asks for them."""
+    notes = []
+    if tool.deferred and not profile.tool_search:
+        notes.append("declared in full: the API has no tool search to load it on demand")
+    if "code" in tool.callers and not profile.code_callers:
+        notes.append(
+            "called by the model only: the API runs no code that calls tools"
+            if "direct" in tool.callers
+            else "every call is refused: only code may call it, and the API runs no code "
+            "that calls tools"
+        )
+    return notes
 
 
 def custom_verdict(provider: str, tool: Tool, note: str) -> Verdict:

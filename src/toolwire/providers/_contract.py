@@ -72,6 +72,12 @@ class ProviderProfile:
     input_examples: bool = False
     """True when a tool definition takes example arguments of its own (Anthropic's
     ``input_examples``); elsewhere a tool's examples are folded into its description."""
+    tool_search: bool = False
+    """True when the API loads deferred tools on demand through a tool search; elsewhere
+    every tool is declared in full, deferred or not."""
+    code_callers: bool = False
+    """True when code the model writes can call tools (programmatic tool calling); elsewhere
+    only the model calls them."""
 
     def accepts_name(self, name: str) -> bool:
         """True when the API takes ``name`` as a tool name."""

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from toolwire._text import clean_description
 from toolwire.calls import (
+    DIRECT,
+    Caller,
     CallIds,
     ErrorKind,
     RejectedCall,
@@ -356,6 +358,7 @@ def resolve_call(
     coerce: Callable[[dict[str, Any], Tool], dict[str, Any]] | None = None,
     custom: bool = False,
     refused: tuple[ErrorKind, str] | None = None,
+    caller: Caller = DIRECT,
 ) -> ToolCall | RejectedCall:
     """One call the model sent, resolved against what was declared, or rejected with the
     provider's error answer (``error_answer``, see [`ErrorAnswer`][]).
@@ -375,7 +378,9 @@ def resolve_call(
     - for a ``custom`` call (OpenAI's custom tools) ``arguments`` is the free text that
       becomes the custom tool's one argument; otherwise ``arguments`` may be an object, the
       JSON text of one, or absent (then ``{}``, unless the schema requires something), and
-      ``coerce(arguments, tool)`` adjusts well-formed ones (Gemini's whole-number floats).
+      ``coerce(arguments, tool)`` adjusts well-formed ones (Gemini's whole-number floats);
+    - a call made by a ``caller`` the tool does not allow (code the model wrote, for a tool
+      only the model may call) is refused, never run.
     """
     sent = name if name.__class__ is str else ""
     call_id = call_id if call_id.__class__ is str and call_id else None
@@ -401,6 +406,13 @@ def resolve_call(
             message = "Not run: this custom tool call names no declared tool. " + message
         return _rejected(sent, sent, call_id, index, "not_found", message, ids, error_answer)
     exposed, tool = entry.name, entry.tool
+    if caller.kind not in tool.callers:
+        message = (
+            f"Not run: {printable(exposed)!r} cannot be called from code; call it directly."
+            if caller.kind == "code"
+            else f"Not run: {printable(exposed)!r} is called only from code."
+        )
+        return _rejected(exposed, sent, call_id, index, "denied", message, ids, error_answer)
     if custom:
         return _custom_call(
             exposed, tool, sent, call_id, arguments, index, ids, error_answer, extras
@@ -422,6 +434,7 @@ def resolve_call(
         index=index,
         extras=extras if extras is not None else _NO_EXTRAS,
         null_paths=entry.null_paths,
+        caller=caller,
     )
 
 

@@ -24,6 +24,8 @@ from typing import Any, Literal
 
 from toolwire._text import clean_description
 from toolwire.calls import (
+    DIRECT,
+    Caller,
     ImageContent,
     RejectedCall,
     TextContent,
@@ -31,6 +33,7 @@ from toolwire.calls import (
     ToolResult,
     canonical_json,
     placeholder,
+    printable,
 )
 from toolwire.errors import ConfigurationError, MalformedResponse, SchemaConversionError
 from toolwire.providers._assess import assessed, texts
@@ -65,6 +68,7 @@ from toolwire.schema.anthropic import (
 )
 from toolwire.schema.checks import anthropic_violations
 from toolwire.schema.openai import NullPath, StrictSchemaError
+from toolwire.search import SEARCH_TOOL_NAME, found_tools, search_tool
 from toolwire.tool import Tool, compile_validator
 from toolwire.toolset import ToolSet
 
@@ -97,7 +101,9 @@ PROFILE = ProviderProfile(
     name_pattern=r"[a-zA-Z0-9_-]{1,128}",
     image_types=_IMAGE_TYPES,
     error_prefix=None,  # tool_result blocks have is_error
-    declared_options=frozenset({"cache_control", "eager_input_streaming", "strict"}),
+    declared_options=frozenset(
+        {"cache_control", "eager_input_streaming", "strict", "tool_search", "code_execution"}
+    ),
     max_tools=None,
     schema_rules=(
         "JSON Schema draft 2020-12 with an object root; no anyOf, oneOf or allOf at the top; "
@@ -107,7 +113,21 @@ PROFILE = ProviderProfile(
     input_examples=True,
     api_key_env=("ANTHROPIC_API_KEY",),
     default_model="claude-sonnet-4-5",
+    tool_search=True,
+    code_callers=True,
 )
+
+ToolSearch = Literal["bm25", "regex", "local"]
+"""The search a listing with deferred tools declares: the API's BM25 or regex search, or
+toolwire's own (``local``: an ordinary tool, answered with ``tool_reference`` blocks)."""
+_SEARCH_TOOLS = {
+    "bm25": {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"},
+    "regex": {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"},
+}
+CodeExecution = Literal[
+    "code_execution_20250825", "code_execution_20260120", "code_execution_20260521"
+]
+"""The code-execution tool whose code may call tools (``allowed_callers``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +152,19 @@ class AnthropicOptions:
     every tool: a stream carries their arguments as the model writes them, not buffered until
     they are whole JSON (fine-grained tool streaming: sooner, for long arguments). Arguments
     that end up invalid are answered as any invalid arguments, and the call does not run."""
+
+    tool_search: ToolSearch = field(
+        default="bm25", metadata={"help": "the search that finds deferred tools"}
+    )
+    """How the model finds deferred tools (``Tool.deferred``, a toolset's ``deferred``
+    patterns): the API's ``bm25`` or ``regex`` tool search, or ``local``, toolwire's own
+    search tool (see [`toolwire.search`][]). Declared only when some tool is deferred."""
+    code_execution: CodeExecution = field(
+        default="code_execution_20260120",
+        metadata={"help": "the code-execution tool whose code may call tools"},
+    )
+    """The code-execution tool declared when some tool may be called from code
+    (``Tool.callers``), and named in those tools' ``allowed_callers``."""
 
     def __post_init__(self) -> None:
         given: Any = self.eager_input_streaming
@@ -291,6 +324,13 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
             {**entry, "eager_input_streaming": True} if entry["name"] in eager else entry
             for entry in declared
         ]
+        entries = {
+            d.name: DeclaredTool(
+                d.name, toolset[d.name], d.strict, d.null_paths, d.not_strict_because
+            )
+            for d in listed
+        }
+        declared += _loading(toolset, declared, entries, options)
         if options.cache_control == "last" and declared:
             declared[-1] = {**declared[-1], "cache_control": {"type": "ephemeral"}}
         return Declaration(
@@ -298,15 +338,61 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
             options=options,
             toolset=toolset,
             tools=declared or None,
-            entries={
-                d.name: DeclaredTool(
-                    d.name, toolset[d.name], d.strict, d.null_paths, d.not_strict_because
-                )
-                for d in listed
-            },
+            entries=entries,
         )
 
     return toolset.cached((NAME, "declaration", options), build)
+
+
+def _loading(
+    toolset: ToolSet,
+    declared: list[dict[str, Any]],
+    entries: dict[str, DeclaredTool],
+    options: Options,
+) -> list[dict[str, Any]]:
+    """The deferred tools marked ``defer_loading`` and the tools code may call given their
+    ``allowed_callers`` (both in ``declared``, in place), and the tools they need declared
+    after them: the search that finds deferred tools, the code execution whose code calls.
+
+    Raises:
+        ConfigurationError: a tool of the toolset has the local search's name.
+    """
+    added: list[dict[str, Any]] = []
+    deferred = []
+    code = False
+    for position, entry in enumerate(declared):
+        tool = entries[entry["name"]].tool
+        changes: dict[str, Any] = {}
+        if toolset.is_deferred(tool):
+            changes["defer_loading"] = True
+            deferred.append(entry)
+        if "code" in tool.callers:
+            code = True
+            changes["allowed_callers"] = [
+                *(["direct"] if "direct" in tool.callers else []),
+                options.code_execution,
+            ]
+        if changes:
+            declared[position] = {**entry, **changes}
+    if code:
+        added.append({"type": options.code_execution, "name": "code_execution"})
+    if not deferred:
+        return added
+    if options.tool_search != "local":
+        return [*added, dict(_SEARCH_TOOLS[options.tool_search])]
+    if SEARCH_TOOL_NAME in entries:
+        raise ConfigurationError(
+            f"a tool is exposed as {SEARCH_TOOL_NAME!r}, the name of toolwire's own tool "
+            "search: rename it, or use tool_search='bm25'"
+        )
+    search = search_tool((e["name"], e.get("description")) for e in deferred)
+    entries[SEARCH_TOOL_NAME] = DeclaredTool(SEARCH_TOOL_NAME, search)
+    entry = {
+        "name": SEARCH_TOOL_NAME,
+        "description": search.description,
+        "input_schema": dict(search.input_schema),
+    }
+    return [*added, entry]
 
 
 def assess(tool: Tool, options: Options | None = None) -> Verdict:
@@ -423,27 +509,61 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
     """
     blocks = [b for b in _blocks(response) if b.get("type") == "tool_use"]
     ids = call_ids(block.get("id") for block in blocks)
-    return [
-        resolve_call(
-            declaration,
-            PROFILE,
-            name=block.get("name"),
-            call_id=block.get("id"),
-            # a string is what the stream accumulator leaves when the input is not JSON
-            arguments=block.get("input"),
-            index=index,
-            ids=ids,
-            error_answer=_error_result,
+    declared = getattr(declaration.options, "code_execution", _DEFAULT.code_execution)
+    calls = []
+    for index, block in enumerate(blocks):
+        caller = _caller(block.get("caller"), declared)
+        calls.append(
+            resolve_call(
+                declaration,
+                PROFILE,
+                name=block.get("name"),
+                call_id=block.get("id"),
+                # a string is what the stream accumulator leaves when the input is not JSON
+                arguments=block.get("input"),
+                index=index,
+                ids=ids,
+                error_answer=_error_result,
+                refused=("denied", caller) if isinstance(caller, str) else None,
+                caller=caller if isinstance(caller, Caller) else DIRECT,
+            )
         )
-        for index, block in enumerate(blocks)
-    ]
+    return calls
+
+
+def _caller(raw: Any, declared: str) -> Caller | str:
+    """Who made a ``tool_use`` (its ``caller``): the model, or the code of the declared code
+    execution; or why the call is refused (a caller of another shape, or another tool's)."""
+    raw = as_data(raw)
+    if raw is None:
+        return DIRECT
+    kind = raw.get("type") if isinstance(raw, Mapping) else None
+    if kind == "direct":
+        return DIRECT
+    tool_id = raw.get("tool_id") if isinstance(raw, Mapping) else None
+    if kind.__class__ is not str or tool_id.__class__ is not str or not tool_id:
+        return "Not run: the call names a caller of a shape the API does not send."
+    if kind != declared:
+        return (
+            f"Not run: the call comes from {printable(kind[:80])!r}, which no tool was declared "
+            f"to be called from (code runs in {declared!r})."
+        )
+    return Caller("code", kind, tool_id)
 
 
 def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -> dict[str, Any]:
     """The ``tool_result`` block for ``call``: text, or text and image blocks; ``is_error`` on
-    failure."""
+    failure. A call made by code is answered in text (the code reads the result as a string);
+    toolwire's own tool search with ``tool_reference`` blocks naming the tools it found."""
     call_id = call.call_id or call.local_id
-    has_image = any(_sendable(p) for p in result.content)
+    found = found_tools(call.tool, result)
+    if found:  # toolwire's own search: the API loads the tools it names
+        references = [{"type": "tool_reference", "tool_name": name} for name in found]
+        return tool_result(call_id, references)
+    if found is not None:
+        return tool_result(call_id, "No tool matched the query; try other words.")
+    # code the model wrote reads a result as text: media are placeholders there
+    has_image = call.caller.kind == "direct" and any(_sendable(p) for p in result.content)
     if not has_image:
         text = "\n".join(_as_text(p) for p in result.content)
         if result.structured_content is not None and not text:
@@ -472,12 +592,12 @@ def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -
 
 _INPUT_BLOCK_FIELDS = {
     "text": ("type", "text", "citations"),
-    "tool_use": ("type", "id", "name", "input"),
+    "tool_use": ("type", "id", "name", "input", "caller"),
     "thinking": ("type", "thinking", "signature"),
     "redacted_thinking": ("type", "data"),
 }
-"""What a block of these types may carry when it is sent back (the API refuses extra fields,
-such as a tool_use's ``caller``, on input)."""
+"""What a block of these types may carry when it is sent back (the API refuses extra fields on
+input; a ``tool_use``'s ``caller`` must stay, so the code's call stays the code's)."""
 
 
 def tool_choice(

@@ -112,6 +112,7 @@ PROFILE = ProviderProfile(
     default_model="gemini-3-flash-preview",
     namespace_separators=gemini.PROFILE.namespace_separators,
     server_history=True,
+    tool_search=True,
 )
 
 # The media a function_result's content list takes, by content type (the SDK's own literals:
@@ -177,9 +178,10 @@ class InteractionsOptions:
     deferred: tuple[str, ...] = field(
         default=(), metadata={"help": "exposed names of tools declared with defer_loading"}
     )
-    """Exposed names of tools declared with ``defer_loading: true`` and a short description:
-    the model sees their summary until it loads them (declare a ``tool_search`` tool too). A
-    name of a hidden tool is let be; a name no tool has is warned about."""
+    """Exposed names of tools declared with ``defer_loading: true`` and a short description,
+    beside those the toolset defers (``Tool.deferred``, ``ToolSet(deferred=...)``): the model
+    sees their summary until it loads them through the ``tool_search`` tool, declared with
+    them. A name of a hidden tool is let be; a name no tool has is warned about."""
     structured: gemini.StructuredMode = "prefer"
     """How an answer carries structured content: ``"prefer"`` sends it as the result object;
     ``"auto"`` sends the text when there is any; ``"append"`` the text and then the JSON;
@@ -208,7 +210,7 @@ def _declare_all(toolset: ToolSet, names: tuple[str, ...]) -> tuple[list[dict[st
     visible = [
         toolset.exposed_name(t) for t in toolset if t.providers is None or NAME in t.providers
     ]
-    deferred = named_tools(toolset, "deferred", names, visible)
+    deferred = named_tools(toolset, "deferred", names, visible) | set(toolset.deferred_names)
     declared = []
     notes = {}
     for tool in toolset:
@@ -264,7 +266,12 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
         (NAME, "entries"),
         lambda: {d["name"]: DeclaredTool(d["name"], toolset[d["name"]]) for d in declared},
     )
-    listed_tools = [*declared, *map(_native, options.native_tools)]
+    native = [_native(tool) for tool in options.native_tools]
+    if any("defer_loading" in entry for entry in declared) and not any(
+        tool.get("type") == "tool_search" for tool in native
+    ):
+        native.append({"type": "tool_search"})  # how the model finds the deferred tools
+    listed_tools = [*declared, *native]
     return Declaration(
         provider=NAME,
         options=options,

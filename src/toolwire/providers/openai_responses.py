@@ -16,10 +16,13 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
 from toolwire.calls import (
+    DIRECT,
+    Caller,
     CallIds,
     ErrorKind,
     ImageContent,
@@ -36,7 +39,7 @@ from toolwire.providers._contract import (
     ProviderProfile,
     Verdict,
 )
-from toolwire.providers._openai import OpenAIOptions as Options
+from toolwire.providers._openai import OpenAIOptions
 from toolwire.providers._wire import (
     ChoiceMode,
     StreamBudget,
@@ -51,7 +54,7 @@ from toolwire.providers._wire import (
     resolve_call,
     sent_id,
 )
-from toolwire.tool import Tool
+from toolwire.tool import Tool, exposed_name_for
 from toolwire.toolset import ToolSet
 
 __all__ = [
@@ -82,14 +85,33 @@ PROFILE = ProviderProfile(
     name_pattern=_openai.NAME_PATTERN,
     image_types=_IMAGE_TYPES,
     error_prefix=ERROR_PREFIX,
-    declared_options=frozenset({"strict"}),
+    declared_options=frozenset({"strict", "namespaces"}),
     max_tools=_openai.MAX_TOOLS,
     schema_rules="JSON Schema with an object root; strict mode's subset where strict",
     option_sets=({}, {"strict": False}),
     api_key_env=("OPENAI_API_KEY",),
     default_model="gpt-4.1-mini",
+    tool_search=True,
+    code_callers=True,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesOptions(OpenAIOptions):
+    """Options of the Responses API."""
+
+    namespaces: bool = field(
+        default=False, metadata={"help": "group each server's tools in a namespace"}
+    )
+    """Declare each server's tools (``server__name``) inside a ``namespace`` tool named after
+    the server, each by its own name: the model sees one entry per server, and a call names
+    the namespace and the tool. Tools without a server stay as they are."""
+
+
+Options = ResponsesOptions
 _DEFAULT = Options()
+_NAMESPACE_DESCRIPTION = 1024
+"""Characters of a namespace's description (the server's tool names, listed)."""
 
 
 def _entry(d: _openai.Declared) -> dict[str, Any]:
@@ -116,7 +138,68 @@ def declare(toolset: ToolSet, options: Options | None = None) -> Declaration:
     Raises:
         SchemaConversionError: naming the tool whose schema cannot be declared.
     """
-    return _openai.declaration(toolset, NAME, options or _DEFAULT, _entry)
+    options = options or _DEFAULT
+    return toolset.cached(
+        (NAME, "loading", options),
+        lambda: _loading(toolset, _openai.declaration(toolset, NAME, options, _entry), options),
+    )
+
+
+def _loading(toolset: ToolSet, base: Declaration, options: Options) -> Declaration:
+    """``base`` with its deferred tools marked ``defer_loading`` and a hosted ``tool_search``
+    to find them, the tools code may call given ``allowed_callers`` and the
+    ``programmatic_tool_calling`` tool that runs that code, and each server's tools in a
+    namespace when ``options.namespaces``; ``base`` itself when none of these applies."""
+    tools = list(base.tools or [])
+    deferred = code = False
+    for position, entry in enumerate(tools):
+        tool = base.entries[entry["name"]].tool
+        changes: dict[str, Any] = {}
+        if toolset.is_deferred(tool):
+            changes["defer_loading"] = deferred = True
+        if "code" in tool.callers:
+            code = True
+            direct = ["direct"] if "direct" in tool.callers else []
+            changes["allowed_callers"] = [*direct, "programmatic"]
+        if changes:
+            tools[position] = {**entry, **changes}
+    if options.namespaces:
+        tools = _namespaced(tools, base)
+    tools += [{"type": "programmatic_tool_calling"}] if code else []
+    tools += [{"type": "tool_search"}] if deferred else []
+    return base if tools == (base.tools or []) else replace(base, tools=tools)
+
+
+def _namespace_of(exposed: str, tool: Tool) -> str | None:
+    """The namespace a server's tool is declared in: its exposed name's ``server__`` prefix
+    (None for a tool without a server, or one whose name does not start with it)."""
+    if tool.server_id is None:
+        return None
+    prefix = exposed_name_for("_", tool.server_id)[:-1]  # "server__", made portable
+    return prefix[:-2] if exposed.startswith(prefix) and len(exposed) > len(prefix) else None
+
+
+def _namespaced(tools: list[dict[str, Any]], base: Declaration) -> list[dict[str, Any]]:
+    """Each server's tools in one ``namespace`` tool, where the first of them was."""
+    grouped: list[dict[str, Any]] = []
+    spaces: dict[str, dict[str, Any]] = {}
+    for entry in tools:
+        exposed = entry["name"]
+        space = _namespace_of(exposed, base.entries[exposed].tool)
+        if space is None:
+            grouped.append(entry)
+            continue
+        if space not in spaces:
+            spaces[space] = {"type": "namespace", "name": space, "description": "", "tools": []}
+            grouped.append(spaces[space])
+        spaces[space]["tools"].append({**entry, "name": exposed[len(space) + 2 :]})
+    for space, namespace in spaces.items():
+        names = ", ".join(t["name"] for t in namespace["tools"])
+        description = f"The tools of the {space} server: {names}"
+        if len(description) > _NAMESPACE_DESCRIPTION:
+            description = description[: _NAMESPACE_DESCRIPTION - 3] + "..."
+        namespace["description"] = description
+    return grouped
 
 
 def assess(tool: Tool, options: Options | None = None) -> Verdict:
@@ -143,6 +226,9 @@ _ITEM_TYPES = frozenset(
         "mcp_list_tools",
         "mcp_approval_request",
         "tool_search_call",
+        "tool_search_output",
+        "program",
+        "program_output",
     }
 )
 """Output item types of the Responses API (none is a Gemini part or an Anthropic block)."""
@@ -331,6 +417,14 @@ def _parse_item(
 
     custom = kind == "custom_tool_call"
     refused: tuple[ErrorKind, str] | None = None
+    name = item.get("name") if kind in ("function_call", "custom_tool_call") else what
+    space = item.get("namespace")
+    namespaced = f"{space}__{name}" if space.__class__ is str and name.__class__ is str else None
+    if namespaced is not None and declaration.entry(namespaced) is not None:
+        name = namespaced  # a tool declared in a namespace
+    caller = _caller(item.get("caller"))
+    if isinstance(caller, str):
+        refused = ("denied", caller)
     if custom:
         extras = {"type": kind}  # answered in kind (see answer)
         if isinstance(item.get("id"), str):
@@ -347,7 +441,7 @@ def _parse_item(
     return resolve_call(
         declaration,
         PROFILE,
-        name=item.get("name") if kind in ("function_call", "custom_tool_call") else what,
+        name=name,
         call_id=item.get("call_id"),
         arguments=item.get("input" if custom else "arguments"),
         index=index,
@@ -356,7 +450,23 @@ def _parse_item(
         extras=extras,
         custom=custom,
         refused=refused,
+        caller=caller if isinstance(caller, Caller) else DIRECT,
     )
+
+
+def _caller(raw: Any) -> Caller | str:
+    """Who made a call item (its ``caller``): the model, or a program the model wrote; or why
+    the call is refused (a caller of another shape)."""
+    raw = as_data(raw)
+    if raw is None:
+        return DIRECT
+    kind = raw.get("type") if isinstance(raw, Mapping) else None
+    if kind == "direct":
+        return DIRECT
+    program = raw.get("caller_id") if isinstance(raw, Mapping) else None
+    if kind != "program" or program.__class__ is not str or not program:
+        return "Not run: the call names a caller of a shape the API does not send."
+    return Caller("code", "program", program)
 
 
 def custom_tool_call_output(call_id: str, output: str | list[dict[str, Any]]) -> dict[str, Any]:
@@ -375,6 +485,9 @@ def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -
         if call.extras.get("type") == "custom_tool_call"
         else function_call_output
     )
+    if call.caller.kind == "code":  # the program reads the result, as text
+        answered = shaped(call_id, _openai.output_text(result, error_prefix))
+        return {**answered, "caller": {"type": "program", "caller_id": call.caller.id}}
     if not any(isinstance(p, ImageContent) and p.mime_type in _IMAGE_TYPES for p in result.content):
         return shaped(call_id, _openai.output_text(result, error_prefix))
     parts: list[dict[str, Any]] = []
@@ -568,10 +681,10 @@ class ResponsesStreamAccumulator:
         index = self._slot(data.get("output_index", len(self._items)))
         merged = {**self._items[index], **item}
         self._items[index] = merged
-        for field in ("arguments", "input"):  # a final value replaces the pieces so far
-            value = item.get(field)
+        for key in ("arguments", "input"):  # a final value replaces the pieces so far
+            value = item.get(key)
             if isinstance(value, str):
-                self._pieces[index] = (field, [self._budget.text(value, f"item.{field}")])
+                self._pieces[index] = (key, [self._budget.text(value, f"item.{key}")])
             elif value is not None:  # an object, from some compatible servers: kept as sent
                 self._pieces.pop(index, None)
         item_id = merged.get("id")
