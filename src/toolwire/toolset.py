@@ -258,7 +258,11 @@ class ToolSet:
 
 def _patterns(option: str, patterns: Iterable[str]) -> tuple[str, ...]:
     given: Any = patterns
-    chosen = (given,) if isinstance(given, str) else tuple(given)
+    if isinstance(given, str):  # one pattern would be read as its characters
+        raise ConfigurationError(
+            f"{option} takes a list of glob patterns, not the string {given!r}"
+        )
+    chosen = tuple(given)
     if not all(isinstance(p, str) for p in chosen):
         raise ConfigurationError(f"{option} takes glob patterns (strings), not {given!r}")
     return chosen

@@ -78,9 +78,12 @@ __all__ = [
     "Accumulator",
     "AnthropicOptions",
     "AnthropicStreamAccumulator",
+    "CodeExecution",
     "Options",
+    "ToolSearch",
     "answer",
     "assess",
+    "container_id",
     "declare",
     "followup",
     "parse",
@@ -637,6 +640,16 @@ def followup(response: Any, answers: Sequence[Any], ids: Sequence[str | None] = 
         content.append(sent)
     turn = [{"role": "assistant", "content": content}]
     return turn + ([{"role": "user", "content": list(answers)}] if answers else [])
+
+
+def container_id(response: Any) -> str | None:
+    """The id of the container a response's code runs in (its ``container``), or None: while
+    code the model wrote waits for tool results, the next request must name it
+    (``container=``) beside the answers, or the API refuses it."""
+    data = as_data(response)
+    container = as_data(data.get("container")) if isinstance(data, Mapping) else None
+    found = container.get("id") if isinstance(container, Mapping) else None
+    return found if isinstance(found, str) and found else None
 
 
 def response_for(

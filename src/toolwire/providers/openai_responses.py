@@ -62,6 +62,7 @@ __all__ = [
     "PROFILE",
     "Accumulator",
     "Options",
+    "ResponsesOptions",
     "ResponsesStreamAccumulator",
     "answer",
     "assess",
