@@ -381,6 +381,47 @@ def render_store(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def render_large_toolsets(result: dict[str, Any]) -> list[str]:
+    figures = result["figures"]
+    rows = []
+    by_provider: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in figures["rows"]:
+        by_provider.setdefault(row["provider"], {})[row["way"]] = row
+    for provider, ways in by_provider.items():
+        eager, lazy = ways["eager"], ways["deferred"]
+        rows.append(
+            [
+                provider,
+                _num(eager["request_bytes"] / 1024),
+                _num(lazy["request_bytes"] / 1024),
+                _num(eager["context_bytes"] / 1024),
+                _num(lazy["context_bytes"] / 1024),
+                _pct(1 - lazy["context_bytes"] / eager["context_bytes"]),
+                _num(eager["declare_ms"]),
+                _num(lazy["declare_ms"]),
+            ]
+        )
+    lines = [
+        f"{figures['tools']} tools of {figures['servers']} servers from the test corpus; "
+        f"deferred: all but the first {figures['eager']}.",
+        "",
+    ]
+    return lines + _table(
+        [
+            "provider",
+            "request KB, eager",
+            "request KB, deferred",
+            "shown KB, eager",
+            "shown KB, deferred",
+            "shown less",
+            "declare ms, eager",
+            "declare ms, deferred",
+        ],
+        rows,
+        "lrrrrrrr",
+    )
+
+
 BENCHMARKS = (
     Benchmark(
         "dispatch",
@@ -438,6 +479,18 @@ BENCHMARKS = (
         "What a durable run store costs per call, against the in-memory one and against its "
         "floor: the same reads and writes done directly with the database's driver.",
         render_store,
+    ),
+    Benchmark(
+        "large_toolsets",
+        "Large toolsets: deferred loading",
+        "benchmarks/large_toolsets.py",
+        ("--tools", "500", "--repeat", "5"),
+        (),
+        "Declaring 500 real tools for each provider with tool search, every one in full "
+        "against all but five deferred: the bytes of the request's tools (sent on every turn; "
+        "a deferred tool is still declared whole), the bytes the model is shown before it "
+        "searches, and the time of one declaration of a new toolset.",
+        render_large_toolsets,
     ),
     Benchmark(
         "mcp_instructions",

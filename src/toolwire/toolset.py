@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import re
 import reprlib
 import threading
 import warnings
@@ -21,6 +22,8 @@ from toolwire.tool import NAME_LIMIT, Tool, exposed_name_for, tool, tool_from_de
 __all__ = ["OnCollision", "ToolLike", "ToolSet"]
 
 T = TypeVar("T")
+_GLOB = re.compile(r"[*?\[]")
+"""What makes a pattern a glob (``fnmatch``'s special characters)."""
 
 ToolLike = Tool | Callable[..., Any] | Mapping[str, Any]
 """What a toolset is made of: tools, functions (made tools by ``@tool``), and definitions
@@ -92,7 +95,7 @@ class ToolSet:
             )
         self._include = tuple(include) if include is not None else None
         self._exclude = tuple(exclude or ())
-        self._deferred = _patterns("deferred", deferred)
+        self._deferred_ids: frozenset[int] = frozenset()
         self._on_collision: OnCollision = on_collision
         self._all = tuple(_as_tool(t) for t in _items(tools))
         self._by_exposed: dict[str, Tool] = {}
@@ -106,6 +109,8 @@ class ToolSet:
         self._visible_ids = frozenset(id(t) for t in self._visible)
         self._cache: dict[Hashable, Any] = {}
         self._cache_lock = threading.Lock()
+        if deferred:
+            self._deferred_ids = self._matched(_patterns("deferred", deferred), "deferred")
 
     def _assign_names(self) -> None:
         skipped: list[Tool] = []
@@ -142,7 +147,7 @@ class ToolSet:
     def is_deferred(self, tool: Tool) -> bool:
         """True when ``tool`` is loaded on demand where the provider has tool search: it is
         ``Tool.deferred``, or a ``deferred`` pattern of the toolset matches it."""
-        return tool.deferred or (bool(self._deferred) and self._matches(tool, self._deferred))
+        return tool.deferred or id(tool) in self._deferred_ids
 
     @property
     def deferred_names(self) -> tuple[str, ...]:
@@ -159,20 +164,39 @@ class ToolSet:
         added = _patterns("deferred", patterns)
         if not added:
             return self
-        for pattern in added:
-            if not any(
-                self._matches(t, (pattern,)) for t in self._all if id(t) in self._exposed_by_tool
-            ):
-                warnings.warn(
-                    f"deferred: {pattern!r} matches no tool of the toolset",
-                    ToolwireWarning,
-                    stacklevel=3,
-                )
+        matched = self._matched(added, "deferred")
         subset = copy.copy(self)
-        subset._deferred = self._deferred + added
+        subset._deferred_ids = self._deferred_ids | matched
         subset._cache = {}
         subset._cache_lock = threading.Lock()
         return subset
+
+    def _matched(self, patterns: Iterable[str], option: str) -> frozenset[int]:
+        """The ids of the named tools (visible or hidden) that ``patterns`` match.
+
+        Warns:
+            ToolwireWarning: for a pattern that matches no tool.
+        """
+        by_name: dict[str, set[int]] = {}
+        for t in self._all:
+            if id(t) in self._exposed_by_tool:
+                for name in (self._exposed_by_tool[id(t)], t.qualified_name):
+                    by_name.setdefault(name, set()).add(id(t))
+        matched: set[int] = set()
+        for pattern in dict.fromkeys(patterns):
+            if _GLOB.search(pattern):
+                match = re.compile(fnmatch.translate(pattern)).match
+                found = {key for name, keys in by_name.items() if match(name) for key in keys}
+            else:  # a name without glob characters matches itself only: a look-up, not a scan
+                found = by_name.get(pattern, set())
+            if not found:
+                warnings.warn(
+                    f"{option}: {pattern!r} matches no tool of the toolset",
+                    ToolwireWarning,
+                    stacklevel=4,
+                )
+            matched |= found
+        return frozenset(matched)
 
     @classmethod
     def of(cls, source: ToolSet | ToolLike | Iterable[ToolLike]) -> ToolSet:

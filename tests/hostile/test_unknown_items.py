@@ -417,6 +417,13 @@ def call_elements(provider: str, data: Any) -> list[Any] | None:
             data = candidates[0].get("content") or {}
             if not isinstance(data, dict):
                 return None
+        elif (
+            isinstance(data, dict)
+            and not {"parts", "functionCall", "function_call"} & data.keys()
+            and isinstance(data.get("content"), dict)
+            and "parts" in data["content"]
+        ):
+            data = data["content"]  # one candidate: its content holds the parts
         if isinstance(data, dict):
             parts = data.get("parts")
             data = [data] if parts is None else parts
