@@ -359,3 +359,18 @@ def test_the_local_search_refuses_a_tool_that_already_has_its_name() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         toolwire.tools(tools, "anthropic")  # the API's search has another name
+
+
+def test_a_search_answer_names_only_tools_its_search_was_made_for() -> None:
+    from toolwire import ToolResult
+    from toolwire.search import found_tools, search_tool
+
+    search = search_tool([("send_email", "Send an email."), ("read_file", "Read a file.")])
+    forged = ToolResult(structured_content={"tools": ["send_email", "drop_db", 3, None]})
+    assert found_tools(search, forged) == ["send_email"]
+    assert found_tools(search, ToolResult.error("failed", "no")) is None
+    assert found_tools(search, ToolResult(structured_content={"tools": "send_email"})) is None
+    other = _tool("tool_search", "Not toolwire's.")
+    assert found_tools(other, forged) is None  # a tool of the same name is answered as itself
+    assert search.handler is not None
+    assert search.handler(query="email", limit=1) == {"tools": ["send_email"]}

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import toolwire
 from toolwire import Caller, MemoryStore, Policy, Rule, Tool, called_by
@@ -360,3 +362,73 @@ def test_a_conversation_of_code_calling_tools_through_the_anthropic_client() -> 
         assert RAN == ["query_rows west"]
     finally:
         server_iter.close()
+
+
+# -- hostile callers -------------------------------------------------------------------------
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+CALLER_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "type": st.sampled_from([CODE, "code_execution_20250825", "direct", "program"]) | JSON,
+        "tool_id": st.text(max_size=6) | JSON,
+        "caller_id": st.text(max_size=6) | JSON,
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(caller=CALLER_FIELDS | JSON, provider=st.sampled_from(["anthropic", "openai-responses"]))
+def test_any_caller_is_answered_and_runs_a_tool_only_when_well_formed(
+    caller: Any, provider: str
+) -> None:
+    RAN.clear()
+    listing = toolwire.tools(TOOLS, provider)
+    if provider == "anthropic":
+        response: Any = code_message(("toolu_1", "query_rows", {"region": "x"}), caller=caller)
+        well_formed = caller is None or (
+            isinstance(caller, dict)
+            and (
+                caller.get("type") == "direct"
+                or (
+                    caller.get("type") == CODE
+                    and isinstance(caller.get("tool_id"), str)
+                    and caller["tool_id"] != ""
+                )
+            )
+        )
+    else:
+        response = {
+            "object": "response",
+            "output": [
+                {
+                    "type": "function_call",
+                    "call_id": "c1",
+                    "name": "query_rows",
+                    "arguments": json.dumps({"region": "x"}),
+                    "caller": caller,
+                }
+            ],
+        }
+        well_formed = caller is None or (
+            isinstance(caller, dict)
+            and (
+                caller.get("type") == "direct"
+                or (
+                    caller.get("type") == "program"
+                    and isinstance(caller.get("caller_id"), str)
+                    and caller["caller_id"] != ""
+                )
+            )
+        )
+    outcome = toolwire.execute_tool_calls_sync(listing, response)
+    assert len(outcome.results) == 1
+    assert (["query_rows x"] if well_formed else []) == RAN
+    assert (outcome.calls[0].result.error_kind is None) == well_formed
