@@ -374,3 +374,100 @@ def test_a_search_answer_names_only_tools_its_search_was_made_for() -> None:
     assert found_tools(other, forged) is None  # a tool of the same name is answered as itself
     assert search.handler is not None
     assert search.handler(query="email", limit=1) == {"tools": ["send_email"]}
+
+
+def test_a_conversation_with_hosted_search_and_a_namespace_through_the_openai_client() -> None:
+    openai = pytest.importorskip("openai")
+    from integrations.interactions_server import RawReply, Request, serve
+
+    loaded = {
+        "type": "namespace",
+        "name": "github",
+        "description": "The tools of the github server",
+        "tools": [{"type": "function", "name": "list_issues", "parameters": {"type": "object"}}],
+    }
+
+    def respond(request: Request) -> RawReply:
+        body = request.body
+        answered = [i for i in body["input"] if i.get("type") == "function_call_output"]
+        if not answered:
+            output: list[dict[str, Any]] = [
+                {
+                    "type": "tool_search_call",
+                    "id": "ts_1",
+                    "call_id": "tsc_1",
+                    "execution": "server",
+                    "status": "completed",
+                    "arguments": {"query": "issues"},
+                },
+                {
+                    "type": "tool_search_output",
+                    "id": "tso_1",
+                    "call_id": "tsc_1",
+                    "execution": "server",
+                    "status": "completed",
+                    "tools": [loaded],
+                },
+                {
+                    "type": "function_call",
+                    "id": "fc_1",
+                    "call_id": "call_1",
+                    "namespace": "github",
+                    "name": "list_issues",
+                    "arguments": json.dumps({"text": "open"}),
+                    "status": "completed",
+                },
+            ]
+        else:
+            text = f"Found: {answered[0]['output']}"
+            output = [
+                {
+                    "type": "message",
+                    "id": "msg_1",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                }
+            ]
+        response = {
+            "id": "resp_1",
+            "object": "response",
+            "created_at": 1_767_225_600,
+            "status": "completed",
+            "model": body["model"],
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "error": None,
+            "incomplete_details": None,
+            "metadata": {},
+        }
+        return RawReply([json.dumps(response).encode()])
+
+    server_iter = serve(respond=respond)
+    server = next(server_iter)
+    try:
+        client = openai.OpenAI(api_key="test-key", base_url=server.base_url + "/v1")
+        listing = toolwire.tools(
+            toolset(deferred=["github/*"]), "openai-responses", namespaces=True
+        )
+        items: list[Any] = [{"role": "user", "content": "What is open?"}]
+        reply = client.responses.create(model="gpt-5", input=items, tools=listing.tools)
+        outcome = toolwire.execute_tool_calls_sync(listing, reply)
+        assert RAN == [("list_issues", {"text": "open"})]
+        items += outcome.followup(reply)
+        final = client.responses.create(model="gpt-5", input=items, tools=listing.tools)
+        assert final.output_text == "Found: list_issues done"
+        sent = server.bodies[-1]["input"]
+        assert [i.get("type") for i in sent[1:]] == [
+            "tool_search_call",
+            "tool_search_output",
+            "function_call",
+            "function_call_output",
+        ]
+        assert sent[3]["namespace"] == "github"
+        namespace = next(t for t in server.bodies[0]["tools"] if t.get("type") == "namespace")
+        assert namespace["name"] == "github"
+    finally:
+        server_iter.close()
