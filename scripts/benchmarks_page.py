@@ -648,7 +648,9 @@ def render_benchmark(benchmark: Benchmark | None, result: dict[str, Any]) -> lis
         peers = ", ".join(
             f"{peer} {versions.get(peer) or '(not installed)'}" for peer in benchmark.peers
         )
-        lines += [f"Compared with: {peers}; toolwire {versions.get('toolwire')}.", ""]
+        mine = f"toolwire {versions.get('toolwire')}"
+        # a benchmark of toolwire against itself (one way of declaring against another)
+        lines += [f"Compared with: {peers}; {mine}." if peers else f"Measured: {mine}.", ""]
     lines += [f"`{result.get('command', '')}`, run {result.get('metadata', {}).get('date')}.", ""]
     if result.get("returncode") == 0 and result.get("figures") is not None and benchmark:
         lines += benchmark.render(result)
