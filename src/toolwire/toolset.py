@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any, Literal, TypeVar
 
+from toolwire.calls import printable
 from toolwire.errors import (
     ConfigurationError,
     NameCollisionError,
@@ -22,6 +23,8 @@ from toolwire.tool import NAME_LIMIT, Tool, exposed_name_for, tool, tool_from_de
 __all__ = ["OnCollision", "ToolLike", "ToolSet"]
 
 T = TypeVar("T")
+_NAMES_LISTED = 50
+"""Names a warning lists at most."""
 _GLOB = re.compile(r"[*?\[]")
 """What makes a pattern a glob (``fnmatch``'s special characters)."""
 
@@ -190,8 +193,10 @@ class ToolSet:
             else:  # a name without glob characters matches itself only: a look-up, not a scan
                 found = by_name.get(pattern, set())
             if not found:
+                shown = ", ".join(self.exposed_names[:_NAMES_LISTED]) or "(none)"
                 warnings.warn(
-                    f"{option}: {pattern!r} matches no tool of the toolset",
+                    f"{option}: {printable(pattern[:100])!r} matches no tool of the toolset; "
+                    f"declared: {shown}",
                     ToolwireWarning,
                     stacklevel=4,
                 )
