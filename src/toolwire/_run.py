@@ -353,6 +353,14 @@ class Run:
             # and so the one every worker gives.
             kept = await self.write_own(claim, answered)
         except StoreUnavailable as exc:
+            # The answer is still given (in the turn's outcomes); the run keeps the call
+            # claimed, so a resume answers it interrupted rather than running it again.
+            _log.error(
+                "call %s of run %s ran, but its answer could not be stored: %s",
+                claim.call_id,
+                self.run_id,
+                exc,
+            )
             return result, exc
         except Exception as exc:  # never expected: the answer could not be written
             _log.exception("storing the answer of %s failed", claim.call_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sqlite3
 import threading
 import time
@@ -54,6 +55,10 @@ _PENDING_INDEX = """
 CREATE INDEX IF NOT EXISTS toolwire_calls_pending
     ON toolwire_calls (pending_since) WHERE pending_since IS NOT NULL;
 """
+BACKOFF_FIRST = 0.05
+"""Seconds of the first pause between two attempts of an operation that met a lock."""
+BACKOFF_MOST = 2.0
+"""Seconds a pause between two attempts grows to at most."""
 _PURGE_EVERY = 256
 """Writes between two sweeps of expired runs (reads ignore them meanwhile)."""
 
@@ -71,8 +76,15 @@ class SQLiteStore:
         path: the database file (created with its tables when missing, unless ``create`` is
             False).
         ttl: seconds a run is kept after its last write; None keeps runs until deleted.
-        busy_timeout: seconds to wait for another process's write before giving up with
-            [`StoreUnavailable`][toolwire.errors.StoreUnavailable].
+        busy_timeout: seconds one attempt waits for another process's write (SQLite's own
+            busy wait).
+        busy_retries: attempts after the first, each after a pause that doubles (from
+            ``BACKOFF_FIRST``, at most ``BACKOFF_MOST`` seconds, jittered) so that writers
+            that keep meeting each other spread out, before the operation gives up with
+            [`StoreUnavailable`][toolwire.errors.StoreUnavailable]. The longest an operation
+            waits is about ``(busy_retries + 1) * busy_timeout`` plus the pauses. A call's
+            answer that still cannot be stored is kept in the turn's outcomes and logged,
+            and the call is never run again (a resume finds it interrupted).
         synchronous: SQLite's ``synchronous`` setting. ``"NORMAL"`` (the default, with WAL)
             survives a crash of any process; ``"FULL"`` also survives a power cut, at the cost
             of a disk sync on every write, made on the event loop's thread.
@@ -92,16 +104,20 @@ class SQLiteStore:
         *,
         ttl: float | None = DEFAULT_TTL,
         busy_timeout: float = 5.0,
+        busy_retries: int = 4,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
         create: bool = True,
     ) -> None:
         if ttl is not None and not ttl > 0:
             raise ValueError("ttl must be a positive number of seconds, or None")
+        if not isinstance(busy_retries, int) or busy_retries < 0:
+            raise ValueError(f"busy_retries is a whole number of attempts, not {busy_retries!r}")
         if synchronous not in ("FULL", "NORMAL"):
             raise ValueError(f"synchronous is 'NORMAL' or 'FULL', not {synchronous!r}")
         self.path = Path(path)
         self.ttl = ttl
         self.busy_timeout = busy_timeout
+        self.busy_retries = busy_retries
         self.synchronous = synchronous
         self.create = create
         self._writes = 0
@@ -191,11 +207,24 @@ class SQLiteStore:
         return await anyio.to_thread.run_sync(partial(self._wait_and_run, work))
 
     def _wait_and_run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        try:
-            with self._waiting.lock:
-                return work(self._waiting.db)
-        except sqlite3.Error as exc:
-            raise StoreUnavailable(f"{self!r}: {exc}") from exc
+        """``work`` on the connection that waits for the lock, tried again after a growing,
+        jittered pause while another process keeps the lock (up to ``busy_retries``)."""
+        pause = BACKOFF_FIRST
+        for attempt in range(self.busy_retries + 1):
+            try:
+                with self._waiting.lock:
+                    return work(self._waiting.db)
+            except sqlite3.OperationalError as exc:
+                busy = exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+                if not busy or attempt == self.busy_retries:
+                    tries = f" (after {attempt + 1} attempt{'s' if attempt else ''})"
+                    tries = tries if busy else ""
+                    raise StoreUnavailable(f"{self!r}: {exc}{tries}") from exc
+            except sqlite3.Error as exc:
+                raise StoreUnavailable(f"{self!r}: {exc}") from exc
+            time.sleep(pause * random.uniform(0.5, 1.0))  # on a worker thread, not the loop
+            pause = min(pause * 2, BACKOFF_MOST)
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _get(self, run_id: str, call_id: str, db: sqlite3.Connection) -> CallRecord | None:
         row = db.execute(
