@@ -3,7 +3,6 @@ the call's record says, validation, the before-call hooks, the policy and the ap
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -31,6 +30,7 @@ from toolwire.calls import RejectedCall, ToolCall, ToolResult, strip_nulls
 from toolwire.context import BeforeHook, CallContext, Veto
 from toolwire.errors import ConfigurationError, ToolwireError
 from toolwire.policy import Policy, PolicyContext, Verdict
+from toolwire.store._clock import StoreClock
 from toolwire.tool import Tool
 
 __all__ = ["Decider"]
@@ -50,6 +50,7 @@ class Decider:
         approval_ttl: seconds a request for approval waits.
         may_rerun: whether a call whose worker stopped may run again.
         wait_bound: seconds to wait for a call another live worker runs.
+        clock: the run store's clock, which leases and request deadlines are judged by.
     """
 
     def __init__(
@@ -63,9 +64,11 @@ class Decider:
         approval_ttl: float | None,
         may_rerun: Callable[[ToolCall], bool],
         wait_bound: Callable[[Tool | None], float],
+        clock: StoreClock,
     ) -> None:
         self.policy = policy
         self.approver = approver
+        self.clock = clock
         self.before_call = tuple(before_call)
         self.hooked = hooked
         self.redact = redact
@@ -88,7 +91,8 @@ class Decider:
             return
         turn.seen[index] = record
         may_rerun = record.state == "running" and self.may_rerun(item)
-        step = from_record(record, item.tool, turn.run_id, may_rerun=may_rerun, now=time.time())
+        now = await self.clock.now()
+        step = from_record(record, item.tool, turn.run_id, may_rerun=may_rerun, now=now)
         if isinstance(step, Go):
             await self._plan_go(turn, index, item, step, record)
         else:
@@ -287,6 +291,7 @@ class Decider:
             )
         if turn.run_id is None:
             turn.run_id = f"run_{uuid.uuid4().hex}"
+        await self.clock.now()  # the request's deadline is in the store's time
         request = self.request(turn, call, arguments, ask.reason)
         decision = None
         if self.approver is not None and not ask.deferred:
@@ -314,7 +319,7 @@ class Decider:
         """What a human is shown of a call that waits in the turn's run (from now, until the
         executor's ``approval_ttl``)."""
         assert turn.run_id is not None
-        now = time.time()
+        now = self.clock.current()
         return ApprovalRequest(
             run_id=turn.run_id,
             call_id=call.local_id,

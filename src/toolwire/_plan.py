@@ -120,14 +120,14 @@ _CHANGED_WHILE_WAITING = ToolResult.error(
 _REQUEST_EXPIRED = ToolResult.error("approval_denied", "Denied: the approval request expired.")
 
 
-def replayed(record: CallRecord, *, may_rerun: bool) -> Answer | None:
+def replayed(record: CallRecord, *, may_rerun: bool, now: float) -> Answer | None:
     """The answer a record gives the call by itself: the one it kept, the call is still
     running in a live worker, or its worker stopped mid-run (unless it may run again); None
     when the record answers nothing."""
     if record.result is not None:
         halted = record.decision is not None and record.decision.kind == "halt"
         return Answer(record.result, from_store=True, halted=halted, kept=True)
-    if record.state == "running" and held(record):
+    if record.state == "running" and held(record, now):
         return Answer(still_running_answer(record), kept=True)
     if record.state == "running" and not may_rerun:
         # Not kept yet: the run keeps this verdict, so every worker gives the same answer.
@@ -147,7 +147,7 @@ def from_record(
     """
     if record is None:
         return NO_RECORD
-    replay = replayed(record, may_rerun=may_rerun)
+    replay = replayed(record, may_rerun=may_rerun, now=now)
     if replay is not None:
         return replay
     recorded = record.decision
@@ -210,10 +210,10 @@ def refusal(decision: Decision) -> Answer:
 
 
 def found(
-    record: CallRecord, *, fingerprint: str, run_id: str, may_rerun: bool
+    record: CallRecord, *, fingerprint: str, run_id: str, may_rerun: bool, now: float
 ) -> Answer | Refuse | Wait | None:
-    """What a record another worker wrote, found when claiming the call, says: None when the
-    call may still be claimed."""
+    """What a record another worker wrote, found when claiming the call, says (``now``, the
+    store's time, judges its lease): None when the call may still be claimed."""
     if record.fingerprint != fingerprint:
         # Another call holds this id in the run: its record is not this call's answer.
         return Answer(
@@ -224,7 +224,7 @@ def found(
             ),
             kept=True,
         )
-    replay = replayed(record, may_rerun=may_rerun)
+    replay = replayed(record, may_rerun=may_rerun, now=now)
     if replay is not None:
         return replay
     if record.state == "denied":  # tightened since it was planned

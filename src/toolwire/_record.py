@@ -416,19 +416,24 @@ def request_of(run_id: str, record: CallRecord) -> ApprovalRequest:
 
 
 def expired(record: CallRecord, now: float | None = None) -> bool:
-    """True for a request whose ``expires_at`` has passed."""
+    """True for a request whose ``expires_at`` has passed by ``now``: the store's time
+    (``toolwire.ledger.store_time``), which the deadline was written in; this host's when
+    not given."""
     kept = record.kept
-    return kept is not None and kept.expired(now or time.time())
+    return kept is not None and kept.expired(time.time() if now is None else now)
 
 
 HOST = socket.gethostname()
 
 
-def held(record: CallRecord) -> bool:
-    """True while a running call's claim is held: its lease not run out, its owner not a
-    process of this machine known to be gone."""
+def held(record: CallRecord, now: float | None = None) -> bool:
+    """True while a running call's claim is held: its lease not run out by ``now`` (the
+    store's time, ``toolwire.ledger.store_time``, which the lease was written in; this host's
+    when not given), its owner not a process of this machine known to be gone."""
     lease = record.lease_until
-    return lease is not None and lease > time.time() and not owner_gone(record.owner)
+    if now is None:
+        now = time.time()
+    return lease is not None and lease > now and not owner_gone(record.owner)
 
 
 def _when(at: float | None) -> str:

@@ -20,6 +20,7 @@ from toolwire._values import describe_exception
 from toolwire.calls import ToolCall, ToolResult
 from toolwire.errors import StoreUnavailable, ToolwireError
 from toolwire.store import RunStore
+from toolwire.store._clock import clock_of
 
 __all__ = [
     "SWAP_ATTEMPTS",
@@ -126,6 +127,7 @@ class Lease:
 
     def __init__(self, store: RunStore, run_id: str, claim: CallRecord, seconds: float) -> None:
         self.store = store
+        self.clock = clock_of(store)
         self.run_id = run_id
         self.held = claim
         self.seconds = seconds
@@ -174,7 +176,7 @@ class Lease:
     async def _renew_once(self) -> bool:
         """Renew now; False once the claim is no longer this worker's."""
         current = self.held
-        renewed = current.with_(lease_until=time.time() + self.seconds)
+        renewed = current.with_(lease_until=await self.clock.now() + self.seconds)
         try:
             written = await _write_over(self.store, self.run_id, current, renewed)
         except Contended:
@@ -214,6 +216,8 @@ class Run:
         self.binding = binding
         self.worker = worker
         self.lease_seconds = lease
+        self.clock = clock_of(store)
+        """The store's clock, which leases are written and judged in."""
 
     async def load(self, call_ids: list[str]) -> dict[str, CallRecord]:
         """The records the run has of ``call_ids``, in one round trip.
@@ -230,11 +234,15 @@ class Run:
     ) -> CallRecord | None:
         """``record`` as read, or, when another live worker is running the call (its lease
         renewed), the record it leaves once it is done, polled for up to ``bound`` seconds."""
-        if record is None or record.state != "running" or not held(record):
+        if record is None or record.state != "running" or not held(record, await self.clock.now()):
             return record
         deadline = time.monotonic() + bound
         pause = 0.005
-        while record is not None and record.state == "running" and held(record):
+        while (
+            record is not None
+            and record.state == "running"
+            and held(record, await self.clock.now())
+        ):
             left = deadline - time.monotonic()
             if left <= 0:
                 break
@@ -256,10 +264,13 @@ class Run:
         claim, or ``Keep(record)`` holding what another worker wrote when that is not for this
         worker to claim (``claimable`` says; a call another live worker runs is waited for)."""
 
+        await self.clock.now()  # a fresh reading of the store's time, if it is due
+
         def claimed(current: CallRecord | None) -> CallRecord | Keep[CallRecord | None]:
             if current is not seen and not claimable(current):
                 return Keep(current)
-            now = time.time()  # when it is written: a wait for another worker may come first
+            # when it is written (a wait for another worker may come first), in store time
+            now = self.clock.current()
             if current is not None:  # keeps the request and the decision it carries
                 return current.with_(
                     state="running",
@@ -328,7 +339,7 @@ class Run:
         """End the claim's lease now (its call was cancelled mid-run), so a resume answers
         the call interrupted at once instead of waiting for the lease to run out."""
         with suppress(Exception):
-            await self.write_own(claim, claim.with_(lease_until=time.time()))
+            await self.write_own(claim, claim.with_(lease_until=await self.clock.now()))
 
     async def store_answer(
         self, claim: CallRecord, result: ToolResult

@@ -72,6 +72,7 @@ from toolwire.errors import ConfigurationError, StoreUnavailable, ToolNotFound
 from toolwire.inputs import InputDeferred
 from toolwire.policy import ALLOW_ALL, Policy
 from toolwire.store import MemoryStore, RunStore
+from toolwire.store._clock import clock_of
 from toolwire.tool import Tool
 from toolwire.toolset import ToolSet
 
@@ -210,6 +211,7 @@ class Executor:
             approval_ttl=approval_ttl,
             may_rerun=self.may_rerun,
             wait_bound=self.wait_bound,
+            clock=clock_of(self.store),
         )
         self._max_concurrency = max_concurrency
         self._turns: set[Turn] = set()
@@ -592,9 +594,14 @@ class Executor:
         run = self._run_of(turn)
         fingerprint_ = turn.fingerprint(call)
         may_rerun = self.may_rerun(call)
+        await run.clock.now()  # a fresh reading of the store's time, if it is due
 
         def what_it_says(record: CallRecord) -> Answer | Refuse | Wait | None:
-            return found(record, fingerprint=fingerprint_, run_id=run.run_id, may_rerun=may_rerun)
+            # judged when the record is read: the claim may first wait for another worker
+            now = run.clock.current()
+            return found(
+                record, fingerprint=fingerprint_, run_id=run.run_id, may_rerun=may_rerun, now=now
+            )
 
         try:
             claimed = await run.claim(
@@ -628,6 +635,7 @@ class Executor:
         call, index = planned.call, planned.index
         turn.kept.add(index)
         arguments = planned.context.arguments if planned.context is not None else planned.kwargs
+        await self.decider.clock.now()  # the request's deadline is in the store's time
         request = self.decider.request(turn, call, arguments, "the tool's server asks for input")
         kept = self.decider.kept(turn, index, request)
         if kept is None:  # its arguments could not be redacted: that is its answer

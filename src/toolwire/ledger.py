@@ -46,6 +46,7 @@ from toolwire.calls import ToolResult, principal_json
 from toolwire.errors import ConfigurationError, ToolwireError
 from toolwire.inputs import InputAnswer, InputRequest, checked_answer
 from toolwire.store import CallRecord, CallState, DamagedRecord, RunStore
+from toolwire.store._clock import clock_of
 from toolwire.tool import Tool
 
 __all__ = [
@@ -78,6 +79,7 @@ __all__ = [
     "respond",
     "settle",
     "still_running_answer",
+    "store_time",
     "trail_of",
     "valid_id",
     "waiting",
@@ -163,6 +165,7 @@ async def decide(
     state: CallState = "approved" if decision.allowed else "denied"
     by = principal_json(by)
     checked = False
+    now = await clock_of(store).now()  # a request's deadline is in the store's time
 
     def decided(record: CallRecord | None) -> CallRecord | Keep[None]:
         nonlocal checked
@@ -172,7 +175,7 @@ async def decide(
             or record.state not in ("pending", "approved", "denied")
         ):
             raise ToolwireError(f"run {run_id!r} has no call {call_id!r} waiting for approval")
-        if expired(record):
+        if expired(record, now):
             raise ToolwireError(f"run {run_id!r}: the approval request of call {call_id!r} expired")
         if decision.allowed and awaits_input(record):
             raise ToolwireError(
@@ -198,6 +201,12 @@ async def decide(
         raise ToolwireError(f"{exc}; decide again") from None
 
 
+async def store_time(store: RunStore) -> float:
+    """The store's time (seconds since the epoch), which leases and the deadlines of requests
+    are judged by, whatever this host's clock says (see ``toolwire.store._clock``)."""
+    return await clock_of(store).now()
+
+
 async def settle(
     store: RunStore,
     run_id: str,
@@ -217,12 +226,14 @@ async def settle(
         StoreUnavailable: the run store cannot be reached.
     """
 
+    now = await clock_of(store).now()  # leases are in the store's time
+
     def settled(record: CallRecord | None) -> CallRecord | Keep[bool]:
         if record is None:
             raise ToolwireError(f"run {run_id!r} has no call {call_id!r}")
         if record.result is not None:
             return Keep(False)
-        if only_lapsed and (record.state != "running" or held(record)):
+        if only_lapsed and (record.state != "running" or held(record, now)):
             return Keep(False)
         return record.with_(state=answered_state(answer), result=answer, finished_at=time.time())
 
@@ -301,6 +312,7 @@ async def respond(
     if round is not None and not isinstance(round, str):
         raise ConfigurationError("a round is a string")
     by = principal_json(by)
+    now = await clock_of(store).now()  # a request's deadline is in the store's time
 
     def answered(record: CallRecord | None) -> CallRecord | Keep[None]:
         wait = record.input_wait if record is not None else None
@@ -311,7 +323,7 @@ async def respond(
             or record.state not in ("pending", "approved")
         ):
             raise ToolwireError(f"run {run_id!r} has no call {call_id!r} waiting for input")
-        if expired(record):
+        if expired(record, now):
             raise ToolwireError(f"run {run_id!r}: the input request of call {call_id!r} expired")
         _check_round(run_id, call_id, wait, round)
         question = _question(run_id, call_id, wait, key)
@@ -411,7 +423,8 @@ async def waiting(
         raise ConfigurationError("a run id is a string of valid Unicode text without NUL")
     key = principal_key(principal) if principal is not None else None
     found = await store.pending(run_id=run_id, principal_key=key, limit=limit)
-    now = time.time()  # an expired request waits for nothing: it is answered denied on resume
+    # an expired request waits for nothing: it is answered denied on resume
+    now = await clock_of(store).now()
     requests = []
     damaged = []
     for run, record in found:

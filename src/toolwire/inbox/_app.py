@@ -331,7 +331,8 @@ async def decide(
     runs: a human clicks on what the page showed, so anything that changed since is a 409.
     """
     record = await _record(console, run_id, call_id)
-    _still_waiting(run_id, record, version)
+    now = await ledger.store_time(console.store)  # the request's deadline is in store time
+    _still_waiting(run_id, record, version, now)
     if decision.allowed and ledger.awaits_input(record):
         # An allow would take it off the waiting list with its server's question unanswered.
         raise Problem(
@@ -356,7 +357,7 @@ async def decide(
         # Another approver (or the executor) wrote it in between: say what, or that it changed.
         if current is None:
             raise Problem(404, "no_call", f"run {run_id!r} has no call {call_id!r}")
-        _still_waiting(run_id, current, record.version)
+        _still_waiting(run_id, current, record.version, now)
         raise Problem(409, "changed", f"call {call_id!r} changed while deciding; reload it")
 
     stored = await update(console.store, run_id, call_id, over_what_was_shown, current=record)
@@ -364,7 +365,7 @@ async def decide(
     return stored
 
 
-def _still_waiting(run_id: str, record: CallRecord, version: int | None) -> None:
+def _still_waiting(run_id: str, record: CallRecord, version: int | None, now: float) -> None:
     call_id = record.call_id
     if record.state != "pending":
         if record.decision is not None:
@@ -379,7 +380,7 @@ def _still_waiting(run_id: str, record: CallRecord, version: int | None) -> None
         raise Problem(
             409, "not_pending", f"call {call_id!r} of run {run_id!r} is {record.state}, not pending"
         )
-    if ledger.expired(record):
+    if ledger.expired(record, now):
         raise Problem(409, "expired", f"the approval request of call {call_id!r} expired")
     if version is not None and record.version != version:
         raise Problem(

@@ -512,7 +512,8 @@ class Tasks:
         if record is None:
             raise UnknownTask(f"no such task: {task_id[:100]!r}")
         if record.result is None and task_id not in self._jobs:
-            if record.state == "running" and not ledger.held(record):
+            now = await ledger.store_time(self.store)  # the lease is in the store's time
+            if record.state == "running" and not ledger.held(record, now):
                 lapsed = ToolResult.error(
                     "interrupted",
                     "The gateway running the task stopped before it finished: it may or may "

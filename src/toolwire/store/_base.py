@@ -42,7 +42,9 @@ class RunStore(Protocol):
     """The store interface; implementations must be safe to share between tasks.
 
     Durable implementations are shared between processes too: ``swap`` is atomic across every
-    process using the same database.
+    process using the same database. A store may also tell its own time (``async def now() ->
+    float``, seconds since the epoch), which every worker then judges leases and approval
+    deadlines by; toolwire's stores all do (see ``toolwire.store._clock``).
     """
 
     async def get(self, run_id: str, call_id: str) -> CallRecord | None:

@@ -75,6 +75,10 @@ class MemoryStore:
             run = self._live(run_id)
             return list(run.calls.values()) if run is not None else []
 
+    async def now(self) -> float:
+        """The store's time: this process's clock."""
+        return time.time()
+
     async def pending(
         self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
     ) -> list[tuple[str, CallRecord | DamagedRecord]]:

@@ -192,6 +192,12 @@ class PostgresStore:
             decode_record(record, version, call_id=call_id) for call_id, version, record in rows
         ]
 
+    async def now(self) -> float:
+        """The server's time (``clock_timestamp()``), which every worker's leases are judged
+        by."""
+        rows = await self._fetch("SELECT extract(epoch FROM clock_timestamp())::float8", ())
+        return float(rows[0][0])
+
     async def pending(
         self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
     ) -> list[tuple[str, CallRecord | DamagedRecord]]:

@@ -148,6 +148,12 @@ class RedisStore:
             and (record := _decoded(value, _text(field))) is not None
         ]
 
+    async def now(self) -> float:
+        """The server's time (``TIME``), which every worker's leases are judged by."""
+        with self._reaching():
+            seconds, micros = await self._connection().time()
+        return float(seconds) + float(micros) / 1_000_000
+
     async def pending(
         self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
     ) -> list[tuple[str, CallRecord | DamagedRecord]]:

@@ -143,6 +143,11 @@ class SQLiteStore:
     async def records(self, run_id: str) -> list[CallRecord]:
         return await self._run(partial(self._records, run_id))
 
+    async def now(self) -> float:
+        """The store's time: the host's clock (every process of a SQLite file shares one
+        host)."""
+        return time.time()
+
     async def pending(
         self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
     ) -> list[tuple[str, CallRecord | DamagedRecord]]:

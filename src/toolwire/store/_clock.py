@@ -1,0 +1,78 @@
+"""The time leases and approval deadlines are judged by: the store's clock, not each worker's.
+
+A dead worker's call is taken over once its lease has run out. Judged by the clock of the
+worker that looks, a live worker's lease can look run out to a worker on a host whose clock is
+minutes ahead, and the call would run twice. So a worker writes and reads leases (and an
+approval request's deadline) in the store's time: PostgreSQL's ``clock_timestamp()``, Redis's
+``TIME``; SQLite and memory are one host's, so theirs is the host's.
+
+The store is asked for its time at most once every ``REFRESH`` seconds; between two readings
+the time is carried forward on the host's monotonic clock, which a change to the host's wall
+clock does not move. A store without ``now()`` (a third party's) is judged by the host's clock.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+__all__ = ["REFRESH", "StoreClock", "clock_of"]
+
+REFRESH = 10.0
+"""Seconds a reading of the store's clock is carried forward before it is read again."""
+
+_log = logging.getLogger("toolwire")
+
+
+class StoreClock:
+    """A store's time in seconds since the epoch (see the module docstring)."""
+
+    def __init__(self, store: Any) -> None:
+        read = getattr(store, "now", None)
+        self._read: Callable[[], Awaitable[float]] | None = read if callable(read) else None
+        self._offset: float | None = None
+        """The store's time minus the monotonic clock, as last read."""
+        self._read_at = -math.inf
+
+    async def now(self) -> float:
+        """The store's time now, read again when the last reading is ``REFRESH`` old."""
+        if self._read is not None and time.monotonic() - self._read_at >= REFRESH:
+            await self._refresh()
+        return self.current()
+
+    def current(self) -> float:
+        """The store's time now, by the last reading (the host's before the first)."""
+        if self._offset is None:
+            return time.time()
+        return time.monotonic() + self._offset
+
+    async def _refresh(self) -> None:
+        assert self._read is not None
+        before = time.monotonic()
+        try:
+            told = float(await self._read())
+        except Exception:  # the store is away: its operations will say so themselves
+            _log.warning("reading the run store's clock failed", exc_info=True)
+            return
+        after = time.monotonic()
+        if not math.isfinite(told):
+            return
+        self._offset = told - (before + after) / 2  # the reading is taken halfway, give or take
+        self._read_at = after
+
+
+_clocks: weakref.WeakKeyDictionary[Any, StoreClock] = weakref.WeakKeyDictionary()
+
+
+def clock_of(store: Any) -> StoreClock:
+    """The clock of ``store``, one per store object (its readings shared by every run)."""
+    try:
+        return _clocks[store]
+    except KeyError:
+        return _clocks.setdefault(store, StoreClock(store))
+    except TypeError:  # a store that cannot be weakly referenced gets a clock per use
+        return StoreClock(store)
