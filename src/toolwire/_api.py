@@ -21,7 +21,7 @@ from toolwire.ledger import CallTrail
 from toolwire.policy import Policy
 from toolwire.providers import Declaration, declaration_for, get_provider, make_options
 from toolwire.sources import is_tool_source
-from toolwire.store import RunStore, default_store
+from toolwire.store import QueuePlace, RunStore, default_store
 from toolwire.tool import Tool, taints_of
 from toolwire.toolset import ToolSet
 
@@ -369,6 +369,16 @@ async def execute_tool_calls(
             on_interrupted=on_interrupted,
             wait_for_running=wait_for_running,
         )
+    if (
+        not isinstance(source, Listing)
+        and policy is not None
+        and answer_options.get("tool_search") == "local"
+    ):
+        # declared here, the search would index every deferred tool, hidden ones too
+        raise ConfigurationError(
+            "tool_search='local' under a policy needs a listing: toolwire.tools(..., "
+            "policy=..., principal=...), whose search names only the tools it shows"
+        )
     declaration, response = _declaration(source, args, toolset, answer_options)
     if isinstance(source, Listing):
         if principal is None:
@@ -576,16 +586,26 @@ async def pending(
     principal: Any = None,
     run_id: str | None = None,
     limit: int = 100,
+    newest_first: bool = False,
+    after: QueuePlace | None = None,
 ) -> list[ApprovalRequest]:
-    """The calls waiting for a decision, across runs, oldest request first: what an approval
-    screen lists. Only ``principal``'s (compared by JSON form), or ``run_id``'s, when given.
+    """The calls waiting for a decision, across runs, oldest request first (newest first with
+    ``newest_first``): what an approval screen lists. Only ``principal``'s (compared by JSON
+    form), or ``run_id``'s, when given. The next page starts after the last request of this
+    one: ``after=QueuePlace.of(requests[-1])`` (keyset pagination, one range of the store's
+    index however deep; a page may be shorter than ``limit`` when requests in it expired).
 
     Each request carries what the run kept: exposed name, server and tool name, arguments (as
     the executor's ``redact`` left them), principal, the policy's reason, ``requested_at`` and
     ``expires_at``; its ``tool`` is None. ``request.to_dict()`` is its JSON form.
     """
     return await ledger.pending(
-        _store_or_default(store), principal=principal, run_id=run_id, limit=limit
+        _store_or_default(store),
+        principal=principal,
+        run_id=run_id,
+        limit=limit,
+        newest_first=newest_first,
+        after=after,
     )
 
 

@@ -570,16 +570,43 @@ class DamagedRecord:
     call_id: str
     problem: str
     """What is wrong with it."""
+    since: float | None = None
+    """When it was put up, by the store's index (where it stands in the queue)."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class QueuePlace:
+    """Where a waiting call stands in the approval queue: when it was put up, then its run and
+    call ids (for calls put up at the same time). A page of ``RunStore.pending`` starts after
+    the place of the last call of the page before (keyset pagination)."""
+
+    since: float
+    run_id: str
+    call_id: str
+
+    @classmethod
+    def of(cls, request: ApprovalRequest) -> QueuePlace:
+        """Where a listed request stands (the next page starts after the last one's)."""
+        return cls(float(request.requested_at or 0.0), request.run_id, request.call_id)
+
+
+def place_of(run_id: str, item: CallRecord | DamagedRecord) -> QueuePlace | None:
+    """Where a listed call stands in the queue (None when its record says it waits for
+    nothing)."""
+    if isinstance(item, DamagedRecord):
+        return QueuePlace(item.since, run_id, item.call_id) if item.since is not None else None
+    listed = pending_since(item)
+    return QueuePlace(listed[0], run_id, item.call_id) if listed is not None else None
 
 
 def listed_record(
-    run_id: str, call_id: str, text: str | bytes, version: int
+    run_id: str, call_id: str, text: str | bytes, version: int, since: float | None = None
 ) -> CallRecord | DamagedRecord:
     """A record a store lists as pending, or what is wrong with it."""
     try:
         return decode_record(text, version, call_id=call_id)
     except StoreUnavailable as exc:
-        return DamagedRecord(run_id, call_id, str(exc))
+        return DamagedRecord(run_id, call_id, str(exc), since)
 
 
 def _first_error(exc: pydantic.ValidationError) -> str:

@@ -33,6 +33,7 @@ from toolwire._record import (
     interrupted_answer,
     owner_gone,
     pending_since,
+    place_of,
     principal_key,
     request_of,
     request_record,
@@ -45,7 +46,7 @@ from toolwire.approval import ApprovalRequest, Decision
 from toolwire.calls import ToolResult, principal_json
 from toolwire.errors import ConfigurationError, ToolwireError
 from toolwire.inputs import InputAnswer, InputRequest, checked_answer
-from toolwire.store import CallRecord, CallState, DamagedRecord, RunStore
+from toolwire.store import CallRecord, CallState, DamagedRecord, QueuePlace, RunStore
 from toolwire.store._clock import clock_of
 from toolwire.tool import Tool
 
@@ -401,10 +402,13 @@ class Waiting:
     """What waits for a decision (see [`waiting`][])."""
 
     requests: list[ApprovalRequest]
-    """The requests, oldest first."""
+    """The requests, in the order asked for."""
     damaged: list[DamagedRecord]
     """Waiting calls whose stored record cannot be read: named so they are not lost from
     view; deciding or resuming one raises ``StoreUnavailable``, and nothing of it runs."""
+    next: QueuePlace | None = None
+    """Where the next page starts (``waiting(..., after=next)``); None when this page is the
+    last."""
 
 
 async def waiting(
@@ -413,16 +417,25 @@ async def waiting(
     principal: Any = None,
     run_id: str | None = None,
     limit: int = 100,
+    newest_first: bool = False,
+    after: QueuePlace | None = None,
 ) -> Waiting:
-    """The calls waiting for a decision, oldest request first, across runs (only
-    ``principal``'s, or ``run_id``'s, when given), and those whose record is damaged: what an
-    approval screen shows."""
+    """The calls waiting for a decision, oldest request first (newest first with
+    ``newest_first``), across runs (only ``principal``'s, or ``run_id``'s, when given), and
+    those whose record is damaged: what an approval screen shows. A page of ``limit`` starts
+    after the place ``after`` (the previous page's ``next``): each page is one range of the
+    store's index, as fast deep in the queue as at its head."""
     if limit.__class__ is not int or not 1 <= limit <= _MAX_LISTED:
         raise ConfigurationError(f"limit is an integer from 1 to {_MAX_LISTED}")
     if run_id is not None and not valid_id(run_id):
         raise ConfigurationError("a run id is a string of valid Unicode text without NUL")
+    if after is not None and not isinstance(after, QueuePlace):
+        raise ConfigurationError("after is a QueuePlace: the next of the page before")
     key = principal_key(principal) if principal is not None else None
-    found = await store.pending(run_id=run_id, principal_key=key, limit=limit)
+    paged: dict[str, Any] = {"newest_first": True} if newest_first else {}
+    if after is not None:
+        paged["after"] = after  # a store of another make need not know the options unused
+    found = await store.pending(run_id=run_id, principal_key=key, limit=limit, **paged)
     # an expired request waits for nothing: it is answered denied on resume
     now = await clock_of(store).now()
     requests = []
@@ -432,7 +445,8 @@ async def waiting(
             damaged.append(record)
         elif not expired(record, now):
             requests.append(request_of(run, record))
-    return Waiting(requests, damaged)
+    last = place_of(*found[-1]) if len(found) == limit else None
+    return Waiting(requests, damaged, last)
 
 
 async def pending(
@@ -441,10 +455,19 @@ async def pending(
     principal: Any = None,
     run_id: str | None = None,
     limit: int = 100,
+    newest_first: bool = False,
+    after: QueuePlace | None = None,
 ) -> list[ApprovalRequest]:
     """The requests of [`waiting`][]; a waiting call whose record is damaged is logged as a
     warning on the ``toolwire`` logger (deciding it raises ``StoreUnavailable``)."""
-    found = await waiting(store, principal=principal, run_id=run_id, limit=limit)
+    found = await waiting(
+        store,
+        principal=principal,
+        run_id=run_id,
+        limit=limit,
+        newest_first=newest_first,
+        after=after,
+    )
     for damaged in found.damaged:
         _log.warning(
             "run %r: waiting call %r cannot be listed: %s",

@@ -136,7 +136,7 @@ def _rule(entry: Any, where: str) -> Rule:
     principals = _strings(entry, "principals", where)
     taint = _strings(entry, "taint", where)
     callers = _strings(entry, "callers", where)
-    if callers is not None and not callers <= {"direct", "code"}:
+    if callers is not None and not (callers and callers <= {"direct", "code"}):
         raise ConfigurationError(f"{where}: 'callers' lists direct and/or code")
     return Rule(action, pattern, when=_condition(principals, taint, callers), reason=reason)
 

@@ -59,7 +59,8 @@ def search_tool(tools: Iterable[tuple[str, str | None]], *, name: str = SEARCH_T
     index = ToolIndex(listed)
 
     def search(query: str, limit: int = 5) -> dict[str, Any]:
-        return {"tools": index.search(query, limit)}
+        # JSON Schema's integers include 5.0, which the schema lets through
+        return {"tools": index.search(query, int(limit))}
 
     tool = Tool(
         name=name,

@@ -354,8 +354,12 @@ def test_the_local_search_never_names_a_tool_the_principal_was_not_shown() -> No
 
 def test_the_local_search_refuses_a_tool_that_already_has_its_name() -> None:
     tools = [*toolset(deferred=["github/*"]).tools, _tool(SEARCH_TOOL_NAME, "Mine.")]
-    with pytest.raises(ConfigurationError, match="toolwire's own tool search"):
+    with pytest.raises(ConfigurationError, match="the name of the toolwire search tool"):
         toolwire.tools(tools, "anthropic", tool_search="local")
+    for taken in ("tool_search_tool_bm25", "code_execution"):  # the API's tools' names too
+        clash = [*tools, _tool(taken, "Mine.", callers=frozenset({"direct", "code"}))]
+        with pytest.raises(ConfigurationError, match=f"exposed as '{taken}'"):
+            toolwire.tools(clash, "anthropic")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         toolwire.tools(tools, "anthropic")  # the API's search has another name
@@ -471,3 +475,45 @@ def test_a_conversation_with_hosted_search_and_a_namespace_through_the_openai_cl
         assert namespace["name"] == "github"
     finally:
         server_iter.close()
+
+
+def test_a_namespace_is_never_dropped_for_a_tool_of_the_same_bare_name() -> None:
+    policy = Policy(Rule("deny", "github/create_issue"), default="allow")
+    tools = [*toolset().tools, _tool("create_issue", "Create a local note.")]
+    listing = toolwire.tools(tools, "openai-responses", namespaces=True, policy=policy)
+    response = {
+        "object": "response",
+        "output": [
+            {
+                "type": "function_call",
+                "call_id": "c1",
+                "namespace": "github",
+                "name": "create_issue",  # hidden in the namespace; a local tool has the name
+                "arguments": json.dumps({"text": "x"}),
+            }
+        ],
+    }
+    outcome = toolwire.execute_tool_calls_sync(listing, response)
+    assert outcome.calls[0].result.error_kind == "not_found"
+    assert RAN == []
+
+
+def test_the_local_search_under_a_policy_needs_a_listing() -> None:
+    policy = Policy(Rule("deny", "github/*"), default="allow")
+    with pytest.raises(ConfigurationError, match="needs a listing"):
+        toolwire.execute_tool_calls_sync(
+            toolset(deferred=["github/*"]),
+            "anthropic",
+            _search_call("issues"),
+            policy=policy,
+            principal="bob",
+            tool_search="local",
+        )
+
+
+def test_a_search_limit_written_as_a_whole_float_is_taken() -> None:
+    listing = toolwire.tools(toolset(deferred=["github/*"]), "anthropic", tool_search="local")
+    response = _search_call("list the open issues")
+    response["content"][0]["input"]["limit"] = 1.0
+    outcome = toolwire.execute_tool_calls_sync(listing, response)
+    assert [b["tool_name"] for b in outcome.results[0]["content"]] == ["github__list_issues"]

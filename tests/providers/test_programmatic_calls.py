@@ -432,3 +432,38 @@ def test_any_caller_is_answered_and_runs_a_tool_only_when_well_formed(
     assert len(outcome.results) == 1
     assert (["query_rows x"] if well_formed else []) == RAN
     assert (outcome.calls[0].result.error_kind is None) == well_formed
+
+
+def test_a_custom_tool_called_from_code_carries_its_caller_to_the_policy() -> None:
+    ran: list[str] = []
+
+    @toolwire.tool(custom=True, callers=("direct", "code"))
+    def run_sql(query: str) -> str:
+        """Run SQL."""
+        ran.append(query)
+        return "ok"
+
+    policy = Policy(Rule("deny", "run_sql", when=called_by("code")), default="allow")
+    listing = toolwire.tools([run_sql], "openai-responses", policy=policy)
+    program = {"type": "program", "caller_id": "prog_1"}
+    response = {
+        "object": "response",
+        "output": [
+            {
+                "type": "custom_tool_call",
+                "call_id": "c1",
+                "name": "run_sql",
+                "input": "DROP TABLE users",
+                "caller": program,
+            }
+        ],
+    }
+    outcome = toolwire.execute_tool_calls_sync(listing, response)
+    assert outcome.calls[0].result.error_kind == "denied"
+    assert outcome.results[0]["caller"] == program
+    assert ran == []
+
+
+def test_a_policy_file_rule_with_no_callers_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="'callers' lists direct and/or code"):
+        policy_from_dict({"rules": [{"tool": "*", "action": "deny", "callers": []}]})

@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 import toolwire
-from toolwire import Executor, RunStore, ledger, make_call
+from toolwire import Executor, RunStore, StoreUnavailable, ledger, make_call
 from toolwire.store._clock import REFRESH, StoreClock
 
 pytestmark = pytest.mark.anyio
@@ -157,9 +157,24 @@ async def test_the_clock_reads_the_store_once_per_refresh_and_carries_it_forward
     assert len(reads) == 2
 
     class Broken:
-        async def now(self) -> float:
-            raise ConnectionError("down")
+        def __init__(self, told: Any) -> None:
+            self.told = told
 
-    broken = StoreClock(Broken())
-    assert abs(await broken.now() - time.time()) < 1  # the host's, until the store answers
+        async def now(self) -> Any:
+            if isinstance(self.told, Exception):
+                raise self.told
+            return self.told
+
+    # never read: the store is unavailable, never judged by this host's clock instead
+    for told in (ConnectionError("down"), float("nan"), float("inf"), True, "1e12", None):
+        with pytest.raises(StoreUnavailable, match="clock cannot be read"):
+            await StoreClock(Broken(told)).now()
+    # read once: a failed reading carries the last one on
+    flaky = Broken(1_000_000.0)
+    carried = StoreClock(flaky)
+    await carried.now()
+    flaky.told = ConnectionError("down")
+    monkeypatch.setattr(time, "monotonic", lambda: real() + 2 * REFRESH)
+    # read at monotonic + REFRESH (patched above), so REFRESH later by the monotonic clock
+    assert abs(await carried.now() - (1_000_000.0 + REFRESH)) < 1
     assert abs(StoreClock(object()).current() - time.time()) < 1  # a store without a clock

@@ -414,9 +414,10 @@ def resolve_call(
         )
         return _rejected(exposed, sent, call_id, index, "denied", message, ids, error_answer)
     if custom:
-        return _custom_call(
+        made = _custom_call(
             exposed, tool, sent, call_id, arguments, index, ids, error_answer, extras
         )
+        return replace(made, caller=caller) if isinstance(made, ToolCall) else made
     loaded = call_arguments(arguments, exposed, tool)
     if loaded.__class__ is str:
         return _rejected(

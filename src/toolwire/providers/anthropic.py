@@ -379,15 +379,19 @@ def _loading(
             declared[position] = {**entry, **changes}
     if code:
         added.append({"type": options.code_execution, "name": "code_execution"})
-    if not deferred:
+    if deferred and options.tool_search != "local":
+        added.append(dict(_SEARCH_TOOLS[options.tool_search]))
+    elif deferred:
+        added.append({"name": SEARCH_TOOL_NAME})  # toolwire's own search, made below
+    for extra in added:  # the API refuses a request whose tools share a name
+        if extra["name"] in entries:
+            raise ConfigurationError(
+                f"a tool is exposed as {extra['name']!r}, the name of the "
+                f"{extra.get('type', 'toolwire search')} tool this listing declares: rename it"
+            )
+    if not deferred or options.tool_search != "local":
         return added
-    if options.tool_search != "local":
-        return [*added, dict(_SEARCH_TOOLS[options.tool_search])]
-    if SEARCH_TOOL_NAME in entries:
-        raise ConfigurationError(
-            f"a tool is exposed as {SEARCH_TOOL_NAME!r}, the name of toolwire's own tool "
-            "search: rename it, or use tool_search='bm25'"
-        )
+    added.pop()
     search = search_tool((e["name"], e.get("description")) for e in deferred)
     entries[SEARCH_TOOL_NAME] = DeclaredTool(SEARCH_TOOL_NAME, search)
     entry = {

@@ -420,9 +420,9 @@ def _parse_item(
     refused: tuple[ErrorKind, str] | None = None
     name = item.get("name") if kind in ("function_call", "custom_tool_call") else what
     space = item.get("namespace")
-    namespaced = f"{space}__{name}" if space.__class__ is str and name.__class__ is str else None
-    if namespaced is not None and declaration.entry(namespaced) is not None:
-        name = namespaced  # a tool declared in a namespace
+    if space.__class__ is str and space and name.__class__ is str:
+        # a tool declared in a namespace, by its server: never another of the same bare name
+        name = f"{space}__{name}"
     caller = _caller(item.get("caller"))
     if isinstance(caller, str):
         refused = ("denied", caller)

@@ -22,7 +22,14 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from toolwire.errors import ConfigurationError
-from toolwire.store._base import DEFAULT_TTL, CallRecord, CallState, DamagedRecord, RunStore
+from toolwire.store._base import (
+    DEFAULT_TTL,
+    CallRecord,
+    CallState,
+    DamagedRecord,
+    QueuePlace,
+    RunStore,
+)
 from toolwire.store.memory import MemoryStore
 from toolwire.store.sqlite import SQLiteStore
 
@@ -37,6 +44,7 @@ __all__ = [
     "DamagedRecord",
     "MemoryStore",
     "PostgresStore",
+    "QueuePlace",
     "RedisStore",
     "RunStore",
     "SQLiteStore",

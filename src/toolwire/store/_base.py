@@ -11,10 +11,12 @@ from toolwire._record import (
     CallRecord,
     CallState,
     DamagedRecord,
+    QueuePlace,
     decode_record,
     encode_record,
     listed_record,
     pending_since,
+    place_of,
 )
 from toolwire.errors import RunBindingConflict
 
@@ -24,12 +26,15 @@ __all__ = [
     "CallRecord",
     "CallState",
     "DamagedRecord",
+    "QueuePlace",
     "RunStore",
     "binding_conflict",
     "decode_record",
     "encode_record",
     "listed_record",
     "pending_since",
+    "place_of",
+    "queue_query",
 ]
 
 DEFAULT_TTL = 7 * 24 * 3600.0
@@ -90,13 +95,61 @@ class RunStore(Protocol):
         ...
 
     async def pending(
-        self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
+        self,
+        *,
+        run_id: str | None = None,
+        principal_key: str | None = None,
+        limit: int = 100,
+        newest_first: bool = False,
+        after: QueuePlace | None = None,
     ) -> list[tuple[str, CallRecord | DamagedRecord]]:
-        """Calls waiting for a decision, as ``(run_id, record)``, oldest request first, from an
-        index (never a scan of every run); only those of ``run_id`` and of the principal whose
-        key is ``principal_key`` when given. A record that cannot be read is listed as a
+        """Calls waiting for a decision, as ``(run_id, record)``, oldest request first (newest
+        first with ``newest_first``), from an index (never a scan of every run); only those of
+        ``run_id`` and of the principal whose key is ``principal_key`` when given; only those
+        that come after the place ``after`` in that order (the next page: keyset pagination,
+        as fast deep in the queue as at its head). A record that cannot be read is listed as a
         [`DamagedRecord`][] rather than failing the whole list."""
         ...
+
+
+def queue_query(
+    mark: str,
+    run_id: str | None,
+    principal_key: str | None,
+    limit: int,
+    newest_first: bool,
+    after: QueuePlace | None,
+    now: float,
+    *,
+    calls: str = "toolwire_calls",
+    runs: str = "toolwire_runs",
+) -> tuple[str, list[object]]:
+    """The SQL of one page of the approval queue (SQLite and PostgreSQL alike, ``mark`` their
+    parameter mark): the waiting calls of live runs in (since, run, call) order, or the
+    reverse, after ``after``; each condition written only when given, so the page is one range
+    of the queue's index."""
+    where = ["c.pending_since IS NOT NULL", "(r.expires_at IS NULL OR r.expires_at > {m})"]
+    parameters: list[object] = [now]
+    if run_id is not None:
+        where.append("c.run_id = {m}")
+        parameters.append(run_id)
+    if principal_key is not None:
+        where.append("c.principal_key = {m}")
+        parameters.append(principal_key)
+    if after is not None:
+        where.append(
+            f"(c.pending_since, c.run_id, c.call_id) {'<' if newest_first else '>'} "
+            "({m}, {m}, {m})"
+        )
+        parameters += [after.since, after.run_id, after.call_id]
+    order = " DESC" if newest_first else ""
+    query = (
+        "SELECT c.run_id, c.call_id, c.version, c.record, c.pending_since"
+        f" FROM {calls} c JOIN {runs} r ON r.run_id = c.run_id"
+        f" WHERE {' AND '.join(where)}"
+        f" ORDER BY c.pending_since{order}, c.run_id{order}, c.call_id{order} LIMIT {{m}}"
+    )
+    return query.replace("{m}", mark), [*parameters, limit]
 
 
 def binding_conflict(run_id: str | None) -> RunBindingConflict:

@@ -8,11 +8,15 @@ approval request's deadline) in the store's time: PostgreSQL's ``clock_timestamp
 
 The store is asked for its time at most once every ``REFRESH`` seconds; between two readings
 the time is carried forward on the host's monotonic clock, which a change to the host's wall
-clock does not move. A store without ``now()`` (a third party's) is judged by the host's clock.
+clock does not move. A store whose clock cannot be read before its first reading is
+unavailable (``StoreUnavailable``), never judged by the host's clock; once read, a failed
+reading carries the last one on. A store without ``now()`` (a third party's) is judged by
+the host's clock.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import time
@@ -20,10 +24,17 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["REFRESH", "StoreClock", "clock_of"]
+import anyio
+
+from toolwire._values import describe_exception
+from toolwire.errors import StoreUnavailable
+
+__all__ = ["READ_TIMEOUT", "REFRESH", "StoreClock", "clock_of"]
 
 REFRESH = 10.0
 """Seconds a reading of the store's clock is carried forward before it is read again."""
+READ_TIMEOUT = 10.0
+"""Seconds a reading of the store's clock may take."""
 
 _log = logging.getLogger("toolwire")
 
@@ -51,16 +62,32 @@ class StoreClock:
         return time.monotonic() + self._offset
 
     async def _refresh(self) -> None:
+        """Read the store's time. When it cannot be read, a reading taken before is carried
+        on (the monotonic clock keeps it true); without one, the store is unavailable: judging
+        leases by this host's clock instead could run a live call twice.
+
+        Raises:
+            StoreUnavailable: the store's clock failed, gave no time, or took longer than
+                ``READ_TIMEOUT`` seconds, and it was never read before.
+        """
         assert self._read is not None
         before = time.monotonic()
         try:
-            told = float(await self._read())
-        except Exception:  # the store is away: its operations will say so themselves
-            _log.warning("reading the run store's clock failed", exc_info=True)
-            return
+            with anyio.fail_after(READ_TIMEOUT):
+                told: Any = self._read()
+                if inspect.isawaitable(told):
+                    told = await told
+            if told.__class__ not in (int, float) or not math.isfinite(told):
+                raise ValueError(f"it gave {str(told)[:50]!r}, not a time")
+        except Exception as exc:
+            if self._offset is not None:  # the store is away: its operations will say so
+                _log.warning("reading the run store's clock failed: %s", describe_exception(exc))
+                return
+            raise StoreUnavailable(
+                f"the run store's clock cannot be read ({describe_exception(exc)}); leases are "
+                "judged by it, never by this host's clock"
+            ) from None
         after = time.monotonic()
-        if not math.isfinite(told):
-            return
         self._offset = told - (before + after) / 2  # the reading is taken halfway, give or take
         self._read_at = after
 

@@ -9,7 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from toolwire.errors import StoreUnavailable
-from toolwire.store._base import CallRecord, DamagedRecord, binding_conflict, pending_since
+from toolwire.store._base import (
+    CallRecord,
+    DamagedRecord,
+    QueuePlace,
+    binding_conflict,
+    pending_since,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -80,17 +86,29 @@ class MemoryStore:
         return time.time()
 
     async def pending(
-        self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
+        self,
+        *,
+        run_id: str | None = None,
+        principal_key: str | None = None,
+        limit: int = 100,
+        newest_first: bool = False,
+        after: QueuePlace | None = None,
     ) -> list[tuple[str, CallRecord | DamagedRecord]]:
         with self._lock:
             waiting = sorted(
-                (since, key)
-                for key, (since, principal) in self._pending.items()
-                if (run_id is None or key[0] == run_id)
-                and (principal_key is None or principal == principal_key)
+                (
+                    QueuePlace(since, *key)
+                    for key, (since, principal) in self._pending.items()
+                    if (run_id is None or key[0] == run_id)
+                    and (principal_key is None or principal == principal_key)
+                ),
+                reverse=newest_first,
             )
+            if after is not None:
+                waiting = [p for p in waiting if (p < after if newest_first else p > after)]
             found: list[tuple[str, CallRecord | DamagedRecord]] = []
-            for _, (run, call_id) in waiting:
+            for place in waiting:
+                run, call_id = place.run_id, place.call_id
                 live = self._live(run)
                 if live is not None and call_id in live.calls:
                     found.append((run, live.calls[call_id]))

@@ -26,11 +26,13 @@ from toolwire.store._base import (
     DEFAULT_TTL,
     CallRecord,
     DamagedRecord,
+    QueuePlace,
     binding_conflict,
     decode_record,
     encode_record,
     listed_record,
     pending_since,
+    queue_query,
 )
 
 try:
@@ -65,7 +67,11 @@ CREATE TABLE IF NOT EXISTS {calls} (
     principal_key TEXT,
     PRIMARY KEY (run_id, call_id)
 );
-CREATE INDEX IF NOT EXISTS {calls}_pending ON {calls} (pending_since)
+DROP INDEX IF EXISTS {calls}_pending;
+CREATE INDEX IF NOT EXISTS {calls}_queue ON {calls} (pending_since, run_id, call_id)
+    WHERE pending_since IS NOT NULL;
+CREATE INDEX IF NOT EXISTS {calls}_queue_of
+    ON {calls} (principal_key, pending_since, run_id, call_id)
     WHERE pending_since IS NOT NULL;
 CREATE OR REPLACE FUNCTION {swap}(
     p_run TEXT, p_call TEXT, p_expected BIGINT, p_record TEXT, p_since DOUBLE PRECISION,
@@ -199,21 +205,29 @@ class PostgresStore:
         return float(rows[0][0])
 
     async def pending(
-        self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
+        self,
+        *,
+        run_id: str | None = None,
+        principal_key: str | None = None,
+        limit: int = 100,
+        newest_first: bool = False,
+        after: QueuePlace | None = None,
     ) -> list[tuple[str, CallRecord | DamagedRecord]]:
-        rows = await self._fetch(
-            f"SELECT c.run_id, c.call_id, c.version, c.record FROM {self._calls} c"
-            f" JOIN {self._runs} r ON r.run_id = c.run_id"
-            " WHERE c.pending_since IS NOT NULL"
-            " AND (%s::text IS NULL OR c.run_id = %s)"
-            " AND (%s::text IS NULL OR c.principal_key = %s)"
-            " AND (r.expires_at IS NULL OR r.expires_at > %s)"
-            " ORDER BY c.pending_since LIMIT %s",
-            (run_id, run_id, principal_key, principal_key, time.time(), limit),
+        query, parameters = queue_query(
+            "%s",
+            run_id,
+            principal_key,
+            limit,
+            newest_first,
+            after,
+            time.time(),
+            calls=self._calls,
+            runs=self._runs,
         )
+        rows = await self._fetch(query, tuple(parameters))
         return [
-            (run, listed_record(run, call_id, record, version))
-            for run, call_id, version, record in rows
+            (run, listed_record(run, call_id, record, version, since))
+            for run, call_id, version, record, since in rows
         ]
 
     async def swap(

@@ -22,6 +22,7 @@ from toolwire.store._base import (
     DEFAULT_TTL,
     CallRecord,
     DamagedRecord,
+    QueuePlace,
     binding_conflict,
     decode_record,
     encode_record,
@@ -155,34 +156,63 @@ class RedisStore:
         return float(seconds) + float(micros) / 1_000_000
 
     async def pending(
-        self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
+        self,
+        *,
+        run_id: str | None = None,
+        principal_key: str | None = None,
+        limit: int = 100,
+        newest_first: bool = False,
+        after: QueuePlace | None = None,
     ) -> list[tuple[str, CallRecord | DamagedRecord]]:
-        client = self._connection()
         if run_id is not None:  # one run: its own hash is the smaller index
-            return await self._pending_of(run_id, principal_key, limit)
+            return await self._pending_of(run_id, principal_key, limit, newest_first, after)
+        client = self._connection()
+        # The index orders members by score (when put up), then by their bytes; a page starts
+        # at the place after's score and skips what is at or before after's member there.
+        mark = json.dumps([after.run_id, after.call_id]) if after is not None else None
+        edge: Any = after.since if after is not None else ("+inf" if newest_first else "-inf")
+        far = "-inf" if newest_first else "+inf"
         found: list[tuple[str, CallRecord | DamagedRecord]] = []
-        start, page = 0, max(limit * 2, 64)
+        offset, page = 0, max(limit * 2, 64)
         while len(found) < limit:
             with self._reaching():
-                members: list[Any] = await client.zrange(self._pending_key, start, start + page - 1)
+                members: list[Any] = await client.zrange(
+                    self._pending_key,
+                    edge,
+                    far,
+                    desc=newest_first,
+                    byscore=True,
+                    offset=offset,
+                    num=page,
+                    withscores=True,
+                )
             if not members:
                 break
-            start += page
-            keys = [_index_key(member) for member in members]
-            gone = [member for member, key in zip(members, keys, strict=True) if key is None]
-            listed = [(m, k) for m, k in zip(members, keys, strict=True) if k is not None]
+            offset += len(members)
+            gone: list[Any] = []
+            listed: list[tuple[Any, float, tuple[str, str]]] = []
+            for member, score in members:
+                if mark is not None and score == edge:
+                    text = _text(member)
+                    if text >= mark if newest_first else text <= mark:
+                        continue  # at or before the place the page starts after
+                key = _index_key(member)
+                if key is None:
+                    gone.append(member)
+                else:
+                    listed.append((member, score, key))
             with self._reaching():
                 async with client.pipeline(transaction=False) as pipe:
-                    for _, (run, call_id) in listed:
+                    for _, _, (run, call_id) in listed:
                         pipe.hget(self.prefix + run, call_id)
                     values = await pipe.execute()
-            for (member, (run, call_id)), value in zip(listed, values, strict=True):
+            for (member, score, (run, call_id)), value in zip(listed, values, strict=True):
                 try:
                     record = _decoded(value, call_id)
                 except StoreUnavailable as exc:
                     # Whose it is cannot be read: listed only when no principal is asked for.
                     if principal_key is None:
-                        found.append((run, DamagedRecord(run, call_id, str(exc))))
+                        found.append((run, DamagedRecord(run, call_id, str(exc), score)))
                     continue
                 since = pending_since(record) if record is not None else None
                 if record is None or since is None:
@@ -195,11 +225,16 @@ class RedisStore:
             if gone:
                 with self._reaching():
                     await client.zrem(self._pending_key, *gone)
-                start -= len(gone)
+                offset -= len(gone)
         return found
 
     async def _pending_of(
-        self, run_id: str, principal_key: str | None, limit: int
+        self,
+        run_id: str,
+        principal_key: str | None,
+        limit: int,
+        newest_first: bool,
+        after: QueuePlace | None,
     ) -> list[tuple[str, CallRecord | DamagedRecord]]:
         client = self._connection()
         with self._reaching():
@@ -217,7 +252,8 @@ class RedisStore:
                 with self._reaching():
                     since = await client.zscore(self._pending_key, member)
                 if since is not None and principal_key is None:
-                    waiting.append((since, call_id, DamagedRecord(run_id, call_id, str(exc))))
+                    damaged = DamagedRecord(run_id, call_id, str(exc), since)
+                    waiting.append((since, call_id, damaged))
                 continue
             listed = pending_since(record) if record is not None else None
             if (
@@ -226,7 +262,10 @@ class RedisStore:
                 and (principal_key is None or listed[1] == principal_key)
             ):
                 waiting.append((listed[0], call_id, record))
-        waiting.sort(key=lambda entry: entry[:2])
+        waiting.sort(key=lambda entry: entry[:2], reverse=newest_first)
+        if after is not None:
+            place = (after.since, after.call_id)
+            waiting = [w for w in waiting if (w[:2] < place if newest_first else w[:2] > place)]
         return [(run_id, record) for _, _, record in waiting[:limit]]
 
     async def swap(

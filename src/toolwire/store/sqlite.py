@@ -21,11 +21,13 @@ from toolwire.store._base import (
     DEFAULT_TTL,
     CallRecord,
     DamagedRecord,
+    QueuePlace,
     binding_conflict,
     decode_record,
     encode_record,
     listed_record,
     pending_since,
+    queue_query,
 )
 
 __all__ = ["SQLiteStore"]
@@ -52,9 +54,15 @@ _ADDED_COLUMNS = {
     "toolwire_calls": {"pending_since": "REAL", "principal_key": "TEXT"},
 }
 _PENDING_INDEX = """
-CREATE INDEX IF NOT EXISTS toolwire_calls_pending
-    ON toolwire_calls (pending_since) WHERE pending_since IS NOT NULL;
+DROP INDEX IF EXISTS toolwire_calls_pending;
+CREATE INDEX IF NOT EXISTS toolwire_calls_queue
+    ON toolwire_calls (pending_since, run_id, call_id) WHERE pending_since IS NOT NULL;
+CREATE INDEX IF NOT EXISTS toolwire_calls_queue_of
+    ON toolwire_calls (principal_key, pending_since, run_id, call_id)
+    WHERE pending_since IS NOT NULL;
 """
+# The approval queue: the waiting calls in (since, run, call) order, one principal's too, so a
+# page anywhere in the queue is one index range (keyset pagination).
 BACKOFF_FIRST = 0.05
 """Seconds of the first pause between two attempts of an operation that met a lock."""
 BACKOFF_MOST = 2.0
@@ -149,9 +157,18 @@ class SQLiteStore:
         return time.time()
 
     async def pending(
-        self, *, run_id: str | None = None, principal_key: str | None = None, limit: int = 100
+        self,
+        *,
+        run_id: str | None = None,
+        principal_key: str | None = None,
+        limit: int = 100,
+        newest_first: bool = False,
+        after: QueuePlace | None = None,
     ) -> list[tuple[str, CallRecord | DamagedRecord]]:
-        return await self._run(partial(self._pending, run_id, principal_key, limit))
+        query, parameters = queue_query(
+            "?", run_id, principal_key, limit, newest_first, after, time.time()
+        )
+        return await self._run(partial(self._pending, query, parameters))
 
     async def swap(
         self,
@@ -280,20 +297,12 @@ class SQLiteStore:
         ]
 
     def _pending(
-        self, run_id: str | None, principal_key: str | None, limit: int, db: sqlite3.Connection
+        self, query: str, parameters: list[object], db: sqlite3.Connection
     ) -> list[tuple[str, CallRecord | DamagedRecord]]:
-        rows = db.execute(
-            "SELECT c.run_id, c.call_id, c.version, c.record FROM toolwire_calls c"
-            " JOIN toolwire_runs r ON r.run_id = c.run_id"
-            " WHERE c.pending_since IS NOT NULL"
-            " AND (? IS NULL OR c.run_id = ?) AND (? IS NULL OR c.principal_key = ?)"
-            " AND (r.expires_at IS NULL OR r.expires_at > ?)"
-            " ORDER BY c.pending_since LIMIT ?",
-            (run_id, run_id, principal_key, principal_key, time.time(), limit),
-        ).fetchall()
+        rows = db.execute(query, parameters).fetchall()
         return [
-            (run, listed_record(run, call_id, encoded, version))
-            for run, call_id, version, encoded in rows
+            (run, listed_record(run, call_id, encoded, version, since))
+            for run, call_id, version, encoded, since in rows
         ]
 
     def _swap(
