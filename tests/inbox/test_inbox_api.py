@@ -63,8 +63,8 @@ async def test_pending_lists_newest_first_with_filters_and_pages(store: RunStore
             ("r1", "c1"),
         ]
         assert {item["run_id"] for item in everything["items"][:2]} == {"r3"}
-        assert everything["total"] == 4
-        assert everything["next_offset"] is None
+        assert len(everything["items"]) == 4
+        assert everything["next"] is None
         [first] = [item for item in everything["items"] if item["run_id"] == "r1"]
         assert first["arguments"] == {"customer": 1}
         assert first["principal"] == "alice"
@@ -80,10 +80,15 @@ async def test_pending_lists_newest_first_with_filters_and_pages(store: RunStore
         assert [item["run_id"] for item in transfers["items"]] == ["r3", "r2"]
 
         page_one = (await http.get("/api/pending", params={"limit": 3})).json()
-        assert (len(page_one["items"]), page_one["next_offset"]) == (3, 3)
-        page_two = (await http.get("/api/pending", params={"limit": 3, "offset": 3})).json()
+        assert len(page_one["items"]) == 3
+        assert page_one["next"] is not None
+        following = {"limit": 3, "after": page_one["next"]}
+        page_two = (await http.get("/api/pending", params=following)).json()
         assert [item["run_id"] for item in page_two["items"]] == ["r1"]
-        assert page_two["next_offset"] is None
+        assert page_two["next"] is None
+        for forged in ("nonsense", "W10=", "WzEsMiwzXQ=="):  # not a token, [], [1,2,3]
+            refused = await http.get("/api/pending", params={"after": forged})
+            assert refused.status_code == 400
 
         bad = await http.get("/api/pending", params={"limit": 0})
         assert bad.status_code == 400
@@ -129,7 +134,7 @@ async def test_an_edit_is_refused_with_field_errors_then_accepted_and_runs_once(
         error = refused.json()["error"]
         assert error["code"] == "invalid_arguments"
         assert {field["path"] for field in error["fields"]} == {"$.amount", "$.currency"}
-        assert (await http.get("/api/pending")).json()["total"] == 1  # nothing recorded
+        assert len((await http.get("/api/pending")).json()["items"]) == 1  # nothing recorded
 
         accepted = await http.post(
             url, json={"decision": "allow", "arguments": {"amount": 90, "currency": "EUR"}}
@@ -137,7 +142,7 @@ async def test_an_edit_is_refused_with_field_errors_then_accepted_and_runs_once(
         assert accepted.status_code == 200, accepted.text
         assert accepted.json()["by"] == "carol"
         assert accepted.json()["state"] == "approved"
-        assert (await http.get("/api/pending")).json()["total"] == 0
+        assert len((await http.get("/api/pending")).json()["items"]) == 0
 
     [outcome] = await executor(store).run([transfer(900)], run_id="r", principal="alice")
     assert outcome.result.text == "moved 90 EUR"
@@ -209,7 +214,7 @@ async def test_halt_halts_the_run_and_every_call_still_waiting(store: RunStore) 
     async with client(console_for(store)) as http:
         halted = await post_form(http, "/runs/r/calls/c1", action="halt", reason="stop")
         assert halted.status_code == 303
-        assert (await http.get("/api/pending")).json()["total"] == 0
+        assert len((await http.get("/api/pending")).json()["items"]) == 0
     outcomes = await executor(store).run(
         [delete(1), delete(2, call_id="c2")], run_id="r", principal="alice"
     )
@@ -285,7 +290,7 @@ async def test_bad_decisions_are_400s(store: RunStore) -> None:
         assert not_json.status_code == 400
         array = await http.post(url, json={"decision": "allow", "arguments": [1]})
         assert array.status_code == 422
-        assert (await http.get("/api/pending")).json()["total"] == 1
+        assert len((await http.get("/api/pending")).json()["items"]) == 1
 
 
 # -- who may decide: 401 and 403 ----------------------------------------------------------------
@@ -409,7 +414,7 @@ async def test_mounted_under_a_path_its_links_stay_under_it() -> None:
         assert 'src="/approvals/static/inbox.js"' in listed.text
         decided = await post_form(http, "/approvals/runs/r/calls/c1", action="allow")
         assert decided.headers["location"] == "/approvals/runs/r"
-        assert (await http.get("/approvals/api/pending")).json()["total"] == 0
+        assert len((await http.get("/approvals/api/pending")).json()["items"]) == 0
 
 
 BLOCK_STARLETTE = """

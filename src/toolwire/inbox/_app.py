@@ -3,6 +3,7 @@ recorded only for calls still waiting."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import inspect
@@ -29,7 +30,7 @@ from toolwire.errors import ConfigurationError, InvalidArguments, StoreUnavailab
 from toolwire.inbox import _html
 from toolwire.inbox._types import Listed, Problem
 from toolwire.inputs import accept, cancel, decline
-from toolwire.store import CallRecord, RunStore
+from toolwire.store import CallRecord, DamagedRecord, QueuePlace, RunStore
 from toolwire.tool import Tool
 
 __all__ = ["API_HEADER", "Problem", "build"]
@@ -39,7 +40,7 @@ API_HEADER = "X-Toolwire-Inbox"
 without a CORS preflight, which the console never grants."""
 
 MAX_PAGE = 200
-_SCAN = 10_000  # the most pending requests read to sort them newest first
+_SCAN = 10_000  # the most pending requests one filtered page reads
 _MAX_BODY = 1_000_000
 
 SECURITY_HEADERS = [
@@ -259,32 +260,70 @@ def _matches_tool(request: ApprovalRequest, wanted: str) -> bool:
 
 
 async def _listed(console: Console, params: Mapping[str, str]) -> Listed:
+    """One page of the queue, newest first, after the place the ``after`` token names: one
+    range of the store's index however deep the page (with ``tool``, pages are read until
+    the page is full, up to ``_SCAN`` requests)."""
     limit = _int(params, "limit", console.page_size, 1, MAX_PAGE)
-    offset = _int(params, "offset", 0, 0, _SCAN)
+    after = params.get("after") or None
+    place = _place(after) if after is not None else None
     principal = params.get("principal") or None
     tool = params.get("tool") or None
     run_id = params.get("run_id") or None
     if run_id is not None and not ledger.valid_id(run_id):
         raise Problem(400, "bad_query", "run_id is not a valid run id")
-    waiting = await ledger.waiting(
-        console.store,
-        principal=_principal(principal) if principal is not None else None,
-        run_id=run_id,
-        limit=_SCAN,
-    )
-    found = waiting.requests
-    truncated = len(found) + len(waiting.damaged) >= _SCAN
-    if tool is not None:
-        found = [request for request in found if _matches_tool(request, tool)]
-    newest_first = sorted(found, key=lambda request: -(request.requested_at or 0.0))
-    return Listed(
-        items=newest_first[offset : offset + limit],
-        total=len(newest_first),
-        offset=offset,
-        limit=limit,
-        truncated=truncated,
-        damaged=waiting.damaged,
-    )
+    items: list[ApprovalRequest] = []
+    damaged: list[DamagedRecord] = []
+    read = 0
+    while True:
+        page = await ledger.waiting(
+            console.store,
+            principal=_principal(principal) if principal is not None else None,
+            run_id=run_id,
+            limit=limit,
+            newest_first=True,
+            after=place,
+        )
+        read += limit
+        damaged += page.damaged
+        for request in page.requests:
+            if tool is None or _matches_tool(request, tool):
+                items.append(request)
+                place = QueuePlace.of(request)
+                if len(items) == limit:
+                    break
+        if len(items) == limit or page.next is None or read >= _SCAN:
+            if len(items) < limit and page.next is not None:
+                place = page.next  # a filtered page cut short by the scan: go on from there
+            more = page.next is not None or len(items) == limit
+            return Listed(
+                items=items,
+                limit=limit,
+                after=after,
+                next=_token(place) if more and place is not None else None,
+                damaged=damaged,
+            )
+        place = page.next
+
+
+def _token(place: QueuePlace) -> str:
+    """A place in the queue as a token for a link (what ``_place`` reads back)."""
+    raw = json.dumps([place.since, place.run_id, place.call_id], separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode("utf-8", "surrogatepass")).decode("ascii")
+
+
+def _place(token: str) -> QueuePlace:
+    try:
+        since, run_id, call_id = json.loads(base64.urlsafe_b64decode(token.encode("ascii")))
+    except (ValueError, TypeError, UnicodeError):
+        raise Problem(400, "bad_query", "after is a token the console gave") from None
+    if (
+        since.__class__ not in (int, float)
+        or not math.isfinite(since)
+        or not ledger.valid_id(run_id)
+        or not ledger.valid_id(call_id)
+    ):
+        raise Problem(400, "bad_query", "after is a token the console gave")
+    return QueuePlace(float(since), run_id, call_id)
 
 
 def _request_json(request: ApprovalRequest, now: float) -> dict[str, Any]:
@@ -459,11 +498,9 @@ async def _api_pending(console: Console, request: Request, identity: Any) -> Any
     now = time.time()
     return {
         "items": [_request_json(item, now) for item in listed.items],
-        "total": listed.total,
-        "offset": listed.offset,
         "limit": listed.limit,
-        "next_offset": listed.next_offset,
-        "truncated": listed.truncated,
+        "after": listed.after,
+        "next": listed.next,
         "damaged": [
             {"run_id": damaged.run_id, "call_id": damaged.call_id, "problem": damaged.problem}
             for damaged in listed.damaged
@@ -571,7 +608,7 @@ async def _body(request: Request) -> bytes:
 def _filters(request: Request) -> dict[str, str]:
     return {
         name: request.query_params[name]
-        for name in ("principal", "tool", "limit", "offset")
+        for name in ("principal", "tool", "limit", "after")
         if request.query_params.get(name)
     }
 

@@ -218,18 +218,16 @@ def pending_region(base: str, listed: Listed, filters: Mapping[str, str], now: f
             "<th>Principal</th><th>Why</th><th>Asked</th><th>Expires</th><th>Run</th>"
             f"</tr></thead><tbody>{body}</tbody></table>"
         )
-    first = listed.offset + 1 if listed.items else 0
-    last = listed.offset + len(listed.items)
-    pager = [f'<span class="count">{first}-{last} of {listed.total}</span>']
-    for label, offset in (
-        ("Newer", listed.offset - listed.limit if listed.offset > 0 else None),
-        ("Older", listed.next_offset),
+    shown = "newest first" if listed.after is None else "older"
+    pager = [f'<span class="count">{len(listed.items)} shown, {shown}</span>']
+    for label, after in (
+        ("Newest", "" if listed.after is not None else None),
+        ("Older", listed.next),
     ):
-        if offset is not None:
-            query = urlencode({**filters, "offset": str(max(0, offset))})
+        if after is not None:
+            kept = {name: value for name, value in filters.items() if name != "after"}
+            query = urlencode({**kept, **({"after": after} if after else {})})
             pager.append(f'<a class="page" href="{_e(base)}/?{_e(query)}">{label}</a>')
-    if listed.truncated:
-        pager.append('<span class="note">(only the oldest 10000 requests are read)</span>')
     return _damaged_box(listed) + rows + f'<nav class="pager">{" ".join(pager)}</nav>'
 
 

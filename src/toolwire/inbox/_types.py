@@ -33,15 +33,13 @@ class Problem(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Listed:
+    """One page of the approval queue, newest first."""
+
     items: list[ApprovalRequest]
-    total: int
-    offset: int
     limit: int
-    truncated: bool
+    after: str | None = None
+    """The token of the place this page starts after (None: the newest)."""
+    next: str | None = None
+    """The token of the place the next (older) page starts after; None on the last page."""
     damaged: list[DamagedRecord] = field(default_factory=list)
     """Waiting calls whose stored record cannot be read (named, never listed to decide)."""
-
-    @property
-    def next_offset(self) -> int | None:
-        following = self.offset + self.limit
-        return following if following < self.total else None
