@@ -594,6 +594,7 @@ class Executor:
         run = self._run_of(turn)
         fingerprint_ = turn.fingerprint(call)
         may_rerun = self.may_rerun(call)
+
         def what_it_says(record: CallRecord) -> Answer | Refuse | Wait | None:
             # judged when the record is read: the claim may first wait for another worker
             now = run.clock.current()
