@@ -40,7 +40,8 @@ from typing import Any
 
 import anyio
 
-from toolwire import Executor, MemoryStore, RunStore, SQLiteStore, ToolSet, make_call, tool
+import toolwire
+from toolwire import Executor, MemoryStore, RunStore, SQLiteStore, ToolSet, ledger, make_call, tool
 from toolwire.calls import ToolResult
 from toolwire.store import CallRecord
 from toolwire.store._base import encode_record
@@ -267,6 +268,157 @@ async def timed_turns(
     return fresh, resumed
 
 
+# -- the approval queue ------------------------------------------------------------------------
+
+
+def _waiting(call_id: str, at: float) -> CallRecord:
+    request = {
+        "exposed_name": "transfer",
+        "tool_name": "transfer",
+        "arguments": {"amount": 100, "to": "acct-42"},
+        "principal": "alice",
+        "principal_key": ledger.principal_key("alice"),
+        "requested_at": at,
+        "reason": "money needs a human",
+    }
+    return CallRecord(
+        call_id=call_id, tool="transfer", fingerprint="f" * 27, state="pending", request=request
+    )
+
+
+async def fill_queue(store: RunStore, count: int) -> None:
+    """``count`` waiting calls, 10 per run, put up one millisecond apart."""
+    start = time.time() - count / 1000
+    limit = anyio.Semaphore(8)
+
+    async def put(n: int) -> None:
+        async with limit:
+            record = _waiting(f"c{n % 10}", start + n / 1000)
+            await store.swap(f"queue-{n // 10}", None, record)
+
+    async with anyio.create_task_group() as group:
+        for n in range(count):
+            group.start_soon(put, n)
+
+
+def direct_page(name: str, target: Any, limit: int) -> Any:
+    """The floor of one page: the newest ``limit`` waiting calls by the store's index, read
+    with the database's own driver, each record parsed from JSON (what showing one needs)."""
+    if name.startswith("SQLite"):
+        db = sqlite3.connect(target)
+
+        async def sqlite_page() -> int:
+            rows = db.execute(
+                "SELECT run_id, call_id, record FROM toolwire_calls WHERE pending_since IS NOT NULL"
+                " ORDER BY pending_since DESC, run_id DESC, call_id DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
+            return len([json.loads(row[2]) for row in rows])
+
+        return sqlite_page
+    if name.startswith("Redis"):
+        import redis.asyncio as aioredis
+
+        client = aioredis.Redis.from_url(target)
+
+        async def redis_page() -> int:
+            members = await client.zrange(
+                "queue:\0pending", "+inf", "-inf", desc=True, byscore=True, offset=0, num=limit
+            )
+            async with client.pipeline(transaction=False) as pipe:
+                for member in members:
+                    run, call_id = json.loads(member)
+                    pipe.hget("queue:" + run, call_id)
+                values = await pipe.execute()
+            return len([json.loads(value.partition(b":")[2]) for value in values])
+
+        return redis_page
+
+    async def postgres_page() -> int:
+        import psycopg
+
+        if not hasattr(postgres_page, "connection"):
+            postgres_page.connection = await psycopg.AsyncConnection.connect(  # type: ignore[attr-defined]
+                target, autocommit=True
+            )
+        cursor = await postgres_page.connection.execute(  # type: ignore[attr-defined]
+            "SELECT run_id, call_id, record FROM queue_calls WHERE pending_since IS NOT NULL"
+            " ORDER BY pending_since DESC, run_id DESC, call_id DESC LIMIT %s",
+            (limit,),
+        )
+        return len([json.loads(row[2]) for row in await cursor.fetchall()])
+
+    return postgres_page
+
+
+async def median_ms(work: Any, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        await work()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+async def queue_figures(
+    count: int, redis_url: str | None, postgres_url: str | None, workdir: Path
+) -> dict[str, Any]:
+    """The approval queue with ``count`` calls waiting, per store: ``toolwire.pending`` of
+    the newest 50, the console's page (its list: ``ledger.waiting``, newest first) at the head
+    and half-way down, against the floor of one page."""
+    stores: dict[str, tuple[RunStore, Any]] = {
+        "SQLiteStore": (SQLiteStore(workdir / "queue.db"), workdir / "queue.db")
+    }
+    if redis_url is not None:
+        from toolwire.store.redis import RedisStore
+
+        stores["RedisStore"] = (RedisStore(redis_url, prefix="queue:"), redis_url)
+    if postgres_url is not None:
+        from toolwire.store.postgres import PostgresStore
+
+        stores["PostgresStore"] = (PostgresStore(postgres_url, prefix="queue_"), postgres_url)
+    rows: dict[str, dict[str, float]] = {}
+    print(f"the approval queue with {count:,} calls waiting; ms per page of 50 (median of 15)")
+    print(f"  {'store':14} {'floor':>8} {'pending':>8} {'console':>8} {'deep':>8} {'ratio':>7}")
+    for name, (store, target) in stores.items():
+        await fill_queue(store, count)
+        floor = direct_page(name, target, 50)
+        deep = None
+        for _ in range(max(1, count // 20_000)):  # half-way down, by pages of 10,000
+            deep = (await ledger.waiting(store, limit=10_000, newest_first=True, after=deep)).next
+
+        async def pending(store: RunStore = store) -> None:
+            await toolwire.pending(store=store, limit=50, newest_first=True)
+
+        async def console(store: RunStore = store) -> None:
+            await ledger.waiting(store, limit=50, newest_first=True)
+
+        async def deep_page(store: RunStore = store, after: Any = deep) -> None:
+            await ledger.waiting(store, limit=50, newest_first=True, after=after)
+
+        figures = {
+            "floor_ms": await median_ms(floor, 15),
+            "pending_ms": await median_ms(pending, 15),
+            "console_ms": await median_ms(console, 15),
+            "deep_ms": await median_ms(deep_page, 15),
+        }
+        figures["ratio"] = (
+            max(figures["pending_ms"], figures["console_ms"], figures["deep_ms"])
+            / figures["floor_ms"]
+        )
+        rows[name] = figures
+        print(
+            f"  {name:14} {figures['floor_ms']:8.2f} {figures['pending_ms']:8.2f} "
+            f"{figures['console_ms']:8.2f} {figures['deep_ms']:8.2f} {figures['ratio']:6.2f}x"
+        )
+        if isinstance(store, SQLiteStore):
+            store.close()
+        elif hasattr(store, "aclose"):
+            await store.aclose()
+    print()
+    return {"count": count, "stores": rows}
+
+
 async def main(
     turns: int,
     blocks: int,
@@ -274,7 +426,9 @@ async def main(
     postgres_url: str | None,
     workdir: Path,
     json_path: str | None = None,
+    queue: int = 0,
 ) -> None:
+    queue_result = await queue_figures(queue, redis_url, postgres_url, workdir) if queue else None
     stores: dict[str, RunStore | None] = {
         "no run_id (no store)": None,
         "MemoryStore": MemoryStore(max_runs=100_000),
@@ -354,6 +508,8 @@ async def main(
                 "vs_floor": fresh / floor if name in floors else None,
             }
         print()
+    if queue_result is not None:
+        figures["queue"] = queue_result
     if json_path is not None:
         with open(json_path, "w", encoding="utf-8") as f:
             json.dump(figures, f, indent=2)
@@ -374,10 +530,22 @@ if __name__ == "__main__":
     parser.add_argument("--redis-url")
     parser.add_argument("--postgres-url")
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
+    parser.add_argument(
+        "--queue", type=int, default=0, help="also page an approval queue of this many calls"
+    )
     options = parser.parse_args()
     with (
         redis_server(options.redis_url) as url,
         postgres_server(options.postgres_url) as pg_url,
         tempfile.TemporaryDirectory() as tmp,
     ):
-        anyio.run(main, options.turns, options.blocks, url, pg_url, Path(tmp), options.json)
+        anyio.run(
+            main,
+            options.turns,
+            options.blocks,
+            url,
+            pg_url,
+            Path(tmp),
+            options.json,
+            options.queue,
+        )

@@ -378,6 +378,29 @@ def render_store(result: dict[str, Any]) -> list[str]:
                 ["store", "new run", "vs memory", "added", "resume", "floor", "vs floor"], rows
             ),
         ]
+    queue = figures.get("queue")
+    if queue:
+        rows = [
+            [
+                name,
+                _num(row["floor_ms"], 2),
+                _num(row["pending_ms"], 2),
+                _num(row["console_ms"], 2),
+                _num(row["deep_ms"], 2),
+                _ratio(row["ratio"]),
+            ]
+            for name, row in queue["stores"].items()
+        ]
+        lines += [
+            "",
+            f"**The approval queue with {queue['count']:,} calls waiting** (ms per page of 50, "
+            "median of 15): the floor is the newest 50 by the store's index, read with its "
+            "driver and each record parsed from JSON; `pending` is `toolwire.pending(limit=50, "
+            "newest_first=True)`; `console` the console's list (`ledger.waiting`) at the head, "
+            "`deep` half-way down the queue; `ratio` the slowest of the three over the floor.",
+            "",
+            *_table(["store", "floor", "pending", "console", "deep", "ratio"], rows),
+        ]
     return lines
 
 
@@ -474,7 +497,7 @@ BENCHMARKS = (
         "store",
         "Durable run stores",
         "benchmarks/store.py",
-        ("--turns", "100", "--blocks", "5"),
+        ("--turns", "100", "--blocks", "5", "--queue", "100000"),
         ("redis", "psycopg"),
         "What a durable run store costs per call, against the in-memory one and against its "
         "floor: the same reads and writes done directly with the database's driver.",
