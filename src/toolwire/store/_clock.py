@@ -44,7 +44,12 @@ class StoreClock:
 
     def __init__(self, store: Any) -> None:
         read = getattr(store, "now", None)
-        self._read: Callable[[], Awaitable[float]] | None = read if callable(read) else None
+        self._read: Callable[[], Awaitable[float]] | None = None
+        if callable(read):
+            try:  # held weakly: the clock must not keep its store (and its connections) alive
+                self._read = _weak_reader(weakref.WeakMethod(read))
+            except TypeError:  # not a bound method: a function the store holds
+                self._read = read
         self._offset: float | None = None
         """The store's time minus the monotonic clock, as last read."""
         self._read_at = -math.inf
@@ -90,6 +95,18 @@ class StoreClock:
         after = time.monotonic()
         self._offset = told - (before + after) / 2  # the reading is taken halfway, give or take
         self._read_at = after
+
+
+def _weak_reader(method: weakref.WeakMethod[Any]) -> Callable[[], Any]:
+    """A reader of the store's time that does not keep the store alive."""
+
+    def read() -> Any:
+        bound = method()
+        if bound is None:
+            raise RuntimeError("the store is gone")
+        return bound()
+
+    return read
 
 
 _clocks: weakref.WeakKeyDictionary[Any, StoreClock] = weakref.WeakKeyDictionary()
