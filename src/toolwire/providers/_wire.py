@@ -202,6 +202,27 @@ def selected_tools(
     return named_tools(toolset, option, selection, declared)
 
 
+def caller_of(raw: Any, *, id_field: str, code: str) -> Caller | str:
+    """Who made a call, by its ``caller`` (``{"type", id_field}``): the model (none given, or
+    ``direct``), or the code of ``code`` (the provider's code execution, as declared); or why
+    the call is refused (a caller of another shape, or of code that was not declared)."""
+    raw = as_data(raw)
+    if raw is None:
+        return DIRECT
+    kind = raw.get("type") if isinstance(raw, Mapping) else None
+    if kind == "direct":
+        return DIRECT
+    made_by = raw.get(id_field) if isinstance(raw, Mapping) else None
+    if kind.__class__ is not str or made_by.__class__ is not str or not made_by:
+        return "Not run: the call names a caller of a shape the API does not send."
+    if kind != code:
+        return (
+            f"Not run: the call comes from {printable(kind[:80])!r}, which no tool was declared "
+            f"to be called from (code runs in {code!r})."
+        )
+    return Caller("code", kind, made_by)
+
+
 def split_calls(items: list[ToolCall | RejectedCall]) -> tuple[list[ToolCall], list[Any]]:
     """The resolved calls, and the error answers of the rejected ones."""
     return (

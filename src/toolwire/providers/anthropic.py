@@ -33,7 +33,6 @@ from toolwire.calls import (
     ToolResult,
     canonical_json,
     placeholder,
-    printable,
 )
 from toolwire.errors import ConfigurationError, MalformedResponse, SchemaConversionError
 from toolwire.providers._assess import assessed, texts
@@ -50,6 +49,7 @@ from toolwire.providers._wire import (
     StreamLimits,
     as_data,
     call_ids,
+    caller_of,
     check_shape,
     chosen_names,
     item_types,
@@ -519,7 +519,7 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
     declared = getattr(declaration.options, "code_execution", _DEFAULT.code_execution)
     calls = []
     for index, block in enumerate(blocks):
-        caller = _caller(block.get("caller"), declared)
+        caller = caller_of(block.get("caller"), id_field="tool_id", code=declared)
         calls.append(
             resolve_call(
                 declaration,
@@ -536,26 +536,6 @@ def parse(response: Any, declaration: Declaration) -> list[ToolCall | RejectedCa
             )
         )
     return calls
-
-
-def _caller(raw: Any, declared: str) -> Caller | str:
-    """Who made a ``tool_use`` (its ``caller``): the model, or the code of the declared code
-    execution; or why the call is refused (a caller of another shape, or another tool's)."""
-    raw = as_data(raw)
-    if raw is None:
-        return DIRECT
-    kind = raw.get("type") if isinstance(raw, Mapping) else None
-    if kind == "direct":
-        return DIRECT
-    tool_id = raw.get("tool_id") if isinstance(raw, Mapping) else None
-    if kind.__class__ is not str or tool_id.__class__ is not str or not tool_id:
-        return "Not run: the call names a caller of a shape the API does not send."
-    if kind != declared:
-        return (
-            f"Not run: the call comes from {printable(kind[:80])!r}, which no tool was declared "
-            f"to be called from (code runs in {declared!r})."
-        )
-    return Caller("code", kind, tool_id)
 
 
 def answer(call: ToolCall, result: ToolResult, options: Options | None = None) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from toolwire.providers._wire import (
     StreamLimits,
     as_data,
     call_ids,
+    caller_of,
     carried_calls,
     check_shape,
     chosen_names,
@@ -423,7 +424,7 @@ def _parse_item(
     if space.__class__ is str and space and name.__class__ is str:
         # a tool declared in a namespace, by its server: never another of the same bare name
         name = f"{space}__{name}"
-    caller = _caller(item.get("caller"))
+    caller = caller_of(item.get("caller"), id_field="caller_id", code="program")
     if isinstance(caller, str):
         refused = ("denied", caller)
     if custom:
@@ -453,21 +454,6 @@ def _parse_item(
         refused=refused,
         caller=caller if isinstance(caller, Caller) else DIRECT,
     )
-
-
-def _caller(raw: Any) -> Caller | str:
-    """Who made a call item (its ``caller``): the model, or a program the model wrote; or why
-    the call is refused (a caller of another shape)."""
-    raw = as_data(raw)
-    if raw is None:
-        return DIRECT
-    kind = raw.get("type") if isinstance(raw, Mapping) else None
-    if kind == "direct":
-        return DIRECT
-    program = raw.get("caller_id") if isinstance(raw, Mapping) else None
-    if kind != "program" or program.__class__ is not str or not program:
-        return "Not run: the call names a caller of a shape the API does not send."
-    return Caller("code", "program", program)
 
 
 def custom_tool_call_output(call_id: str, output: str | list[dict[str, Any]]) -> dict[str, Any]:
