@@ -38,6 +38,7 @@ MODULES = {
     "postgres": ("psycopg", "psycopg_pool"),
     "otel": ("opentelemetry",),
     "inbox": ("starlette", "uvicorn"),
+    "dbos": ("dbos",),
 }
 NOT_RUNTIME = {"cli", "dev", "docs", "bench"}
 """Extras that are not a feature's dependency (``cli`` has none; the rest are for developers)."""
@@ -137,6 +138,7 @@ LIBRARY = [
     Case("postgres", code="from toolwire.store import PostgresStore"),
     Case("postgres", code=f"import toolwire.store\ntoolwire.store.from_url('postgres://{UNUSED}')"),
     Case("otel", code="import toolwire\ntoolwire.Executor([], tracer_provider=object())"),
+    Case("dbos", code="from toolwire.integrations.dbos import DurableTools"),
     Case(
         "inbox",
         code="import toolwire, toolwire.inbox\n"

@@ -126,6 +126,10 @@ class CallRecord:
     caller: dict[str, Any] | None = None
     """Who made the call when it was not the model itself: code the model wrote (see
     [`Caller`][toolwire.Caller], as JSON values)."""
+    wake: dict[str, Any] | None = None
+    """What waits for the call to be decided, beyond the run's next turn: a durable-execution
+    engine's workflow (``{"engine": "dbos", ...}``), which a decision wakes (see
+    ``toolwire.ledger.register_waker``)."""
     version: int = 0
     """Bumped by the store on every write; what a compare-and-swap compares."""
 
@@ -319,7 +323,11 @@ def caller_json(call: ToolCall) -> dict[str, Any] | None:
 
 
 def request_record(
-    request: ApprovalRequest, call: ToolCall, *, seen: CallRecord | None = None
+    request: ApprovalRequest,
+    call: ToolCall,
+    *,
+    seen: CallRecord | None = None,
+    wake: dict[str, Any] | None = None,
 ) -> CallRecord:
     """The ``pending`` record of a call waiting for a decision, keeping ``request`` (whose
     arguments are already what the run may keep), and the input the call was given when it
@@ -342,6 +350,7 @@ def request_record(
         definition=tool.definition_hash,
         request=kept,
         caller=caller_json(call),
+        wake=wake,
     )
 
 
@@ -642,6 +651,7 @@ def _record_from(body: _RecordForm, version: int) -> CallRecord:
         decided_by=body.get("decided_by"),
         decided_at=body.get("decided_at"),
         caller=dict(caller) if (caller := body.get("caller")) is not None else None,
+        wake=dict(wake) if (wake := body.get("wake")) is not None else None,
         version=version,
     )
 
@@ -657,6 +667,7 @@ _OPTIONAL_FIELDS = (
     "decided_by",
     "decided_at",
     "caller",
+    "wake",
 )
 """Fields written only when set (the JSON form of older records lacks them)."""
 
@@ -768,6 +779,11 @@ class _CallerForm(TypedDict):
     id: str | None
 
 
+@with_config(_OPEN)
+class _WakeForm(TypedDict):
+    engine: str
+
+
 @with_config(_CLOSED)
 class _RecordForm(TypedDict):
     call_id: str
@@ -786,6 +802,7 @@ class _RecordForm(TypedDict):
     decided_by: NotRequired[Any]
     decided_at: NotRequired[float | None]
     caller: NotRequired[_CallerForm | None]
+    wake: NotRequired[_WakeForm | None]
 
 
 _RECORD_FORM = pydantic.TypeAdapter(_RecordForm)

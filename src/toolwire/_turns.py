@@ -16,7 +16,7 @@ from toolwire.calls import RejectedCall, ToolCall, ToolResult
 from toolwire.context import CallContext
 from toolwire.errors import StoreUnavailable
 
-__all__ = ["NOT_RUN", "CallOutcome", "Planned", "Turn"]
+__all__ = ["NOT_RUN", "CallOutcome", "CallTicket", "Planned", "Turn"]
 
 NOT_RUN = ToolResult.error("approval_denied", "Not run: an approver halted this turn.")
 
@@ -93,6 +93,9 @@ class Turn:
     cancelled: bool = False
     tracer: Any = None
     """Where the turn's spans go; None when nothing would record them."""
+    wake: dict[str, Any] | None = None
+    """What waits for the turn's pending calls (kept with their requests; see
+    ``toolwire.ledger.register_waker``)."""
 
     def finish(
         self, index: int, result: ToolResult, halted: bool = False, ran: bool = False
@@ -109,6 +112,23 @@ class Turn:
             known = self.fingerprints[call.local_id] = fingerprint(call)
         return known
 
+    @classmethod
+    def of_ticket(cls, ticket: CallTicket, call: ToolCall, deps: Any) -> Turn:
+        """A turn of the one call a ticket names (``call``, resolved), planned to run."""
+        turn = cls(
+            items=[call],
+            run_id=ticket.run_id,
+            principal=ticket.principal,
+            taint=frozenset(ticket.taint),
+            deps=deps,
+        )
+        turn.outcomes = [None]
+        turn.admitted.append(call)
+        kwargs = dict(ticket.kwargs)
+        context = turn.context(call, kwargs) if call.tool.context_parameter is not None else None
+        turn.planned = [Planned(0, call, kwargs, context)]
+        return turn
+
     def context(self, call: ToolCall, arguments: Mapping[str, Any]) -> CallContext:
         """What hooks, and a tool asking for it, see of the call."""
         return CallContext(
@@ -118,4 +138,75 @@ class Turn:
             run_id=self.run_id,
             taint=self.taint,
             deps=self.deps,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallTicket:
+    """One planned call of a named run, as what running it elsewhere needs: the engine
+    boundary's unit of work (see ``Executor.ticket`` and ``Executor.run_ticket``). Every
+    field is a JSON value but ``principal``, which is the turn's own."""
+
+    run_id: str
+    binding: str
+    """What the run is bound to (its principal and calls), as the planning turn made it."""
+    call_id: str
+    name: str
+    """The tool's exposed name."""
+    arguments: Mapping[str, Any]
+    """The model's arguments (what the call's fingerprint is of)."""
+    kwargs: Mapping[str, Any]
+    """What the tool runs with: validated, and as an approver edited them."""
+    principal: Any = None
+    taint: tuple[str, ...] = ()
+    caller: Mapping[str, Any] | None = None
+    alone: bool = False
+    """The tool is not ``parallel_safe``: nothing else of the turn runs beside it."""
+
+    @classmethod
+    def of(cls, run_id: str, binding: str, turn: Turn, planned: Planned) -> CallTicket:
+        """The ticket of a call ``turn`` planned to run in ``run_id``."""
+        call = planned.call
+        return cls(
+            run_id=run_id,
+            binding=binding,
+            call_id=call.local_id,
+            name=call.exposed_name,
+            arguments=dict(call.arguments),
+            kwargs=dict(planned.kwargs),
+            principal=turn.principal,
+            taint=tuple(sorted(turn.taint)),
+            caller=call.caller.to_dict() if call.caller.kind != "direct" else None,
+            alone=not call.tool.parallel_safe,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ticket as JSON values (the principal as given)."""
+        return {
+            "run_id": self.run_id,
+            "binding": self.binding,
+            "call_id": self.call_id,
+            "name": self.name,
+            "arguments": dict(self.arguments),
+            "kwargs": dict(self.kwargs),
+            "principal": self.principal,
+            "taint": list(self.taint),
+            "caller": dict(self.caller) if self.caller is not None else None,
+            "alone": self.alone,
+        }
+
+    @classmethod
+    def from_dict(cls, body: Mapping[str, Any]) -> CallTicket:
+        """A ticket from ``to_dict``'s form."""
+        return cls(
+            run_id=body["run_id"],
+            binding=body["binding"],
+            call_id=body["call_id"],
+            name=body["name"],
+            arguments=body["arguments"],
+            kwargs=body["kwargs"],
+            principal=body.get("principal"),
+            taint=tuple(body.get("taint") or ()),
+            caller=body.get("caller"),
+            alone=bool(body.get("alone")),
         )

@@ -472,6 +472,13 @@ class Caller:
         """The caller as JSON values (what a run's history keeps)."""
         return {"kind": self.kind, "type": self.type, "id": self.id}
 
+    @classmethod
+    def from_dict(cls, kept: Mapping[str, Any] | None) -> Caller:
+        """The caller ``to_dict`` gave (the model itself for None)."""
+        if kept is None:
+            return DIRECT
+        return cls(kept["kind"], kept.get("type", "direct"), kept.get("id"))
+
 
 DIRECT = Caller("direct")
 """The model itself, calling a tool as it always could."""

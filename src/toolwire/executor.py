@@ -64,9 +64,9 @@ from toolwire._run import UNSTORED_KINDS, UNTIMED_WAIT, Contended, Keep
 from toolwire._run import Run as RunOfTurn
 from toolwire._runner import CANCELLED, Job, Runner, unanswerable
 from toolwire._tracing import global_tracing, make_tracer, tool_span
-from toolwire._turns import NOT_RUN, CallOutcome, Planned, Turn
+from toolwire._turns import NOT_RUN, CallOutcome, CallTicket, Planned, Turn
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
-from toolwire.calls import CallIds, RejectedCall, ToolCall, ToolResult
+from toolwire.calls import Caller, CallIds, RejectedCall, ToolCall, ToolResult
 from toolwire.context import AfterHook, BeforeHook, CallContext, Veto
 from toolwire.errors import ConfigurationError, StoreUnavailable, ToolNotFound
 from toolwire.inputs import InputDeferred
@@ -81,6 +81,7 @@ __all__ = [
     "BeforeHook",
     "CallContext",
     "CallOutcome",
+    "CallTicket",
     "Executor",
     "Veto",
     "make_call",
@@ -347,10 +348,39 @@ class Executor:
                 calls (another model response): a run id names one model response.
             ConfigurationError: e.g. a policy asked for approval and there is no approver.
         """
+        turn = await self.plan_turn(
+            items, run_id=run_id, principal=principal, taint=taint, deps=deps
+        )
+        await self._run_planned(turn)
+        return await self._close(turn)
+
+    async def plan_turn(
+        self,
+        items: Sequence[ToolCall | RejectedCall],
+        *,
+        run_id: str | None = None,
+        principal: Any = None,
+        taint: Iterable[str] = (),
+        deps: Any = None,
+        wake: Mapping[str, Any] | None = None,
+    ) -> Turn:
+        """Phase 1 of [`run`][]: every call of the turn admitted and decided, none run yet.
+
+        Part of the engine boundary (``toolwire.integrations``): an engine that checkpoints
+        each step plans the turn in one step, runs each of ``turn.planned`` in a step of its
+        own ([`ticket`][], [`run_ticket`][]), and waits for the calls in ``turn.waiting``.
+        ``wake`` names what waits for the turn's pending calls (kept with their requests, so a
+        decision wakes it: see ``toolwire.ledger.register_waker``).
+        """
         if run_id is not None and not valid_id(run_id):
             raise ConfigurationError("a run id must be a string of valid Unicode text without NUL")
         turn = Turn(
-            items=list(items), run_id=run_id, principal=principal, taint=frozenset(taint), deps=deps
+            items=list(items),
+            run_id=run_id,
+            principal=principal,
+            taint=frozenset(taint),
+            deps=deps,
+            wake=dict(wake) if wake is not None else None,
         )
         turn.outcomes = [None] * len(turn.items)
         ids = self._admit(turn)
@@ -362,9 +392,59 @@ class Executor:
         if turn.halted:
             for planned in turn.planned:
                 turn.finish(planned.index, NOT_RUN)
-        else:
-            await self._run_planned(turn)
-        return await self._close(turn)
+            turn.planned = []
+        return turn
+
+    async def keep_planned(self, turn: Turn) -> None:
+        """Store what the turn decided without running (answers, and the calls waiting for a
+        decision), before any call runs: an engine's planning step ends with it.
+
+        Raises:
+            StoreUnavailable: the run store failed.
+        """
+        if turn.run_id is not None:
+            await self._remember(turn)
+            for index, outcome in enumerate(turn.outcomes):
+                if outcome is not None:
+                    turn.kept.add(index)
+            turn.kept.update(index for index, _ in turn.waiting)
+
+    def ticket(self, turn: Turn, planned: Planned) -> CallTicket:
+        """What running one planned call of a named run needs, as JSON values: an engine hands
+        it to a step, or to another process through its queue ([`run_ticket`][])."""
+        assert turn.run_id is not None
+        return CallTicket.of(turn.run_id, self._run_of(turn).binding, turn, planned)
+
+    async def run_ticket(self, ticket: CallTicket, *, deps: Any = None) -> CallOutcome:
+        """Claim, run, store and answer the call a [`ticket`][] names, here: the call runs at
+        most once whoever holds the ticket (its claim in the run is the ledger's), under this
+        executor's tools, limits and hooks.
+
+        Raises:
+            StoreUnavailable: the run store failed (the call's answer is on the exception).
+        """
+        tool = self.toolset.get(ticket.name)
+        if tool is None:
+            raise ToolNotFound(ticket.name)
+        call = ToolCall(
+            exposed_name=ticket.name,
+            tool=tool,
+            arguments=dict(ticket.arguments),
+            call_id=ticket.call_id,
+            local_id=ticket.call_id,
+            caller=Caller.from_dict(ticket.caller),
+        )
+        turn = Turn.of_ticket(ticket, call, deps)
+        turn.run = RunOfTurn(
+            self.store,
+            ticket.run_id,
+            binding=ticket.binding,
+            worker=self.worker_id,
+            lease=self.lease,
+        )
+        await self._run_planned(turn)
+        [outcome] = await self._close(turn)
+        return outcome
 
     async def _close(self, turn: Turn) -> list[CallOutcome]:
         """The turn's outcomes, once the run remembers what was decided without running.
@@ -649,6 +729,8 @@ class Executor:
             state="pending",
             caller=caller_json(call),
         )
+        if turn.wake is not None:
+            base = base.with_(wake=turn.wake)
         try:
             record = input_record(
                 base.with_(tool_id=call.tool.qualified_name, definition=call.tool.definition_hash),
@@ -720,7 +802,7 @@ class Executor:
             assert isinstance(item, ToolCall)
             if seen is not None and seen.state == "pending" and decided_for(seen, item.tool):
                 continue  # already waiting in the run, for this tool as it is
-            await run.remember_wait(seen, request_record(request, item, seen=seen))
+            await run.remember_wait(seen, request_record(request, item, seen=seen, wake=turn.wake))
 
     # -- bookkeeping -----------------------------------------------------------------------------
 

@@ -9,9 +9,10 @@ for a definition that has changed since, is void.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +76,7 @@ __all__ = [
     "principal_json",
     "principal_key",
     "record",
+    "register_waker",
     "request_of",
     "request_record",
     "respond",
@@ -84,9 +86,58 @@ __all__ = [
     "trail_of",
     "valid_id",
     "waiting",
+    "wake",
 ]
 
 _log = logging.getLogger("toolwire")
+
+
+# -- waking what waits for a decision ----------------------------------------------------------
+
+Waker = Callable[[Mapping[str, Any], str, str], Awaitable[None]]
+"""Wakes what a record's ``wake`` names, given it, the run id and the call id."""
+
+_WAKERS: dict[str, Waker] = {}
+
+_WAKER_MODULES = {"dbos": "toolwire.integrations.dbos"}
+"""Where the engines toolwire integrates register their wakers: imported when a record names
+one no one registered in this process yet (a decision from the command line, the console)."""
+
+
+def register_waker(engine: str, waker: Waker) -> None:
+    """Have ``waker`` wake what waits for calls whose record names ``engine`` in its
+    ``wake`` (a durable-execution engine's workflow), each time one is decided or answered."""
+    _WAKERS[engine] = waker
+
+
+async def wake(record: CallRecord | None, run_id: str) -> None:
+    """Wake what waits for ``record``'s call, when its record names something. A waker that
+    fails is logged and the decision stands: what waits reads the run again in its own time."""
+    target = record.wake if record is not None else None
+    if target is None:
+        return
+    engine = target.get("engine")
+    waker = _WAKERS.get(engine) if isinstance(engine, str) else None
+    if waker is None and engine in _WAKER_MODULES:
+        try:
+            importlib.import_module(_WAKER_MODULES[engine])
+        except ImportError as exc:
+            _log.warning("cannot wake the %s workflow waiting for %s: %s", engine, run_id, exc)
+            return
+        waker = _WAKERS.get(engine)
+    if waker is None:
+        _log.warning("no waker for engine %r: what waits for run %r reads it later", engine, run_id)
+        return
+    assert record is not None
+    try:
+        await waker(target, run_id, record.call_id)
+    except Exception:
+        _log.warning(
+            "waking the %s workflow waiting for run %r failed; the decision stands",
+            engine,
+            run_id,
+            exc_info=True,
+        )
 
 
 # -- what identifies calls, principals and runs ------------------------------------------------
@@ -197,9 +248,11 @@ async def decide(
         return record.with_(state=state, decision=decision, decided_by=by, decided_at=time.time())
 
     try:
-        await update(store, run_id, call_id, decided)
+        written = await update(store, run_id, call_id, decided)
     except Contended as exc:
         raise ToolwireError(f"{exc}; decide again") from None
+    if isinstance(written, CallRecord):
+        await wake(written, run_id)
 
 
 async def store_time(store: RunStore) -> float:
@@ -347,9 +400,11 @@ async def respond(
         return record.with_(state="approved" if every else "pending", request=request)
 
     try:
-        await update(store, run_id, call_id, answered)
+        written = await update(store, run_id, call_id, answered)
     except Contended as exc:
         raise ToolwireError(f"{exc}; answer again") from None
+    if isinstance(written, CallRecord):
+        await wake(written, run_id)
 
 
 def _check_round(run_id: str, call_id: str, wait: InputWait, round: str | None) -> None:

@@ -401,6 +401,7 @@ async def decide(
 
     stored = await update(console.store, run_id, call_id, over_what_was_shown, current=record)
     assert not isinstance(stored, Keep)  # (the change never keeps)
+    await ledger.wake(stored, run_id)  # a workflow an engine holds waits for it
     return stored
 
 
