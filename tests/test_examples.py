@@ -29,7 +29,7 @@ LOOPS = {
 
 
 def test_every_example_is_run_here() -> None:
-    run_here = {*LOOPS, "mcp_hub", "approval_across_processes", "weather_tools"}
+    run_here = {*LOOPS, "mcp_hub", "approval_across_processes", "weather_tools", "dbos_workflow"}
     assert {path.stem for path in EXAMPLES.glob("*.py")} == run_here
 
 
@@ -112,6 +112,14 @@ def test_the_approval_example_resumes_across_three_processes() -> None:
         '  {"name": "get_balance", "response": {"output": "ops: 1,000 EUR"}}  (from the store)',
         '  {"name": "transfer", "response": {"output": "sent 120 EUR to acme"}}  (ran now)',
     ]
+
+
+def test_the_dbos_example_waits_for_a_decision_taken_in_another_process() -> None:
+    pytest.importorskip("dbos")
+    lines = run_example("dbos_workflow.py").splitlines()
+    assert lines[0] == "waiting: transfer({'to': 'acme', 'amount': 120}) because moves money"
+    assert lines[1].startswith("allow: run_")
+    assert lines[2:] == ["answer: 2000", "answer: sent 120 EUR to acme"]
 
 
 def test_the_example_tools_take_their_service_as_context_never_from_the_model(

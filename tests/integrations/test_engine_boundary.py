@@ -1,0 +1,159 @@
+"""The engine boundary a durable-execution integration is built on: a turn planned without
+running, a call's ticket run anywhere at most once, and the ledger's wakers, which a decision
+calls for what waits for it."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+import toolwire
+from toolwire import Executor, ledger
+from toolwire._turns import CallTicket
+from toolwire.store import MemoryStore, SQLiteStore
+
+pytestmark = pytest.mark.anyio
+
+RESPONSE = {
+    "role": "assistant",
+    "stop_reason": "tool_use",
+    "content": [
+        {"type": "tool_use", "id": "a", "name": "count", "input": {"tag": "a"}},
+        {"type": "tool_use", "id": "w", "name": "wipe", "input": {"path": "/data"}},
+    ],
+}
+
+
+def _tools(runs: list[str]) -> list[toolwire.Tool]:
+    @toolwire.tool
+    async def count(tag: str) -> str:
+        """Count ``tag``."""
+        runs.append(tag)
+        await anyio.sleep(0.05)
+        return f"counted {tag}"
+
+    @toolwire.tool
+    def wipe(path: str) -> str:
+        """Wipe ``path``."""
+        runs.append(f"wipe:{path}")
+        return f"wiped {path}"
+
+    return [count, wipe]
+
+
+POLICY = toolwire.Policy(toolwire.Rule("ask", "wipe", reason="destroys data"))
+
+
+async def _planned(executor: Executor, run_id: str, wake: dict[str, Any] | None = None) -> Any:
+    listing = toolwire.tools(executor.toolset, "anthropic", policy=POLICY)
+    items = toolwire.providers.get_provider("anthropic").parse(RESPONSE, listing.declaration)
+    turn = await executor.plan_turn(items, run_id=run_id, wake=wake)
+    await executor.keep_planned(turn)
+    return turn
+
+
+async def test_a_planned_turn_runs_nothing_and_keeps_its_waiting_calls(tmp_path: Path) -> None:
+    runs: list[str] = []
+    store = SQLiteStore(tmp_path / "runs.db")
+    executor = Executor(
+        _tools(runs), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
+    )
+    turn = await _planned(executor, "run-1", wake={"engine": "test", "where": "here"})
+    assert runs == []
+    assert [planned.call.exposed_name for planned in turn.planned] == ["count"]
+    [request] = await toolwire.pending(store=store)
+    assert (request.call_id, request.reason) == ("w", "destroys data")
+    record = await ledger.record(store, "run-1", "w")
+    assert record is not None
+    assert record.wake == {"engine": "test", "where": "here"}
+
+
+async def test_a_ticket_runs_once_whoever_holds_it(tmp_path: Path) -> None:
+    runs: list[str] = []
+    store = SQLiteStore(tmp_path / "runs.db")
+    executor = Executor(
+        _tools(runs), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
+    )
+    turn = await _planned(executor, "run-2")
+    ticket = CallTicket.from_dict(executor.ticket(turn, turn.planned[0]).to_dict())  # as JSON
+    other = Executor(_tools(runs), policy=POLICY, store=store)  # another worker, same tools
+    answers: list[toolwire.CallOutcome] = []
+
+    async def hold(worker: Executor) -> None:
+        answers.append(await worker.run_ticket(ticket))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(hold, executor)
+        tasks.start_soon(hold, other)
+    assert runs == ["a"]
+    assert [answer.result.text for answer in answers] == ["counted a", "counted a"]
+    assert sorted(answer.ran for answer in answers) == [False, True]
+    again = await other.run_ticket(ticket)  # later: answered from the run
+    assert (again.result.text, again.from_store, runs) == ("counted a", True, ["a"])
+
+
+async def test_a_ticket_for_another_run_binding_is_refused(tmp_path: Path) -> None:
+    runs: list[str] = []
+    store = SQLiteStore(tmp_path / "runs.db")
+    executor = Executor(
+        _tools(runs), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
+    )
+    turn = await _planned(executor, "run-3")
+    body = executor.ticket(turn, turn.planned[0]).to_dict()
+    forged = CallTicket.from_dict({**body, "binding": '{"calls":"0","principal":null}'})
+    with pytest.raises(toolwire.RunBindingConflict):
+        await executor.run_ticket(forged)
+    assert runs == []
+
+
+async def test_a_decision_wakes_what_the_record_names_and_a_failing_waker_loses_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    woken: list[tuple[dict[str, Any], str, str]] = []
+
+    async def waker(target: Any, run_id: str, call_id: str) -> None:
+        woken.append((dict(target), run_id, call_id))
+        if target.get("fail"):
+            raise OSError("the engine is down")
+
+    ledger.register_waker("test", waker)
+    store = SQLiteStore(tmp_path / "runs.db")
+    executor = Executor(
+        _tools([]), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
+    )
+    await _planned(executor, "run-4", wake={"engine": "test", "n": 1})
+    await toolwire.decide("run-4", "w", toolwire.allow(), store=store)
+    assert woken == [({"engine": "test", "n": 1}, "run-4", "w")]
+
+    await _planned(executor, "run-5", wake={"engine": "test", "fail": True})
+    with caplog.at_level(logging.WARNING, logger="toolwire"):
+        await toolwire.decide("run-5", "w", toolwire.deny("no"), store=store)
+    assert "the decision stands" in caplog.text
+    record = await ledger.record(store, "run-5", "w")
+    assert record is not None
+    assert record.state == "denied"
+
+    await _planned(executor, "run-6", wake={"engine": "nobody-registered"})
+    with caplog.at_level(logging.WARNING, logger="toolwire"):
+        await toolwire.decide("run-6", "w", toolwire.allow(), store=store)
+    assert "no waker for engine 'nobody-registered'" in caplog.text
+
+
+async def test_durable_tools_refuse_what_cannot_outlive_a_process() -> None:
+    dbos = pytest.importorskip("toolwire.integrations.dbos")
+    with pytest.raises(toolwire.ConfigurationError, match="run store every process reads"):
+        dbos.DurableTools(Executor(_tools([]), store=MemoryStore()), name="refused")
+
+
+async def test_durable_calls_run_inside_a_workflow_only(tmp_path: Path) -> None:
+    dbos = pytest.importorskip("toolwire.integrations.dbos")
+    executor = Executor(_tools([]), policy=POLICY, store=SQLiteStore(tmp_path / "runs.db"))
+    durable = dbos.DurableTools(executor, name="outside")
+    assert isinstance(executor.approver, toolwire.DeferredApproval)  # calls asked about wait
+    listing = toolwire.tools(executor.toolset, "anthropic", policy=POLICY)
+    with pytest.raises(toolwire.ConfigurationError, match="inside a DBOS workflow"):
+        await durable.execute_tool_calls(listing, RESPONSE)
