@@ -76,8 +76,9 @@ def from_url(url: str, *, create: bool = True) -> RunStore:
     - ``postgresql://...`` or ``postgres://...``: a
       [`PostgresStore`][toolwire.store.postgres.PostgresStore] (extra ``toolwire[postgres]``).
 
-    Any of them takes ``ttl`` (seconds, or ``none``) in its query string; the rest of a URL
-    goes to the driver unchanged.
+    Any of them takes ``ttl`` (seconds, or ``none``) in its query string, and a PostgreSQL URL
+    ``max_connections`` (its pool's bound, per process and event loop); the rest of a URL goes
+    to the driver unchanged.
 
     ``create=False`` opens only a store that is already there, for what looks at runs made
     elsewhere: a SQLite file that does not exist is ``StoreUnavailable`` (see
@@ -86,7 +87,8 @@ def from_url(url: str, *, create: bool = True) -> RunStore:
     reached.
 
     Raises:
-        ConfigurationError: for a URL of no known kind, or a bad ``ttl`` or ``max_runs``.
+        ConfigurationError: for a URL of no known kind, or a bad ``ttl``, ``max_runs`` or
+            ``max_connections``.
         MissingDependency: when the store's extra is not installed.
         StoreUnavailable: with ``create=False``, a SQLite file that does not exist or holds
             no run store.
@@ -117,6 +119,7 @@ def from_url(url: str, *, create: bool = True) -> RunStore:
         if ttl is _DEFAULT:
             return SQLiteStore(path, create=create)
         return SQLiteStore(path, ttl=ttl, create=create)
+    pool_size = options.pop("max_connections", None) if scheme.startswith("postgres") else None
     driver_url = f"{scheme}://{target}" + (f"?{_join(options)}" if options else "")
     if scheme in ("redis", "rediss", "unix"):
         from toolwire.store.redis import RedisStore
@@ -125,9 +128,14 @@ def from_url(url: str, *, create: bool = True) -> RunStore:
     if scheme in ("postgresql", "postgres"):
         from toolwire.store.postgres import PostgresStore
 
-        if ttl is _DEFAULT:
-            return PostgresStore(driver_url)
-        return PostgresStore(driver_url, ttl=ttl)
+        settings: dict[str, Any] = {} if ttl is _DEFAULT else {"ttl": ttl}
+        if pool_size is not None:
+            if not pool_size.isdigit() or int(pool_size) < 1:
+                raise ConfigurationError(
+                    f"max_connections must be a positive integer, not {pool_size!r}"
+                )
+            settings["max_connections"] = int(pool_size)
+        return PostgresStore(driver_url, **settings)
     raise ConfigurationError(
         f"unknown store URL scheme {scheme!r} (memory, sqlite, redis, postgresql)"
     )

@@ -122,7 +122,18 @@ class PostgresStore:
         prefix: the start of the names of the tables and the function this store makes
             (lower-case letters, digits and ``_``), so several stores may share a database.
         timeout: seconds to wait for a connection (and for the server's answer).
-        max_connections: the most connections each pool opens.
+        max_connections: the most connections each pool opens (``?max_connections=N`` in a
+            URL given to ``from_url``).
+
+    Connections: one pool per process and event loop. It opens one connection, which the
+    store keeps for the operations that come one at a time (most of them); operations at
+    the same moment (a turn's calls side by side, a lease renewed while its call writes)
+    take more from the pool, up to ``max_connections``, and the pool closes them again
+    after ten idle minutes. A worker process running one turn at a time holds 1 or 2; a
+    default PostgreSQL server (``max_connections`` 100, 3 of them kept for superusers)
+    takes about 45 such workers, or 9 at the default bound of 10 each when every worker is
+    busy at once. Set ``max_connections`` so that workers times the bound stay under the server's
+    (or put PgBouncer in front, in transaction mode).
 
     Works on asyncio (psycopg's asynchronous connections), not on trio.
     """
@@ -152,6 +163,7 @@ class PostgresStore:
         # may run several loops, one per sync call. Not weakly keyed: a pool refers to its loop.
         self._pools: dict[asyncio.AbstractEventLoop, AsyncConnectionPool] = {}
         self._kept: dict[AsyncConnectionPool, _Kept] = {}
+        self._opening: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
         self._writes = 0
 
     # -- RunStore ------------------------------------------------------------------------------
@@ -331,6 +343,17 @@ class PostgresStore:
         pool = self._pools.get(loop)
         if pool is not None:
             return pool
+        # One opener per loop: the turns that start together would each open a pool of their
+        # own (and keep its connections) while the first one is still being opened.
+        opening = self._opening.setdefault(loop, asyncio.Lock())
+        async with opening:
+            pool = self._pools.get(loop)
+            if pool is None:
+                pool = await self._open_pool(loop)
+        self._opening.pop(loop, None)
+        return pool
+
+    async def _open_pool(self, loop: asyncio.AbstractEventLoop) -> AsyncConnectionPool:
         for gone in [other for other in self._pools if other.is_closed()]:
             # Its loop ended without aclose(): the pool's tasks ended with it, and dropping it
             # lets its connections be closed as they are collected.
