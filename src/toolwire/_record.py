@@ -179,7 +179,7 @@ class InputWait:
     @classmethod
     def of(cls, kept: Any) -> InputWait | None:
         """The wait a request keeps (None when it keeps none)."""
-        if not isinstance(kept, Mapping):
+        if kept is None or not isinstance(kept, Mapping):  # (None: most requests)
             return None
         listed = kept.get("questions")
         answers = kept.get("answers")
@@ -229,7 +229,7 @@ class KeptRequest:
         requested_at = kept.get("requested_at")
         expires_at = kept.get("expires_at")
         return cls(
-            reason=reason if isinstance(reason, str) else None,
+            reason=reason if reason.__class__ is str else None,
             requested_at=requested_at if _is_number(requested_at) else None,
             expires_at=expires_at if _is_number(expires_at) else None,
             principal_key=str(kept.get("principal_key") or ""),
@@ -244,6 +244,9 @@ class KeptRequest:
 
 
 def _is_number(value: Any) -> bool:
+    kind = value.__class__
+    if kind is float or kind is int:  # what JSON gives: checked first, as it is listed often
+        return True
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -412,13 +415,14 @@ def decided_for(record: CallRecord, tool: Tool) -> bool:
     return record.tool_id == tool.qualified_name and record.definition == tool.definition_hash
 
 
-def request_of(run_id: str, record: CallRecord) -> ApprovalRequest:
+def request_of(run_id: str, record: CallRecord, read: KeptRequest | None = None) -> ApprovalRequest:
     """The request a ``pending`` record keeps, as an [`ApprovalRequest`][] (no ``Tool``);
-    for a call waiting for input, with the questions still unanswered."""
+    for a call waiting for input, with the questions still unanswered (``read``: the
+    record's ``kept``, when already read)."""
     kept = dict(record.request or {})
     kept.update(run_id=run_id, call_id=record.call_id)
     kept.setdefault("exposed_name", record.tool)
-    wait = record.input_wait
+    wait = read.input_wait if read is not None else record.input_wait
     if wait is not None:
         kept["input"] = [{**q.to_dict(), "round": wait.round} for q in wait.unanswered]
     return ApprovalRequest.from_dict(kept)

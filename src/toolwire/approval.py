@@ -141,28 +141,37 @@ class ApprovalRequest:
             questions = data.get("input") or []
             if not isinstance(questions, list):
                 raise TypeError("input is a list of questions")
-            context = {
-                "server": data.get("server"),
-                "tool_name": data.get("tool_name"),
-                "exposed_name": exposed,
-                "arguments": dict(arguments),
-                "run_id": run_id,
-                "call_id": call_id,
-                "principal": data.get("principal"),
-            }
+            arguments = dict(arguments)
+            server, tool_name, principal = (
+                data.get("server"),
+                data.get("tool_name"),
+                data.get("principal"),
+            )
+            asked: tuple[InputRequest, ...] = ()
+            if questions:  # (most requests ask for approval only)
+                context = {
+                    "server": server,
+                    "tool_name": tool_name,
+                    "exposed_name": exposed,
+                    "arguments": dict(arguments),
+                    "run_id": run_id,
+                    "call_id": call_id,
+                    "principal": principal,
+                }
+                asked = tuple(InputRequest.from_dict(q, **context) for q in questions)
             return cls(
                 run_id=run_id,
                 call_id=call_id,
                 tool=None,
                 exposed_name=exposed,
-                arguments=dict(arguments),
-                principal=data.get("principal"),
+                arguments=arguments,
+                principal=principal,
                 reason=data.get("reason"),
-                server=data.get("server"),
-                tool_name=data.get("tool_name"),
+                server=server,
+                tool_name=tool_name,
                 requested_at=data.get("requested_at"),
                 expires_at=data.get("expires_at"),
-                input=tuple(InputRequest.from_dict(q, **context) for q in questions),
+                input=asked,
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ConfigurationError(f"not an approval request: {exc}") from None

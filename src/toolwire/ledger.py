@@ -498,8 +498,10 @@ async def waiting(
     for run, record in found:
         if isinstance(record, DamagedRecord):
             damaged.append(record)
-        elif not expired(record, now):
-            requests.append(request_of(run, record))
+        else:
+            kept = record.kept  # read once: whether it expired, and what it asks
+            if kept is None or not kept.expired(now):
+                requests.append(request_of(run, record, kept))
     last = place_of(*found[-1]) if len(found) == limit else None
     return Waiting(requests, damaged, last)
 

@@ -173,8 +173,12 @@ class RedisStore:
         edge: Any = after.since if after is not None else ("+inf" if newest_first else "-inf")
         far = "-inf" if newest_first else "+inf"
         found: list[tuple[str, CallRecord | DamagedRecord]] = []
-        offset, page = 0, max(limit * 2, 64)
+        offset = 0
         while len(found) < limit:
+            # Without a principal to filter by, nearly every member is listed: read what the
+            # page lacks (and one more, for the place it starts after); with one, read ahead.
+            wanted = limit - len(found)
+            page = wanted + 1 if principal_key is None else max(wanted * 2, 64)
             with self._reaching():
                 members: list[Any] = await client.zrange(
                     self._pending_key,
