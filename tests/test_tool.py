@@ -261,6 +261,29 @@ def test_nearly_every_corpus_schema_can_validate_arguments() -> None:
     assert len(broken) / len(TOOLS) < 0.01, broken
 
 
-def test_a_remote_reference_is_never_fetched_and_accepts_any_value() -> None:
+def test_a_remote_reference_is_refused_unless_given_or_taken_as_unconstrained() -> None:
     schema = {"type": "object", "properties": {"a": {"$ref": "https://example.com/x.json"}}}
-    assert Tool(name="t", input_schema=schema).validate_arguments({"a": [1]}) == {"a": [1]}
+    # Taken as "anything", the reference would fail open: the tool is refused, naming it.
+    with pytest.raises(
+        ConfigurationError, match=r"references 'https://example.com/x.json' at #/properties/a"
+    ):
+        Tool(name="t", input_schema=schema)
+    # Given, the document is what the reference names (never fetched).
+    given = Tool(
+        name="t", input_schema=schema, resources={"https://example.com/x.json": {"type": "integer"}}
+    )
+    assert given.validate_arguments({"a": 1}) == {"a": 1}
+    with pytest.raises(InvalidArguments, match="is not of type"):
+        given.validate_arguments({"a": [1]})
+    # Asked for explicitly, the part it names takes any value (and is still never fetched).
+    loose = Tool(name="t", input_schema=schema, external_refs="unconstrained")
+    assert loose.validate_arguments({"a": [1]}) == {"a": [1]}
+
+
+def test_the_json_schema_meta_schemas_are_known_documents() -> None:
+    meta = "https://json-schema.org/draft/2020-12/schema"
+    schema = {"type": "object", "properties": {"schema": {"$ref": meta}}}
+    tool = Tool(name="t", input_schema=schema)  # the validator has them built in
+    assert tool.validate_arguments({"schema": {"type": "string"}})
+    with pytest.raises(InvalidArguments):
+        tool.validate_arguments({"schema": {"type": 12}})

@@ -8,12 +8,14 @@ import decimal
 import math
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urldefrag
 
 import jsonschema_rs
 
 from toolwire._function_schema import json_path
 from toolwire.errors import SchemaConversionError
 from toolwire.schema._base import escape_pointer
+from toolwire.schema._bundle import named_resources
 from toolwire.schema._rewrite import for_validation, short_text
 
 __all__ = ["LEAVES", "compile_validator", "first_non_finite", "path_order", "plain_json"]
@@ -36,19 +38,26 @@ _LINEAR_PATTERNS = jsonschema_rs.RegexOptions(size_limit=256 * 1024, dfa_size_li
 _EMAIL = jsonschema_rs.EmailOptions(allow_display_text=False)
 
 
-def compile_validator(schema: Mapping[str, Any]) -> jsonschema_rs.Validator | str:
+def compile_validator(
+    schema: Mapping[str, Any], resources: Mapping[str, Any] | None = None
+) -> jsonschema_rs.Validator | str:
     """The jsonschema-rs validator for ``schema`` as tools validate with it (formats asserted,
-    linear-time patterns, nothing retrieved), or why there is none."""
+    linear-time patterns, nothing retrieved; the documents ``resources`` names by URI in its
+    registry, the meta-schemas built in), or why there is none."""
+    named = named_resources(schema, resources) if resources else {}
+    known = frozenset(urldefrag(uri).url for uri in named)
     try:
-        prepared = for_validation(schema)
+        prepared = for_validation(schema, known)
     except SchemaConversionError as exc:
         return f"{exc.path}: {exc.reason}"
     try:
+        registry = jsonschema_rs.Registry(list(named.items())) if named else None
         return jsonschema_rs.validator_for(
             dict(prepared),
             validate_formats=True,
             email_options=_EMAIL,
             pattern_options=_LINEAR_PATTERNS,
+            registry=registry,
             offline=True,  # nothing is ever retrieved; for_validation removed what would be
         )
     except jsonschema_rs.ValidationError as exc:  # the schema breaks JSON Schema's own rules

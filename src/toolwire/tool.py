@@ -29,10 +29,12 @@ from toolwire._values import argument_problem, canonical_json
 from toolwire.errors import (
     ConfigurationError,
     InvalidArguments,
+    SchemaConversionError,
     ToolwireError,
     ToolwireWarning,
 )
 from toolwire.grammar import Grammar, grammar_from_format
+from toolwire.schema._bundle import bundle, unresolved_references
 from toolwire.schema._rewrite import short_text
 
 __all__ = [
@@ -140,6 +142,15 @@ class Tool:
     """Declared for loading on demand where the provider has tool search (its definition
     sent with ``defer_loading``, found by the model through a search); every tool is declared
     in full elsewhere. A toolset can defer tools by pattern too (``ToolSet(deferred=...)``)."""
+    resources: Mapping[str, Any] | None = None
+    """Other documents the input schema's references name, by URI (``{uri: schema}``): the
+    validator resolves those references to them, and providers are sent them inlined. Part
+    of the definition hash when given. Nothing is ever fetched."""
+    external_refs: Literal["refuse", "unconstrained"] = "refuse"
+    """What a reference to another document that is neither in ``resources`` nor a JSON
+    Schema meta-schema (which the validator has built in) makes of the tool: ``"refuse"``
+    (the default) refuses the tool, naming the reference; ``"unconstrained"`` accepts any
+    value where it stands (noted by ``toolwire check``)."""
     _text_argument: str | None = field(default=None, init=False, repr=False)
     """A custom tool's one argument (see ``text_argument``)."""
     _validator: Any = field(default=None, init=False, repr=False)
@@ -150,6 +161,7 @@ class Tool:
     """The handler's parameter passed the call's [`CallContext`][toolwire.CallContext], for a
     function that asks for it (no argument: the model is never told of it)."""
     _definition_hash: str | None = field(default=None, init=False, repr=False)
+    _declared_schema: Mapping[str, Any] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -190,9 +202,54 @@ class Tool:
             raise ConfigurationError(
                 f"tool {self.name!r}: a format is for custom tools; pass kind='custom'"
             )
+        self._check_references()
         if self.input_examples:
             self._check_examples()
         self._check_callers()
+
+    def _check_references(self) -> None:
+        """Refuse references to documents the tool was not given (unless told to take them as
+        unconstrained): the part they name would accept anything, which fails open."""
+        if self.resources is not None:
+            if not isinstance(self.resources, Mapping) or not all(
+                isinstance(uri, str) and isinstance(body, Mapping | bool)
+                for uri, body in self.resources.items()
+            ):
+                raise ConfigurationError(
+                    f"tool {self.name!r}: resources map URIs to schemas ({{uri: schema}})"
+                )
+            object.__setattr__(self, "resources", dict(self.resources))
+        if self.external_refs not in ("refuse", "unconstrained"):
+            raise ConfigurationError(
+                f"tool {self.name!r}: external_refs is 'refuse' or 'unconstrained', not "
+                f"{self.external_refs!r}"
+            )
+        if self.external_refs == "unconstrained" or self.function is not None:
+            return
+        try:
+            unresolved = unresolved_references(self.input_schema, self.resources)
+        except SchemaConversionError:
+            return  # beyond the bounds: validation says so, naming the tool
+        if unresolved:
+            reference, where = unresolved[0]
+            more = f" (and {len(unresolved) - 1} more)" if len(unresolved) > 1 else ""
+            raise ConfigurationError(
+                f"tool {self.name!r}: its input schema references {reference!r} at {where}"
+                f"{more}, another document, which is never fetched: give it as "
+                f"resources={{uri: schema}}, or pass external_refs='unconstrained' to accept "
+                "any value there"
+            )
+
+    @property
+    def declared_schema(self) -> Mapping[str, Any]:
+        """The input schema as providers are sent it before their own lowering: one document,
+        its references JSON pointers from the root (embedded resources, anchors and the given
+        ``resources`` resolved); the input schema itself when it has nothing to resolve."""
+        declared = self._declared_schema
+        if declared is None:
+            declared, _ = bundle(self.input_schema, self.resources)
+            object.__setattr__(self, "_declared_schema", declared)
+        return declared
 
     def _check_callers(self) -> None:
         given: Any = self.callers
@@ -281,6 +338,7 @@ class Tool:
                 title=self.title,
                 callers=self.callers,
                 examples=self.input_examples,
+                resources=self.resources,
             )
             object.__setattr__(self, "_definition_hash", digest)
         return digest
@@ -365,7 +423,7 @@ class Tool:
     def _argument_validator(self) -> jsonschema_rs.Validator:
         validator = self._validator
         if validator is None:
-            validator = compile_validator(self.input_schema)
+            validator = compile_validator(self.input_schema, self.resources)
             object.__setattr__(self, "_validator", validator)
         if isinstance(validator, str):
             raise ConfigurationError(
@@ -384,6 +442,7 @@ def definition_hash(
     title: str | None = None,
     examples: tuple[Mapping[str, Any], ...] = (),
     callers: frozenset[str] = frozenset({"direct"}),
+    resources: Mapping[str, Any] | None = None,
 ) -> str:
     """A tool definition's description, input schema, annotations, grammar, title, input
     examples and callers, hashed."""
@@ -397,6 +456,8 @@ def definition_hash(
         definition["input_examples"] = [dict(example) for example in examples]
     if callers != _DIRECT_ONLY:
         definition["callers"] = sorted(callers)
+    if resources:
+        definition["resources"] = dict(resources)
     payload = canonical_json(definition)
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 

@@ -11,6 +11,7 @@ from toolwire.errors import ConfigurationError, SchemaConversionError, ToolwireE
 from toolwire.providers._contract import ProviderProfile, Verdict
 from toolwire.providers._registry import get_provider
 from toolwire.schema._base import ConversionNote
+from toolwire.schema._bundle import bundle
 from toolwire.schema._rewrite import external_references
 from toolwire.schema.checks import property_paths
 from toolwire.tool import Tool
@@ -56,6 +57,7 @@ def assessed(
     try:
         tool.check_schema()
         external = texts(external_references(tool.input_schema))
+        external += texts(bundle(tool.input_schema, tool.resources)[1])
     except ConfigurationError as exc:
         unusable = str(exc)
     except SchemaConversionError:

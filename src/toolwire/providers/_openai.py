@@ -86,7 +86,7 @@ def _plain_object(tool: Tool) -> tuple[dict[str, Any], list[Any]]:
     """
     try:
         # An object root without top-level combinators (OpenAI refuses them as Anthropic does).
-        root, notes = to_anthropic_schema(tool.input_schema)
+        root, notes = to_anthropic_schema(tool.declared_schema)
     except SchemaConversionError as exc:
         raise exc.for_tool(tool.qualified_name) from None
     root.pop("$schema", None)  # a new top-level dict

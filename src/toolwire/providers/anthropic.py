@@ -198,7 +198,7 @@ def _lowered(tool: Tool) -> tuple[dict[str, Any], list[Any]]:
     """The schema as Anthropic takes it, and what lowering it changed (see
     [`toolwire.schema.anthropic.to_anthropic_schema`][])."""
     try:
-        return to_anthropic_schema(tool.input_schema)
+        return to_anthropic_schema(tool.declared_schema)
     except SchemaConversionError as exc:
         raise exc.for_tool(tool.qualified_name) from None
 

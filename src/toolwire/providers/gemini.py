@@ -189,9 +189,11 @@ def _declare_all(
         name = toolset.exposed_name(tool)
         try:
             if schema == "json":
-                lowered, tool_notes = to_gemini_json_schema(tool.input_schema)
+                lowered, tool_notes = to_gemini_json_schema(tool.declared_schema)
             else:
-                lowered, tool_notes = to_gemini_openapi_schema(tool.input_schema, backend=backend)
+                lowered, tool_notes = to_gemini_openapi_schema(
+                    tool.declared_schema, backend=backend
+                )
         except SchemaConversionError as exc:
             raise exc.for_tool(tool.qualified_name) from None
         declarations.append(

@@ -218,7 +218,7 @@ def _declare_all(toolset: ToolSet, names: tuple[str, ...]) -> tuple[list[dict[st
             continue
         name = toolset.exposed_name(tool)
         try:
-            parameters, tool_notes = to_gemini_json_schema(tool.input_schema)
+            parameters, tool_notes = to_gemini_json_schema(tool.declared_schema)
         except SchemaConversionError as exc:
             raise exc.for_tool(tool.qualified_name) from None
         description = described(tool)

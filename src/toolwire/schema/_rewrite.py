@@ -51,6 +51,8 @@ __all__ = [
     "external_references",
     "for_declaration",
     "for_validation",
+    "is_metaschema",
+    "join_uri",
     "lower_types",
     "modern_spelling",
     "rule_broken",
@@ -135,10 +137,31 @@ def _dialect(value: Any) -> str | None:
 def _join(base: str, reference: str) -> str | None:
     """The document ``reference`` names from ``base`` (no fragment), or None when it is not
     a URI reference at all."""
+    return join_uri(base, reference)
+
+
+def join_uri(base: str, reference: str, *, keep_fragment: bool = False) -> str | None:
+    """``reference`` resolved against ``base`` (without its fragment unless
+    ``keep_fragment``), or None when it is not a URI reference at all."""
     try:
-        return urldefrag(urljoin(base, reference)).url
+        joined = urljoin(base, reference)
+        return joined if keep_fragment else urldefrag(joined).url
     except ValueError:  # e.g. a malformed IPv6 host
         return None
+
+
+_METASCHEMA_PREFIXES = (
+    "https://json-schema.org/draft/",
+    "http://json-schema.org/draft/",
+    "http://json-schema.org/draft-0",
+    "https://json-schema.org/draft-0",
+)
+
+
+def is_metaschema(document: str) -> bool:
+    """True for a JSON Schema meta-schema (or one of its vocabularies' documents), which the
+    validator has built in: never fetched, and never unknown."""
+    return document.startswith(_METASCHEMA_PREFIXES) or document.rstrip("#") in _DIALECTS.values()
 
 
 class RewriteWalk(SchemaWalk):
@@ -152,6 +175,11 @@ class RewriteWalk(SchemaWalk):
         # Draft 4 names a schema's own URI `id`; later drafts `$id`.
         self.id_key = "id" if self.dialect == _DRAFT_4 else "$id"
         self._documents: frozenset[str] | None = None
+        self.known: frozenset[str] = frozenset()
+        """Other documents the schema may name: the tool's ``resources``."""
+
+    keeps_metaschemas = False
+    """Whether references to the JSON Schema meta-schemas are kept (the validator's copy)."""
 
     # -- documents and references --------------------------------------------------------------
 
@@ -183,11 +211,16 @@ class RewriteWalk(SchemaWalk):
         return self._documents
 
     def is_external(self, reference: str, base: str) -> bool:
-        """True for a reference into another document than this schema's own ones."""
+        """True for a reference into another document than this schema's own ones, the
+        documents the tool was given (``known``) and the meta-schemas."""
         if reference.startswith("#"):
             return False  # a fragment of the current document, which this schema holds
         document = _join(base, reference)
-        return document is None or document not in self.documents()
+        return document is None or not (
+            document in self.documents()
+            or document in self.known
+            or (self.keeps_metaschemas and is_metaschema(document))
+        )
 
     # -- the walk --------------------------------------------------------------------------------
 
@@ -261,10 +294,14 @@ class RewriteWalk(SchemaWalk):
         for key in _REFERENCES:
             reference = node.get(key)
             if isinstance(reference, str) and self.is_external(reference, base):
-                note = ConversionNote(
-                    path,
-                    f"external {key} {shown(reference)} not followed; any value accepted there",
+                document = _join(base, reference)
+                said = (
+                    f"{key} to the JSON Schema meta-schema {shown(reference)} declared as any "
+                    "value (arguments are still validated against it)"
+                    if document is not None and is_metaschema(document)
+                    else f"external {key} {shown(reference)} not followed; any value accepted there"
                 )
+                note = ConversionNote(path, said)
                 self.notes.append(note)
                 self.references.append(note)
                 if out is None:
@@ -289,6 +326,8 @@ def _children(node: Mapping[str, Any]) -> list[tuple[Any, Any]]:
 
 
 class _ForValidation(RewriteWalk):
+    keeps_metaschemas = True  # the validator has them built in
+
     def edit(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
         out = None
         if "$ref" in node or "$dynamicRef" in node:
@@ -347,6 +386,8 @@ def modern_spelling(node: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 class ForDeclaration(_ForValidation):
+    keeps_metaschemas = False  # a provider is sent no reference it cannot follow
+
     def edit(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
         out = super().edit(node, path, base)
         for key in _TEXT:
@@ -375,15 +416,19 @@ def _plain(text: str) -> bool:
     return len(text) < 1024 and text.isascii() and text.isprintable()
 
 
-def for_validation(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+def for_validation(
+    schema: Mapping[str, Any], known: frozenset[str] = frozenset()
+) -> Mapping[str, Any]:
     """The copy of ``schema`` jsonschema-rs compiles (see the module docstring); ``schema``
-    itself when nothing needs changing.
+    itself when nothing needs changing. References to the documents ``known`` (the tool's
+    ``resources``) and to the meta-schemas are kept: the validator has them.
 
     Raises:
         SchemaConversionError: when the schema is nested deeper than ``MAX_DEPTH`` levels or
             has more than ``MAX_NODES`` nodes.
     """
     walk = _ForValidation(schema)
+    walk.known = known
     return walk.schema(schema, "#", ROOT_URI, 0)  # type: ignore[no-any-return]
 
 
