@@ -971,3 +971,86 @@ def test_pending_names_a_damaged_record_and_lists_the_rest(
     assert "damaged: damaged  c1: the stored record of call 'c1' cannot be read" in captured.err
     assert main(["pending", "--store", url, "--json"]) == 1
     assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == ["intact"]
+
+
+def _parsers() -> list[tuple[str, Any]]:
+    """Every command's parser, by its command line (``toolwire``, ``toolwire mcp login``)."""
+    import argparse
+
+    from toolwire.cli import _parser
+
+    found: list[tuple[str, Any]] = []
+    stack = [("toolwire", _parser())]
+    while stack:
+        name, parser = stack.pop()
+        found.append((name, parser))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                stack.extend((f"{name} {sub}", p) for sub, p in action.choices.items())
+    return found
+
+
+def test_every_command_and_argument_says_what_it_is() -> None:
+    import argparse
+
+    missing = []
+    for name, parser in _parsers():
+        if parser.description is None:
+            missing.append(f"{name}: no description")
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction | argparse._VersionAction):
+                continue
+            if isinstance(action, argparse._SubParsersAction):
+                continue
+            if not action.help:
+                missing.append(f"{name}: {action.option_strings or action.dest} has no help")
+    assert missing == []
+    assert len(_parsers()) > 12
+
+
+def test_option_help_names_the_api_it_applies_to_first() -> None:
+    result = run("declare", "--help")
+    flat = " ".join(result.stdout.split())
+    assert "Anthropic Messages: mark the last tool so the tool list is cached" in flat
+    assert "is cached of" not in flat
+
+
+def test_a_python_file_with_an_attribute_is_a_source(tmp_path: Path) -> None:
+    module = tmp_path / "my_tools.py"
+    module.write_text(
+        "import toolwire\n\n"
+        "@toolwire.tool\n"
+        "def ping() -> str:\n"
+        '    """Answer pong."""\n'
+        "    return 'pong'\n\n"
+        "@toolwire.tool\n"
+        "def other() -> str:\n"
+        '    """Not in the set."""\n'
+        "    return ''\n\n"
+        "chosen = [ping]\n"
+    )
+    result = run("declare", f"{module}:chosen")
+    assert result.returncode == 0, result.stderr
+    [wrapper] = json.loads(result.stdout)
+    assert [d["name"] for d in wrapper["functionDeclarations"]] == ["ping"]
+    missing = run("declare", f"{module}:nothing")
+    assert_one_line_error(missing, "has no attribute 'nothing'")
+
+
+def test_a_stdio_server_is_named_by_name_or_by_the_package_it_runs() -> None:
+    from toolwire.sources import _server_name
+
+    assert _server_name(["npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"]) == (
+        "server_filesystem"
+    )
+    assert _server_name(["npx", "--package", "x", "mcp-remote@0.1.2"]) == "mcp_remote"
+    assert _server_name(["uvx", "mcp-server-fetch"]) == "mcp_server_fetch"
+    assert _server_name(["uvx", "--from", "git-mcp==1.0", "git-server"]) == "git_mcp"
+    assert _server_name(["python", "-m", "notes.server"]) == "server"
+    assert _server_name(["/usr/bin/node", "dist/index.js"]) == "node"
+    server = f"stdio:{sys.executable} -m toolwire.demo.server"
+    named = run("declare", server, "--name", "notes", "--provider", "anthropic")
+    assert named.returncode == 0, named.stderr
+    assert all(tool["name"].startswith("notes__") for tool in json.loads(named.stdout))
+    refused = run("declare", str(EXAMPLE), "--name", "notes")
+    assert_one_line_error(refused, "--name names the server of a stdio: or http(s):// SOURCE")

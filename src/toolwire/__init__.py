@@ -15,6 +15,7 @@ from toolwire._api import (
     respond,
     tools,
 )
+from toolwire._loop import LoopEvent, LoopResult, TurnLimit, loop, loop_events
 from toolwire.approval import (
     ApprovalPending,
     ApprovalRequest,
@@ -59,6 +60,7 @@ from toolwire.grammar import Grammar
 from toolwire.inputs import InputAnswer, InputRequest
 from toolwire.ledger import CallTrail
 from toolwire.policy import Policy, Rule, called_by, tainted_by
+from toolwire.providers import Stopped
 from toolwire.store import MemoryStore, RunStore, SQLiteStore
 from toolwire.tool import Tool, tool
 from toolwire.toolset import ToolSet
@@ -90,6 +92,8 @@ __all__ = [
     "InputRequest",
     "InvalidArguments",
     "Listing",
+    "LoopEvent",
+    "LoopResult",
     "MalformedResponse",
     "MemoryStore",
     "MissingDependency",
@@ -103,6 +107,7 @@ __all__ = [
     "RunStore",
     "SQLiteStore",
     "SchemaConversionError",
+    "Stopped",
     "StoreUnavailable",
     "TextContent",
     "Tool",
@@ -112,6 +117,7 @@ __all__ = [
     "ToolSet",
     "ToolwireError",
     "ToolwireWarning",
+    "TurnLimit",
     "Veto",
     "__version__",
     "allow",
@@ -122,6 +128,8 @@ __all__ = [
     "execute_tool_calls_sync",
     "halt",
     "history",
+    "loop",
+    "loop_events",
     "make_call",
     "pending",
     "respond",

@@ -19,7 +19,13 @@ from toolwire.executor import AfterHook, BeforeHook, CallOutcome, Executor
 from toolwire.inputs import InputAnswer
 from toolwire.ledger import CallTrail
 from toolwire.policy import Policy
-from toolwire.providers import Declaration, declaration_for, get_provider, make_options
+from toolwire.providers import (
+    Declaration,
+    Stopped,
+    declaration_for,
+    get_provider,
+    make_options,
+)
 from toolwire.sources import is_tool_source
 from toolwire.store import QueuePlace, RunStore, default_store
 from toolwire.tool import Tool, taints_of
@@ -118,6 +124,9 @@ class Outcome:
     and the taints of the tools whose output this turn's answers carry (a server's tools
     taint with the server's name; see ``Tool.taints``). Pass it as the next turn's
     ``taint``."""
+    stopped: Stopped | None = None
+    """For a response with no calls: why it holds no answer, when it was blocked (a safety
+    filter), refused by the model, or empty. None for an ordinary final answer."""
 
     def followup(self, response: Any) -> list[Any]:
         """What to append to the conversation after ``response`` (the model's turn these
@@ -413,6 +422,7 @@ async def execute_tool_calls(
         run_id=run_id,
         provider=declaration.provider,
         taint=taint | _taints(outcomes),
+        stopped=None if items else adapter.stopped(response),
     )
 
 

@@ -126,6 +126,9 @@ class CallRecord:
     caller: dict[str, Any] | None = None
     """Who made the call when it was not the model itself: code the model wrote (see
     [`Caller`][toolwire.Caller], as JSON values)."""
+    position: int | None = None
+    """Where the call stands among its turn's calls (0: the model's first), so a run's
+    history reads in call order."""
     wake: dict[str, Any] | None = None
     """What waits for the call to be decided, beyond the run's next turn: a durable-execution
     engine's workflow (``{"engine": "dbos", ...}``), which a decision wakes (see
@@ -655,6 +658,7 @@ def _record_from(body: _RecordForm, version: int) -> CallRecord:
         decided_by=body.get("decided_by"),
         decided_at=body.get("decided_at"),
         caller=dict(caller) if (caller := body.get("caller")) is not None else None,
+        position=body.get("position"),
         wake=dict(wake) if (wake := body.get("wake")) is not None else None,
         version=version,
     )
@@ -671,6 +675,7 @@ _OPTIONAL_FIELDS = (
     "decided_by",
     "decided_at",
     "caller",
+    "position",
     "wake",
 )
 """Fields written only when set (the JSON form of older records lacks them)."""
@@ -727,6 +732,7 @@ class _ResultForm(TypedDict):
     structured_content: NotRequired[dict[str, Any] | None]
     is_error: NotRequired[bool]
     error_kind: NotRequired[ErrorKind | None]
+    value: NotRequired[Any]
 
 
 @with_config(_OPEN)
@@ -806,6 +812,7 @@ class _RecordForm(TypedDict):
     decided_by: NotRequired[Any]
     decided_at: NotRequired[float | None]
     caller: NotRequired[_CallerForm | None]
+    position: NotRequired[int | None]
     wake: NotRequired[_WakeForm | None]
 
 
@@ -819,6 +826,8 @@ def _encode_result(result: ToolResult) -> dict[str, Any]:
     if result.is_error:
         body["is_error"] = True
         body["error_kind"] = result.error_kind
+    if result.value is not None:
+        body["value"] = result.value
     return body
 
 
@@ -828,6 +837,7 @@ def _decode_result(body: _ResultForm) -> ToolResult:
         structured_content=body.get("structured_content"),
         is_error=body.get("is_error", False),
         error_kind=body.get("error_kind"),
+        value=body.get("value"),
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -209,7 +209,14 @@ class Run:
     """
 
     def __init__(
-        self, store: RunStore, run_id: str, *, binding: str, worker: str, lease: float
+        self,
+        store: RunStore,
+        run_id: str,
+        *,
+        binding: str,
+        worker: str,
+        lease: float,
+        positions: Mapping[str, int] | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -218,6 +225,15 @@ class Run:
         self.lease_seconds = lease
         self.clock = clock_of(store)
         """The store's clock, which leases are written and judged in."""
+        self.positions: Mapping[str, int] = positions or {}
+        """Where each call stands in its turn, by call id (kept in its first record)."""
+
+    def placed(self, record: CallRecord) -> CallRecord:
+        """``record`` with its call's place in the turn, when it has none yet."""
+        if record.position is not None:
+            return record
+        position = self.positions.get(record.call_id)
+        return record if position is None else record.with_(position=position)
 
     async def load(self, call_ids: list[str]) -> dict[str, CallRecord]:
         """The records the run has of ``call_ids``, in one round trip.
@@ -272,13 +288,14 @@ class Run:
             # when it is written (a wait for another worker may come first), in store time
             now = self.clock.current()
             if current is not None:  # keeps the request and the decision it carries
-                return current.with_(
+                return self.placed(current).with_(
                     state="running",
                     owner=self.worker,
                     started_at=now,
                     lease_until=now + self.lease_seconds,
                 )
             return CallRecord(
+                position=self.positions.get(call.local_id),
                 call_id=call.local_id,
                 tool=call.exposed_name,
                 fingerprint=fingerprint,
@@ -406,6 +423,7 @@ class Run:
         Raises:
             StoreUnavailable: the run's store could not keep it.
         """
+        record = self.placed(record)
         if claim is not None:
             return await self.write_own(claim, record)
 
@@ -444,6 +462,7 @@ class Run:
                     state=state,
                     result=result,
                     finished_at=now,
+                    position=self.positions.get(call.local_id),
                 )
             if current is not None and current.result is not None:
                 return Keep(current.result)
@@ -464,7 +483,9 @@ class Run:
         planned with; a write refused means it was decided meanwhile: the next resume reads
         that."""
         with suppress(Contended):
-            await _write_over(self.store, self.run_id, seen, record, binding=self.binding)
+            await _write_over(
+                self.store, self.run_id, seen, self.placed(record), binding=self.binding
+            )
 
 
 async def _write_over(

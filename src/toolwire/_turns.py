@@ -162,6 +162,8 @@ class CallTicket:
     caller: Mapping[str, Any] | None = None
     alone: bool = False
     """The tool is not ``parallel_safe``: nothing else of the turn runs beside it."""
+    position: int | None = None
+    """Where the call stands among its turn's calls."""
 
     @classmethod
     def of(cls, run_id: str, binding: str, turn: Turn, planned: Planned) -> CallTicket:
@@ -178,6 +180,7 @@ class CallTicket:
             taint=tuple(sorted(turn.taint)),
             caller=call.caller.to_dict() if call.caller.kind != "direct" else None,
             alone=not call.tool.parallel_safe,
+            position=planned.index,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -193,6 +196,7 @@ class CallTicket:
             "taint": list(self.taint),
             "caller": dict(self.caller) if self.caller is not None else None,
             "alone": self.alone,
+            "position": self.position,
         }
 
     @classmethod
@@ -209,4 +213,5 @@ class CallTicket:
             taint=tuple(body.get("taint") or ()),
             caller=body.get("caller"),
             alone=bool(body.get("alone")),
+            position=body.get("position"),
         )

@@ -153,6 +153,10 @@ class ToolResult:
     """True when the call failed; ``content`` then holds the message."""
     error_kind: ErrorKind | None = None
     """Why it failed, when ``is_error``."""
+    value: Any = None
+    """For a tool that returned a JSON value other than an object or a string (a list, a
+    number, a boolean), that value (``content`` holds its JSON text): Gemini's answer sends
+    it as the value it is, under ``output``; the other APIs take the text."""
 
     @classmethod
     def error(cls, kind: ErrorKind, message: str) -> ToolResult:
@@ -179,7 +183,7 @@ class ToolResult:
         if kind is str and value.isascii():
             return cls(content=(TextContent(value),))
         if kind is int and -_SMALL_INT < value < _SMALL_INT:
-            return cls(content=(TextContent(str(value)),))
+            return cls(content=(TextContent(str(value)),), value=value)
         try:
             return cls._from_value(value)
         except Exception as exc:  # the value, not toolwire, is at fault: the model is told
@@ -198,9 +202,9 @@ class ToolResult:
         if kind is int:
             if value.bit_length() > MAX_INTEGER_BITS:
                 raise _Unencodable(f"an integer has more than {MAX_INTEGER_DIGITS} digits")
-            return cls(content=(TextContent(str(value)),))
+            return cls(content=(TextContent(str(value)),), value=value)
         if kind is bool or (kind is float and math.isfinite(value)):
-            return cls(content=(TextContent(json.dumps(value)),))
+            return cls(content=(TextContent(json.dumps(value)),), value=value)
         if value is None:
             return cls()
         if isinstance(value, ToolResult):
@@ -217,11 +221,16 @@ class ToolResult:
             and all(isinstance(v, _CONTENT_TYPES) for v in value)
         ):
             return cls(content=tuple(_checked_part(v) for v in value))
-        return cls(content=(TextContent(canonical_json(json_safe(value))),))
+        safe = json_safe(value)
+        return cls(content=(TextContent(canonical_json(safe)),), value=safe)
 
     @property
     def text(self) -> str:
-        """The content as text, media replaced by placeholders, parts joined by newlines."""
+        """The content as text, media replaced by placeholders, parts joined by newlines; for
+        a result that is structured content alone (a tool returning a dict), its JSON text.
+        Empty only when the result holds nothing."""
+        if not self.content and self.structured_content is not None:
+            return json.dumps(self.structured_content, ensure_ascii=False)
         return content_text(self.content)
 
 
@@ -383,12 +392,14 @@ def _checked(result: ToolResult) -> ToolResult:
     kind = result.error_kind if result.error_kind in _ERROR_KINDS else None
     if is_error and kind is None:
         kind = "failed"
+    value = json_safe(result.value) if result.value is not None else None
     if (
         structured is result.structured_content
         and is_error is result.is_error
         and kind == result.error_kind
         and parts is content
         and all(a is b for a, b in zip(checked, parts, strict=True))
+        and value == result.value
     ):
         return result
     return ToolResult(
@@ -396,6 +407,7 @@ def _checked(result: ToolResult) -> ToolResult:
         structured_content=structured,
         is_error=is_error,
         error_kind=kind if is_error else None,
+        value=value,
     )
 
 
@@ -415,6 +427,8 @@ def _plainly_safe(result: ToolResult) -> bool:
         structured.__class__ is not dict or not _is_plain_json(structured)
     ):
         return False
+    if result.value is not None and result.value.__class__ not in (int, bool, float):
+        return False  # a list (or anything else) is checked
     if result.is_error is False:
         return result.error_kind is None
     return result.is_error is True and result.error_kind in _ERROR_KINDS

@@ -73,6 +73,28 @@ def _provider_option(parser: argparse.ArgumentParser, *, several: bool = False) 
         )
 
 
+def _name_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--name",
+        metavar="NAME",
+        help="the server's name for a stdio: or http(s):// SOURCE (its tools are exposed as "
+        "NAME__tool; default: the module, script or package it runs, or mcp for a URL)",
+    )
+
+
+def _described(parser: argparse.ArgumentParser) -> None:
+    """Every command's --help opens with what it does: its one-line help, where it has no
+    description of its own."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, sub in action.choices.items():
+                if sub.description is None and helps.get(name):
+                    said = str(helps[name])
+                    sub.description = said[0].upper() + said[1:] + "."
+                _described(sub)
+
+
 def _parser() -> argparse.ArgumentParser:
     from toolwire import __version__
 
@@ -83,8 +105,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"toolwire {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     source_help = (
-        "a .py file, module:attribute, a .json/.jsonl file of tool definitions, "
-        "stdio:'CMD ARGS', an http(s):// MCP URL, or an mcp.json file"
+        "a .py file (or file.py:attribute), module:attribute, a .json/.jsonl file of tool "
+        "definitions, stdio:'CMD ARGS', an http(s):// MCP URL, or an mcp.json file"
     )
 
     declare = commands.add_parser(
@@ -94,6 +116,7 @@ def _parser() -> argparse.ArgumentParser:
         "applies to the providers it names; another provider refuses it.",
     )
     declare.add_argument("source", help=source_help)
+    _name_option(declare)
     _provider_option(declare)
     add_option_flags(declare)
     declare.set_defaults(run=run_declare)
@@ -103,6 +126,7 @@ def _parser() -> argparse.ArgumentParser:
         help="report, per tool and provider, whether it is accepted, converted or rejected",
     )
     check.add_argument("source", help=source_help)
+    _name_option(check)
     _provider_option(check, several=True)
     add_option_flags(check)
     check.add_argument("--json", action="store_true", help="machine-readable output")
@@ -119,6 +143,7 @@ def _parser() -> argparse.ArgumentParser:
         "denied when there is none, approved with --yes.",
     )
     call.add_argument("source", help=source_help)
+    _name_option(call)
     call.add_argument("tool", help="the tool's exposed name (as `toolwire declare` shows it)")
     call.add_argument("--args", default="{}", help="the arguments, a JSON object")
     _provider_option(call)
@@ -158,14 +183,20 @@ def _parser() -> argparse.ArgumentParser:
     pending.add_argument("--store", required=True, help=store_help)
     pending.add_argument("--run-id", help="only this run's")
     pending.add_argument("--principal", help="only this principal's (JSON, or a plain string)")
-    pending.add_argument("--limit", type=int, default=100)
+    pending.add_argument(
+        "--limit", type=int, default=100, help="list at most this many (default: %(default)s)"
+    )
     pending.add_argument("--json", action="store_true", help="the requests as JSON")
     pending.set_defaults(run=run_pending)
 
     decide = commands.add_parser("decide", help="record a decision for a waiting call")
-    decide.add_argument("run_id")
-    decide.add_argument("call_id")
-    decide.add_argument("decision", choices=["allow", "deny", "halt"])
+    decide.add_argument("run_id", help="the run the call waits in (`toolwire pending` shows it)")
+    decide.add_argument("call_id", help="the waiting call's id (`toolwire pending` shows it)")
+    decide.add_argument(
+        "decision",
+        choices=["allow", "deny", "halt"],
+        help="allow runs the call; deny answers it denied; halt denies it and stops the loop",
+    )
     decide.add_argument("--store", required=True, help=store_help)
     decide.add_argument("--reason", help="what the model is told (deny, halt)")
     decide.add_argument("--args", help="allow: the arguments to run with instead, a JSON object")
@@ -175,12 +206,17 @@ def _parser() -> argparse.ArgumentParser:
     respond = commands.add_parser(
         "respond", help="answer the question an MCP server asked during a waiting call"
     )
-    respond.add_argument("run_id")
-    respond.add_argument("call_id")
+    respond.add_argument("run_id", help="the run the call waits in (`toolwire pending` shows it)")
+    respond.add_argument("call_id", help="the waiting call's id (`toolwire pending` shows it)")
     respond.add_argument(
         "content", nargs="?", help="accept: the answer, a JSON object fitting what was asked"
     )
-    respond.add_argument("--action", choices=["accept", "decline", "cancel"], default="accept")
+    respond.add_argument(
+        "--action",
+        choices=["accept", "decline", "cancel"],
+        default="accept",
+        help="accept with CONTENT, or decline or cancel the question (default: %(default)s)",
+    )
     respond.add_argument("--key", help="which question, when the call waits on several")
     respond.add_argument(
         "--round", help="the round `toolwire pending` showed: never answer a question asked since"
@@ -190,7 +226,7 @@ def _parser() -> argparse.ArgumentParser:
     respond.set_defaults(run=run_respond)
 
     history = commands.add_parser("history", help="each call of a run with its trail, as JSON")
-    history.add_argument("run_id")
+    history.add_argument("run_id", help="the run whose calls to show")
     history.add_argument("--store", required=True, help=store_help)
     history.set_defaults(run=run_history)
 
@@ -214,6 +250,7 @@ def _parser() -> argparse.ArgumentParser:
         "serve", help="serve SOURCE's tools as an MCP server, every call governed"
     )
     serve.add_argument("source", help=source_help)
+    _name_option(serve)
     serve.add_argument(
         "--policy",
         metavar="FILE",
@@ -241,6 +278,7 @@ def _parser() -> argparse.ArgumentParser:
     _auth_options(serve)
     serve.set_defaults(run=run_serve)
     _mcp_commands(commands, store_help)
+    _described(parser)
     return parser
 
 

@@ -441,6 +441,7 @@ class Executor:
             binding=ticket.binding,
             worker=self.worker_id,
             lease=self.lease,
+            positions={ticket.call_id: ticket.position} if ticket.position is not None else {},
         )
         await self._run_planned(turn)
         [outcome] = await self._close(turn)
@@ -467,7 +468,9 @@ class Executor:
             ) from turn.store_error
         if turn.waiting:
             assert turn.run_id is not None
-            raise ApprovalPending(turn.run_id, [request for _, request in turn.waiting])
+            raise ApprovalPending(
+                turn.run_id, [request for _, request in turn.waiting], completed=outcomes
+            )
         return outcomes
 
     def _admit(self, turn: Turn) -> list[str]:
@@ -817,6 +820,11 @@ class Executor:
                 binding=binding_for(turn.principal, pairs),
                 worker=self.worker_id,
                 lease=self.lease,
+                positions={
+                    item.local_id: index
+                    for index, item in enumerate(turn.items)
+                    if isinstance(item, ToolCall)
+                },
             )
         return turn.run
 

@@ -9,8 +9,10 @@ for a definition that has changed since, is void.
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -71,6 +73,7 @@ __all__ = [
     "input_resume",
     "input_round",
     "interrupted_answer",
+    "iso_utc",
     "owner_gone",
     "pending",
     "principal_json",
@@ -543,11 +546,16 @@ class CallTrail:
     """What a run's ledger says happened to one call, step by step (each step None when it
     did not happen): ``requested`` (``at``, ``reason``, ``expires_at``), ``decided`` (``by``,
     ``at``, ``kind``, ``reason``, ``edited``), ``claimed`` (``worker``, ``at``) and
-    ``finished`` (``state``, ``error_kind``, ``at``, ``duration``)."""
+    ``finished`` (``state``, ``error_kind``, ``at``, ``duration``). Each time is seconds since
+    the epoch (``at``), beside it the same in ISO 8601, UTC (``at_utc``:
+    ``2026-12-02T11:00:00.250Z``)."""
 
     call_id: str
     exposed_name: str
     state: CallState
+    position: int | None = None
+    """Where the call stood among its turn's calls (0: the model's first); None for a record
+    of an earlier release."""
     requested: dict[str, Any] | None = None
     decided: dict[str, Any] | None = None
     claimed: dict[str, Any] | None = None
@@ -561,6 +569,7 @@ class CallTrail:
             "call_id": self.call_id,
             "exposed_name": self.exposed_name,
             "state": self.state,
+            "position": self.position,
             "requested": self.requested,
             "decided": self.decided,
             "claimed": self.claimed,
@@ -578,9 +587,16 @@ def trail_of(record: CallRecord) -> CallTrail:
         call_id=record.call_id,
         exposed_name=record.tool,
         state=record.state,
+        position=record.position,
         caller=record.caller,
         requested=(
-            {"at": kept.requested_at, "reason": kept.reason, "expires_at": kept.expires_at}
+            {
+                "at": kept.requested_at,
+                "at_utc": iso_utc(kept.requested_at),
+                "reason": kept.reason,
+                "expires_at": kept.expires_at,
+                "expires_at_utc": iso_utc(kept.expires_at),
+            }
             if kept is not None
             else None
         ),
@@ -588,6 +604,7 @@ def trail_of(record: CallRecord) -> CallTrail:
             {
                 "by": record.decided_by,
                 "at": record.decided_at,
+                "at_utc": iso_utc(record.decided_at),
                 "kind": decision.kind,
                 "reason": decision.reason,
                 "edited": decision.arguments is not None,
@@ -596,13 +613,20 @@ def trail_of(record: CallRecord) -> CallTrail:
             else None
         ),
         claimed=(
-            {"worker": record.owner, "at": record.started_at} if record.owner is not None else None
+            {
+                "worker": record.owner,
+                "at": record.started_at,
+                "at_utc": iso_utc(record.started_at),
+            }
+            if record.owner is not None
+            else None
         ),
         finished=(
             {
                 "state": record.state,
                 "error_kind": result.error_kind,
                 "at": finished_at,
+                "at_utc": iso_utc(finished_at),
                 "duration": (
                     finished_at - record.started_at
                     if finished_at is not None and record.started_at is not None
@@ -615,8 +639,17 @@ def trail_of(record: CallRecord) -> CallTrail:
     )
 
 
+def iso_utc(at: float | None) -> str | None:
+    """``at`` (seconds since the epoch) in ISO 8601, UTC, to the millisecond."""
+    if at is None or not isinstance(at, int | float) or not math.isfinite(at):
+        return None
+    moment = datetime.datetime.fromtimestamp(at, datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 async def history(store: RunStore, run_id: str) -> list[CallTrail]:
-    """Each call of ``run_id`` with its trail, oldest first (by when it was asked about or
+    """Each call of ``run_id`` with its trail, in the order the model made the calls (records
+    of an earlier release, which do not say, after them by when each was asked about or
     claimed)."""
     if not valid_id(run_id):
         raise ConfigurationError("a run id is a string of valid Unicode text without NUL")
@@ -631,4 +664,8 @@ async def history(store: RunStore, run_id: str) -> list[CallTrail]:
                 return float(value)
         return float("inf")
 
-    return [trail_of(record) for record in sorted(records, key=first_seen)]
+    def order(record: CallRecord) -> tuple[int, float, float]:
+        position = record.position
+        return (0, position, 0.0) if position is not None else (1, 0, first_seen(record))
+
+    return [trail_of(record) for record in sorted(records, key=order)]

@@ -104,7 +104,7 @@ def load_source(source: str) -> ToolSet:
 
 
 @asynccontextmanager
-async def open_source(source: str) -> AsyncIterator[ToolSet]:
+async def open_source(source: str, *, server_name: str | None = None) -> AsyncIterator[ToolSet]:
     """The tools SOURCE names, with any MCP servers connected while the context is open.
 
     A tool an MCP server lists but its hub leaves out is named on stderr with the reason.
@@ -113,17 +113,23 @@ async def open_source(source: str) -> AsyncIterator[ToolSet]:
         SourceError: for a SOURCE that cannot be loaded or servers that cannot be reached.
         MissingDependency: for an MCP source without the ``mcp`` extra.
     """
-    async with opened_source(source) as opened:
+    async with opened_source(source, server_name=server_name) as opened:
         yield opened.toolset
 
 
 @asynccontextmanager
 async def opened_source(
-    source: str, *, warn_left_out: bool = True, token_store: TokenStore | None = None
+    source: str,
+    *,
+    warn_left_out: bool = True,
+    token_store: TokenStore | None = None,
+    server_name: str | None = None,
 ) -> AsyncIterator[OpenedSource]:
     """SOURCE opened: its tools, with any MCP servers connected while the context is open, and
     what came with them (a Python module's own policy, an MCP source's hub and the tools it
-    left out).
+    left out). ``server_name`` names the server of a ``stdio:`` or URL SOURCE (its tools are
+    exposed as ``NAME__tool``); by default the module, script or package it runs (``mcp``
+    for a URL).
 
     An MCP server that is down while others are up is named on stderr with the reason, as is
     (with ``warn_left_out``) a tool a server lists but its hub leaves out. ``token_store`` is
@@ -133,8 +139,12 @@ async def opened_source(
         SourceError: for a SOURCE that cannot be loaded, or whose servers cannot be reached.
         MissingDependency: for an MCP source without the ``mcp`` extra.
     """
-    servers = _mcp_servers(source)
+    servers = _mcp_servers(source, server_name)
     if servers is None:
+        if server_name is not None:
+            raise SourceError(
+                f"--name names the server of a stdio: or http(s):// SOURCE, not {source}"
+            )
         toolset, policy = _load(source)
         yield OpenedSource(toolset, policy)
         return
@@ -168,21 +178,23 @@ def _warn(line: str) -> None:
     print(f"toolwire: warning: {line}", file=sys.stderr)
 
 
-def _mcp_servers(source: str) -> Mapping[str, Any] | Path | None:
+def _mcp_servers(source: str, name: str | None = None) -> Mapping[str, Any] | Path | None:
     """The MCP servers SOURCE names (a config file's path, or name → spec), or None when it
-    names no server."""
+    names no server; ``name`` names a ``stdio:`` or URL SOURCE's one server."""
+    if name is not None and not _SERVER_NAME.fullmatch(name):
+        raise SourceError(f"--name is letters, digits, - and _ (up to 64), not {name!r}")
     if source.startswith("stdio:"):
         argv = shlex.split(source.removeprefix("stdio:"))
         if not argv:
             raise SourceError("stdio: needs a command, e.g. stdio:'python -m my_server'")
         from toolwire.mcp._specs import StdioServer
 
-        return {_server_name(argv): StdioServer(command=argv[0], args=argv[1:])}
+        return {name or _server_name(argv): StdioServer(command=argv[0], args=argv[1:])}
     if source.startswith(("http://", "https://")):
         from toolwire.mcp._specs import HttpServer, OAuth
 
         # With the tokens `toolwire mcp login URL` kept, if the server asks for them.
-        return {"mcp": HttpServer(url=source, auth=OAuth())}
+        return {name or "mcp": HttpServer(url=source, auth=OAuth())}
     path = Path(source)
     if path.suffix == ".json" and path.is_file():
         # Read as Hub.from_config reads it: mcpServers or VS Code's servers, comments allowed.
@@ -193,16 +205,47 @@ def _mcp_servers(source: str) -> Mapping[str, Any] | Path | None:
     return None
 
 
+_SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+_RUNNERS = {"npx": ("--package", "-p"), "pnpx": (), "bunx": (), "uvx": ("--from", "--with")}
+"""Programs that run a package by its name, and their options that take a value."""
+
+
 def _server_name(argv: Sequence[str]) -> str:
-    """A name for a server given on the command line: its module, script or program name."""
-    if "-m" in argv[:-1]:
+    """A name for a server given on the command line: its module, script or package (for
+    ``npx``/``uvx``), or its program's name."""
+    runner = Path(argv[0]).stem
+    package = _package_run(argv) if runner in _RUNNERS else None
+    if package is not None:
+        # @scope/server-name@1.2 -> server-name; git-mcp==1.0 or git-mcp[cli] -> git-mcp
+        bare = re.split(r"[=<>!~\[;@ ]", package.rsplit("/", 1)[-1], maxsplit=1)[0]
+        name = bare.replace(".", "_")
+    elif "-m" in argv[:-1]:
         name = argv[argv.index("-m") + 1]
     elif len(argv) > 1 and argv[1].endswith(".py"):  # `python server.py`: the script's
         name = Path(argv[1]).stem
     else:
-        name = Path(argv[0]).stem
+        name = runner
     name = re.sub(r"[^A-Za-z0-9]+", "_", name.rsplit(".", 1)[-1]).strip("_")
     return name or "mcp"
+
+
+def _package_run(argv: Sequence[str]) -> str | None:
+    """The package ``npx``/``uvx`` runs: its first argument that is no option (or the
+    value of ``--from``), or None."""
+    valued = _RUNNERS[Path(argv[0]).stem]
+    args = list(argv[1:])
+    while args:
+        arg = args.pop(0)
+        if arg in ("--from",) and args:
+            return args[0]
+        if arg in valued:
+            if args:
+                args.pop(0)
+            continue
+        if not arg.startswith("-"):
+            return arg
+    return None
 
 
 # -- Python modules and files of definitions ----------------------------------------------------
@@ -216,19 +259,36 @@ def _load(source: str) -> tuple[ToolSet, Policy | None]:
         if not path.is_file():
             raise SourceError(f"no such file: {source}")
         return _from_definitions(path), None
+    file, colon, attribute = source.rpartition(":")
+    if colon and file.endswith(".py") and attribute.isidentifier():  # tools.py:toolset
+        module, policy = _file_module(Path(file), file)
+        if not hasattr(module, attribute):
+            raise SourceError(f"{file} has no attribute {attribute!r}")
+        return _tools_in(getattr(module, attribute), source), policy
     if path.suffix == ".py":
-        if not path.is_file():
-            raise SourceError(f"no such file: {source}")
-        spec = importlib.util.spec_from_file_location(f"_toolwire_source_{path.stem}", path)
-        if spec is None or spec.loader is None:
-            raise SourceError(f"cannot load {source}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # so dataclasses and pydantic can resolve the module
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:  # the file's own code failed: say how and where, in one line
-            raise SourceError(f"cannot load {source}: {_failure(exc)}") from None
-        return _from_module(module, source), _module_policy(module, source)
+        module, policy = _file_module(path, source)
+        return _from_module(module, source), policy
+    return _from_import(source)
+
+
+def _file_module(path: Path, source: str) -> tuple[Any, Policy | None]:
+    """The module a ``.py`` file is, run, and its policy."""
+    if not path.is_file():
+        raise SourceError(f"no such file: {path}")
+    spec = importlib.util.spec_from_file_location(f"_toolwire_source_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise SourceError(f"cannot load {source}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # so dataclasses and pydantic can resolve the module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the file's own code failed: say how and where, in one line
+        raise SourceError(f"cannot load {source}: {_failure(exc)}") from None
+    return module, _module_policy(module, source)
+
+
+def _from_import(source: str) -> tuple[ToolSet, Policy | None]:
+    """The tools of ``module`` or ``module:attribute``, imported."""
     module_name, _, attribute = source.partition(":")
     if not module_name:
         raise SourceError(f"not a SOURCE: {source!r}")

@@ -119,7 +119,7 @@ async def run_call(args: argparse.Namespace) -> int:
     arguments = arguments_option(args.args)
     adapter = get_provider(args.provider)
     given = load_policy(args.policy) if args.policy is not None else None
-    async with opened_source(args.source) as opened:
+    async with opened_source(args.source, server_name=args.name) as opened:
         toolset, own = opened.toolset, opened.policy
         try:
             call = make_call(toolset, args.tool, arguments, call_id="call_1")

@@ -25,7 +25,7 @@ LeftOut = Mapping[str, Mapping[str, str]]
 
 async def run_declare(args: argparse.Namespace) -> int:
     options = given_options(args)
-    async with open_source(args.source) as toolset:
+    async with open_source(args.source, server_name=args.name) as toolset:
         listing = toolwire.tools(toolset, args.provider, **options)
     if listing.tools is None:  # what the request's `tools` is: left out
         print(
@@ -45,7 +45,7 @@ async def run_check(args: argparse.Namespace) -> int:
 
     providers = list(dict.fromkeys(args.provider or provider_names()))
     options = options_by_provider(args, providers)
-    async with opened_source(args.source, warn_left_out=False) as opened:
+    async with opened_source(args.source, warn_left_out=False, server_name=args.name) as opened:
         toolset = opened.toolset
         reports = check(toolset, providers, options=options) + _left_out_reports(
             opened.left_out, providers

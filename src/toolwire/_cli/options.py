@@ -59,7 +59,7 @@ class OptionFlag:
         else:
             default = ", ".join(f"{name}: {value}" for name, value in defaults.items())
         what = self.description or f"the {self.option!r} option"
-        return f"{what} of {labels} (default: {default})".replace("%", "%%")  # argparse's %
+        return f"{labels}: {what} (default: {default})".replace("%", "%%")  # argparse's %
 
 
 def _spelling(hint: Any) -> Any:

@@ -45,6 +45,7 @@ async def run_serve(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         elicit=not args.no_elicit,
         own_names=args.own_names,
+        server_name=args.name,
         on_listening=_listening_on_stderr,
         **options,
     )

@@ -54,6 +54,7 @@ async def serve(
     elicit: bool = True,
     name: str = "toolwire",
     own_names: bool = False,
+    server_name: str | None = None,
     on_listening: Callable[[str], Any] | None = None,
     auth: Authentication | None = None,
     **executor_options: Any,
@@ -104,6 +105,8 @@ async def serve(
             ``principal``.
         own_names: serve the tools of the source's one server under their own names (no
             ``server__`` prefix); see [`Gateway`][toolwire.mcp.Gateway].
+        server_name: the name of a ``stdio:`` or URL SOURCE string's server (see
+            ``toolwire.sources.opened_source``).
         executor_options: see [`Gateway`][toolwire.mcp.Gateway].
 
     Raises:
@@ -134,7 +137,7 @@ async def serve(
     try:
         # The hub of a SOURCE string finds the tokens `toolwire mcp login --store` kept there.
         tokens = tokens_beside(store)
-        async with open_served(source, token_store=tokens) as opened:
+        async with open_served(source, token_store=tokens, server_name=server_name) as opened:
             toolset = opened.toolset
             # The source module's own policy and the one given, together (see Policy.all_of).
             applied = [own for own in (opened.policy, policy) if own is not None]
@@ -169,7 +172,7 @@ async def serve(
 
 @asynccontextmanager
 async def open_served(
-    source: Source, *, token_store: TokenStore | None = None
+    source: Source, *, token_store: TokenStore | None = None, server_name: str | None = None
 ) -> AsyncIterator[OpenedSource]:
     """``source`` opened (see ``serve``): its tools, with its MCP servers connected while
     open, the hub they come from, and a Python module's own policy. ``token_store``: where
@@ -178,7 +181,9 @@ async def open_served(
         async with source:
             yield OpenedSource(source.as_toolset(), hub=source)
     elif isinstance(source, str | Path):
-        async with opened_source(str(source), token_store=token_store) as opened:
+        async with opened_source(
+            str(source), token_store=token_store, server_name=server_name
+        ) as opened:
             yield opened
     elif isinstance(source, ModuleType):
         async with opened_source(source.__name__, token_store=token_store) as opened:

@@ -14,6 +14,7 @@ from toolwire.providers._contract import (
     DeclaredTool,
     Provider,
     ProviderProfile,
+    Stopped,
     StreamAccumulator,
     Verdict,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "DeclaredTool",
     "Provider",
     "ProviderProfile",
+    "Stopped",
     "StreamAccumulator",
     "StreamLimits",
     "Verdict",

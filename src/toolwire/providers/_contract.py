@@ -28,6 +28,7 @@ __all__ = [
     "DeclaredTool",
     "Provider",
     "ProviderProfile",
+    "Stopped",
     "StreamAccumulator",
     "Verdict",
     "VerdictStatus",
@@ -36,6 +37,20 @@ __all__ = [
 
 NullPath = tuple[str, ...]
 VerdictStatus = Literal["accepted", "converted", "rejected", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """Why a model's response holds no answer: the API ``blocked`` it (a safety filter,
+    recitation...), the model ``refused``, or it came back ``empty``. Not an ordinary end
+    of the loop: say so to the user."""
+
+    kind: Literal["blocked", "refused", "empty"]
+    reason: str
+    """The API's own word for it (Gemini's ``finishReason`` or ``blockReason``, Anthropic's
+    ``stop_reason``, OpenAI's ``finish_reason`` or ``refusal``)."""
+    message: str | None = None
+    """What the model said of it (a refusal's text), when it said anything."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +243,20 @@ class Provider(Protocol):
         Raises:
             ConfigurationError: a choice this provider cannot express, or names not declared.
         """
+        ...
+
+    def request(
+        self, declaration: Declaration, messages: Sequence[Any], previous: Any = None
+    ) -> dict[str, Any]:
+        """The keyword arguments of the API's request sending ``messages`` with the declared
+        tools (``contents``/``config``, ``messages``/``tools``, ``input``/``tools``); for an
+        API keeping the conversation (``PROFILE.server_history``), ``messages`` are the new
+        ones, sent after ``previous``, the last response."""
+        ...
+
+    def stopped(self, response: Any) -> Stopped | None:
+        """Why ``response`` holds no answer (blocked, refused, empty), or None for an
+        ordinary response (calls, text, or both)."""
         ...
 
     def followup(

@@ -40,6 +40,7 @@ from toolwire.providers._contract import (
     Declaration,
     DeclaredTool,
     ProviderProfile,
+    Stopped,
     Verdict,
 )
 from toolwire.providers._wire import (
@@ -88,7 +89,9 @@ __all__ = [
     "followup",
     "parse",
     "recognizes",
+    "request",
     "response_for",
+    "stopped",
     "text",
     "tool_choice",
     "tool_result",
@@ -774,3 +777,34 @@ class AnthropicStreamAccumulator:
 
 
 Accumulator = AnthropicStreamAccumulator
+
+
+def stopped(response: Any) -> Stopped | None:
+    """A message the model ended with ``stop_reason: "refusal"`` (what it said, as the
+    message), or one with no content at all; None otherwise."""
+    data = as_data(response)
+    if not isinstance(data, Mapping) or "content" not in data:
+        return None
+    content = data.get("content") or []
+    said = "".join(
+        str(block.get("text") or "")
+        for block in (as_data(b) for b in content)
+        if isinstance(block, Mapping) and block.get("type") == "text"
+    )
+    if data.get("stop_reason") == "refusal":
+        return Stopped("refused", "refusal", said or None)
+    if not content:
+        return Stopped("empty", str(data.get("stop_reason") or "no content"))
+    return None
+
+
+def request(
+    declaration: Declaration, messages: Sequence[Any], previous: Any = None
+) -> dict[str, Any]:
+    """The keyword arguments of ``messages.create`` sending ``messages`` with the declared
+    tools."""
+    del previous  # the whole conversation goes each time
+    sent: dict[str, Any] = {"messages": list(messages)}
+    if declaration.tools:
+        sent["tools"] = declaration.tools
+    return sent

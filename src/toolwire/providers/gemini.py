@@ -42,6 +42,7 @@ from toolwire.providers._contract import (
     Declaration,
     DeclaredTool,
     ProviderProfile,
+    Stopped,
     Verdict,
 )
 from toolwire.providers._gemini_live import (
@@ -98,7 +99,9 @@ __all__ = [
     "live_tool_response",
     "parse",
     "recognizes",
+    "request",
     "response_for",
+    "stopped",
     "text",
     "tool_choice",
     "whole_floats",
@@ -622,6 +625,10 @@ def _holds_ref(value: Any) -> bool:
 
 def _output(text: str, has_content: bool, result: ToolResult, structured: StructuredMode) -> Any:
     data = result.structured_content
+    if data is None and result.value is not None and structured != "ignore":
+        # a list, a number, a boolean: sent as the JSON value it is
+        value = result.value
+        return canonical_json(value) if _holds_ref(value) else value
     if data is None or structured == "ignore":
         return text
     if structured == "prefer" or (structured == "auto" and not has_content):
@@ -778,3 +785,48 @@ def text(response: Any) -> str:
 
 
 Accumulator = StreamAccumulator
+
+
+_BLOCKED_FINISHES = frozenset(
+    {"SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY"}
+)
+"""The ``finishReason`` values of a candidate the API cut off or withheld."""
+
+
+def stopped(response: Any) -> Stopped | None:
+    """A prompt blocked (``promptFeedback.blockReason``, no candidate), a candidate stopped
+    by a filter (``SAFETY``, ``RECITATION``, ``PROHIBITED_CONTENT``...) with nothing to show,
+    or a candidate with no parts at all; None otherwise."""
+    data = as_data(response)
+    if not _is_mapping(data) or ("candidates" not in data and "promptFeedback" not in data):
+        return None
+    candidates = data.get("candidates") or []
+    if not candidates:
+        feedback = as_data(data.get("promptFeedback") or {})
+        reason = feedback.get("blockReason") if _is_mapping(feedback) else None
+        if reason:
+            return Stopped("blocked", str(reason), feedback.get("blockReasonMessage"))
+        return Stopped("empty", "no candidate")
+    candidate = as_data(candidates[0])
+    if not _is_mapping(candidate):
+        return None
+    finish = candidate.get("finishReason")
+    content = as_data(candidate.get("content") or {})
+    parts = content.get("parts") if _is_mapping(content) else None
+    if parts:
+        return None  # text or calls came: an ordinary response, however it finished
+    if isinstance(finish, str) and finish in _BLOCKED_FINISHES:
+        return Stopped("blocked", finish, candidate.get("finishMessage"))
+    return Stopped("empty", str(finish or "no parts"), candidate.get("finishMessage"))
+
+
+def request(
+    declaration: Declaration, messages: Sequence[Any], previous: Any = None
+) -> dict[str, Any]:
+    """The keyword arguments of ``generate_content`` sending ``messages`` (the ``contents``)
+    with the declared tools (in ``config``; a config bound to the call is merged)."""
+    del previous  # the whole conversation goes each time
+    sent: dict[str, Any] = {"contents": list(messages)}
+    if declaration.tools:
+        sent["config"] = {"tools": declaration.tools}
+    return sent

@@ -53,6 +53,7 @@ from toolwire.providers._contract import (
     Declaration,
     DeclaredTool,
     ProviderProfile,
+    Stopped,
     Verdict,
 )
 from toolwire.providers._wire import (
@@ -93,7 +94,9 @@ __all__ = [
     "model_steps",
     "parse",
     "recognizes",
+    "request",
     "response_for",
+    "stopped",
     "text",
     "tool_choice",
 ]
@@ -744,3 +747,31 @@ class InteractionsStreamAccumulator:
 
 
 Accumulator = InteractionsStreamAccumulator
+
+
+def stopped(response: Any) -> Stopped | None:
+    """An interaction that ``failed`` or was ``cancelled``, or one that completed with no
+    output step; None otherwise."""
+    data = as_data(response)
+    if not isinstance(data, Mapping) or "status" not in data:
+        return None
+    status = data.get("status")
+    if status in ("failed", "cancelled"):
+        return Stopped("blocked", str(status))
+    if status == "completed" and not (data.get("steps") or data.get("outputs")):
+        return Stopped("empty", "completed")
+    return None
+
+
+def request(
+    declaration: Declaration, messages: Sequence[Any], previous: Any = None
+) -> dict[str, Any]:
+    """The keyword arguments of ``interactions.create``: the server keeps the conversation,
+    so ``messages`` are the steps not sent yet (the prompt, then the answers), sent after
+    ``previous`` (the last interaction) by its id."""
+    sent: dict[str, Any] = {"input": list(messages)}
+    if declaration.tools:
+        sent["tools"] = declaration.tools
+    if previous is not None:
+        sent["previous_interaction_id"] = interaction_id(previous)
+    return sent

@@ -22,6 +22,7 @@ from toolwire.providers import _openai
 from toolwire.providers._contract import (
     Declaration,
     ProviderProfile,
+    Stopped,
     Verdict,
 )
 from toolwire.providers._openai import OpenAIOptions as Options
@@ -54,7 +55,9 @@ __all__ = [
     "followup",
     "parse",
     "recognizes",
+    "request",
     "response_for",
+    "stopped",
     "text",
     "tool_choice",
     "tool_message",
@@ -505,3 +508,39 @@ class ChatStreamAccumulator:
 
 
 Accumulator = ChatStreamAccumulator
+
+
+def stopped(response: Any) -> Stopped | None:
+    """A message whose ``refusal`` says the model refused, a choice the content filter
+    stopped (``finish_reason: "content_filter"``) with nothing to show, or a message with
+    neither content nor calls; None otherwise."""
+    data = as_data(response)
+    if not isinstance(data, Mapping) or not data.get("choices"):
+        return None
+    choice = as_data(data["choices"][0])
+    if not isinstance(choice, Mapping):
+        return None
+    message = as_data(choice.get("message") or {})
+    if not isinstance(message, Mapping):
+        return None
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        return Stopped("refused", "refusal", refusal)
+    if message.get("content") or message.get("tool_calls") or message.get("function_call"):
+        return None
+    finish = choice.get("finish_reason")
+    if finish == "content_filter":
+        return Stopped("blocked", "content_filter")
+    return Stopped("empty", str(finish or "no content"))
+
+
+def request(
+    declaration: Declaration, messages: Sequence[Any], previous: Any = None
+) -> dict[str, Any]:
+    """The keyword arguments of ``chat.completions.create`` sending ``messages`` with the
+    declared tools."""
+    del previous  # the whole conversation goes each time
+    sent: dict[str, Any] = {"messages": list(messages)}
+    if declaration.tools:
+        sent["tools"] = declaration.tools
+    return sent

@@ -37,6 +37,7 @@ from toolwire.providers import _openai
 from toolwire.providers._contract import (
     Declaration,
     ProviderProfile,
+    Stopped,
     Verdict,
 )
 from toolwire.providers._openai import OpenAIOptions
@@ -74,7 +75,9 @@ __all__ = [
     "function_call_output",
     "parse",
     "recognizes",
+    "request",
     "response_for",
+    "stopped",
     "text",
     "tool_choice",
 ]
@@ -719,3 +722,39 @@ class ResponsesStreamAccumulator:
 
 
 Accumulator = ResponsesStreamAccumulator
+
+
+def stopped(response: Any) -> Stopped | None:
+    """A message whose content is a ``refusal``, a response the content filter left
+    incomplete (``incomplete_details.reason: "content_filter"``) with nothing to show, or one
+    with no output at all; None otherwise."""
+    data = as_data(response)
+    if not isinstance(data, Mapping) or "output" not in data:
+        return None
+    output = [as_data(item) for item in data.get("output") or []]
+    for item in output:
+        if isinstance(item, Mapping) and item.get("type") == "message":
+            for part in item.get("content") or []:
+                part = as_data(part)
+                if isinstance(part, Mapping) and part.get("type") == "refusal":
+                    return Stopped("refused", "refusal", part.get("refusal"))
+    details = as_data(data.get("incomplete_details") or {})
+    reason = details.get("reason") if isinstance(details, Mapping) else None
+    shown = [i for i in output if isinstance(i, Mapping) and i.get("type") != "reasoning"]
+    if shown:
+        return None
+    if reason == "content_filter":
+        return Stopped("blocked", "content_filter")
+    return Stopped("empty", str(reason or data.get("status") or "no output"))
+
+
+def request(
+    declaration: Declaration, messages: Sequence[Any], previous: Any = None
+) -> dict[str, Any]:
+    """The keyword arguments of ``responses.create`` sending ``messages`` (the ``input``
+    items) with the declared tools."""
+    del previous  # the whole conversation goes each time (no previous_response_id needed)
+    sent: dict[str, Any] = {"input": list(messages)}
+    if declaration.tools:
+        sent["tools"] = declaration.tools
+    return sent
