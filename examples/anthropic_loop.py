@@ -1,11 +1,12 @@
 """A full tool loop with Anthropic Messages (needs ANTHROPIC_API_KEY).
 
-pip install 'toolwire[anthropic]' && python examples/anthropic_loop.py
+pip install -e '.[anthropic]' && python examples/anthropic_loop.py
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 
 import anthropic
 from weather_tools import Forecasts, toolset
@@ -16,16 +17,11 @@ import toolwire
 async def main() -> None:
     client = anthropic.AsyncAnthropic()
     listing = toolwire.tools(toolset, "anthropic", cache_control="last")
-    messages: list[dict[str, object]] = [{"role": "user", "content": "Weather in Lisbon and Oslo?"}]
-    while True:
-        response = await client.messages.create(
-            model="claude-sonnet-4-6", max_tokens=1024, tools=listing.tools, messages=messages
-        )
-        outcome = await toolwire.execute_tool_calls(listing, response, deps=Forecasts())
-        if not outcome.results:
-            print("".join(block.text for block in response.content if block.type == "text"))
-            return
-        messages += outcome.followup(response)  # the assistant turn, then the tool_result blocks
+    # toolwire makes no HTTP call: the SDK's method, with the model bound, sends each request.
+    send = functools.partial(client.messages.create, model="claude-sonnet-4-6", max_tokens=1024)
+    messages = [{"role": "user", "content": "Weather in Lisbon and Oslo?"}]
+    result = await toolwire.loop(send, listing, messages, deps=Forecasts())
+    print(result.text)
 
 
 if __name__ == "__main__":

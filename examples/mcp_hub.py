@@ -3,7 +3,7 @@
 Runs without an API key: it prints the Gemini declarations of the server's tools, then answers
 a Gemini-shaped response calling them (the destructive one needs approval and is denied here).
 
-    pip install 'toolwire[mcp]' && python examples/mcp_hub.py
+    pip install -e '.[mcp]' && python examples/mcp_hub.py
 """
 
 from __future__ import annotations

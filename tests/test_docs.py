@@ -363,6 +363,36 @@ def test_the_guides_are_found() -> None:
     assert not [path for path in PAGES if path.relative_to(DOCS).parts[0] == "reference"]
 
 
+def _needs_an_event_loop(code: str) -> bool:
+    """True when ``code`` only compiles with top-level ``await`` allowed."""
+    try:
+        compile(code, "<block>", "exec")
+    except SyntaxError:
+        try:
+            compile(code, "<block>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        except SyntaxError:
+            return False
+        return True
+    return False
+
+
+def test_a_page_with_top_level_await_says_how_to_run_it_before_its_first_block() -> None:
+    """Pasted into a file, ``await`` at the top is a SyntaxError: a page using it says so, and
+    how to run it, before its first block does."""
+    silent = []
+    for path in PAGES:
+        text = path.read_text(encoding="utf-8")
+        found = blocks(text, shown(path))
+        waiting = [block for block in found if _needs_an_event_loop(block.code)]
+        if not waiting:
+            continue
+        first = min(block.line for block in found)
+        before = "\n".join(text.splitlines()[: first - 1])
+        if "python -m asyncio" not in before or "asyncio.run(" not in before:
+            silent.append(f"{shown(path)}:{waiting[0].line}")
+    assert silent == []
+
+
 # -- the harness itself, on pages of its own (written in a temporary folder) --------------------
 
 

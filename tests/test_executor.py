@@ -571,7 +571,7 @@ async def test_execute_tool_calls_answers_in_the_providers_shape() -> None:
     }
     outcome = await execute_tool_calls(TOOLSET, "gemini", response)
     assert outcome.results == [
-        {"functionResponse": {"name": "add", "id": "c1", "response": {"output": "5"}}},
+        {"functionResponse": {"name": "add", "id": "c1", "response": {"output": 5}}},
         {
             "functionResponse": {
                 "name": "missing",
@@ -614,7 +614,7 @@ def test_the_sync_wrapper_runs_without_an_event_loop() -> None:
     outcome = execute_tool_calls_sync(
         TOOLSET, "gemini", [{"functionCall": {"name": "add", "args": {"a": 1, "b": 1}}}]
     )
-    assert outcome.results[0]["functionResponse"]["response"] == {"output": "2"}
+    assert outcome.results[0]["functionResponse"]["response"] == {"output": 2}
     assert time.monotonic() - start >= 0  # ran to completion in this thread
 
 

@@ -72,5 +72,6 @@ def test_the_genai_integration_without_the_extra_names_it() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == (
-        "google-genai is not installed; install it with: pip install 'toolwire[genai]'"
+        "google-genai is not installed; install it with: pip install 'toolwire[genai]' "
+        "(from a checkout: pip install -e '.[genai]')"
     )

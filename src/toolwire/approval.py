@@ -11,15 +11,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from toolwire.calls import principal_json
 from toolwire.errors import ConfigurationError, ToolwireError
 from toolwire.inputs import InputRequest
 from toolwire.tool import Tool
-
-if TYPE_CHECKING:
-    from toolwire._turns import CallOutcome
 
 __all__ = [
     "ApprovalPending",
@@ -237,16 +234,16 @@ class ApprovalPending(ToolwireError):
     Attributes:
         run_id: the run to resume (generated when the caller gave none).
         pending: the calls waiting, in call order.
-        completed: how the turn's other calls ended (``CallOutcome``s, in call order): those
-            that ran, and those answered without running (denied, invalid, unknown). The
-            resume answers them again from the run.
+        completed: how the turn's other calls ended ([`CallOutcome`][toolwire.CallOutcome]s,
+            in call order): those that ran, and those answered without running (denied,
+            invalid, unknown). The resume answers them again from the run.
     """
 
     def __init__(
         self,
         run_id: str,
         pending: Sequence[ApprovalRequest],
-        completed: Sequence[CallOutcome] = (),
+        completed: Sequence[Any] = (),
     ) -> None:
         self.run_id = run_id
         self.pending = list(pending)

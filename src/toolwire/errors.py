@@ -152,7 +152,8 @@ class MissingDependency(ToolwireError, ImportError):
         self.package = package
         self.extra = extra
         super().__init__(
-            f"{package} is not installed; install it with: pip install 'toolwire[{extra}]'"
+            f"{package} is not installed; install it with: pip install 'toolwire[{extra}]' "
+            f"(from a checkout: pip install -e '.[{extra}]')"
         )
 
 

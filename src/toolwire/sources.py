@@ -145,8 +145,12 @@ async def opened_source(
             raise SourceError(
                 f"--name names the server of a stdio: or http(s):// SOURCE, not {source}"
             )
-        toolset, policy = _load(source)
-        yield OpenedSource(toolset, policy)
+        # For a report (no warnings asked for), a definition the file holds that cannot be a
+        # tool as it is, is left out with the reason, as a hub leaves out a server's.
+        refused: dict[str, str] | None = {} if not warn_left_out else None
+        toolset, policy = _load(source, refused)
+        left_out = {Path(source).name: refused} if refused else {}
+        yield OpenedSource(toolset, policy, left_out=left_out)
         return
     try:  # the SDK every hub needs, asked for before a config is read
         import mcp  # noqa: F401
@@ -251,14 +255,15 @@ def _package_run(argv: Sequence[str]) -> str | None:
 # -- Python modules and files of definitions ----------------------------------------------------
 
 
-def _load(source: str) -> tuple[ToolSet, Policy | None]:
+def _load(source: str, refused: dict[str, str] | None = None) -> tuple[ToolSet, Policy | None]:
     """The tools SOURCE names, and the policy of its Python module when it has one (see
-    [`_module_policy`][])."""
+    [`_module_policy`][]). With ``refused``, a definition of a JSON file that names another
+    document is left out there (name → why) instead of failing the source."""
     path = Path(source)
     if path.suffix in (".json", ".jsonl"):
         if not path.is_file():
             raise SourceError(f"no such file: {source}")
-        return _from_definitions(path), None
+        return _from_definitions(path, refused), None
     file, colon, attribute = source.rpartition(":")
     if colon and file.endswith(".py") and attribute.isidentifier():  # tools.py:toolset
         module, policy = _file_module(Path(file), file)
@@ -370,7 +375,7 @@ def _failure(exc: Exception) -> str:
     return text
 
 
-def _from_definitions(path: Path) -> ToolSet:
+def _from_definitions(path: Path, refused: dict[str, str] | None = None) -> ToolSet:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -410,6 +415,9 @@ def _from_definitions(path: Path) -> ToolSet:
                 )
             )
         except ToolwireError as exc:
+            if refused is not None and "another document, which is never fetched" in str(exc):
+                refused[record["name"]] = str(exc).split(": ", 1)[-1]
+                continue
             raise SourceError(f"{path}: entry {i}: {exc}") from None
     try:
         return ToolSet(tools)

@@ -1,6 +1,9 @@
 """No schema makes toolwire retrieve anything: a ``$ref``, ``$schema``, ``$id`` or
 ``$dynamicRef`` naming a URL or a file is never fetched or read, by validation, declarations,
-``toolwire check`` or the hub; the part it names accepts any value; every call is answered.
+``toolwire check`` or the hub. A tool whose schema names another document it was not given is
+refused, naming the reference (taken as "any value", it would fail open); the hub leaves such a
+server tool out, saying why. Told ``external_refs="unconstrained"``, a tool takes any value
+where the reference stands, and every call is answered.
 
 Reproduction (issue 14, item 1): ``{"properties": {"q": {"$ref": "http://127.0.0.1:PORT/x"}}}``
 made the Python validator request the URL on every call (and read ``file://`` references into
@@ -52,7 +55,7 @@ def lookup(**arguments: Any) -> str:
 
 def toolset_of(target: Target) -> ToolSet:
     return ToolSet(
-        Tool(name=f"t{i}", input_schema=schema, handler=lookup)
+        Tool(name=f"t{i}", input_schema=schema, handler=lookup, external_refs="unconstrained")
         for i, schema in enumerate(hostile_schemas(target).values())
     )
 
@@ -62,12 +65,32 @@ async def in_thread(work: Callable[[], Any]) -> Any:
     return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_a_tool_naming_another_document_is_refused_naming_the_reference(
+    target: Target, name: str
+) -> None:
+    schema = hostile_schemas(target)[name]
+    named = [r for r in references(schema) if not r.startswith("#")]
+    if name.startswith("remote $schema"):  # a $schema names a dialect, never a document here
+        Tool(name="lookup", input_schema=schema)
+        return
+    assert named
+    with pytest.raises(
+        ConfigurationError, match="another document, which is never fetched"
+    ) as info:
+        Tool(name="lookup", input_schema=schema)
+    assert any(repr(reference) in str(info.value) for reference in named)
+    assert SECRET not in str(info.value)
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("name", NAMES)
 async def test_validation_never_fetches_and_accepts_any_value_where_a_reference_leads(
     target: Target, name: str
 ) -> None:
-    subject = Tool(name="lookup", input_schema=hostile_schemas(target)[name])
+    subject = Tool(
+        name="lookup", input_schema=hostile_schemas(target)[name], external_refs="unconstrained"
+    )
     arguments = arguments_for(name)
     with anyio.fail_after(20):
         for _ in range(3):  # every call, not only the first (the validator is compiled once)
@@ -83,7 +106,7 @@ async def test_what_the_schema_says_beside_a_dropped_reference_is_still_checked(
         "properties": {"q": {"$ref": f"{target.http}/x.json", "type": "string", "maxLength": 3}},
         "required": ["q"],
     }
-    subject = Tool(name="lookup", input_schema=schema)
+    subject = Tool(name="lookup", input_schema=schema, external_refs="unconstrained")
     with anyio.fail_after(20):
         for bad in ({"q": 5}, {"q": "toolong"}, {}):
             with pytest.raises(InvalidArguments) as info:
@@ -160,15 +183,18 @@ def test_the_check_command_on_a_json_file_reads_nothing_it_names(
     )
     status = main(["check", str(definitions), "--json"])
     out = capsys.readouterr().out
-    assert status == 0
+    assert status == 1  # the definitions naming other documents are rejected, each reported
     assert SECRET not in out
     verdicts = {r["name"]: r["verdicts"] for r in json.loads(out)}
     assert set(verdicts) == {f"t{i}" for i in range(len(NAMES))}
-    assert "not followed" in json.dumps(verdicts["t0"]["anthropic"]["notes"])
+    notes = json.dumps(verdicts["t0"]["anthropic"]["notes"])
+    assert "left out by the file" in notes
+    assert "references 'http://127.0.0.1:" in notes
+    assert {v["anthropic"]["status"] for v in verdicts.values()} == {"rejected", "converted"}
 
 
 @pytest.mark.anyio
-async def test_an_mcp_server_over_stdio_publishing_such_schemas_is_declared_and_called(
+async def test_an_mcp_server_over_stdio_publishing_such_schemas_has_them_left_out(
     target: Target, tmp_path: Path
 ) -> None:
     definitions = tmp_path / "tools.json"
@@ -176,10 +202,17 @@ async def test_an_mcp_server_over_stdio_publishing_such_schemas_is_declared_and_
     definitions.write_text(
         json.dumps([{"name": f"t{i}", "inputSchema": s} for i, s in enumerate(schemas.values())])
     )
+    offered = [f"t{i}" for i, name in enumerate(NAMES) if name.startswith("remote $schema")]
     server = StdioServer(command=sys.executable, args=[str(MCP_SERVER), str(definitions)])
     with anyio.fail_after(60):
         async with Hub({"srv": server}) as hub:
-            assert len(hub.as_toolset()) == len(schemas)
+            assert sorted(tool.name for tool in hub.as_toolset()) == sorted(offered)
+            left_out = hub.left_out["srv"]
+            assert set(left_out) == {f"t{i}" for i in range(len(NAMES))} - set(offered)
+            assert all(
+                "another document, which is never fetched" in why for why in left_out.values()
+            )
+            assert SECRET not in json.dumps(left_out)
             for provider in PROVIDERS:
                 listing = toolwire.tools(hub, provider)
                 assert [r for r in references(listing.tools) if not r.startswith("#")] == []
@@ -190,8 +223,16 @@ async def test_an_mcp_server_over_stdio_publishing_such_schemas_is_declared_and_
                 outcome = await toolwire.execute_tool_calls(
                     hub, provider, response_for(provider, calls)
                 )
-                texts = [o.result.text for o in outcome.calls]
-                assert texts == [f"called t{i}" for i in range(len(NAMES))], provider
+                texts = {
+                    getattr(o.item, "exposed_name", o.item.name): o.result.text
+                    for o in outcome.calls
+                }
+                for name in offered:
+                    assert texts[f"srv__{name}"] == f"called {name}", provider
+                refused = [
+                    o for o in outcome.calls if o.item.name.removeprefix("srv__") not in offered
+                ]
+                assert all(o.result.is_error for o in refused)  # never run: answered, though
                 assert SECRET not in json.dumps(outcome.results)
             reports = compat.check(hub.as_toolset())
             assert not any(report.rejected for report in reports)

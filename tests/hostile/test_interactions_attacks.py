@@ -592,7 +592,13 @@ def test_no_schema_makes_the_declaration_or_a_call_fetch_anything(tmp_path: Path
     with serving(tmp_path) as target:
         schemas = hostile_schemas(target)
         toolset = ToolSet(
-            Tool(name=f"t{i}", input_schema=schema, handler=lambda **_: "looked up")
+            # told to take what another document names as any value (else refused at once)
+            Tool(
+                name=f"t{i}",
+                input_schema=schema,
+                handler=lambda **_: "looked up",
+                external_refs="unconstrained",
+            )
             for i, schema in enumerate(schemas.values())
         )
         listing = toolwire.tools(toolset, "gemini-interactions")

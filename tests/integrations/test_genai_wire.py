@@ -176,7 +176,7 @@ async def test_manual_loop_sends_declarations_and_one_answer_per_call(
                 "response": {"output": {"city": "Lisbon", "forecast": ["sunny", "sunny"]}},
             }
         },
-        {"functionResponse": {"id": "c2", "name": "add", "response": {"output": "5"}}},
+        {"functionResponse": {"id": "c2", "name": "add", "response": {"output": 5}}},
         {
             "functionResponse": {
                 "name": "launch_rockets",

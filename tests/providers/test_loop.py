@@ -170,9 +170,7 @@ async def test_a_bound_gemini_config_keeps_its_settings_beside_the_tools(
     listing = toolwire.tools([get_weather], "gemini")
     client = genai.Client(api_key="test-key", http_options={"base_url": server.base_url})
     config = genai.types.GenerateContentConfig(temperature=0.2, system_instruction="Be brief.")
-    send = functools.partial(
-        client.aio.models.generate_content, model="gemini-test", config=config
-    )
+    send = functools.partial(client.aio.models.generate_content, model="gemini-test", config=config)
     before = len(server.requests)
     result = await toolwire.loop(send, listing, _first_message("gemini", "?"))
     assert result.done

@@ -100,16 +100,21 @@ def _is_renamed(exposed: str, tool: Tool) -> bool:
 
 
 def _left_out_reports(left_out: LeftOut, providers: Sequence[str]) -> list[Any]:
-    """A rejected report per tool a hub left out, for every provider, with the reason; its
-    ``exposed_name`` is ``server/name``, as the tool has none."""
+    """A rejected report per tool a hub (or a file of definitions) left out, for every
+    provider, with the reason; its ``exposed_name`` is ``server/name`` (``file/name``), as the
+    tool has none."""
     from toolwire.compat import ProviderVerdict, ToolReport
+
+    def said(where: str, why: str) -> str:
+        by = "the file" if where.endswith((".json", ".jsonl")) else "the hub"
+        return f"left out by {by}: {why}"
 
     return [
         ToolReport(
             name=name,
             exposed_name=f"{server}/{name}",
             verdicts=tuple(
-                ProviderVerdict(provider, "rejected", (f"left out by the hub: {why}",))
+                ProviderVerdict(provider, "rejected", (said(server, why),))
                 for provider in providers
             ),
         )
