@@ -445,6 +445,167 @@ def render_large_toolsets(result: dict[str, Any]) -> list[str]:
     )
 
 
+def _cell(text: str) -> str:
+    """Text in a table cell: its pipes escaped."""
+    return text.replace("|", "\\|")
+
+
+def _render_bfcl(figures: dict[str, Any]) -> list[str]:
+    functions, calls = figures["functions"], figures["calls"]
+    unfit = calls["do_not_fit"]
+    lines = [
+        f"**Berkeley Function Calling Leaderboard** ({figures['package']}): "
+        f"{functions['unique']:,} unique functions (by name and parameters), read and converted "
+        f"with BFCL's own code ({figures['conversion']}).",
+        "",
+        *_table(
+            ["source", "entries", "functions"],
+            [
+                [f"`{source}`", f"{row['entries']:,}", f"{row['functions']:,}"]
+                for source, row in functions["sources"].items()
+            ],
+        ),
+        "",
+        f"Its {calls['answers']:,} ground-truth calls (`possible_answer/`) made into "
+        f"{calls['unique']:,} distinct calls: each answer's first acceptable value of every "
+        "parameter, then one call per other acceptable value. The `jsonschema` package judges "
+        "whether each fits its function's schema.",
+        "",
+        *_table(
+            [
+                "source",
+                "answers",
+                "distinct calls",
+                "do not fit",
+                "answers with a value that does not fit",
+            ],
+            [
+                [
+                    f"`{source}`",
+                    f"{row['answers']:,}",
+                    f"{row['calls']:,}",
+                    f"{row['do_not_fit']:,}",
+                    f"{row['answers_do_not_fit']:,}",
+                ]
+                for source, row in calls["sources"].items()
+            ],
+        ),
+        "",
+        f"{unfit['unique']:,} distinct calls do not fit their schema ("
+        + ", ".join(f"{kind}: {n}" for kind, n in unfit["kinds"].items())
+        + f"), from {unfit['answers']:,} answers; {unfit['first_values']} of them are calls "
+        "of first acceptable values:",
+        "",
+        *_table(
+            ["entry", "function", "where and why"],
+            [
+                [
+                    f"`{call['entry']}`",
+                    f"`{call['function']}`",
+                    f"`{_cell('; '.join(call['errors']))}`",
+                ]
+                for call in calls["first_values_not_fitting"]
+            ],
+            "lll",
+        ),
+        "",
+        "Per provider and mode: every function declared alone, checked with the provider's "
+        "SDK type and toolwire's rules for it (`problems`); every distinct call sent in a "
+        "response of that provider and run (`disagree`: judged otherwise than `jsonschema`, "
+        "where strict mode's nulls for optional arguments count as left out).",
+    ]
+    for provider, declared_modes in figures["declared"].items():
+        rows = []
+        notes = []
+        for mode, declared in declared_modes.items():
+            validated = figures["validated"][provider][mode]
+            problems = declared["problems"] + validated["unclear"] + validated["altered"]
+            rows.append(
+                [
+                    mode,
+                    f"{declared['declared']:,}",
+                    f"{declared['accepted_as_is']:,}",
+                    f"{declared['converted']:,}",
+                    f"{declared['strict']:,}",
+                    f"{problems:,}",
+                    f"{validated['accepted']:,}",
+                    f"{validated['rejected']:,}",
+                    f"{validated['disagreements']:,}",
+                ]
+            )
+            notes += [
+                f"- {mode}: {n:,} not strict: {_cell(reason)}"
+                for reason, n in declared["not_strict"].items()
+            ]
+        lines += [
+            "",
+            f"**{provider}**",
+            "",
+            *_table(
+                [
+                    "mode",
+                    "declared",
+                    "as is",
+                    "converted",
+                    "strict",
+                    "problems",
+                    "calls accepted",
+                    "rejected",
+                    "disagree",
+                ],
+                rows,
+            ),
+        ]
+        if notes:
+            lines += ["", *notes]
+    return lines
+
+
+def _render_json_schema_suite(figures: dict[str, Any]) -> list[str]:
+    return [
+        f"**The JSON Schema Test Suite** ({figures['package']}, `tests/` and "
+        "`optional/format/`): each case through toolwire's public path, a tool with the case's "
+        "schema (the suite's remote documents given as `resources`) and a call with its "
+        "instance.",
+        "",
+        *_table(
+            ["cases", "agree", "fail open", "fail closed (documented)", "refused", "agreement"],
+            [
+                [
+                    f"{figures['cases']:,}",
+                    f"{figures['agree']:,}",
+                    f"{figures['fail_open']:,}",
+                    f"{figures['fail_closed']:,}",
+                    f"{figures['refused']:,}",
+                    f"{figures['agreement']:.1%}",
+                ]
+            ],
+            "rrrrrr",
+        ),
+        "",
+        "The cases failing closed are toolwire's documented choices: `format` is asserted "
+        "(the suite's format-as-annotation cases), and a custom meta-schema's vocabularies are "
+        "not honoured (everything is validated). Without them, agreement is "
+        f"{figures['agreement_without_documented_choices']:.1%}.",
+    ]
+
+
+_PUBLIC_SUITES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
+    "bfcl": _render_bfcl,
+    "json_schema_test_suite": _render_json_schema_suite,
+}
+"""How each suite of ``benchmarks/public_suites.py``'s figures (one key per suite) is shown."""
+
+
+def render_public_suites(result: dict[str, Any]) -> list[str]:
+    figures = result["figures"]
+    lines: list[str] = []
+    for suite, render_suite in _PUBLIC_SUITES.items():
+        if suite in figures:
+            lines += [*(["", "---", ""] if lines else []), *render_suite(figures[suite])]
+    return lines
+
+
 BENCHMARKS = (
     Benchmark(
         "dispatch",
@@ -524,6 +685,20 @@ BENCHMARKS = (
         "The hub's cost per call counted in instructions by valgrind's callgrind, far steadier "
         "than wall-clock time.",
         render_mcp_instructions,
+    ),
+    Benchmark(
+        "public_suites",
+        "Public test suites",
+        "benchmarks/public_suites.py",
+        (),
+        (),
+        "The Berkeley Function Calling Leaderboard's data (bfcl-eval, installed by pip "
+        "without its dependencies): every real function declared to every provider in every "
+        "mode, checked with the official SDK types and toolwire's rules; every ground-truth "
+        "call validated by toolwire and judged against the `jsonschema` package; and the "
+        "official JSON Schema Test Suite through toolwire's validation. The same figures "
+        "tests/public_suites/ asserts.",
+        render_public_suites,
     ),
 )
 

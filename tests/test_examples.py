@@ -114,6 +114,18 @@ def test_the_approval_example_resumes_across_three_processes() -> None:
     ]
 
 
+def test_the_newcomer_script_goes_as_the_docs_say() -> None:
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES.parent / "scripts" / "newcomer.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "newcomer: every step went as the docs say"
+
+
 def test_the_dbos_example_waits_for_a_decision_taken_in_another_process() -> None:
     pytest.importorskip("dbos")
     lines = run_example("dbos_workflow.py").splitlines()

@@ -1,15 +1,6 @@
 """The official JSON Schema Test Suite (draft 2020-12: ``tests/`` and ``optional/format/``)
 through toolwire's validation, by its public path: a tool with the case's schema, a call with
-the case's instance.
-
-The suite comes from the ``jsonschema`` sdist on PyPI, which ships a copy under ``json/``
-(fetched once with pip into a cache; nothing else is fetched). Its remote documents
-(``json/remotes``, served at ``http://localhost:1234/`` in the suite's own runs) are handed to
-each tool as ``resources``, as a user hands the documents their schema names.
-
-A case whose instance is not an object (a tool's arguments are) is run as the one property of
-an object, its schema an embedded resource of its own (an ``$id`` when it has none), so its
-references mean what they mean at a root.
+the case's instance (see json_schema_suite.py for how the suite is read).
 
 What toolwire must get right: no instance the suite calls invalid is accepted (fail-open:
 zero); every schema is declared for every provider; an instance the suite calls valid is
@@ -22,8 +13,6 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,142 +20,52 @@ import pytest
 
 import toolwire
 from toolwire._validation import compile_validator
-from toolwire.errors import ConfigurationError, InvalidArguments, SchemaConversionError
 from toolwire.providers import provider_names
 from toolwire.schema._bundle import bundle
 
-from .fetch import unpacked_sdist
+from .json_schema_suite import (
+    Case,
+    as_tool_call,
+    cases,
+    figures,
+    remotes_of,
+    suite_dir,
+)
 
 pytestmark = pytest.mark.public_suites
-
-VERSION = "4.26.0"
-"""The jsonschema release whose sdist carries the suite."""
-REMOTE_BASE = "http://localhost:1234/"
-WRAPPED_ID = "https://suite.toolwire.invalid/case"
-
-ANNOTATION_ONLY = "only an annotation by default"
-"""How the suite names a format case that expects formats not to be asserted: toolwire asserts
-them (its choice: a model's ``date`` is a date), so these fail closed, as documented."""
-CUSTOM_VOCABULARY = "schema that uses custom metaschema with with no validation vocabulary"
-"""The one case expecting a custom meta-schema to switch validation off: toolwire validates
-with every vocabulary whatever ``$schema`` names (fail-closed, documented)."""
-
-
-@dataclass(frozen=True)
-class Case:
-    file: str
-    group: str
-    description: str
-    schema: Any
-    data: Any
-    valid: bool
-
-    @property
-    def id(self) -> str:
-        return f"{self.file} | {self.group} | {self.description}"
 
 
 @pytest.fixture(scope="module")
 def suite() -> Path:
-    return unpacked_sdist("jsonschema", VERSION) / "json"
+    return suite_dir()
 
 
 @pytest.fixture(scope="module")
 def remotes(suite: Path) -> dict[str, Any]:
-    root = suite / "remotes"
-    return {
-        REMOTE_BASE + path.relative_to(root).as_posix(): json.loads(path.read_text("utf-8"))
-        for path in sorted(root.rglob("*.json"))
-    }
-
-
-def _cases(suite: Path) -> Iterator[Case]:
-    tests = suite / "tests" / "draft2020-12"
-    files = sorted(tests.glob("*.json")) + sorted((tests / "optional" / "format").glob("*.json"))
-    for path in files:
-        for group in json.loads(path.read_text("utf-8")):
-            for test in group["tests"]:
-                yield Case(
-                    path.relative_to(tests).as_posix(),
-                    group["description"],
-                    test["description"],
-                    group["schema"],
-                    test["data"],
-                    test["valid"],
-                )
-
-
-def _as_tool_call(case: Case, remotes: dict[str, Any]) -> tuple[toolwire.Tool, dict[str, Any]]:
-    """The tool a case's schema makes, and the arguments its instance makes."""
-    if isinstance(case.data, dict) and isinstance(case.schema, dict):
-        schema, arguments = case.schema, case.data
-    else:  # the instance as the one property of an object; its schema a resource of its own
-        inner = case.schema
-        if isinstance(inner, dict) and "$id" not in inner:
-            inner = {**inner, "$id": WRAPPED_ID}
-        schema = {"type": "object", "properties": {"v": inner}, "required": ["v"]}
-        arguments = {"v": case.data}
-    tool = toolwire.Tool(
-        name="suite_case", input_schema=schema, handler=lambda **_: None, resources=remotes
-    )
-    return tool, arguments
-
-
-def _verdicts(suite: Path, remotes: dict[str, Any]) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {"agree": [], "open": [], "closed": [], "refused": []}
-    for case in _cases(suite):
-        try:
-            tool, arguments = _as_tool_call(case, remotes)
-            tool.validate_arguments(arguments)
-            accepted = True
-        except InvalidArguments:
-            accepted = False
-        except (ConfigurationError, SchemaConversionError) as exc:
-            found["refused"].append(f"{case.id}: {exc}")
-            continue
-        if accepted == case.valid:
-            found["agree"].append(case.id)
-        else:
-            found["open" if accepted else "closed"].append(case.id)
-    return found
+    return remotes_of(suite)
 
 
 def test_no_invalid_instance_is_accepted_and_only_documented_choices_refuse(
     suite: Path, remotes: dict[str, Any]
 ) -> None:
-    verdicts = _verdicts(suite, remotes)
-    assert verdicts["open"] == []  # fail-open: zero
-    assert verdicts["refused"] == []
-    undocumented = [
-        case
-        for case in verdicts["closed"]
-        if ANNOTATION_ONLY not in case and CUSTOM_VOCABULARY not in case
-    ]
-    assert undocumented == []
-    total = sum(len(cases) for cases in verdicts.values())
-    figures = {
-        "cases": total,
-        "agree": len(verdicts["agree"]),
-        "fail_open": len(verdicts["open"]),
-        "fail_closed_documented": len(verdicts["closed"]),
-        "refused": len(verdicts["refused"]),
-        "agreement": len(verdicts["agree"]) / total,
-        "agreement_without_documented_choices": len(verdicts["agree"])
-        / (total - len(verdicts["closed"])),
-    }
-    assert total > 1_700  # the whole suite was read
-    _report("json_schema_test_suite", figures)
+    found = figures(suite, remotes)
+    assert found["fail_open"] == 0
+    assert found["refused"] == 0
+    assert found["fail_closed_undocumented"] == []
+    assert found["cases"] > 1_700  # the whole suite was read
+    assert found["agreement_without_documented_choices"] == 1.0
+    _report("json_schema_test_suite", found)
 
 
 def test_every_schema_of_the_suite_is_declared_for_every_provider(
     suite: Path, remotes: dict[str, Any]
 ) -> None:
     schemas: dict[str, Case] = {}
-    for case in _cases(suite):
+    for case in cases(suite):
         schemas.setdefault(json.dumps(case.schema, sort_keys=True), case)
     failures: Counter[str] = Counter()
     for case in schemas.values():
-        tool, _ = _as_tool_call(case, remotes)
+        tool, _ = as_tool_call(case, remotes)
         for provider in provider_names():
             try:
                 toolwire.tools([tool], provider)
@@ -184,8 +83,8 @@ def test_a_bundled_schema_decides_every_case_as_the_original_does(
     gives every case the verdict the original gives, but where a ``$dynamicRef`` is
     declared as its static target (noted)."""
     differ, dynamic = [], 0
-    for case in _cases(suite):
-        tool, arguments = _as_tool_call(case, remotes)
+    for case in cases(suite):
+        tool, arguments = as_tool_call(case, remotes)
         bundled, notes = bundle(tool.input_schema, tool.resources)
         if any("$dynamicRef" in note.message for note in notes):
             dynamic += 1
