@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+from urllib.parse import urldefrag
 
 from toolwire.errors import ConfigurationError, SchemaConversionError, ToolwireError
 from toolwire.providers._contract import ProviderProfile, Verdict
@@ -56,7 +57,8 @@ def assessed(
     external: list[str] = []
     try:
         tool.check_schema()
-        external = texts(external_references(tool.input_schema))
+        given = frozenset(urldefrag(uri).url for uri in tool.resources or ())
+        external = texts(external_references(tool.input_schema, given))
         external += texts(bundle(tool.input_schema, tool.resources)[1])
     except ConfigurationError as exc:
         unusable = str(exc)

@@ -438,7 +438,16 @@ class Lowering(SchemaWalk):
     def is_external(self, ref: Any, path: str) -> bool:
         """True (and noted) for a reference to another document, which is never fetched."""
         if isinstance(ref, str) and not ref.startswith("#"):
-            self.note(path, f"external $ref {shown(ref)} not followed; any value accepted there")
+            if ref.startswith(("https://json-schema.org/", "http://json-schema.org/")):
+                self.note(
+                    path,
+                    f"$ref to the JSON Schema meta-schema {shown(ref)} declared as any value "
+                    "(arguments are still validated against it)",
+                )
+            else:
+                self.note(
+                    path, f"external $ref {shown(ref)} not followed; any value accepted there"
+                )
             return True
         return False
 

@@ -488,14 +488,18 @@ def short_text(message: str, limit: int = 500) -> str:
     return message if len(message) <= limit else message[: limit - 3] + "..."
 
 
-def external_references(schema: Mapping[str, Any]) -> list[ConversionNote]:
+def external_references(
+    schema: Mapping[str, Any], known: frozenset[str] = frozenset()
+) -> list[ConversionNote]:
     """A note for each ``$ref``/``$dynamicRef`` in ``schema`` that names another document
-    (never fetched: the part it names accepts any value).
+    than ``known`` ones (the tool's ``resources``) and the meta-schemas (never fetched: the
+    part it names accepts any value).
 
     Raises:
         SchemaConversionError: when the schema is nested deeper than ``MAX_DEPTH`` levels or
             has more than ``MAX_NODES`` nodes.
     """
     walk = _ForValidation(schema)
+    walk.known = known
     walk.schema(schema, "#", ROOT_URI, 0)
     return walk.references
