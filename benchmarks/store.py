@@ -27,6 +27,7 @@ import glob
 import json
 import os
 import shutil
+import signal
 import socket
 import sqlite3
 import statistics
@@ -131,8 +132,14 @@ def postgres_server(url: str | None) -> Iterator[str | None]:
         time.sleep(0.5)  # accepting connections a moment after it listens
         yield f"postgresql://bench@127.0.0.1:{port}/postgres"
     finally:
-        server.terminate()
-        server.wait()
+        # A fast shutdown: the default (smart) one waits for every client to go, and a
+        # benchmark's pools may still hold connections.
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
         shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -139,8 +140,14 @@ def postgres_url() -> Iterator[str]:
                 time.sleep(0.1)
         yield url
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        # A fast shutdown: the default (smart) one waits for every client to go, and a test's
+        # pools (or a process it started) may still hold connections.
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
