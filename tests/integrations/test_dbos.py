@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +58,22 @@ def app_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
     return {"TW_DIR": str(tmp_path), "TW_SYSTEM_DB": system_db, "TW_STORE": store}
 
 
+_processes: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left() -> Iterator[None]:
+    """Every process a test started is gone after it, whatever the test asserted."""
+    yield
+    while _processes:
+        process = _processes.pop()
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=DEADLINE)
+
+
 def _start(env: dict[str, str], executor: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    process = subprocess.Popen(
         [sys.executable, str(APP), *args],
         env={**os.environ, **env, "TW_EXECUTOR": executor},
         stdin=subprocess.PIPE,
@@ -66,6 +81,8 @@ def _start(env: dict[str, str], executor: str, *args: str) -> subprocess.Popen[s
         stderr=subprocess.PIPE,
         text=True,
     )
+    _processes.append(process)
+    return process
 
 
 def _result(process: subprocess.Popen[str]) -> Any:
