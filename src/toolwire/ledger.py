@@ -640,10 +640,14 @@ def trail_of(record: CallRecord) -> CallTrail:
 
 
 def iso_utc(at: float | None) -> str | None:
-    """``at`` (seconds since the epoch) in ISO 8601, UTC, to the millisecond."""
+    """``at`` (seconds since the epoch) in ISO 8601, UTC, to the millisecond; None when no
+    date can say it."""
     if at is None or not isinstance(at, int | float) or not math.isfinite(at):
         return None
-    moment = datetime.datetime.fromtimestamp(at, datetime.UTC)
+    try:
+        moment = datetime.datetime.fromtimestamp(at, datetime.UTC)
+    except (ValueError, OverflowError, OSError):  # beyond what a date can say (year 10000...)
+        return None
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

@@ -442,5 +442,6 @@ def test_without_the_extra_the_console_names_it() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == (
-        "starlette is not installed; install it with: pip install 'toolwire[inbox]'"
+        "starlette is not installed; install it with: pip install 'toolwire[inbox]' "
+        "(from a checkout: pip install -e '.[inbox]')"
     )

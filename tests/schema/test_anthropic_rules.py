@@ -338,16 +338,6 @@ def test_negations_and_conditions_stay_at_the_top_level_folded_into_one_not() ->
             "#/$defs/A/anyOf/0",
             "leads back to the alternatives it stands in",
         ),
-        (
-            {
-                "oneOf": [
-                    {"properties": {"a": {"type": "string"}}},
-                    {"properties": {"b": {"$ref": "#/oneOf/0/properties/a"}}},
-                ]
-            },
-            "#/properties/b",
-            "points into the top-level alternatives, which are merged",
-        ),
     ],
 )
 def test_alternatives_no_object_can_stand_for_are_refused_with_the_reason(

@@ -678,7 +678,8 @@ def test_the_redis_store_without_its_extra_names_the_extra() -> None:
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.strip() == (
-        "MissingDependency redis is not installed; install it with: pip install 'toolwire[redis]'"
+        "MissingDependency redis is not installed; install it with: pip install 'toolwire[redis]' "
+        "(from a checkout: pip install -e '.[redis]')"
     )
 
 

@@ -19,6 +19,9 @@ the validator checks it) and merges the top level into one object:
   it; the root's description says what each alternative needs.
 - ``not`` and ``if``/``then``/``else``, which the API accepts at the top level, stay there
   (several are folded into one ``not``).
+- A ``$ref`` into what the merge rebuilds (``#``, an alternative, a property the alternatives
+  define too) points at a copy of its original target under ``$defs``, so it means what it
+  meant (``toolwire.schema._kept_refs``).
 
 What merging loosens is still enforced: arguments are validated against the original schema.
 Alternatives that are not object schemas cannot be merged: the conversion fails and says why.
@@ -37,7 +40,7 @@ before the call.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,17 +49,16 @@ from toolwire.errors import SchemaConversionError
 from toolwire.schema._base import (
     ANNOTATIONS,
     JSON_TYPES,
-    MAX_NODES,
     NOWHERE,
     ConversionNote,
     Lowering,
     UniqueValues,
-    escape_pointer,
     follow_pointer,
     same_value,
     short_json,
     shown,
 )
+from toolwire.schema._kept_refs import dangling, modern_reference, references_kept
 from toolwire.schema._rewrite import (
     LATEST_DIALECT,
     MODERN_KEYWORDS,
@@ -171,6 +173,13 @@ class _Written2020(RewriteWalk):
                 f"$schema {shown(node['$schema'])} dropped: Anthropic reads the schema as "
                 "draft 2020-12",
             )
+        ref = node.get("$ref")
+        if ref.__class__ is str and ref.startswith("#/"):
+            modern = modern_reference(self.root, ref)
+            if modern != ref:
+                out = dict(node) if out is None else out
+                out["$ref"] = modern
+                self.note(path, f"$ref {shown(ref)} written as {shown(modern)}, where it points")
         return out
 
 
@@ -196,66 +205,16 @@ def _check_written(schema: Mapping[str, Any]) -> None:
 
     Raises:
         SchemaConversionError: for a schema that breaks draft 2020-12's meta-schema, or a
-            local reference that no longer points anywhere (into merged alternatives).
+            local reference that points nowhere (the merge and the rewriting keep every
+            reference that pointed somewhere, so it pointed nowhere before either; the
+            validator refuses it too).
     """
     problems = draft_2020_12_violations(schema, limit=1)
     if problems:
         raise SchemaConversionError(problems[0].message, path=problems[0].path)
-    for path, ref in _local_references(schema):
-        if follow_pointer(schema, ref) is NOWHERE:
-            raise SchemaConversionError(
-                f"$ref {shown(ref)} points into the top-level alternatives, which are merged",
-                path=path,
-            )
-
-
-_NAME_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_ONE = (
-    "additionalProperties",
-    "items",
-    "contains",
-    "propertyNames",
-    "not",
-    "if",
-    "then",
-    "else",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "contentSchema",
-)
-_MANY = ("allOf", "anyOf", "oneOf", "prefixItems")
-
-
-def _local_references(schema: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """``(path, $ref)`` for each local reference in a schema position, each node once.
-
-    Raises:
-        SchemaConversionError: past [`MAX_NODES`][] nodes.
-    """
-    stack: list[tuple[Any, str]] = [(schema, "#")]
-    seen: set[int] = set()
-    while stack:
-        node, path = stack.pop()
-        if not isinstance(node, Mapping) or id(node) in seen:
-            continue
-        seen.add(id(node))
-        if len(seen) > MAX_NODES:
-            raise SchemaConversionError(f"schema has more than {MAX_NODES} nodes", path=path)
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#"):
-            yield path, ref
-        for key in _NAME_MAPS:
-            named = node.get(key)
-            if isinstance(named, Mapping):
-                stack.extend(
-                    (sub, f"{path}/{key}/{escape_pointer(str(name))}")
-                    for name, sub in named.items()
-                )
-        stack.extend((node[key], f"{path}/{key}") for key in _ONE if key in node)
-        for key in _MANY:
-            branches = node.get(key)
-            if isinstance(branches, list):
-                stack.extend((sub, f"{path}/{key}/{i}") for i, sub in enumerate(branches))
+    nowhere = dangling(schema)
+    if nowhere is not None:
+        raise SchemaConversionError(f"$ref {shown(nowhere[1])} points to nothing", path=nowhere[0])
 
 
 class _Shape:
@@ -345,7 +304,7 @@ class _TopLevel(Lowering):
         if "type" not in root:
             self.note("#", 'type "object" added at the root (Anthropic requires it)')
         self.conjunct(shape, root, "#", 0, frozenset(), None)
-        return self.assemble(shape)
+        return references_kept(self, self.assemble(shape))
 
     # -- conjuncts ---------------------------------------------------------------------------
 
@@ -360,7 +319,7 @@ class _TopLevel(Lowering):
     ) -> None:
         """Merge ``node`` into ``shape`` as one more conjunct.
 
-        ``ancestors`` are the references merged into the shapes around the alternatives being
+        ``ancestors`` are the references being followed around the alternatives being
         lowered (one met again is a cycle); ``alternative`` names the alternative ``shape``
         stands for, if any (where a negation, a condition or a fixed value cannot go).
         """
@@ -395,7 +354,9 @@ class _TopLevel(Lowering):
                         shape, member, f"{path}/allOf/{i}", depth + 1, ancestors, alternative
                     )
             elif key in ("anyOf", "oneOf"):
-                inner = ancestors | shape.merged
+                # The references being followed here: one met again inside the alternatives
+                # is a cycle. One merged before beside them (an earlier member's) is not.
+                inner = ancestors | frozenset(self._following)
                 shape.absorb(self.alternatives(value, key, f"{path}/{key}", depth + 1, inner))
             elif key == "properties" and isinstance(value, Mapping):
                 self.spend(len(value), path)
