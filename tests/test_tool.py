@@ -287,3 +287,23 @@ def test_the_json_schema_meta_schemas_are_known_documents() -> None:
     assert tool.validate_arguments({"schema": {"type": "string"}})
     with pytest.raises(InvalidArguments):
         tool.validate_arguments({"schema": {"type": 12}})
+
+
+def test_a_reference_into_tuple_items_follows_them_to_prefix_items() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "pair": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]},
+            "first": {"$ref": "#/properties/pair/items/0"},
+        },
+    }
+    made = Tool(name="t", input_schema=schema, handler=lambda **_: None)
+    assert made.validate_arguments({"pair": ["a", 1], "first": "x"})
+    with pytest.raises(InvalidArguments, match=r"\$\.first"):
+        made.validate_arguments({"first": 3})
+    import toolwire
+
+    for provider in ("anthropic", "openai-chat", "openai-responses"):
+        sent = json.dumps(toolwire.tools([made], provider).tools)
+        assert "#/properties/pair/prefixItems/0" in sent
+        assert "pair/items/0" not in sent

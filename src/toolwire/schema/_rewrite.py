@@ -328,6 +328,17 @@ def _children(node: Mapping[str, Any]) -> list[tuple[Any, Any]]:
 class _ForValidation(RewriteWalk):
     keeps_metaschemas = True  # the validator has them built in
 
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        super().__init__(root)
+        self.respelled: list[str] = []
+        """Where tuple ``items`` became ``prefixItems`` (references into them follow)."""
+
+    def schema(self, node: Any, path: str, base: str, depth: int, known: bool = True) -> Any:
+        out = super().schema(node, path, base, depth, known)
+        if depth == 0 and path == "#" and self.respelled:
+            out = _Repointed(out, self.respelled).schema(out, "#", base, 0)
+        return out
+
     def edit(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
         out = None
         if "$ref" in node or "$dynamicRef" in node:
@@ -347,8 +358,36 @@ class _ForValidation(RewriteWalk):
                 out = dict(node) if out is None else out
                 out["type"] = lowered
         if self.dialect == LATEST_DIALECT and not MODERN_KEYWORDS.isdisjoint(node):
-            out = modern_spelling(node if out is None else out) or out
+            modern = modern_spelling(node if out is None else out)
+            if modern is not None:
+                if "prefixItems" in modern and "prefixItems" not in node:
+                    self.respelled.append(path)
+                out = modern
         return out
+
+
+class _Repointed(RewriteWalk):
+    """Local references into tuple ``items`` respelled as ``prefixItems`` (and into
+    ``additionalItems``, now ``items``), pointing where their targets went."""
+
+    def __init__(self, root: Mapping[str, Any], respelled: list[str]) -> None:
+        super().__init__(root)
+        self.moves = [
+            (f"{where}/{old}", f"{where}/{new}")
+            for where in respelled
+            for old, new in (("items/", "prefixItems/"), ("additionalItems", "items"))
+        ]
+
+    def edit(self, node: Mapping[str, Any], path: str, base: str) -> dict[str, Any] | None:
+        reference = node.get("$ref")
+        if not isinstance(reference, str) or not reference.startswith("#/"):
+            return None
+        for old, new in self.moves:
+            if reference.startswith(old) and (
+                old.endswith("/") or reference == old or reference[len(old)] == "/"
+            ):
+                return {**node, "$ref": new + reference[len(old) :]}
+        return None
 
 
 def lower_types(types: Any) -> Any:
