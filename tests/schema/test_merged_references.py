@@ -133,18 +133,9 @@ def declared_or_explained(tool: Tool, provider: str, options: dict[str, Any]) ->
         return refusal.reason
     # Declared: check may still reject a schema the validator cannot compile (each call would
     # fail), never the declaration itself.
-    if verdict.status == "rejected" and not _known_gemini_bug(provider, verdict.notes):
+    if verdict.status == "rejected":
         assert any("cannot validate arguments" in note for note in verdict.notes), verdict
     return None
-
-
-def _known_gemini_bug(provider: str, notes: tuple[str, ...]) -> bool:
-    """Gemini's lowering declares a required name whose property it dropped (a one-branch
-    root ``anyOf`` beside root ``properties``: see the xfail test below), and its own rules
-    checker refuses that declaration. Tolerated here until it is fixed."""
-    return provider.startswith("gemini") and any(
-        "rules" in note and "which is not a property" in note for note in notes
-    )
 
 
 # -- the real case: mssql_schema_designer --------------------------------------------------------
@@ -404,12 +395,11 @@ def test_a_reference_into_draft_7_tuple_items_follows_them_to_prefix_items() -> 
         assert declared_or_explained(tool, provider, options) is None
 
 
-@pytest.mark.xfail(reason="Gemini's lowering keeps a required name and drops its property")
 @pytest.mark.parametrize("provider", ["gemini", "gemini-interactions"])
 def test_gemini_declares_a_one_branch_root_union_beside_root_properties_within_its_rules(
     provider: str,
 ) -> None:
-    # Found by the generated schemas below: declared as
+    # Found by the generated schemas below: it was declared as
     # {"type": "object", "properties": {}, "required": ["a"]}, which Gemini's rules refuse.
     schema = {"properties": {}, "anyOf": [{"properties": {"a": {}}, "required": ["a"]}]}
     (report,) = check([Tool(name="t", input_schema=schema)], [provider])

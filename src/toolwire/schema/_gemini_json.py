@@ -324,8 +324,16 @@ class JsonLowering(Lowering):
             self.note(path, "dropped: the node already has anyOf")
             return
         if len(branches) == 1 and "$ref" not in branches[0]:
+            # One branch is one more set of constraints beside the node's own (allOf): its
+            # properties and required names join the node's, which win where both speak.
             for key, sub in branches[0].items():
-                out.setdefault(key, sub)
+                mine = out.get(key)
+                if key == "properties" and isinstance(mine, dict) and isinstance(sub, dict):
+                    out[key] = {**sub, **mine}
+                elif key == "required" and isinstance(mine, list) and isinstance(sub, list):
+                    out[key] = list(dict.fromkeys([*mine, *sub]))
+                else:
+                    out.setdefault(key, sub)
             return
         out["anyOf"] = branches
 
