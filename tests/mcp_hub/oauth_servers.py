@@ -355,9 +355,12 @@ class ProtectedServer:
     seen: list[str | None] = field(default_factory=list)
     """The Authorization header of each MCP request."""
     mcp: MCPServer = field(default_factory=lambda: _tools())
+    json_response: bool = False
+    """Answer each request with one JSON response (its headers come with the answer), not a
+    stream."""
 
     def __post_init__(self) -> None:
-        self.inner = self.mcp.streamable_http_app()
+        self.inner = self.mcp.streamable_http_app(json_response=self.json_response)
 
     @property
     def prm_url(self) -> str:
@@ -402,9 +405,21 @@ class ProtectedServer:
 def _tools() -> MCPServer:
     server = MCPServer("guarded")
 
+    added: list[int] = []
+
     @server.tool(description="Add two integers.")
     def add(a: int, b: int) -> int:
+        added.append(a + b)
         return a + b
+
+    @server.tool(description="Wait (up to a bound) for an add made after it started.")
+    async def wait_for_an_add(seconds: float) -> str:
+        before = len(added)
+        with anyio.move_on_after(seconds):
+            while len(added) == before:
+                await anyio.sleep(0.01)
+            return "an add came while this call ran"
+        return "no add came while this call ran"
 
     return server
 

@@ -75,6 +75,32 @@ async def test_the_first_connection_runs_the_flow_then_the_hub_lists_and_calls_t
     assert leaks(caplog.text, auth) == []
 
 
+async def test_calls_to_an_authorized_server_run_side_by_side() -> None:
+    # The SDK's OAuth flow holds a lock across each whole exchange: a quick call waited for a
+    # slow one to end (a server answering in JSON sends its headers with the answer). With a
+    # valid token, requests go outside it. The slow call waits for an add made while it runs.
+    auth = AuthServer()
+    with oauth_pair(auth, ProtectedServer(auth, json_response=True)) as (_, protected):
+        spec = HttpServer(
+            url=protected.url, auth=OAuth(authorize=follow_authorization, store=MemoryTokenStore())
+        )
+        answers: dict[str, str] = {}
+        with anyio.fail_after(30):
+            async with Hub({"g": spec}) as hub:
+                await toolwire.execute_tool_calls(hub, "gemini", add_call())  # authorized
+
+                async def call(name: str, args: dict[str, Any]) -> None:
+                    response = [{"functionCall": {"name": f"g__{name}", "args": args}}]
+                    outcome = await toolwire.execute_tool_calls(hub, "gemini", response)
+                    answers[name] = outcome.calls[0].result.text
+
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(call, "wait_for_an_add", {"seconds": 10.0})
+                    await anyio.sleep(0.2)  # the slow call is in flight
+                    tasks.start_soon(call, "add", {"a": 1, "b": 2})
+        assert answers == {"add": "3", "wait_for_an_add": "an add came while this call ran"}
+
+
 async def test_a_hub_that_cannot_take_a_person_through_asks_for_a_login() -> None:
     with oauth_pair() as (auth, protected):
         spec = HttpServer(url=protected.url, auth=OAuth(store=MemoryTokenStore()))

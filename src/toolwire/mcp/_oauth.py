@@ -45,6 +45,7 @@ from mcp.shared.auth import (
     OAuthToken,
     ProtectedResourceMetadata,
 )
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 
 from toolwire._values import describe_exception
 from toolwire.errors import (
@@ -387,6 +388,20 @@ class _Guarded(OAuthClientProvider):
     async def async_auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        if self._initialized and (
+            self.context.is_token_valid() or not self.context.can_refresh_token()
+        ):
+            # The common request, with no token to refresh first: sent outside the SDK's flow,
+            # which holds its lock across the whole exchange, so a server's calls would run one
+            # at a time (a quick call waited for a slow one to end). Challenged, it goes through
+            # the whole flow below, as a new attempt.
+            self.context.protocol_version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER)
+            if self.context.is_token_valid():
+                self._add_auth_header(request)
+            response = yield request
+            if not _challenged(response):
+                self.failure = None
+                return
         flow = super().async_auth_flow(request)
         refreshed = False
         try:
