@@ -394,7 +394,8 @@ def render_store(result: dict[str, Any]) -> list[str]:
         lines += [
             "",
             f"**The approval queue with {queue['count']:,} calls waiting** (ms per page of 50, "
-            "median of 15): the floor is the newest 50 by the store's index, read with its "
+            f"median of {queue.get('rounds', 15)}, the four taking turns round by round): "
+            "the floor is the newest 50 by the store's index, read with its "
             "driver and each record parsed from JSON; `pending` is `toolwire.pending(limit=50, "
             "newest_first=True)`; `console` the console's list (`ledger.waiting`) at the head, "
             "`deep` half-way down the queue; `ratio` the slowest of the three over the floor.",

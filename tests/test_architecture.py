@@ -16,6 +16,7 @@ CORE = (
     "toolwire._deciding",
     "toolwire._plan",
     "toolwire._record",
+    "toolwire._record_json",
     "toolwire._run",
     "toolwire._runner",
     "toolwire._turns",

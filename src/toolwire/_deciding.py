@@ -76,9 +76,22 @@ class Decider:
         self.may_rerun = may_rerun
         self.wait_bound = wait_bound
 
-    async def plan(self, turn: Turn, index: int, item: ToolCall | RejectedCall) -> None:
+    async def plan(
+        self,
+        turn: Turn,
+        index: int,
+        item: ToolCall | RejectedCall,
+        *,
+        ticketed: Mapping[str, Any] | None = None,
+    ) -> None:
         """Decide one call, in order: what its run's record says, then validation, hooks,
-        policy and approval. Nobody is asked anything more once the turn is halted."""
+        policy and approval. Nobody is asked anything more once the turn is halted.
+
+        ``ticketed``: the call is decided again where its ticket runs (the ticket's kwargs,
+        as the before-call hooks made them when the turn was planned). What runs is made
+        again from the run's record and the call, and the policy may deny it since; the
+        hooks are not run again, and the approver is not asked again about a call the
+        planning step let run (a ticket is made only for such a call)."""
         assert isinstance(item, ToolCall)  # rejected calls were answered on admission
         if turn.halted:
             if item.local_id in turn.known:  # what the run's answer replaces
@@ -87,14 +100,14 @@ class Decider:
             return
         record = await self._record_of(turn, item) if turn.known else None
         if record is None:
-            await self._plan_go(turn, index, item, NO_RECORD, None)
+            await self._plan_go(turn, index, item, NO_RECORD, None, ticketed)
             return
         turn.seen[index] = record
         may_rerun = record.state == "running" and self.may_rerun(item)
         now = await self.clock.now()
         step = from_record(record, item.tool, turn.run_id, may_rerun=may_rerun, now=now)
         if isinstance(step, Go):
-            await self._plan_go(turn, index, item, step, record)
+            await self._plan_go(turn, index, item, step, record, ticketed)
         else:
             self.apply(turn, index, step)
 
@@ -119,7 +132,13 @@ class Decider:
         return record
 
     async def _plan_go(
-        self, turn: Turn, index: int, call: ToolCall, go: Go, record: CallRecord | None
+        self,
+        turn: Turn,
+        index: int,
+        call: ToolCall,
+        go: Go,
+        record: CallRecord | None,
+        ticketed: Mapping[str, Any] | None = None,
     ) -> None:
         """Validation, before-call hooks, policy and approval of a call nothing stopped."""
         tool = call.tool
@@ -133,16 +152,17 @@ class Decider:
             return
         wanted = self.hooked or tool.context_parameter is not None
         context = turn.context(call, arguments) if wanted else None
-        if self.before_call:
-            hooked = await self._before(turn, index, call, arguments, kwargs, context)
-            if hooked is None:
-                return
-            arguments, kwargs, context = hooked
+        hooked = await self._hooked(turn, index, call, (arguments, kwargs, context), ticketed)
+        if hooked is None:
+            return
+        arguments, kwargs, context = hooked
         if self.policy.allows_everything and not tool.needs_approval and not go.undecided:
             turn.planned.append(Planned(index, call, kwargs, context, record))
             return
         verdict = self._verdict(turn, call, arguments)
-        gated = gate(go, verdict, has_approver=self.approver is not None)
+        gated = gate(
+            go, verdict, has_approver=self.approver is not None, let_run=ticketed is not None
+        )
         step: Run | Answer | Refuse
         if isinstance(gated, Ask):
             asked = await self._asked(turn, index, call, arguments, gated, (kwargs, context))
@@ -155,6 +175,23 @@ class Decider:
             turn.planned.append(Planned(index, call, kwargs, context, record))
         else:
             self.apply(turn, index, step)
+
+    async def _hooked(
+        self,
+        turn: Turn,
+        index: int,
+        call: ToolCall,
+        running: tuple[Mapping[str, Any], dict[str, Any], CallContext | None],
+        ticketed: Mapping[str, Any] | None,
+    ) -> tuple[Mapping[str, Any], dict[str, Any], CallContext | None] | None:
+        """The arguments, keyword arguments and context the before-call hooks make (None with
+        the call answered); a ticket's call takes what they made when its turn was planned."""
+        if not self.before_call:
+            return running
+        if ticketed is not None:
+            arguments, _, context = running
+            return arguments, dict(ticketed), context
+        return await self._before(turn, index, call, *running)
 
     async def _asked(
         self,

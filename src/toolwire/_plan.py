@@ -179,13 +179,16 @@ def _deciding(record: CallRecord, tool: Tool, now: float) -> Answer | Go:
     return Go(recorded=recorded)
 
 
-def gate(go: Go, verdict: Verdict | None, *, has_approver: bool) -> Run | Answer | Ask:
+def gate(
+    go: Go, verdict: Verdict | None, *, has_approver: bool, let_run: bool = False
+) -> Run | Answer | Ask:
     """What the policy's ``verdict`` (None: not asked, the policy allows everything) and
     the record's decision make of a valid call. A recorded allow still yields to a policy's
-    deny."""
+    deny. ``let_run``: the call's turn was planned already and let it run (a ticket's call),
+    so a policy asking was answered then; unless the run holds it undecided since."""
     if verdict is not None and verdict.effect == "deny":
         return Answer(denied_answer(verdict))
-    asked = verdict is not None and verdict.effect == "ask"
+    asked = verdict is not None and verdict.effect == "ask" and not let_run
     if not (asked or go.undecided) or go.recorded is not None:
         return RUN
     reason = verdict.reason if asked and verdict is not None else None

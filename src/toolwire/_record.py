@@ -4,12 +4,11 @@ A [`CallRecord`][] is what the run ledger knows of a call: where it is (``state`
 decision and who made it, the claim of the worker running it (``owner``, ``started_at``,
 ``lease_until``), the answer, and for a call that waited, the request it keeps
 ([`KeptRequest`][], with an [`InputWait`][] when its MCP server asked for input). Durable
-stores keep it as JSON: [`decode_record`][] is the one way back, and checks the whole shape.
+stores keep it as JSON (``toolwire._record_json``).
 """
 
 from __future__ import annotations
 
-import base64
 import datetime
 import hashlib
 import operator
@@ -19,22 +18,12 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Any, Literal, TypeGuard
 
-import pydantic
 import pydantic_core
-from pydantic import ConfigDict, with_config
-from typing_extensions import TypedDict
 
 from toolwire.approval import ApprovalRequest, Decision
 from toolwire.calls import (
-    AudioContent,
-    Content,
-    EmbeddedResource,
-    ErrorKind,
-    ImageContent,
-    ResourceLink,
-    TextContent,
     ToolCall,
     ToolResult,
     canonical_json,
@@ -43,7 +32,7 @@ from toolwire.calls import (
     stable_call_id,
     strip_nulls,
 )
-from toolwire.errors import RunBindingConflict, StoreUnavailable
+from toolwire.errors import RunBindingConflict
 from toolwire.inputs import InputDeferred, InputRequest
 from toolwire.tool import Tool
 
@@ -53,7 +42,6 @@ __all__ = [
     "INPUT_WAIT",
     "CallRecord",
     "CallState",
-    "DamagedRecord",
     "InputWait",
     "KeptRequest",
     "answered_state",
@@ -61,8 +49,6 @@ __all__ = [
     "binding_for",
     "check_binding",
     "decided_for",
-    "decode_record",
-    "encode_record",
     "expired",
     "fingerprint",
     "held",
@@ -70,7 +56,6 @@ __all__ = [
     "input_resume",
     "input_round",
     "interrupted_answer",
-    "listed_record",
     "owner_gone",
     "pending_since",
     "principal_key",
@@ -246,7 +231,7 @@ class KeptRequest:
         return self.expires_at is not None and now >= self.expires_at
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float]:
     kind = value.__class__
     if kind is float or kind is int:  # what JSON gives: checked first, as it is listed often
         return True
@@ -418,16 +403,15 @@ def decided_for(record: CallRecord, tool: Tool) -> bool:
     return record.tool_id == tool.qualified_name and record.definition == tool.definition_hash
 
 
-def request_of(run_id: str, record: CallRecord, read: KeptRequest | None = None) -> ApprovalRequest:
+def request_of(run_id: str, record: CallRecord) -> ApprovalRequest:
     """The request a ``pending`` record keeps, as an [`ApprovalRequest`][] (no ``Tool``);
-    for a call waiting for input, with the questions still unanswered (``read``: the
-    record's ``kept``, when already read)."""
-    kept = dict(record.request or {})
-    kept.update(run_id=run_id, call_id=record.call_id)
-    kept.setdefault("exposed_name", record.tool)
-    wait = read.input_wait if read is not None else record.input_wait
-    if wait is not None:
-        kept["input"] = [{**q.to_dict(), "round": wait.round} for q in wait.unanswered]
+    for a call waiting for input, with the questions still unanswered."""
+    request = record.request or {}
+    kept = {"exposed_name": record.tool, **request, "run_id": run_id, "call_id": record.call_id}
+    if INPUT_WAIT in request:  # (looked up first: most requests wait for approval only)
+        wait = record.input_wait
+        if wait is not None:
+            kept["input"] = [{**q.to_dict(), "round": wait.round} for q in wait.unanswered]
     return ApprovalRequest.from_dict(kept)
 
 
@@ -435,8 +419,11 @@ def expired(record: CallRecord, now: float | None = None) -> bool:
     """True for a request whose ``expires_at`` has passed by ``now``: the store's time
     (``toolwire.ledger.store_time``), which the deadline was written in; this host's when
     not given."""
-    kept = record.kept
-    return kept is not None and kept.expired(time.time() if now is None else now)
+    request = record.request  # (read alone, not as a KeptRequest: a queue page asks fifty)
+    if request is None:
+        return False
+    expires_at = request.get("expires_at")
+    return _is_number(expires_at) and (time.time() if now is None else now) >= expires_at
 
 
 HOST = socket.gethostname()
@@ -507,393 +494,3 @@ def answered_state(result: ToolResult) -> CallState:
     if result.error_kind in ("denied", "approval_denied"):
         return "denied"
     return "failed" if result.is_error else "completed"
-
-
-# -- the JSON form ------------------------------------------------------------------------------
-
-
-def encode_record(record: CallRecord) -> str:
-    """The record as JSON (without its version, which stores keep beside it)."""
-    body: dict[str, Any] = {
-        "call_id": record.call_id,
-        "tool": record.tool,
-        "fingerprint": record.fingerprint,
-        "state": record.state,
-    }
-    if record.decision is not None:
-        decision = record.decision
-        body["decision"] = {"kind": decision.kind, "reason": decision.reason}
-        if decision.arguments is not None:
-            body["decision"]["arguments"] = dict(decision.arguments)
-    if record.result is not None:
-        body["result"] = _encode_result(record.result)
-    for name in _OPTIONAL_FIELDS:
-        value = getattr(record, name)
-        if value is not None:
-            body[name] = value
-    # pydantic_core writes what json can't (datetimes, UUIDs...) that tools put in structured
-    # content; anything stranger is kept as its str().
-    return pydantic_core.to_json(body, fallback=str).decode()
-
-
-def _names_non_finite(text: str | bytes) -> bool:
-    """Whether a record's JSON text holds ``NaN`` or ``Infinity`` anywhere (a cheap scan)."""
-    if isinstance(text, bytes):
-        return b"NaN" in text or b"Infinity" in text
-    return "NaN" in text or "Infinity" in text
-
-
-def decode_record(text: str | bytes, version: int, *, call_id: str | None = None) -> CallRecord:
-    """A record from its JSON form, its whole shape checked (nested parts included).
-
-    Args:
-        text: the JSON form.
-        version: the version the store keeps beside it.
-        call_id: the call the store keeps it under, when known: a record naming another
-            call is damaged too.
-
-    Raises:
-        StoreUnavailable: the stored text is not a record of that call (written by something
-            else, or damaged): the call cannot be trusted, so nothing of it runs.
-    """
-    which = f"the stored record of call {call_id!r}" if call_id is not None else "a stored record"
-    try:
-        # Parsed and checked in one pass; the parser of ``validate_json`` takes NaN and
-        # Infinity where a field holds any JSON value (an argument, a result), so a text that
-        # names them (in a string, most likely) is parsed again without them first. A record
-        # never holds a lone surrogate: it could not have been written.
-        if _names_non_finite(text):
-            pydantic_core.from_json(text, allow_inf_nan=False)
-        body = _RECORD_FORM.validate_json(text, strict=True)
-        record = _record_from(body, version)
-    except pydantic.ValidationError as exc:
-        raise StoreUnavailable(f"{which} cannot be read: {_first_error(exc)}") from None
-    except (ValueError, TypeError, KeyError, RecursionError) as exc:  # not JSON, bad base64
-        raise StoreUnavailable(
-            f"{which} cannot be read ({type(exc).__name__}: {str(exc)[:200]})"
-        ) from None
-    if call_id is not None and record.call_id != call_id:
-        raise StoreUnavailable(f"{which} cannot be read: it names another call")
-    return record
-
-
-@dataclass(frozen=True, slots=True)
-class DamagedRecord:
-    """A waiting call whose stored record cannot be read: listed by ``RunStore.pending`` so it
-    is not lost from view; nothing of it runs."""
-
-    run_id: str
-    call_id: str
-    problem: str
-    """What is wrong with it."""
-    since: float | None = None
-    """When it was put up, by the store's index (where it stands in the queue)."""
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class QueuePlace:
-    """Where a waiting call stands in the approval queue: when it was put up, then its run and
-    call ids (for calls put up at the same time). A page of ``RunStore.pending`` starts after
-    the place of the last call of the page before (keyset pagination)."""
-
-    since: float
-    run_id: str
-    call_id: str
-
-    @classmethod
-    def of(cls, request: ApprovalRequest) -> QueuePlace:
-        """Where a listed request stands (the next page starts after the last one's)."""
-        return cls(float(request.requested_at or 0.0), request.run_id, request.call_id)
-
-
-def place_of(run_id: str, item: CallRecord | DamagedRecord) -> QueuePlace | None:
-    """Where a listed call stands in the queue (None when its record says it waits for
-    nothing)."""
-    if isinstance(item, DamagedRecord):
-        return QueuePlace(item.since, run_id, item.call_id) if item.since is not None else None
-    listed = pending_since(item)
-    return QueuePlace(listed[0], run_id, item.call_id) if listed is not None else None
-
-
-def listed_record(
-    run_id: str, call_id: str, text: str | bytes, version: int, since: float | None = None
-) -> CallRecord | DamagedRecord:
-    """A record a store lists as pending, or what is wrong with it."""
-    try:
-        return decode_record(text, version, call_id=call_id)
-    except StoreUnavailable as exc:
-        return DamagedRecord(run_id, call_id, str(exc), since)
-
-
-def _first_error(exc: pydantic.ValidationError) -> str:
-    """The first problem pydantic found, as ``field.path: message`` (the value left out: it
-    may be anything, of any size)."""
-    first = exc.errors(include_url=False, include_input=False)[0]
-    where = ".".join(str(part) for part in first["loc"]) or "the record"
-    more = exc.error_count() - 1
-    return f"{where}: {first['msg']}" + (f" (and {more} more)" if more else "")
-
-
-def _record_from(body: _RecordForm, version: int) -> CallRecord:
-    decision = body.get("decision")
-    result = body.get("result")
-    return CallRecord(
-        call_id=body["call_id"],
-        tool=body["tool"],
-        fingerprint=body["fingerprint"],
-        state=body["state"],
-        decision=(
-            Decision(decision["kind"], decision["reason"], arguments=decision.get("arguments"))
-            if decision
-            else None
-        ),
-        result=_decode_result(result) if result is not None else None,
-        owner=body.get("owner"),
-        started_at=body.get("started_at"),
-        lease_until=body.get("lease_until"),
-        finished_at=body.get("finished_at"),
-        tool_id=body.get("tool_id"),
-        definition=body.get("definition"),
-        request=dict(request) if (request := body.get("request")) is not None else None,
-        decided_by=body.get("decided_by"),
-        decided_at=body.get("decided_at"),
-        caller=dict(caller) if (caller := body.get("caller")) is not None else None,
-        position=body.get("position"),
-        wake=dict(wake) if (wake := body.get("wake")) is not None else None,
-        version=version,
-    )
-
-
-_OPTIONAL_FIELDS = (
-    "owner",
-    "started_at",
-    "lease_until",
-    "finished_at",
-    "tool_id",
-    "definition",
-    "request",
-    "decided_by",
-    "decided_at",
-    "caller",
-    "position",
-    "wake",
-)
-"""Fields written only when set (the JSON form of older records lacks them)."""
-
-
-# The JSON form's shape, checked whole when a record is read (strict: a number is not a
-# string of digits). Parts a later release may add to are open (extra keys kept).
-
-# A time is a finite number: NaN would never expire, and no date shows an infinity.
-_CLOSED = ConfigDict(allow_inf_nan=False)
-_OPEN = ConfigDict(extra="allow", allow_inf_nan=False)
-
-
-class _DecisionForm(TypedDict):
-    kind: Literal["allow", "deny", "halt"]
-    reason: str | None
-    arguments: NotRequired[dict[str, Any] | None]
-
-
-class _TextForm(TypedDict):
-    type: Literal["text"]
-    text: str
-
-
-class _MediaForm(TypedDict):
-    type: Literal["image", "audio"]
-    data: str
-    mime_type: str
-
-
-class _LinkForm(TypedDict):
-    type: Literal["resource_link"]
-    uri: str
-    name: str | None
-    mime_type: str | None
-    description: str | None
-
-
-class _ResourceForm(TypedDict):
-    type: Literal["resource"]
-    uri: str
-    mime_type: str | None
-    text: str | None
-    blob: str | None
-
-
-_PartForm = Annotated[
-    _TextForm | _MediaForm | _LinkForm | _ResourceForm, pydantic.Field(discriminator="type")
-]
-
-
-class _ResultForm(TypedDict):
-    content: list[_PartForm]
-    structured_content: NotRequired[dict[str, Any] | None]
-    is_error: NotRequired[bool]
-    error_kind: NotRequired[ErrorKind | None]
-    value: NotRequired[Any]
-
-
-@with_config(_OPEN)
-class _QuestionForm(TypedDict):
-    key: str
-    message: str
-    mode: NotRequired[Literal["form", "url"]]
-    requested_schema: NotRequired[dict[str, Any] | None]
-    url: NotRequired[str | None]
-    round: NotRequired[str | None]
-
-
-@with_config(_OPEN)
-class _InputAnswerForm(TypedDict):
-    action: Literal["accept", "decline", "cancel"]
-    content: NotRequired[dict[str, Any] | None]
-
-
-@with_config(_OPEN)
-class _InputWaitForm(TypedDict):
-    questions: list[_QuestionForm]
-    answers: NotRequired[dict[str, _InputAnswerForm]]
-    state: NotRequired[Any]
-    protocol: NotRequired[str | None]
-    server: NotRequired[str | None]
-    tool: NotRequired[str | None]
-    sent: NotRequired[str | None]
-    round: NotRequired[str | None]
-    asked: NotRequired[int]
-
-
-@with_config(_OPEN)
-class _RequestForm(TypedDict):
-    run_id: NotRequired[str]
-    call_id: NotRequired[str]
-    exposed_name: NotRequired[str]
-    server: NotRequired[str | None]
-    tool_name: NotRequired[str | None]
-    arguments: NotRequired[dict[str, Any] | None]
-    principal: NotRequired[Any]
-    principal_key: NotRequired[str | None]
-    reason: NotRequired[str | None]
-    requested_at: NotRequired[float | None]
-    expires_at: NotRequired[float | None]
-    input: NotRequired[list[_QuestionForm]]
-    input_schema: NotRequired[Any]
-    input_wait: NotRequired[_InputWaitForm]
-
-
-@with_config(_OPEN)
-class _CallerForm(TypedDict):
-    kind: Literal["direct", "code"]
-    type: str
-    id: str | None
-
-
-@with_config(_OPEN)
-class _WakeForm(TypedDict):
-    engine: str
-
-
-@with_config(_CLOSED)
-class _RecordForm(TypedDict):
-    call_id: str
-    tool: str
-    fingerprint: str
-    state: CallState
-    decision: NotRequired[_DecisionForm | None]
-    result: NotRequired[_ResultForm | None]
-    owner: NotRequired[str | None]
-    started_at: NotRequired[float | None]
-    lease_until: NotRequired[float | None]
-    finished_at: NotRequired[float | None]
-    tool_id: NotRequired[str | None]
-    definition: NotRequired[str | None]
-    request: NotRequired[_RequestForm | None]
-    decided_by: NotRequired[Any]
-    decided_at: NotRequired[float | None]
-    caller: NotRequired[_CallerForm | None]
-    position: NotRequired[int | None]
-    wake: NotRequired[_WakeForm | None]
-
-
-_RECORD_FORM = pydantic.TypeAdapter(_RecordForm)
-
-
-def _encode_result(result: ToolResult) -> dict[str, Any]:
-    body: dict[str, Any] = {"content": [_encode_part(part) for part in result.content]}
-    if result.structured_content is not None:
-        body["structured_content"] = result.structured_content
-    if result.is_error:
-        body["is_error"] = True
-        body["error_kind"] = result.error_kind
-    if result.value is not None:
-        body["value"] = result.value
-    return body
-
-
-def _decode_result(body: _ResultForm) -> ToolResult:
-    return ToolResult(
-        content=tuple(_decode_part(part) for part in body["content"]),
-        structured_content=body.get("structured_content"),
-        is_error=body.get("is_error", False),
-        error_kind=body.get("error_kind"),
-        value=body.get("value"),
-    )
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def _encode_part(part: Content) -> dict[str, Any]:
-    match part:
-        case TextContent(text=text):
-            return {"type": "text", "text": text}
-        case ImageContent(data=data, mime_type=mime):
-            return {"type": "image", "data": _b64(data), "mime_type": mime}
-        case AudioContent(data=data, mime_type=mime):
-            return {"type": "audio", "data": _b64(data), "mime_type": mime}
-        case ResourceLink():
-            return {
-                "type": "resource_link",
-                "uri": part.uri,
-                "name": part.name,
-                "mime_type": part.mime_type,
-                "description": part.description,
-            }
-        case EmbeddedResource():
-            return {
-                "type": "resource",
-                "uri": part.uri,
-                "mime_type": part.mime_type,
-                "text": part.text,
-                "blob": _b64(part.blob) if part.blob is not None else None,
-            }
-    raise TypeError(f"not a content part: {part!r}")  # pragma: no cover - exhaustive above
-
-
-def _decode_part(body: _PartForm) -> Content:
-    if body["type"] == "text":
-        return TextContent(body["text"])
-    if body["type"] == "image":
-        return ImageContent(_unb64(body["data"]), body["mime_type"])
-    if body["type"] == "audio":
-        return AudioContent(_unb64(body["data"]), body["mime_type"])
-    if body["type"] == "resource_link":
-        return ResourceLink(
-            uri=body["uri"],
-            name=body["name"],
-            mime_type=body["mime_type"],
-            description=body["description"],
-        )
-    blob = body["blob"]
-    return EmbeddedResource(
-        uri=body["uri"],
-        mime_type=body["mime_type"],
-        text=body["text"],
-        blob=_unb64(blob) if blob is not None else None,
-    )
-
-
-def _unb64(text: str) -> bytes:
-    return base64.b64decode(text, validate=True)  # binascii.Error (a ValueError) if damaged

@@ -9,12 +9,13 @@ from typing import Any
 
 import anyio
 
-from toolwire._record import CallRecord, fingerprint
+from toolwire._record import CallRecord, binding_for, fingerprint
 from toolwire._run import Run
 from toolwire.approval import ApprovalRequest
-from toolwire.calls import RejectedCall, ToolCall, ToolResult
+from toolwire.calls import Caller, RejectedCall, ToolCall, ToolResult
 from toolwire.context import CallContext
-from toolwire.errors import StoreUnavailable
+from toolwire.errors import RunBindingConflict, StoreUnavailable
+from toolwire.tool import Tool
 
 __all__ = ["NOT_RUN", "CallOutcome", "CallTicket", "Planned", "Turn"]
 
@@ -113,21 +114,38 @@ class Turn:
         return known
 
     @classmethod
-    def of_ticket(cls, ticket: CallTicket, call: ToolCall, deps: Any) -> Turn:
-        """A turn of the one call a ticket names (``call``, resolved), planned to run."""
+    def of_ticket(cls, ticket: CallTicket, tool: Tool, deps: Any) -> Turn:
+        """A turn of the one call a ticket names (``tool``: its tool here), to be decided
+        again where it runs.
+
+        Raises:
+            RunBindingConflict: the ticket was changed since its turn was planned.
+        """
+        call = ToolCall(
+            exposed_name=ticket.name,
+            tool=tool,
+            arguments=dict(ticket.arguments),
+            call_id=ticket.call_id,
+            local_id=ticket.call_id,
+            caller=Caller.from_dict(ticket.caller),
+            null_paths=ticket.null_paths,
+        )
         turn = cls(
             items=[call],
             run_id=ticket.run_id,
             principal=ticket.principal,
             taint=frozenset(ticket.taint),
             deps=deps,
+            outcomes=[None],
+            admitted=[call],
         )
-        turn.outcomes = [None]
-        turn.admitted.append(call)
-        kwargs = dict(ticket.kwargs)
-        context = turn.context(call, kwargs) if call.tool.context_parameter is not None else None
-        turn.planned = [Planned(0, call, kwargs, context)]
+        ticket.verify(turn.fingerprint(call))
         return turn
+
+    def bound_calls(self) -> list[tuple[str, str]]:
+        """The ``(id, fingerprint)`` of each admitted call: what the turn's run is bound to
+        (with its principal; see ``binding_for``)."""
+        return [(call.local_id, self.fingerprint(call)) for call in self.admitted]
 
     def context(self, call: ToolCall, arguments: Mapping[str, Any]) -> CallContext:
         """What hooks, and a tool asking for it, see of the call."""
@@ -156,7 +174,14 @@ class CallTicket:
     arguments: Mapping[str, Any]
     """The model's arguments (what the call's fingerprint is of)."""
     kwargs: Mapping[str, Any]
-    """What the tool runs with: validated, and as an approver edited them."""
+    """What the tool ran with when planned (validated, as an approver edited them, as the
+    before-call hooks made them). Where the ticket runs they are made again from the run's
+    record and ``arguments``; only what before-call hooks made is taken from here."""
+    calls: tuple[tuple[str, str], ...] = ()
+    """The ``(id, fingerprint)`` of every call of the turn: with ``principal``, what
+    ``binding`` is made of, so a ticket changed after planning is refused."""
+    null_paths: tuple[tuple[str, ...], ...] = ()
+    """The nulls strict mode made the model send (left out before validation)."""
     principal: Any = None
     taint: tuple[str, ...] = ()
     caller: Mapping[str, Any] | None = None
@@ -176,12 +201,30 @@ class CallTicket:
             name=call.exposed_name,
             arguments=dict(call.arguments),
             kwargs=dict(planned.kwargs),
+            calls=tuple(turn.bound_calls()),
+            null_paths=call.null_paths,
             principal=turn.principal,
             taint=tuple(sorted(turn.taint)),
             caller=call.caller.to_dict() if call.caller.kind != "direct" else None,
             alone=not call.tool.parallel_safe,
             position=planned.index,
         )
+
+    def verify(self, fingerprint: str) -> None:
+        """Raise unless the ticket is its run's: ``binding`` is made of its principal and
+        ``calls``, and those hold its call (``fingerprint``: of its tool and arguments) under
+        its id. The run's store then holds the binding to what the run was first bound to.
+
+        Raises:
+            RunBindingConflict: the ticket was changed after its turn was planned.
+        """
+        if (self.call_id, fingerprint) not in self.calls or self.binding != binding_for(
+            self.principal, self.calls
+        ):
+            raise RunBindingConflict(
+                f"run {self.run_id!r}: the ticket of call {self.call_id!r} is not what its "
+                "turn planned (its call, arguments or principal changed since); nothing runs"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """The ticket as JSON values (the principal as given)."""
@@ -192,6 +235,8 @@ class CallTicket:
             "name": self.name,
             "arguments": dict(self.arguments),
             "kwargs": dict(self.kwargs),
+            "calls": [list(pair) for pair in self.calls],
+            "null_paths": [list(path) for path in self.null_paths],
             "principal": self.principal,
             "taint": list(self.taint),
             "caller": dict(self.caller) if self.caller is not None else None,
@@ -209,6 +254,8 @@ class CallTicket:
             name=body["name"],
             arguments=body["arguments"],
             kwargs=body["kwargs"],
+            calls=tuple((str(call_id), str(mark)) for call_id, mark in body.get("calls") or ()),
+            null_paths=tuple(tuple(path) for path in body.get("null_paths") or ()),
             principal=body.get("principal"),
             taint=tuple(body.get("taint") or ()),
             caller=body.get("caller"),

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Protocol, runtime_checkable
+
+import pydantic
+import pydantic_core
+from pydantic_core import core_schema
 
 from toolwire.calls import principal_json
 from toolwire.errors import ConfigurationError, ToolwireError
@@ -129,52 +133,82 @@ class ApprovalRequest:
             ConfigurationError: ``data`` is not such a form.
         """
         try:
-            run_id, call_id, exposed = data["run_id"], data["call_id"], data["exposed_name"]
-            arguments = data.get("arguments") or {}
-            if not (
-                isinstance(run_id, str)
-                and isinstance(call_id, str)
-                and isinstance(exposed, str)
-                and isinstance(arguments, Mapping)
-            ):
-                raise TypeError("run_id, call_id and exposed_name are strings")
-            questions = data.get("input") or []
+            request: ApprovalRequest = _REQUEST_READER.validate_python(data)
+        except pydantic.ValidationError as exc:
+            first = exc.errors(include_url=False, include_input=False)[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise ConfigurationError(
+                f"not an approval request: {where + ': ' if where else ''}{first['msg']}"
+            ) from None
+        questions = data.get("input")
+        if questions:  # (most requests ask for approval only)
             if not isinstance(questions, list):
-                raise TypeError("input is a list of questions")
-            arguments = dict(arguments)
-            server, tool_name, principal = (
-                data.get("server"),
-                data.get("tool_name"),
-                data.get("principal"),
-            )
-            asked: tuple[InputRequest, ...] = ()
-            if questions:  # (most requests ask for approval only)
-                context = {
-                    "server": server,
-                    "tool_name": tool_name,
-                    "exposed_name": exposed,
-                    "arguments": dict(arguments),
-                    "run_id": run_id,
-                    "call_id": call_id,
-                    "principal": principal,
-                }
+                raise ConfigurationError("not an approval request: input is a list of questions")
+            context = {
+                "server": request.server,
+                "tool_name": request.tool_name,
+                "exposed_name": request.exposed_name,
+                "arguments": dict(request.arguments),
+                "run_id": request.run_id,
+                "call_id": request.call_id,
+                "principal": request.principal,
+            }
+            try:
                 asked = tuple(InputRequest.from_dict(q, **context) for q in questions)
-            return cls(
-                run_id=run_id,
-                call_id=call_id,
-                tool=None,
-                exposed_name=exposed,
-                arguments=arguments,
-                principal=principal,
-                reason=data.get("reason"),
-                server=server,
-                tool_name=tool_name,
-                requested_at=data.get("requested_at"),
-                expires_at=data.get("expires_at"),
-                input=asked,
-            )
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise ConfigurationError(f"not an approval request: {exc}") from None
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise ConfigurationError(f"not an approval request: {exc}") from None
+            object.__setattr__(request, "input", asked)  # the request was built just above
+        return request
+
+
+def _request_reader() -> pydantic_core.SchemaValidator:
+    """Builds an ``ApprovalRequest`` from its JSON form inside pydantic-core (a queue page
+    lists fifty): the names are strings, ``arguments`` a mapping (copied; None or absent:
+    none), the rest taken as given; ``tool`` and ``input`` are not read (see ``from_dict``)."""
+
+    def taken(name: str) -> Any:
+        schema = core_schema.with_default_schema(core_schema.any_schema(), default=None)
+        return core_schema.dataclass_field(name, schema, kw_only=True)
+
+    def text(name: str) -> Any:
+        return core_schema.dataclass_field(name, core_schema.str_schema(strict=True), kw_only=True)
+
+    def unread(name: str, default: Any) -> Any:
+        schema = core_schema.with_default_schema(core_schema.any_schema(), default=default)
+        return core_schema.dataclass_field(name, schema, kw_only=True, init=False)
+
+    arguments = core_schema.with_default_schema(
+        core_schema.no_info_after_validator_function(
+            lambda given: given if given is not None else {},
+            core_schema.nullable_schema(core_schema.dict_schema()),
+        ),
+        default_factory=dict,
+    )
+    read = [
+        text("run_id"),
+        text("call_id"),
+        unread("tool", None),
+        text("exposed_name"),
+        core_schema.dataclass_field("arguments", arguments, kw_only=True),
+        *(taken(name) for name in ("principal", "reason", "server", "tool_name")),
+        *(taken(name) for name in ("requested_at", "expires_at")),
+        unread("input", ()),
+    ]
+    names = [f.name for f in fields(ApprovalRequest)]
+    if sorted(names) != sorted(f["name"] for f in read):
+        raise RuntimeError("an ApprovalRequest field is not read, or the reverse")
+    return pydantic_core.SchemaValidator(
+        core_schema.dataclass_schema(
+            ApprovalRequest,
+            core_schema.dataclass_args_schema("ApprovalRequest", read),
+            names,
+            slots=True,
+            frozen=True,
+        )
+    )
+
+
+_REQUEST_READER = _request_reader()
 
 
 @runtime_checkable

@@ -66,7 +66,7 @@ from toolwire._runner import CANCELLED, Job, Runner, unanswerable
 from toolwire._tracing import global_tracing, make_tracer, tool_span
 from toolwire._turns import NOT_RUN, CallOutcome, CallTicket, Planned, Turn
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
-from toolwire.calls import Caller, CallIds, RejectedCall, ToolCall, ToolResult
+from toolwire.calls import CallIds, RejectedCall, ToolCall, ToolResult
 from toolwire.context import AfterHook, BeforeHook, CallContext, Veto
 from toolwire.errors import ConfigurationError, StoreUnavailable, ToolNotFound
 from toolwire.inputs import InputDeferred
@@ -420,21 +420,22 @@ class Executor:
         most once whoever holds the ticket (its claim in the run is the ledger's), under this
         executor's tools, limits and hooks.
 
+        The ticket is not trusted beyond what its run binds: its call, arguments and
+        principal must be those its turn was planned with, and what runs is decided again
+        from the run's record (an answer kept, a refusal, a wait, arguments a human edited),
+        validated, and put to this executor's policy, which may deny it since. Only what
+        before-call hooks made at planning is taken from the ticket (they do not run again).
+
         Raises:
+            RunBindingConflict: the ticket was changed since its turn was planned, or is
+                another run's.
+            ApprovalPending: the run holds the call waiting for a decision now.
             StoreUnavailable: the run store failed (the call's answer is on the exception).
         """
         tool = self.toolset.get(ticket.name)
         if tool is None:
             raise ToolNotFound(ticket.name)
-        call = ToolCall(
-            exposed_name=ticket.name,
-            tool=tool,
-            arguments=dict(ticket.arguments),
-            call_id=ticket.call_id,
-            local_id=ticket.call_id,
-            caller=Caller.from_dict(ticket.caller),
-        )
-        turn = Turn.of_ticket(ticket, call, deps)
+        turn = Turn.of_ticket(ticket, tool, deps)  # (refused when changed since planned)
         turn.run = RunOfTurn(
             self.store,
             ticket.run_id,
@@ -443,6 +444,8 @@ class Executor:
             lease=self.lease,
             positions={ticket.call_id: ticket.position} if ticket.position is not None else {},
         )
+        turn.known = await turn.run.load([ticket.call_id])
+        await self.decider.plan(turn, 0, turn.items[0], ticketed=ticket.kwargs)
         await self._run_planned(turn)
         [outcome] = await self._close(turn)
         return outcome
@@ -813,11 +816,10 @@ class Executor:
         """The turn's run in the store (made once the turn has a run id)."""
         if turn.run is None:
             assert turn.run_id is not None
-            pairs = [(call.local_id, turn.fingerprint(call)) for call in turn.admitted]
             turn.run = RunOfTurn(
                 self.store,
                 turn.run_id,
-                binding=binding_for(turn.principal, pairs),
+                binding=binding_for(turn.principal, turn.bound_calls()),
                 worker=self.worker_id,
                 lease=self.lease,
                 positions={

@@ -36,13 +36,13 @@ from toolwire._record import (
     interrupted_answer,
     owner_gone,
     pending_since,
-    place_of,
     principal_key,
     request_of,
     request_record,
     still_running_answer,
     valid_id,
 )
+from toolwire._record_json import place_of
 from toolwire._run import Contended, Keep, Lease, read, update
 from toolwire._text import blank
 from toolwire.approval import ApprovalRequest, Decision
@@ -501,10 +501,8 @@ async def waiting(
     for run, record in found:
         if isinstance(record, DamagedRecord):
             damaged.append(record)
-        else:
-            kept = record.kept  # read once: whether it expired, and what it asks
-            if kept is None or not kept.expired(now):
-                requests.append(request_of(run, record, kept))
+        elif not expired(record, now):
+            requests.append(request_of(run, record))
     last = place_of(*found[-1]) if len(found) == limit else None
     return Waiting(requests, damaged, last)
 

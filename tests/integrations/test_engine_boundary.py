@@ -110,6 +110,168 @@ async def test_a_ticket_for_another_run_binding_is_refused(tmp_path: Path) -> No
     assert runs == []
 
 
+def _ticket_of(executor: Executor, turn: Any, name: str) -> dict[str, Any]:
+    [planned] = [p for p in turn.planned if p.call.exposed_name == name]
+    return executor.ticket(turn, planned).to_dict()
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"arguments": {"tag": "b"}}, "other arguments than its model's"),
+        ({"call_id": "w"}, "a call the run holds under another id"),
+        ({"principal": "mallory"}, "another principal"),
+        ({"calls": [["a", "0" * 27]]}, "other calls"),
+        ({"calls": []}, "no calls"),
+    ],
+)
+async def test_a_ticket_changed_after_planning_is_refused(
+    tmp_path: Path, change: dict[str, Any], why: str
+) -> None:
+    runs: list[str] = []
+    executor = Executor(
+        _tools(runs),
+        policy=POLICY,
+        store=SQLiteStore(tmp_path / "runs.db"),
+        approver=toolwire.DeferredApproval(),
+    )
+    turn = await _planned(executor, "run-forged")
+    forged = CallTicket.from_dict({**_ticket_of(executor, turn, "count"), **change})
+    with pytest.raises(toolwire.RunBindingConflict, match="ticket"):
+        await executor.run_ticket(forged)
+    assert runs == [], why
+
+
+async def test_a_ticket_runs_what_its_run_decided_not_the_kwargs_it_carries(
+    tmp_path: Path,
+) -> None:
+    runs: list[str] = []
+    store = SQLiteStore(tmp_path / "runs.db")
+    executor = Executor(
+        _tools(runs), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
+    )
+    turn = await _planned(executor, "run-kwargs")
+    forged = CallTicket.from_dict({**_ticket_of(executor, turn, "count"), "kwargs": {"tag": "x"}})
+    outcome = await executor.run_ticket(forged)
+    assert (outcome.result.text, runs) == ("counted a", ["a"])
+
+
+async def test_a_ticket_of_an_approved_call_runs_the_edited_arguments_the_ledger_keeps(
+    tmp_path: Path,
+) -> None:
+    runs: list[str] = []
+    store = SQLiteStore(tmp_path / "runs.db")
+    executor = Executor(
+        _tools(runs), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
+    )
+    await _planned(executor, "run-edit")
+    await toolwire.decide(
+        "run-edit", "w", toolwire.allow(arguments={"path": "/tmp/x"}), store=store
+    )
+    again = await _planned(executor, "run-edit")  # the engine plans the turn again
+    body = _ticket_of(executor, again, "wipe")
+    assert body["kwargs"] == {"path": "/tmp/x"}
+    forged = CallTicket.from_dict({**body, "kwargs": {"path": "/data"}})
+    outcome = await executor.run_ticket(forged)
+    assert (outcome.result.text, runs) == ("wiped /tmp/x", ["wipe:/tmp/x"])
+
+
+async def test_a_ticket_of_a_call_still_waiting_for_its_decision_does_not_run(
+    tmp_path: Path,
+) -> None:
+    runs: list[str] = []
+    store = SQLiteStore(tmp_path / "runs.db")
+    executor = Executor(_tools(runs), policy=POLICY, store=store, approver=toolwire.AutoApprove())
+    turn = await _planned(executor, "run-wait")
+    wipe = next(p for p in turn.planned if p.call.exposed_name == "wipe")  # allowed at once
+    ticket = executor.ticket(turn, wipe)
+    # Meanwhile another worker, deferring, put the same call up for a human.
+    deferring = Executor(
+        _tools(runs), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
+    )
+    await _planned(deferring, "run-wait")
+    with pytest.raises(toolwire.ApprovalPending):  # held by a worker that asks nobody now
+        await deferring.run_ticket(ticket)
+    assert runs == []
+
+
+async def test_a_ticket_the_policy_now_denies_is_answered_denied_and_kept(tmp_path: Path) -> None:
+    runs: list[str] = []
+    store = SQLiteStore(tmp_path / "runs.db")
+    executor = Executor(_tools(runs), store=store)
+    turn = await _planned(executor, "run-tight")
+    body = _ticket_of(executor, turn, "count")
+    strict = Executor(
+        _tools(runs), policy=toolwire.Policy(toolwire.Rule("deny", "count")), store=store
+    )
+    outcome = await strict.run_ticket(CallTicket.from_dict(body))
+    assert outcome.result.error_kind == "denied"
+    assert runs == []
+    record = await ledger.record(store, "run-tight", "a")
+    assert record is not None
+    assert record.result is not None
+    assert record.result.error_kind == "denied"
+
+
+async def test_a_ticket_carries_what_the_before_call_hooks_made_and_they_run_once(
+    tmp_path: Path,
+) -> None:
+    runs: list[str] = []
+    hooked: list[str] = []
+
+    def shout(context: toolwire.CallContext) -> dict[str, Any]:
+        hooked.append(context.call.exposed_name)
+        return {**context.arguments, "tag": str(context.arguments["tag"]).upper()}
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    executor = Executor(_tools(runs), store=store, before_call=[shout])
+    turn = await _planned(executor, "run-hooked")
+    body = _ticket_of(executor, turn, "count")
+    assert body["kwargs"] == {"tag": "A"}
+    outcome = await executor.run_ticket(CallTicket.from_dict(body))
+    assert (outcome.result.text, runs) == ("counted A", ["A"])
+    assert hooked == ["count", "wipe"]  # at planning only
+
+
+async def test_a_ticket_of_a_strict_call_with_nulls_keeps_the_runs_fingerprint(
+    tmp_path: Path,
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    @toolwire.tool
+    def find(key: str, limit: int = 5) -> str:
+        """Find ``key``."""
+        seen.append({"key": key, "limit": limit})
+        return f"found {key}"
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    executor = Executor([find], store=store)
+    listing = toolwire.tools(executor.toolset, "openai-chat", strict=True)
+    response = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "find", "arguments": '{"key": "k", "limit": null}'},
+            }
+        ],
+    }
+    provider = toolwire.providers.get_provider("openai-chat")
+    items = provider.parse(response, listing.declaration)
+    turn = await executor.plan_turn(items, run_id="run-null")
+    await executor.keep_planned(turn)
+    ticket = CallTicket.from_dict(executor.ticket(turn, turn.planned[0]).to_dict())
+    assert (await executor.run_ticket(ticket)).result.text == "found k"
+    # Planned again (an engine's replay), the call is answered from the run, not refused
+    # as another call under the same id.
+    replay = await executor.plan_turn(items, run_id="run-null")
+    [outcome] = [o for o in replay.outcomes if o is not None]
+    assert (outcome.result.text, outcome.from_store) == ("found k", True)
+    assert seen == [{"key": "k", "limit": 5}]  # the null strict mode made it send: left out
+
+
 async def test_a_decision_wakes_what_the_record_names_and_a_failing_waker_loses_nothing(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

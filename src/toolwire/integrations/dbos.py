@@ -36,7 +36,7 @@ from typing import Any
 
 from toolwire import ledger
 from toolwire._api import Listing, Outcome, _answer, _current, _declaration, _taints
-from toolwire._record import _decode_result, _encode_result
+from toolwire._record_json import decode_result, encode_result
 from toolwire._turns import CallOutcome, CallTicket
 from toolwire.approval import DeferredApproval
 from toolwire.calls import ToolCall
@@ -332,7 +332,7 @@ def _new_run_id() -> str:
 
 def _answer_json(outcome: CallOutcome) -> dict[str, Any]:
     return {
-        "result": _encode_result(outcome.result),
+        "result": encode_result(outcome.result),
         "from_store": outcome.from_store,
         "halted": outcome.halted,
         "ran": outcome.ran,
@@ -342,7 +342,7 @@ def _answer_json(outcome: CallOutcome) -> dict[str, Any]:
 def _outcome_of(item: Any, answer: Mapping[str, Any]) -> CallOutcome:
     return CallOutcome(
         item=item,
-        result=_decode_result(answer["result"]),
+        result=decode_result(answer["result"]),
         from_store=answer["from_store"],
         halted=answer["halted"],
         ran=answer["ran"] and isinstance(item, ToolCall),

@@ -1,21 +1,18 @@
 """The store interface (what every run store implements), with the record it keeps and its
-JSON form (from ``toolwire._record``) for the stores' use."""
+JSON form (from ``toolwire._record`` and ``toolwire._record_json``) for the stores' use."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from toolwire._record import (
-    ANSWERED,
-    CallRecord,
-    CallState,
+from toolwire._record import ANSWERED, CallRecord, CallState, pending_since
+from toolwire._record_json import (
     DamagedRecord,
     QueuePlace,
     decode_record,
     encode_record,
     listed_record,
-    pending_since,
     place_of,
 )
 from toolwire.errors import RunBindingConflict
