@@ -19,9 +19,13 @@ from toolwire.errors import SchemaConversionError
 __all__ = [
     "ANNOTATIONS",
     "ANNOUNCED_DROPS",
+    "DATA_KEYWORDS",
+    "MANY_SUBSCHEMAS",
     "MAX_DEPTH",
     "MAX_NODES",
     "MAX_WORK",
+    "NAME_MAPS",
+    "ONE_SUBSCHEMA",
     "ConversionNote",
     "Lowering",
     "UniqueValues",
@@ -43,6 +47,51 @@ COUNT_KEYWORDS = frozenset(
     {"minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties"}
 )
 JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+
+# Where a schema holds schemas, by how it holds them (every dialect's spellings together).
+NAME_MAPS = (
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependencies",  # draft 7's: a schema or a list of names (data) under each name
+)
+"""Keywords whose value maps names (never keywords) to schemas."""
+ONE_SUBSCHEMA = (
+    "additionalProperties",
+    "items",
+    "additionalItems",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+)
+"""Keywords whose value is one schema."""
+MANY_SUBSCHEMAS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+"""Keywords whose value is a list of schemas (``items``: draft 4-7's tuple form)."""
+DATA_KEYWORDS = frozenset(
+    {
+        "type",
+        "enum",
+        "const",
+        "default",
+        "examples",
+        "example",
+        "required",
+        "dependentRequired",
+        "propertyOrdering",
+        "enumDescriptions",
+        "markdownEnumDescriptions",
+        "$vocabulary",
+    }
+)
+"""Keywords whose value is data compared with (or shown beside) arguments, never a schema."""
 
 # Keywords that only annotate: dropping them loses nothing a validator or a model needs.
 ANNOTATIONS = frozenset(

@@ -17,9 +17,13 @@ from typing import Any
 
 from toolwire.errors import SchemaConversionError
 from toolwire.schema._base import (
+    DATA_KEYWORDS,
+    MANY_SUBSCHEMAS,
     MAX_DEPTH,
     MAX_NODES,
+    NAME_MAPS,
     NOWHERE,
+    ONE_SUBSCHEMA,
     SchemaWalk,
     escape_pointer,
     follow_pointer,
@@ -28,31 +32,6 @@ from toolwire.schema._base import (
 
 __all__ = ["dangling", "local_references", "modern_reference", "references_kept"]
 
-_NAME_MAPS = (
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-    "dependencies",  # draft 7's: a schema or a list of names (data) under each name
-)
-_ONE = (
-    "additionalProperties",
-    "items",
-    "additionalItems",
-    "contains",
-    "propertyNames",
-    "not",
-    "if",
-    "then",
-    "else",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "contentSchema",
-)
-_MANY = ("allOf", "anyOf", "oneOf", "prefixItems", "items")  # items: draft 4-7's tuple form
-# Keywords whose value is data: a pointer through them is not rewritten.
-_DATA = frozenset({"enum", "const", "default", "examples", "required", "dependentRequired"})
 # What a copy of the root leaves at the root: its definitions, and what names the document.
 _ROOT_ONLY = frozenset(
     {"$defs", "definitions", "$id", "$schema", "$anchor", "$dynamicAnchor", "$vocabulary"}
@@ -64,15 +43,15 @@ _REWRITE_DEPTH = 4 * MAX_DEPTH
 def _subschemas(node: Mapping[str, Any]) -> Iterator[tuple[str, Any, Any]]:
     """``(keyword, name or index or None, subschema)`` for each schema position in ``node``
     (a value that is not a schema is yielded too: callers skip it)."""
-    for key in _NAME_MAPS:
+    for key in NAME_MAPS:
         named = node.get(key)
         if isinstance(named, Mapping):
             for name, sub in named.items():
                 yield key, name, sub
-    for key in _ONE:
+    for key in ONE_SUBSCHEMA:
         if key in node:
             yield key, None, node[key]
-    for key in _MANY:
+    for key in MANY_SUBSCHEMAS:
         branches = node.get(key)
         if isinstance(branches, list):
             for i, sub in enumerate(branches):
@@ -125,9 +104,9 @@ def modern_reference(root: Any, ref: str) -> str:
             segments[i] = "prefixItems" if segment == "items" else "items"
             changed = True
         if isinstance(node, Mapping) and segment in node:
-            if not named and segment in _DATA:
+            if not named and segment in DATA_KEYWORDS:
                 break  # data, not schemas: nothing below is rewritten
-            named = not named and segment in _NAME_MAPS  # a name there is never a keyword
+            named = not named and segment in NAME_MAPS  # a name there is never a keyword
             node = node[segment]
         elif isinstance(node, list) and segment.isdigit() and int(segment) < len(node):
             named = False

@@ -31,9 +31,13 @@ import jsonschema_rs
 from toolwire._text import clean_description
 from toolwire.errors import SchemaConversionError
 from toolwire.schema._base import (
+    DATA_KEYWORDS,
     JSON_TYPES,
+    MANY_SUBSCHEMAS,
     MAX_DEPTH,
     MAX_NODES,
+    NAME_MAPS,
+    ONE_SUBSCHEMA,
     ConversionNote,
     Lowering,
     SchemaWalk,
@@ -59,51 +63,12 @@ __all__ = [
     "short_text",
 ]
 
-# Keywords whose value is data compared with (or shown beside) arguments, never a schema: a
-# walk does not look inside them, so `{"enum": [{"$ref": ...}]}` keeps its value.
-_DATA = frozenset(
-    {
-        "type",
-        "enum",
-        "const",
-        "default",
-        "examples",
-        "example",
-        "required",
-        "dependentRequired",
-        "propertyOrdering",
-        "enumDescriptions",
-        "markdownEnumDescriptions",
-        "$vocabulary",
-    }
-)
-# Keywords whose value maps names (never keywords) to schemas.
-_NAME_MAPS = frozenset(
-    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
-)
-# Keywords whose value is a schema, or a list of schemas (where a type name alone, "string", is
-# read as the schema of that type). Other keywords' objects are walked too, as schemas a local
-# reference may point into, but nothing in them is read as shorthand.
-_SUBSCHEMA = frozenset(
-    {
-        "additionalProperties",
-        "additionalItems",
-        "items",
-        "contains",
-        "propertyNames",
-        "not",
-        "if",
-        "then",
-        "else",
-        "unevaluatedItems",
-        "unevaluatedProperties",
-        "contentSchema",
-        "allOf",
-        "anyOf",
-        "oneOf",
-        "prefixItems",
-    }
-)
+# A walk does not look inside data (`{"enum": [{"$ref": ...}]}` keeps its value). A keyword
+# of ONE_SUBSCHEMA or MANY_SUBSCHEMAS may also hold a type name alone ("string"), read as the
+# schema of that type; other keywords' objects are walked too, as schemas a local reference
+# may point into, but nothing in them is read as shorthand.
+_NAME_MAPS = frozenset(NAME_MAPS)
+_SUBSCHEMA = frozenset(ONE_SUBSCHEMA + MANY_SUBSCHEMAS)
 _REFERENCES = ("$ref", "$dynamicRef")
 _TEXT = ("description", "title")
 
@@ -238,7 +203,7 @@ class RewriteWalk(SchemaWalk):
             kind = value.__class__  # exact classes first: ABC checks cost more
             if kind is not dict and kind is not list and not isinstance(value, Mapping | list):
                 continue
-            if key in _DATA:
+            if key in DATA_KEYWORDS:
                 continue
             key_path = f"{path}/{escape_pointer(key if key.__class__ is str else str(key))}"
             known = key in _SUBSCHEMA or key in _NAME_MAPS
@@ -314,7 +279,7 @@ def _children(node: Mapping[str, Any]) -> list[tuple[Any, Any]]:
     """The (key, value) pairs of ``node`` that may hold schemas, name maps flattened."""
     children: list[tuple[Any, Any]] = []
     for key, value in node.items():
-        if key in _DATA:
+        if key in DATA_KEYWORDS:
             continue
         if key in _NAME_MAPS and isinstance(value, Mapping):
             children.extend(value.items())
