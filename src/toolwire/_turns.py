@@ -14,7 +14,7 @@ from toolwire._run import Run
 from toolwire.approval import ApprovalRequest
 from toolwire.calls import Caller, RejectedCall, ToolCall, ToolResult
 from toolwire.context import CallContext
-from toolwire.errors import RunBindingConflict, StoreUnavailable
+from toolwire.errors import ConfigurationError, RunBindingConflict, StoreUnavailable
 from toolwire.tool import Tool
 
 __all__ = ["NOT_RUN", "CallOutcome", "CallTicket", "Planned", "Turn"]
@@ -246,19 +246,26 @@ class CallTicket:
 
     @classmethod
     def from_dict(cls, body: Mapping[str, Any]) -> CallTicket:
-        """A ticket from ``to_dict``'s form."""
-        return cls(
-            run_id=body["run_id"],
-            binding=body["binding"],
-            call_id=body["call_id"],
-            name=body["name"],
-            arguments=body["arguments"],
-            kwargs=body["kwargs"],
-            calls=tuple((str(call_id), str(mark)) for call_id, mark in body.get("calls") or ()),
-            null_paths=tuple(tuple(path) for path in body.get("null_paths") or ()),
-            principal=body.get("principal"),
-            taint=tuple(body.get("taint") or ()),
-            caller=body.get("caller"),
-            alone=bool(body.get("alone")),
-            position=body.get("position"),
-        )
+        """A ticket from ``to_dict``'s form.
+
+        Raises:
+            ConfigurationError: ``body`` is not such a form.
+        """
+        try:
+            return cls(
+                run_id=body["run_id"],
+                binding=body["binding"],
+                call_id=body["call_id"],
+                name=body["name"],
+                arguments=dict(body["arguments"]),
+                kwargs=dict(body["kwargs"]),
+                calls=tuple((str(call), str(mark)) for call, mark in body.get("calls") or ()),
+                null_paths=tuple(tuple(path) for path in body.get("null_paths") or ()),
+                principal=body.get("principal"),
+                taint=tuple(body.get("taint") or ()),
+                caller=body.get("caller"),
+                alone=bool(body.get("alone")),
+                position=body.get("position"),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigurationError(f"not a call ticket: {type(exc).__name__}: {exc}") from None

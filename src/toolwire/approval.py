@@ -132,6 +132,8 @@ class ApprovalRequest:
         Raises:
             ConfigurationError: ``data`` is not such a form.
         """
+        if not isinstance(data, Mapping):
+            raise ConfigurationError(f"not an approval request: a {type(data).__name__}")
         try:
             request: ApprovalRequest = _REQUEST_READER.validate_python(data)
         except pydantic.ValidationError as exc:

@@ -142,6 +142,24 @@ async def test_a_ticket_changed_after_planning_is_refused(
     assert runs == [], why
 
 
+@pytest.mark.parametrize(
+    "change",
+    [{"calls": [["a"]]}, {"calls": 5}, {"null_paths": 3}, {"arguments": None}, {"run_id": None}],
+)
+def test_what_is_not_a_ticket_is_refused_with_our_error(change: dict[str, Any]) -> None:
+    body = {
+        "run_id": "r",
+        "binding": "b",
+        "call_id": "a",
+        "name": "count",
+        "arguments": {},
+        "kwargs": {},
+    }
+    body = {key: value for key, value in {**body, **change}.items() if value is not None}
+    with pytest.raises(toolwire.ConfigurationError, match="not a call ticket"):
+        CallTicket.from_dict(body)
+
+
 async def test_a_ticket_runs_what_its_run_decided_not_the_kwargs_it_carries(
     tmp_path: Path,
 ) -> None:
