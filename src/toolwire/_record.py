@@ -118,6 +118,9 @@ class CallRecord:
     """What waits for the call to be decided, beyond the run's next turn: a durable-execution
     engine's workflow (``{"engine": "dbos", ...}``), which a decision wakes (see
     ``toolwire.ledger.register_waker``)."""
+    ticket: str | None = None
+    """For a call an engine runs from a ticket, the digest of the ticket its turn's planning
+    made (``CallTicket.digest``): a ticket runs only when the run keeps its digest."""
     version: int = 0
     """Bumped by the store on every write; what a compare-and-swap compares."""
 
@@ -342,6 +345,7 @@ def request_record(
         request=kept,
         caller=caller_json(call),
         wake=wake,
+        ticket=seen.ticket if seen is not None else None,
     )
 
 

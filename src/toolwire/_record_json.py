@@ -10,6 +10,7 @@ be read ([`DamagedRecord`][]) and where a waiting call stands ([`QueuePlace`][])
 from __future__ import annotations
 
 import base64
+import json
 from dataclasses import dataclass, fields
 from typing import Annotated, Any, Literal, NotRequired
 
@@ -31,11 +32,12 @@ from toolwire.calls import (
     TextContent,
     ToolResult,
 )
-from toolwire.errors import StoreUnavailable
+from toolwire.errors import ConfigurationError, StoreUnavailable
 
 __all__ = [
     "DamagedRecord",
     "QueuePlace",
+    "checked_wake",
     "decode_record",
     "decode_result",
     "encode_record",
@@ -192,6 +194,7 @@ _OPTIONAL_FIELDS = (
     "caller",
     "position",
     "wake",
+    "ticket",
 )
 """Fields written only when set (the JSON form of older records lacks them)."""
 
@@ -329,6 +332,7 @@ class _RecordForm(TypedDict):
     caller: NotRequired[_CallerForm | None]
     position: NotRequired[int | None]
     wake: NotRequired[_WakeForm | None]
+    ticket: NotRequired[str | None]
 
 
 def _record_reader() -> pydantic_core.SchemaValidator:
@@ -366,6 +370,22 @@ def _record_reader() -> pydantic_core.SchemaValidator:
 
 
 _RECORD_READER = _record_reader()
+_WAKE_FORM = pydantic.TypeAdapter(_WakeForm)
+
+
+def checked_wake(wake: Any) -> dict[str, Any]:
+    """``wake`` as a record keeps it: an object naming its ``engine``, of JSON values.
+
+    Raises:
+        ConfigurationError: a record keeping it could not be read back.
+    """
+    what = "wake is an object naming its engine, of JSON values"
+    try:
+        return dict(_WAKE_FORM.validate_json(json.dumps(wake, allow_nan=False), strict=True))
+    except pydantic.ValidationError as exc:
+        raise ConfigurationError(f"{what} ({_first_error(exc)})") from None
+    except (TypeError, ValueError) as exc:  # not JSON values (an object, an infinity)
+        raise ConfigurationError(f"{what} ({str(exc)[:200]})") from None
 
 
 def encode_result(result: ToolResult) -> dict[str, Any]:

@@ -321,6 +321,35 @@ class Run:
             reread=reread,
         )
 
+    async def keep_ticket(
+        self, call: ToolCall, fingerprint: str, seen: CallRecord | None, digest: str
+    ) -> None:
+        """Keep in the call's record the digest of the ticket its turn's planning made (the
+        record, ``approved``, is made when there is none): the run's word that the ticket is
+        its own. A record another worker moved on since (running, answered, waiting) is left
+        as it is.
+
+        Raises:
+            Contended: the record kept changing.
+        """
+
+        def kept(current: CallRecord | None) -> CallRecord | Keep[None]:
+            if current is not None and (current.ticket == digest or current.state != "approved"):
+                return Keep(None)
+            base = current or CallRecord(
+                call_id=call.local_id,
+                tool=call.exposed_name,
+                fingerprint=fingerprint,
+                tool_id=call.tool.qualified_name,
+                caller=caller_json(call),
+                state="approved",
+            )
+            return self.placed(base).with_(ticket=digest)
+
+        await update(
+            self.store, self.run_id, call.local_id, kept, current=seen, binding=self.binding
+        )
+
     def lease(self, claim: CallRecord) -> Lease:
         """The lease that keeps ``claim`` alive while its call runs (``async with``)."""
         return Lease(self.store, self.run_id, claim, self.lease_seconds)

@@ -3,16 +3,26 @@ what it keeps of its run. The executor and its decider share it; the planner nev
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, NotRequired
 
 import anyio
+import pydantic
+from typing_extensions import TypedDict
 
-from toolwire._record import CallRecord, binding_for, fingerprint
+from toolwire._record import CallRecord, fingerprint
 from toolwire._run import Run
 from toolwire.approval import ApprovalRequest
-from toolwire.calls import Caller, RejectedCall, ToolCall, ToolResult
+from toolwire.calls import (
+    Caller,
+    RejectedCall,
+    ToolCall,
+    ToolResult,
+    canonical_json,
+    principal_json,
+)
 from toolwire.context import CallContext
 from toolwire.errors import ConfigurationError, RunBindingConflict, StoreUnavailable
 from toolwire.tool import Tool
@@ -116,11 +126,7 @@ class Turn:
     @classmethod
     def of_ticket(cls, ticket: CallTicket, tool: Tool, deps: Any) -> Turn:
         """A turn of the one call a ticket names (``tool``: its tool here), to be decided
-        again where it runs.
-
-        Raises:
-            RunBindingConflict: the ticket was changed since its turn was planned.
-        """
+        again where it runs."""
         call = ToolCall(
             exposed_name=ticket.name,
             tool=tool,
@@ -130,7 +136,7 @@ class Turn:
             caller=Caller.from_dict(ticket.caller),
             null_paths=ticket.null_paths,
         )
-        turn = cls(
+        return cls(
             items=[call],
             run_id=ticket.run_id,
             principal=ticket.principal,
@@ -139,8 +145,6 @@ class Turn:
             outcomes=[None],
             admitted=[call],
         )
-        ticket.verify(turn.fingerprint(call))
-        return turn
 
     def bound_calls(self) -> list[tuple[str, str]]:
         """The ``(id, fingerprint)`` of each admitted call: what the turn's run is bound to
@@ -177,9 +181,6 @@ class CallTicket:
     """What the tool ran with when planned (validated, as an approver edited them, as the
     before-call hooks made them). Where the ticket runs they are made again from the run's
     record and ``arguments``; only what before-call hooks made is taken from here."""
-    calls: tuple[tuple[str, str], ...] = ()
-    """The ``(id, fingerprint)`` of every call of the turn: with ``principal``, what
-    ``binding`` is made of, so a ticket changed after planning is refused."""
     null_paths: tuple[tuple[str, ...], ...] = ()
     """The nulls strict mode made the model send (left out before validation)."""
     principal: Any = None
@@ -201,7 +202,6 @@ class CallTicket:
             name=call.exposed_name,
             arguments=dict(call.arguments),
             kwargs=dict(planned.kwargs),
-            calls=tuple(turn.bound_calls()),
             null_paths=call.null_paths,
             principal=turn.principal,
             taint=tuple(sorted(turn.taint)),
@@ -210,20 +210,26 @@ class CallTicket:
             position=planned.index,
         )
 
-    def verify(self, fingerprint: str) -> None:
-        """Raise unless the ticket is its run's: ``binding`` is made of its principal and
-        ``calls``, and those hold its call (``fingerprint``: of its tool and arguments) under
-        its id. The run's store then holds the binding to what the run was first bound to.
+    def digest(self) -> str:
+        """The ticket hashed, all but ``kwargs``: the planning step keeps it in the call's
+        record (``CallRecord.ticket``), and a ticket runs only when its run keeps its digest,
+        so one changed since, or made anywhere else, runs nothing."""
+        body = self.to_dict()
+        del body["kwargs"]  # (what before-call hooks made: not always JSON)
+        body["principal"] = principal_json(self.principal)
+        return hashlib.sha256(canonical_json(body).encode("utf-8", "surrogatepass")).hexdigest()
+
+    def check_kept(self, kept: CallRecord | None) -> None:
+        """Raise unless ``kept``, the run's record of the call, keeps this ticket's digest.
 
         Raises:
-            RunBindingConflict: the ticket was changed after its turn was planned.
+            RunBindingConflict: the ticket was changed since its turn was planned, or was
+                never planned in its run.
         """
-        if (self.call_id, fingerprint) not in self.calls or self.binding != binding_for(
-            self.principal, self.calls
-        ):
+        if kept is None or kept.ticket != self.digest():
             raise RunBindingConflict(
-                f"run {self.run_id!r}: the ticket of call {self.call_id!r} is not what its "
-                "turn planned (its call, arguments or principal changed since); nothing runs"
+                f"run {self.run_id!r} keeps no such ticket for call {self.call_id!r} (not "
+                "planned there, or changed since it was): nothing runs"
             )
 
     def to_dict(self) -> dict[str, Any]:
@@ -235,7 +241,6 @@ class CallTicket:
             "name": self.name,
             "arguments": dict(self.arguments),
             "kwargs": dict(self.kwargs),
-            "calls": [list(pair) for pair in self.calls],
             "null_paths": [list(path) for path in self.null_paths],
             "principal": self.principal,
             "taint": list(self.taint),
@@ -252,20 +257,41 @@ class CallTicket:
             ConfigurationError: ``body`` is not such a form.
         """
         try:
-            return cls(
-                run_id=body["run_id"],
-                binding=body["binding"],
-                call_id=body["call_id"],
-                name=body["name"],
-                arguments=dict(body["arguments"]),
-                kwargs=dict(body["kwargs"]),
-                calls=tuple((str(call), str(mark)) for call, mark in body.get("calls") or ()),
-                null_paths=tuple(tuple(path) for path in body.get("null_paths") or ()),
-                principal=body.get("principal"),
-                taint=tuple(body.get("taint") or ()),
-                caller=body.get("caller"),
-                alone=bool(body.get("alone")),
-                position=body.get("position"),
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ConfigurationError(f"not a call ticket: {type(exc).__name__}: {exc}") from None
+            form = _TICKET_FORM.validate_python(body, strict=True)
+        except pydantic.ValidationError as exc:
+            first = exc.errors(include_url=False, include_input=False)[0]
+            where = ".".join(str(part) for part in first["loc"])
+            where = f"{where}: " if where else ""
+            raise ConfigurationError(f"not a call ticket: {where}{first['msg']}") from None
+        return cls(
+            run_id=form["run_id"],
+            binding=form["binding"],
+            call_id=form["call_id"],
+            name=form["name"],
+            arguments=form["arguments"],
+            kwargs=form["kwargs"],
+            null_paths=tuple(tuple(path) for path in form.get("null_paths") or ()),
+            principal=form.get("principal"),
+            taint=tuple(form.get("taint") or ()),
+            caller=form.get("caller"),
+            alone=form.get("alone", False),
+            position=form.get("position"),
+        )
+
+
+class _TicketForm(TypedDict):
+    run_id: str
+    binding: str
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    kwargs: dict[str, Any]
+    null_paths: NotRequired[list[list[str]] | None]
+    principal: NotRequired[Any]
+    taint: NotRequired[list[str] | None]
+    caller: NotRequired[dict[str, Any] | None]
+    alone: NotRequired[bool]
+    position: NotRequired[Annotated[int, pydantic.Field(ge=0)] | None]
+
+
+_TICKET_FORM = pydantic.TypeAdapter(_TicketForm)

@@ -134,6 +134,8 @@ class ApprovalRequest:
         """
         if not isinstance(data, Mapping):
             raise ConfigurationError(f"not an approval request: a {type(data).__name__}")
+        if not isinstance(data, dict):  # (pydantic-core reads a dict; any mapping will do)
+            data = dict(data)
         try:
             request: ApprovalRequest = _REQUEST_READER.validate_python(data)
         except pydantic.ValidationError as exc:

@@ -60,6 +60,7 @@ from toolwire._record import (
     request_record,
     valid_id,
 )
+from toolwire._record_json import checked_wake
 from toolwire._run import UNSTORED_KINDS, UNTIMED_WAIT, Contended, Keep
 from toolwire._run import Run as RunOfTurn
 from toolwire._runner import CANCELLED, Job, Runner, unanswerable
@@ -380,7 +381,7 @@ class Executor:
             principal=principal,
             taint=frozenset(taint),
             deps=deps,
-            wake=dict(wake) if wake is not None else None,
+            wake=checked_wake(wake) if wake is not None else None,
         )
         turn.outcomes = [None] * len(turn.items)
         ids = self._admit(turn)
@@ -397,7 +398,8 @@ class Executor:
 
     async def keep_planned(self, turn: Turn) -> None:
         """Store what the turn decided without running (answers, and the calls waiting for a
-        decision), before any call runs: an engine's planning step ends with it.
+        decision), and the digest of each planned call's ticket (see [`run_ticket`][]), before
+        any call runs: an engine's planning step ends with it.
 
         Raises:
             StoreUnavailable: the run store failed.
@@ -408,6 +410,10 @@ class Executor:
                 if outcome is not None:
                     turn.kept.add(index)
             turn.kept.update(index for index, _ in turn.waiting)
+            run = self._run_of(turn)
+            for planned in turn.planned:  # each ticket's digest, kept before any is handed out
+                call, digest = planned.call, self.ticket(turn, planned).digest()
+                await run.keep_ticket(call, turn.fingerprint(call), planned.record, digest)
 
     def ticket(self, turn: Turn, planned: Planned) -> CallTicket:
         """What running one planned call of a named run needs, as JSON values: an engine hands
@@ -420,23 +426,23 @@ class Executor:
         most once whoever holds the ticket (its claim in the run is the ledger's), under this
         executor's tools, limits and hooks.
 
-        The ticket is not trusted beyond what its run binds: its call, arguments and
-        principal must be those its turn was planned with, and what runs is decided again
-        from the run's record (an answer kept, a refusal, a wait, arguments a human edited),
-        validated, and put to this executor's policy, which may deny it since. Only what
-        before-call hooks made at planning is taken from the ticket (they do not run again).
+        The ticket is not trusted beyond what its run keeps: the planning step kept its
+        digest in the call's record ([`keep_planned`][]), so a ticket changed since, or made
+        anywhere else, runs nothing. What runs is decided again from the run's record (an
+        answer kept, a refusal, a wait, arguments a human edited), validated, and put to this
+        executor's policy, which may deny it since. Only what before-call hooks made at
+        planning is taken from the ticket (they do not run again).
 
         Raises:
-            RunBindingConflict: the ticket was changed since its turn was planned, or is
-                another run's.
+            RunBindingConflict: the run keeps no such ticket (changed since its turn was
+                planned, or never planned there), or is bound to another principal or calls.
             ApprovalPending: the run holds the call waiting for a decision now.
             StoreUnavailable: the run store failed (the call's answer is on the exception).
         """
         tool = self.toolset.get(ticket.name)
         if tool is None:
             raise ToolNotFound(ticket.name)
-        turn = Turn.of_ticket(ticket, tool, deps)  # (refused when changed since planned)
-        turn.run = RunOfTurn(
+        run = RunOfTurn(
             self.store,
             ticket.run_id,
             binding=ticket.binding,
@@ -444,7 +450,10 @@ class Executor:
             lease=self.lease,
             positions={ticket.call_id: ticket.position} if ticket.position is not None else {},
         )
-        turn.known = await turn.run.load([ticket.call_id])
+        known = await run.load([ticket.call_id])
+        ticket.check_kept(known.get(ticket.call_id))
+        turn = Turn.of_ticket(ticket, tool, deps)
+        turn.run, turn.known = run, known
         await self.decider.plan(turn, 0, turn.items[0], ticketed=ticket.kwargs)
         await self._run_planned(turn)
         [outcome] = await self._close(turn)

@@ -121,30 +121,73 @@ def _ticket_of(executor: Executor, turn: Any, name: str) -> dict[str, Any]:
         ({"arguments": {"tag": "b"}}, "other arguments than its model's"),
         ({"call_id": "w"}, "a call the run holds under another id"),
         ({"principal": "mallory"}, "another principal"),
-        ({"calls": [["a", "0" * 27]]}, "other calls"),
-        ({"calls": []}, "no calls"),
+        ({"run_id": "run-other"}, "another run (where it would run again)"),
+        ({"taint": []}, "without the taint its turn had"),
+        ({"caller": {"kind": "code", "type": "code_execution", "id": "x"}}, "another caller"),
+        ({"position": 7}, "another place in its turn"),
     ],
 )
+@pytest.mark.parametrize("deferred", [True, False], ids=["run bound", "nothing stored yet"])
 async def test_a_ticket_changed_after_planning_is_refused(
-    tmp_path: Path, change: dict[str, Any], why: str
+    tmp_path: Path, change: dict[str, Any], why: str, deferred: bool
 ) -> None:
     runs: list[str] = []
+    # Without a call waiting, planning stores nothing but the tickets' digests: the run's
+    # binding alone would not refuse a ticket made up whole.
     executor = Executor(
         _tools(runs),
-        policy=POLICY,
+        policy=POLICY if deferred else None,
         store=SQLiteStore(tmp_path / "runs.db"),
         approver=toolwire.DeferredApproval(),
     )
     turn = await _planned(executor, "run-forged")
-    forged = CallTicket.from_dict({**_ticket_of(executor, turn, "count"), **change})
-    with pytest.raises(toolwire.RunBindingConflict, match="ticket"):
+    body = {**_ticket_of(executor, turn, "count"), "taint": ["web"]}
+    turn = await executor.plan_turn(turn.items, run_id="run-forged", taint=["web"])
+    await executor.keep_planned(turn)
+    assert _ticket_of(executor, turn, "count") == body
+    forged = CallTicket.from_dict({**body, **change})
+    with pytest.raises(toolwire.RunBindingConflict, match="no such ticket"):
         await executor.run_ticket(forged)
     assert runs == [], why
+    assert (await executor.run_ticket(CallTicket.from_dict(body))).result.text == "counted a"
+
+
+async def test_a_ticket_made_up_for_a_run_never_planned_runs_nothing(tmp_path: Path) -> None:
+    runs: list[str] = []
+    store = SQLiteStore(tmp_path / "runs.db")
+    executor = Executor(
+        _tools(runs), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
+    )
+    elsewhere = Executor(_tools(runs), store=SQLiteStore(tmp_path / "other.db"))
+    turn = await _planned(elsewhere, "run-1")  # planned where the policy asks nobody
+    made_up = CallTicket.from_dict({**_ticket_of(elsewhere, turn, "wipe"), "run_id": "never"})
+    with pytest.raises(toolwire.RunBindingConflict, match="no such ticket"):
+        await executor.run_ticket(made_up)
+    copied = CallTicket.from_dict(_ticket_of(elsewhere, turn, "wipe"))  # into another store
+    with pytest.raises(toolwire.RunBindingConflict, match="no such ticket"):
+        await executor.run_ticket(copied)
+    assert runs == []
+    assert await toolwire.pending(store=store) == []
 
 
 @pytest.mark.parametrize(
     "change",
-    [{"calls": [["a"]]}, {"calls": 5}, {"null_paths": 3}, {"arguments": None}, {"run_id": None}],
+    [
+        {"null_paths": 3},
+        {"null_paths": [[1]]},
+        {"arguments": None},
+        {"arguments": [1]},
+        {"run_id": None},
+        {"run_id": 5},
+        {"name": []},
+        {"taint": "web"},
+        {"taint": [[1]]},
+        {"caller": 5},
+        {"alone": "false"},
+        {"position": "x"},
+        {"position": -1},
+        {"position": True},
+    ],
 )
 def test_what_is_not_a_ticket_is_refused_with_our_error(change: dict[str, Any]) -> None:
     body = {
@@ -158,6 +201,21 @@ def test_what_is_not_a_ticket_is_refused_with_our_error(change: dict[str, Any]) 
     body = {key: value for key, value in {**body, **change}.items() if value is not None}
     with pytest.raises(toolwire.ConfigurationError, match="not a call ticket"):
         CallTicket.from_dict(body)
+
+
+@pytest.mark.parametrize(
+    "wake", [{}, {"engine": 5}, {"engine": "e", "at": float("inf")}, {"engine": "e", "x": object()}]
+)
+async def test_a_wake_no_record_could_keep_is_refused_before_anything_is_stored(
+    tmp_path: Path, wake: dict[str, Any]
+) -> None:
+    store = SQLiteStore(tmp_path / "runs.db")
+    executor = Executor(
+        _tools([]), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
+    )
+    with pytest.raises(toolwire.ConfigurationError, match="wake"):
+        await _planned(executor, "run-wake", wake=wake)
+    assert await toolwire.pending(store=store) == []
 
 
 async def test_a_ticket_runs_what_its_run_decided_not_the_kwargs_it_carries(

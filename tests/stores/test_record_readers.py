@@ -5,6 +5,7 @@ refused with the library's own errors."""
 from __future__ import annotations
 
 import json
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -88,6 +89,7 @@ def records(draw: st.DrawFn) -> CallRecord:
         caller=draw(st.none() | st.just({"kind": "code", "type": "code_execution", "id": "x1"})),
         position=draw(st.none() | st.integers(min_value=0, max_value=128)),
         wake=draw(st.none() | st.just({"engine": "dbos", "workflow": "w", "topic": "t"})),
+        ticket=draw(st.none() | st.text(min_size=1, max_size=64)),
     )
 
 
@@ -200,6 +202,11 @@ def test_any_json_object_is_a_request_or_a_configuration_error(form: dict[str, A
     assert isinstance(request.run_id, str)
     assert isinstance(request.call_id, str)
     assert isinstance(request.arguments, dict)
+
+
+def test_any_mapping_is_read_as_a_request() -> None:
+    form = {"run_id": "r", "call_id": "c", "exposed_name": "t", "arguments": {"a": 1}}
+    assert ApprovalRequest.from_dict(MappingProxyType(form)) == ApprovalRequest.from_dict(form)
 
 
 def test_a_request_without_arguments_has_its_own_empty_ones() -> None:
