@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 import anyio
 
-from toolwire._record import CallRecord, answered_state, caller_json, check_binding, held
+from toolwire._record import CallRecord, CallState, answered_state, caller_json, check_binding, held
 from toolwire._values import describe_exception
 from toolwire.calls import ToolCall, ToolResult
 from toolwire.errors import StoreUnavailable, ToolwireError
@@ -228,6 +228,18 @@ class Run:
         self.positions: Mapping[str, int] = positions or {}
         """Where each call stands in its turn, by call id (kept in its first record)."""
 
+    def first_record(self, call: ToolCall, fingerprint: str, state: CallState) -> CallRecord:
+        """The run's first record of ``call``, in ``state``, with its place in the turn."""
+        return CallRecord(
+            position=self.positions.get(call.local_id),
+            call_id=call.local_id,
+            tool=call.exposed_name,
+            fingerprint=fingerprint,
+            tool_id=call.tool.qualified_name,
+            caller=caller_json(call),
+            state=state,
+        )
+
     def placed(self, record: CallRecord) -> CallRecord:
         """``record`` with its call's place in the turn, when it has none yet."""
         if record.position is not None:
@@ -294,17 +306,8 @@ class Run:
                     started_at=now,
                     lease_until=now + self.lease_seconds,
                 )
-            return CallRecord(
-                position=self.positions.get(call.local_id),
-                call_id=call.local_id,
-                tool=call.exposed_name,
-                fingerprint=fingerprint,
-                tool_id=call.tool.qualified_name,
-                caller=caller_json(call),
-                state="running",
-                owner=self.worker,
-                started_at=now,
-                lease_until=now + self.lease_seconds,
+            return self.first_record(call, fingerprint, "running").with_(
+                owner=self.worker, started_at=now, lease_until=now + self.lease_seconds
             )
 
         async def reread(run_id: str, call_id: str) -> CallRecord | None:
@@ -336,14 +339,7 @@ class Run:
         def kept(current: CallRecord | None) -> CallRecord | Keep[None]:
             if current is not None and (current.ticket == digest or current.state != "approved"):
                 return Keep(None)
-            base = current or CallRecord(
-                call_id=call.local_id,
-                tool=call.exposed_name,
-                fingerprint=fingerprint,
-                tool_id=call.tool.qualified_name,
-                caller=caller_json(call),
-                state="approved",
-            )
+            base = current or self.first_record(call, fingerprint, "approved")
             return self.placed(base).with_(ticket=digest)
 
         await update(

@@ -279,6 +279,7 @@ class CallTicket:
         )
 
 
+# A ticket's JSON form, checked whole when read (strictly: a number is not a string of digits).
 class _TicketForm(TypedDict):
     run_id: str
     binding: str
