@@ -478,17 +478,8 @@ class Run:
             if attempts == 1:
                 if seen is not None:
                     return seen.with_(state=state, result=result, finished_at=now, lease_until=None)
-                return CallRecord(
-                    call_id=call.local_id,
-                    tool=call.exposed_name,
-                    fingerprint=fingerprint,
-                    tool_id=call.tool.qualified_name,
-                    caller=caller_json(call),
-                    state=state,
-                    result=result,
-                    finished_at=now,
-                    position=self.positions.get(call.local_id),
-                )
+                first = self.first_record(call, fingerprint, state)
+                return first.with_(result=result, finished_at=now)
             if current is not None and current.result is not None:
                 return Keep(current.result)
             if current is None or current.state == "running":
