@@ -384,7 +384,7 @@ def checked_wake(wake: Any) -> dict[str, Any]:
         return dict(_WAKE_FORM.validate_json(json.dumps(wake, allow_nan=False), strict=True))
     except pydantic.ValidationError as exc:
         raise ConfigurationError(f"{what} ({_first_error(exc)})") from None
-    except (TypeError, ValueError) as exc:  # not JSON values (an object, an infinity)
+    except (TypeError, ValueError, RecursionError) as exc:  # not JSON values, or too deep
         raise ConfigurationError(f"{what} ({str(exc)[:200]})") from None
 
 

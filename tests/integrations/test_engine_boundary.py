@@ -4,6 +4,7 @@ calls for what waits for it."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,15 @@ def _tools(runs: list[str]) -> list[toolwire.Tool]:
 POLICY = toolwire.Policy(toolwire.Rule("ask", "wipe", reason="destroys data"))
 
 
+def _deferring(tmp_path: Path, runs: list[str]) -> tuple[SQLiteStore, Executor]:
+    """A worker on the run store in ``tmp_path``, whose asked calls wait for a human."""
+    store = SQLiteStore(tmp_path / "runs.db")
+    executor = Executor(
+        _tools(runs), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
+    )
+    return store, executor
+
+
 async def _planned(executor: Executor, run_id: str, wake: dict[str, Any] | None = None) -> Any:
     listing = toolwire.tools(executor.toolset, "anthropic", policy=POLICY)
     items = toolwire.providers.get_provider("anthropic").parse(RESPONSE, listing.declaration)
@@ -58,10 +68,7 @@ async def _planned(executor: Executor, run_id: str, wake: dict[str, Any] | None 
 
 async def test_a_planned_turn_runs_nothing_and_keeps_its_waiting_calls(tmp_path: Path) -> None:
     runs: list[str] = []
-    store = SQLiteStore(tmp_path / "runs.db")
-    executor = Executor(
-        _tools(runs), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
-    )
+    store, executor = _deferring(tmp_path, runs)
     turn = await _planned(executor, "run-1", wake={"engine": "test", "where": "here"})
     assert runs == []
     assert [planned.call.exposed_name for planned in turn.planned] == ["count"]
@@ -74,10 +81,7 @@ async def test_a_planned_turn_runs_nothing_and_keeps_its_waiting_calls(tmp_path:
 
 async def test_a_ticket_runs_once_whoever_holds_it(tmp_path: Path) -> None:
     runs: list[str] = []
-    store = SQLiteStore(tmp_path / "runs.db")
-    executor = Executor(
-        _tools(runs), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
-    )
+    store, executor = _deferring(tmp_path, runs)
     turn = await _planned(executor, "run-2")
     ticket = CallTicket.from_dict(executor.ticket(turn, turn.planned[0]).to_dict())  # as JSON
     other = Executor(_tools(runs), policy=POLICY, store=store)  # another worker, same tools
@@ -98,10 +102,7 @@ async def test_a_ticket_runs_once_whoever_holds_it(tmp_path: Path) -> None:
 
 async def test_a_ticket_for_another_run_binding_is_refused(tmp_path: Path) -> None:
     runs: list[str] = []
-    store = SQLiteStore(tmp_path / "runs.db")
-    executor = Executor(
-        _tools(runs), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
-    )
+    _, executor = _deferring(tmp_path, runs)
     turn = await _planned(executor, "run-3")
     body = executor.ticket(turn, turn.planned[0]).to_dict()
     forged = CallTicket.from_dict({**body, "binding": '{"calls":"0","principal":null}'})
@@ -154,10 +155,7 @@ async def test_a_ticket_changed_after_planning_is_refused(
 
 async def test_a_ticket_made_up_for_a_run_never_planned_runs_nothing(tmp_path: Path) -> None:
     runs: list[str] = []
-    store = SQLiteStore(tmp_path / "runs.db")
-    executor = Executor(
-        _tools(runs), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
-    )
+    store, executor = _deferring(tmp_path, runs)
     elsewhere = Executor(_tools(runs), store=SQLiteStore(tmp_path / "other.db"))
     turn = await _planned(elsewhere, "run-1")  # planned where the policy asks nobody
     made_up = CallTicket.from_dict({**_ticket_of(elsewhere, turn, "wipe"), "run_id": "never"})
@@ -204,15 +202,19 @@ def test_what_is_not_a_ticket_is_refused_with_our_error(change: dict[str, Any]) 
 
 
 @pytest.mark.parametrize(
-    "wake", [{}, {"engine": 5}, {"engine": "e", "at": float("inf")}, {"engine": "e", "x": object()}]
+    "wake",
+    [
+        {},
+        {"engine": 5},
+        {"engine": "e", "at": float("inf")},
+        {"engine": "e", "x": object()},
+        {"engine": "e", "deep": functools.reduce(lambda inner, _: [inner], range(100_000), [])},
+    ],
 )
 async def test_a_wake_no_record_could_keep_is_refused_before_anything_is_stored(
     tmp_path: Path, wake: dict[str, Any]
 ) -> None:
-    store = SQLiteStore(tmp_path / "runs.db")
-    executor = Executor(
-        _tools([]), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
-    )
+    store, executor = _deferring(tmp_path, [])
     with pytest.raises(toolwire.ConfigurationError, match="wake"):
         await _planned(executor, "run-wake", wake=wake)
     assert await toolwire.pending(store=store) == []
@@ -222,10 +224,7 @@ async def test_a_ticket_runs_what_its_run_decided_not_the_kwargs_it_carries(
     tmp_path: Path,
 ) -> None:
     runs: list[str] = []
-    store = SQLiteStore(tmp_path / "runs.db")
-    executor = Executor(
-        _tools(runs), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
-    )
+    _, executor = _deferring(tmp_path, runs)
     turn = await _planned(executor, "run-kwargs")
     forged = CallTicket.from_dict({**_ticket_of(executor, turn, "count"), "kwargs": {"tag": "x"}})
     outcome = await executor.run_ticket(forged)
@@ -236,10 +235,7 @@ async def test_a_ticket_of_an_approved_call_runs_the_edited_arguments_the_ledger
     tmp_path: Path,
 ) -> None:
     runs: list[str] = []
-    store = SQLiteStore(tmp_path / "runs.db")
-    executor = Executor(
-        _tools(runs), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
-    )
+    store, executor = _deferring(tmp_path, runs)
     await _planned(executor, "run-edit")
     await toolwire.decide(
         "run-edit", "w", toolwire.allow(arguments={"path": "/tmp/x"}), store=store
@@ -262,9 +258,7 @@ async def test_a_ticket_of_a_call_still_waiting_for_its_decision_does_not_run(
     wipe = next(p for p in turn.planned if p.call.exposed_name == "wipe")  # allowed at once
     ticket = executor.ticket(turn, wipe)
     # Meanwhile another worker, deferring, put the same call up for a human.
-    deferring = Executor(
-        _tools(runs), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
-    )
+    _, deferring = _deferring(tmp_path, runs)
     await _planned(deferring, "run-wait")
     with pytest.raises(toolwire.ApprovalPending):  # held by a worker that asks nobody now
         await deferring.run_ticket(ticket)
@@ -359,10 +353,7 @@ async def test_a_decision_wakes_what_the_record_names_and_a_failing_waker_loses_
             raise OSError("the engine is down")
 
     ledger.register_waker("test", waker)
-    store = SQLiteStore(tmp_path / "runs.db")
-    executor = Executor(
-        _tools([]), policy=POLICY, store=store, approver=toolwire.DeferredApproval()
-    )
+    store, executor = _deferring(tmp_path, [])
     await _planned(executor, "run-4", wake={"engine": "test", "n": 1})
     await toolwire.decide("run-4", "w", toolwire.allow(), store=store)
     assert woken == [({"engine": "test", "n": 1}, "run-4", "w")]
