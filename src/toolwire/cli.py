@@ -261,7 +261,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--principal", help="who the calls run for (JSON, or a plain string)")
     serve.add_argument("--timeout", type=float, default=60.0, help="seconds a call may take")
     serve.add_argument(
-        "--no-elicit", action="store_true", help="never ask the client; calls wait in the store"
+        "--approve-by",
+        choices=("ledger", "client"),
+        default="ledger",
+        help="who decides a call the policy asks about: a person through the store "
+        "(`toolwire decide`, the inbox), or also the client that made it, in a form "
+        "(default: %(default)s)",
     )
     serve.add_argument(
         "--own-names",

@@ -484,7 +484,9 @@ async def test_a_client_cannot_answer_the_approval_form_another_client_was_asked
     approve = {"toolwire_approval": types.ElicitResult(action="accept", content={"approve": True})}
     ran.clear()
     with anyio.fail_after(BOUND):
-        async with served([pay], policy=Policy(Rule("ask", "pay")), store=store, auth=auth) as url:
+        async with served(
+            [pay], policy=Policy(Rule("ask", "pay")), store=store, auth=auth, approve_by="client"
+        ) as url:
             async with client(url, idp_each.token("alice"), **modern) as alice:
                 asked = await alice.session.call_tool(
                     "pay", {"amount": 9}, allow_input_required=True

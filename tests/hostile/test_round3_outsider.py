@@ -394,6 +394,7 @@ async def test_a_gateway_on_a_sqlite_memory_database_warns_as_without_a_store() 
                 [pay],
                 policy=ASK,
                 store="sqlite:///:memory:",
+                approve_by="client",
                 transport="http",
                 port=0,
                 on_listening=lambda url: serving.cancel(),
@@ -477,7 +478,7 @@ async def test_a_call_too_long_for_a_form_is_never_approved_in_one(mode: str) ->
         return types.ElicitResult(action="accept", content={"approve": True})
 
     _, to_mallory = _long_calls()
-    gateway = Gateway(ToolSet([send]), policy=ASK)
+    gateway = Gateway(ToolSet([send]), policy=ASK, approve_by="client")
     with anyio.fail_after(BOUND):
         async with mcp.Client(gateway.server(), mode=mode, elicitation_callback=approve) as client:
             waiting = await client.call_tool("send", to_mallory)
@@ -498,7 +499,7 @@ async def test_the_gateways_waiting_answer_shows_a_reason_with_hidden_characters
     from toolwire.mcp import Gateway
 
     policy = Policy(Rule("ask", "pay", reason="pays \u202eevil\u202c"))
-    gateway = Gateway(ToolSet([pay]), policy=policy, elicit=False)
+    gateway = Gateway(ToolSet([pay]), policy=policy, approve_by="ledger")
     with anyio.fail_after(BOUND):
         async with mcp.Client(gateway.server()) as client:
             waiting = await client.call_tool("pay", {"amount": 5})

@@ -313,7 +313,9 @@ async def test_the_gateway_asks_the_client_with_the_path_escaped(mode: str) -> N
         seen.append(params.message)
         return mcp_types.ElicitResult(action="accept", content={"approve": True})
 
-    gateway = Gateway(TOOLS, policy=Policy(Rule("ask", "*")), store=MemoryStore())
+    gateway = Gateway(
+        TOOLS, policy=Policy(Rule("ask", "*")), store=MemoryStore(), approve_by="client"
+    )
     with anyio.fail_after(60):
         async with mcp.Client(gateway.server(), mode=mode, elicitation_callback=approve) as client:
             result = await client.call_tool("move_file", {"path": SPOOFED})

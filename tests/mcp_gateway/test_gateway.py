@@ -18,6 +18,9 @@ from toolwire.store import SQLiteStore
 pytestmark = pytest.mark.anyio
 
 BOUND = 60  # seconds a whole test may take: a hang fails, never blocks the suite
+BY_CLIENT = ("--approve-by", "client")
+"""The client that makes a call may approve it in a form (the operator's choice; also what lets
+a gateway serve without a store the tools its policy asks about)."""
 
 
 def _text(result: types.CallToolResult) -> str:
@@ -40,7 +43,7 @@ async def test_listing_gives_exposed_names_original_schemas_and_annotations(
     connect: Connect,
 ) -> None:
     with anyio.fail_after(BOUND):
-        async with connect() as client:
+        async with connect(None, *BY_CLIENT) as client:
             listing = await client.list_tools()
     tools = {tool.name: tool for tool in listing.tools}
     # format_disk, which the policy denies outright, is not listed (as toolwire.tools leaves
@@ -66,7 +69,7 @@ async def test_listing_gives_exposed_names_original_schemas_and_annotations(
 
 async def test_calls_are_answered_with_content_and_structured_content(connect: Connect) -> None:
     with anyio.fail_after(BOUND):
-        async with connect() as client:
+        async with connect(None, *BY_CLIENT) as client:
             added = await client.call_tool("add", {"a": 2, "b": 3})
             weather = await client.call_tool("weather", {"city": "Paris"})
     assert (added.is_error, _text(added), added.structured_content) == (False, "5", None)
@@ -78,7 +81,7 @@ async def test_bad_arguments_are_answered_is_error_with_the_validation_message(
     connect: Connect,
 ) -> None:
     with anyio.fail_after(BOUND):
-        async with connect() as client:
+        async with connect(None, *BY_CLIENT) as client:
             result = await client.call_tool("add", {"a": "two"})
     assert result.is_error is True
     text = _text(result)
@@ -89,7 +92,7 @@ async def test_bad_arguments_are_answered_is_error_with_the_validation_message(
 
 async def test_an_unknown_tool_is_answered_is_error(connect: Connect) -> None:
     with anyio.fail_after(BOUND):
-        async with connect() as client:
+        async with connect(None, *BY_CLIENT) as client:
             result = await client.call_tool("no_such_tool", {})
     assert result.is_error is True
     assert "Unknown tool 'no_such_tool'" in _text(result)
@@ -99,7 +102,7 @@ async def test_a_call_to_a_tool_the_policy_denies_outright_is_answered_as_an_unk
     connect: Connect,
 ) -> None:
     with anyio.fail_after(BOUND):
-        async with connect() as client:
+        async with connect(None, *BY_CLIENT) as client:
             result = await client.call_tool("format_disk", {"device": "sda"})
     assert result.is_error is True
     assert _text(result) == "Unknown tool 'format_disk'."
@@ -113,7 +116,9 @@ async def test_the_client_approves_by_elicitation_and_the_call_runs(
     a pushed ``elicitation/create``."""
     callback, seen = _answering("accept", approve=True)
     with anyio.fail_after(BOUND):
-        async with connect(sqlite_url, mode=mode, elicitation_callback=callback) as client:
+        async with connect(
+            sqlite_url, *BY_CLIENT, mode=mode, elicitation_callback=callback
+        ) as client:
             result = await client.call_tool("delete_file", {"path": "notes.txt"})
     assert (result.is_error, _text(result)) == (False, "deleted notes.txt")
     assert len(seen) == 1
@@ -130,13 +135,46 @@ async def test_the_client_approves_by_elicitation_and_the_call_runs(
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_by_default_a_person_approves_and_the_calling_client_is_never_asked(
+    connect: Connect, sqlite_url: str, tmp_path: Any, mode: str
+) -> None:
+    """The client answers forms, and would approve anything: the policy put the call before a
+    human, so the client is never shown a form. The call waits until a person decides it,
+    and the client learns the decision by making the same call again."""
+    callback, seen = _answering("accept", approve=True)
+    with anyio.fail_after(BOUND):
+        async with connect(sqlite_url, mode=mode, elicitation_callback=callback) as client:
+            waiting = await client.call_tool("delete_file", {"path": "d.txt"})
+            found = re.search(r"Run id: (\S+); call id: (\S+)\.", _text(waiting))
+            assert found is not None, _text(waiting)
+            store = SQLiteStore(tmp_path / "runs.db")
+            try:
+                (request,) = await toolwire.pending(store=store)
+                assert (request.run_id, request.call_id) == found.groups()
+                await toolwire.decide(*found.groups(), toolwire.allow(), store=store, by="ops")
+                ran = await client.call_tool("delete_file", {"path": "d.txt"})
+                (trail,) = await toolwire.history(found.group(1), store=store)
+            finally:
+                store.close()
+    assert seen == []
+    assert waiting.is_error is True
+    assert "waits for approval" in _text(waiting)
+    assert "make the same call again with the same arguments to learn the decision" in _text(
+        waiting
+    )
+    assert (ran.is_error, _text(ran)) == (False, "deleted d.txt")
+    decided = trail.to_dict()["decided"]
+    assert (decided["by"], decided["kind"]) == ("ops", "allow")
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
 @pytest.mark.parametrize(("action", "approve"), [("decline", None), ("accept", False)])
 async def test_the_client_refusing_by_elicitation_denies_the_call(
     connect: Connect, mode: str, action: str, approve: bool | None
 ) -> None:
     callback, seen = _answering(action, approve)
     with anyio.fail_after(BOUND):
-        async with connect(mode=mode, elicitation_callback=callback) as client:
+        async with connect(None, *BY_CLIENT, mode=mode, elicitation_callback=callback) as client:
             result = await client.call_tool("delete_file", {"path": "notes.txt"})
     assert result.is_error is True
     assert "MCP client" in _text(result)
@@ -177,7 +215,7 @@ async def test_a_deferred_call_denied_through_decide_is_answered_with_the_reason
     connect: Connect, sqlite_url: str, tmp_path: Any
 ) -> None:
     with anyio.fail_after(BOUND):
-        async with connect(sqlite_url, "--no-elicit") as client:
+        async with connect(sqlite_url, "--approve-by", "ledger") as client:
             waiting = await client.call_tool("delete_file", {"path": "b.txt"})
             found = re.search(r"Run id: (\S+); call id: (\S+)\.", _text(waiting))
             assert found is not None

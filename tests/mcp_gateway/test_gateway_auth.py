@@ -160,7 +160,7 @@ async def test_a_decision_made_in_the_clients_approval_form_is_recorded_as_its_p
     auth = Authentication(idp.verifier())
     with anyio.fail_after(BOUND):
         async with (
-            served(TOOLS, policy=POLICY, auth=auth, store=store) as url,
+            served(TOOLS, policy=POLICY, auth=auth, store=store, approve_by="client") as url,
             client(url, idp.token("alice"), mode=mode, elicitation_callback=form) as alice,
         ):
             paid = await alice.call_tool("pay", {"amount": 5})

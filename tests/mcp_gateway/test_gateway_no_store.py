@@ -1,7 +1,8 @@
 """A gateway without a shared store: a call it asks about waits in the process's memory, out
 of reach of `toolwire decide` and the inbox. Its answer names only what can decide it, and
-serving tools the policy may ask about that way warns at start (or is refused, when nothing
-could approve them)."""
+serving tools the policy may ask about that way is refused at start (nothing could approve
+them), or warns when the operator lets the client that makes a call approve it in a form
+(``approve_by="client"``)."""
 
 from __future__ import annotations
 
@@ -44,9 +45,10 @@ def _never_named(text: str) -> None:
 async def test_without_a_store_a_waiting_call_never_points_at_toolwire_decide(
     connect: Connect,
 ) -> None:
-    # `toolwire serve ... --policy` with no --store, and a client that answers no forms.
+    # `toolwire serve ... --policy --approve-by client` with no --store, and a client that
+    # answers no forms.
     with anyio.fail_after(BOUND):
-        async with connect() as client:
+        async with connect(None, "--approve-by", "client") as client:
             waiting = await client.call_tool("delete_file", {"path": "a.txt"})
     assert waiting.is_error is True
     text = _text(waiting)
@@ -57,15 +59,15 @@ async def test_without_a_store_a_waiting_call_never_points_at_toolwire_decide(
     assert "--store sqlite:///runs.db" in text
 
 
-async def test_with_elicitation_off_and_a_memory_store_the_answer_says_nothing_can_approve() -> (
+async def test_approved_by_the_ledger_with_a_memory_store_the_answer_says_nothing_can_approve() -> (
     None
 ):
     gateway = Gateway(
-        toolwire.ToolSet(gateway_tools.tools), policy=load_policy(POLICY), elicit=False
+        toolwire.ToolSet(gateway_tools.tools), policy=load_policy(POLICY), approve_by="ledger"
     )
 
     async def never(context: Any, params: Any) -> types.ElicitResult:
-        raise AssertionError("elicit=False asks no client")
+        raise AssertionError("approve_by='ledger' asks no client")
 
     with anyio.fail_after(BOUND):
         async with mcp.Client(gateway.server(), elicitation_callback=never) as client:
@@ -92,7 +94,9 @@ def _answers(*actions: str) -> tuple[Callable[..., Any], list[str]]:
 async def test_without_a_store_a_client_that_answers_forms_is_told_to_and_then_can(
     mode: str,
 ) -> None:
-    gateway = Gateway(toolwire.ToolSet(gateway_tools.tools), policy=load_policy(POLICY))
+    gateway = Gateway(
+        toolwire.ToolSet(gateway_tools.tools), policy=load_policy(POLICY), approve_by="client"
+    )
     callback, seen = _answers("cancel", "accept")
     with anyio.fail_after(BOUND):
         async with mcp.Client(gateway.server(), mode=mode, elicitation_callback=callback) as client:
@@ -126,7 +130,7 @@ async def test_with_a_shared_store_the_waiting_answer_names_toolwire_decide(
     assert "toolwire.decide(" in text
 
 
-# -- at start: warned, or refused when nothing could approve ------------------------------------
+# -- at start: refused when nothing could approve, or warned when only the client can -----------
 
 
 async def _start(**options: Any) -> None:
@@ -148,7 +152,7 @@ def _gateway_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
 async def test_serving_tools_that_may_ask_without_a_store_warns_once_at_start() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        await _start(policy=POLICY)
+        await _start(policy=POLICY, approve_by="client")
     (warning,) = _gateway_warnings(caught)
     assert warning.startswith("calls of delete_file may need approval")
     assert "only a client that answers approval forms (elicitation) can approve them" in warning
@@ -178,20 +182,28 @@ async def test_no_warning_when_something_can_decide_or_nothing_asks(
 async def test_a_memory_store_url_is_no_shared_store() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        await _start(policy=POLICY, store="memory://")
+        await _start(policy=POLICY, store="memory://", approve_by="client")
     assert len(_gateway_warnings(caught)) == 1
 
 
-async def test_serving_with_no_forms_and_no_store_is_refused_when_a_call_may_need_approval() -> (
-    None
-):
-    with pytest.raises(ConfigurationError, match="calls of delete_file may need approval"):
-        await _start(policy=POLICY, elicit=False)
+@pytest.mark.parametrize("store", [None, "memory://", "sqlite:///:memory:"])
+async def test_serving_approved_by_the_ledger_without_a_store_is_refused_when_a_call_may_ask(
+    store: str | None,
+) -> None:
+    asks = "calls of delete_file may need approval"
+    with pytest.raises(ConfigurationError, match=asks) as raised:
+        await _start(policy=POLICY, store=store)  # approve_by="ledger", the default
+    assert "--approve-by client" in str(raised.value)
+    with pytest.raises(ConfigurationError, match=asks):
+        await _start(policy=POLICY, store=store, approve_by="ledger")
 
 
-def test_toolwire_serve_no_elicit_without_a_store_is_refused_in_one_line() -> None:
+@pytest.mark.parametrize("flags", [(), ("--approve-by", "ledger")])
+def test_toolwire_serve_approved_by_the_ledger_without_a_store_is_refused_in_one_line(
+    flags: tuple[str, ...],
+) -> None:
     done = subprocess.run(
-        [*serve_argv(), "--no-elicit"],
+        [*serve_argv(), *flags],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,

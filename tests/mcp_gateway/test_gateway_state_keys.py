@@ -27,6 +27,7 @@ def gateway(store: toolwire.RunStore, keys: list[str] | None) -> Gateway:
         policy=load_policy(POLICY),
         store=store,
         state_keys=keys,
+        approve_by="client",
     )
 
 

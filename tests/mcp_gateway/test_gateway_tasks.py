@@ -283,8 +283,8 @@ async def test_a_client_that_answers_forms_approves_its_task_with_tasks_update(
         async with (
             sqlite_store(tmp_path) as store_a,
             sqlite_store(tmp_path) as store_b,
-            gateway(store_a) as url_a,
-            gateway(store_b) as url_b,
+            gateway(store_a, approve_by="client") as url_a,
+            gateway(store_b, approve_by="client") as url_b,
             httpx2.AsyncClient(timeout=BOUND) as http,
         ):
             on_a = Client(http, url_a, elicit=True)
@@ -446,7 +446,7 @@ async def test_a_client_the_gateway_does_not_ask_cannot_approve_its_own_task(
     with anyio.fail_after(BOUND):
         async with (
             sqlite_store(tmp_path) as store,
-            gateway(store, elicit=gateway_elicits) as url,
+            gateway(store, approve_by="client" if gateway_elicits else "ledger") as url,
             httpx2.AsyncClient(timeout=BOUND) as http,
         ):
             client = Client(http, url, elicit=elicit)

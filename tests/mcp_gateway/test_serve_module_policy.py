@@ -107,14 +107,14 @@ def own_module(tmp_path: Path) -> Iterator[ModuleType]:
 async def test_serve_from_python_applies_the_modules_own_policy(
     given: str, own_module: ModuleType
 ) -> None:
-    # The module asks about wipe; with no store and no forms, nothing could approve it: a
-    # policy that asks is known before anything is served.
+    # The module asks about wipe; with no store, approved by the ledger, nothing could approve
+    # it: a policy that asks is known before anything is served.
     source: Any = own_module if given == "a module" else own_module.__file__
     with anyio.fail_after(BOUND), pytest.raises(ConfigurationError, match="calls of wipe"):
         with anyio.CancelScope() as serving:
             await toolwire.mcp.serve(
                 source,
-                elicit=False,
+                approve_by="ledger",
                 transport="http",
                 port=0,
                 on_listening=lambda url: serving.cancel(),

@@ -47,7 +47,7 @@ def ts_sdk(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def http_gateway() -> Iterator[HttpGateway]:
-    gateway = HttpGateway(serve_argv())
+    gateway = HttpGateway(serve_argv(None, "--approve-by", "client"))
     yield gateway
     gateway.close()
 
@@ -85,7 +85,7 @@ def _check(seen: dict[str, Any]) -> None:
 
 
 def test_the_typescript_client_lists_calls_and_approves_over_stdio(ts_sdk: Path) -> None:
-    _check(_run(ts_sdk, "stdio", *serve_argv()))
+    _check(_run(ts_sdk, "stdio", *serve_argv(None, "--approve-by", "client")))
 
 
 def test_the_typescript_client_lists_calls_and_approves_over_http(
@@ -131,7 +131,8 @@ def test_the_typescript_client_gets_progress_cancels_upstream_and_completes_a_de
         str(policy),
         "--store",
         f"sqlite:///{store_path}",
-        "--no-elicit",
+        "--approve-by",
+        "ledger",
     ]
     process = subprocess.Popen(
         [node, str(HERE / "ts_client_upstream.mjs"), str(ts_sdk), *gateway],

@@ -43,7 +43,7 @@ async def run_serve(args: argparse.Namespace) -> int:
         port=port,
         principal=principal_option(args.principal),
         timeout=args.timeout,
-        elicit=not args.no_elicit,
+        approve_by=args.approve_by,
         own_names=args.own_names,
         server_name=args.name,
         on_listening=_listening_on_stderr,

@@ -16,9 +16,12 @@ Approval of a call the policy asks about:
    call made again, from any connection or after a restart, finds the same run. Once that
    run's call is answered, the next identical call is a new call: it goes to the next
    generation of the run (``mcp-<digest>.2``, ``.3``...) and is asked about again.
-3. The decision is asked of the connected client by elicitation when it declared that
-   capability (a yes/no form): pushed as an ``elicitation/create`` request on a handshake-era
-   session, returned as an ``InputRequiredResult`` on a 2026-07-28 session (its
+3. Who decides is the operator's choice (``approve_by``). By default (``"ledger"``) a person
+   decides it through the ledger (``toolwire decide``, the inbox): the client that made the
+   call, whose model may be what answers its forms, is never asked to approve it. With
+   ``approve_by="client"``, the decision is asked of the connected client by elicitation when
+   it declared that capability (a yes/no form): pushed as an ``elicitation/create`` request on
+   a handshake-era session, returned as an ``InputRequiredResult`` on a 2026-07-28 session (its
    ``requestState`` is sealed by the SDK's ``RequestStateBoundary``). The client's answer is
    recorded in the run as decided by the request's authenticated principal (``by="mcp-client"``
    when the gateway authenticates nobody), and the call runs.
@@ -26,7 +29,7 @@ Approval of a call the policy asks about:
    for a form to show them whole: a form never shows a cut call) the call is answered with
    an error that says it waits, with its run id and call id: decide it with
    ``toolwire.decide`` (or ``toolwire decide`` / the inbox) on the same store, and call the
-   tool again with the same arguments to run it. With a
+   tool again with the same arguments to learn the decision (it runs once allowed). With a
    [`MemoryStore`][toolwire.store.MemoryStore] (the default) no other process can reach the
    run (nor with a SQLite ``:memory:`` database): the answer says so, and names only the form
    (if the client answers forms) or a shared store.
@@ -50,7 +53,7 @@ import logging
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -113,6 +116,10 @@ MCP_CLIENT = "mcp-client"
 """Who a decision answered by the client's elicitation form is recorded as made by when the
 gateway authenticates nobody (an authenticating one records the client's principal)."""
 
+APPROVERS = ("ledger", "client")
+"""Who may decide a call the policy asks about (``approve_by``): a person through the ledger
+only, or also the client that made the call."""
+
 _CALL_ID = "call"
 """The one call of a gateway run."""
 _INPUT_KEY = "toolwire_approval"
@@ -161,11 +168,15 @@ class Gateway:
             default (then only this process can decide them, and a waiting call's answer
             does not point the client at ``toolwire decide``).
         approver: asked first about a call the policy marks ``ask``; returning None (or no
-            approver) defers to the client's elicitation form, then to the ledger.
+            approver) defers to the ledger (and to the client's form, with
+            ``approve_by="client"``).
         principal: who the gateway's calls run for (policies see it; runs are bound to it);
             with ``auth``, each client's token says instead.
         timeout: seconds a call may run (a tool's own ``timeout`` wins).
-        elicit: ask connected clients that declared elicitation; False always defers.
+        approve_by: who decides a call the policy asks about: ``"ledger"`` (the default), a
+            person through the run store (``toolwire decide``, the inbox), never the client
+            that made the call; ``"client"``, also that client, by an approval form
+            (elicitation), when it declared that capability.
         name: the server's name in the MCP handshake.
         hub: the [`Hub`][toolwire.mcp.Hub] ``toolset`` comes from, if any: the gateway then
             serves the hub's current tools (re-read on each request, so a tool whose
@@ -205,7 +216,7 @@ class Gateway:
         approver: Approver | Callable[[ApprovalRequest], Any] | None = None,
         principal: Any = None,
         timeout: float | None = None,
-        elicit: bool = True,
+        approve_by: Literal["ledger", "client"] = "ledger",
         name: str = "toolwire",
         hub: Hub | None = None,
         state_keys: Sequence[str | bytes] | None = None,
@@ -219,6 +230,8 @@ class Gateway:
                 "principal and auth cannot both be given: with auth, each client's token names "
                 "the principal its calls run for"
             )
+        if approve_by not in APPROVERS:
+            raise ConfigurationError(f"approve_by is 'ledger' or 'client', not {approve_by!r}")
         if tasks is not None and not isinstance(tasks, TaskSettings):
             raise ConfigurationError("tasks is a toolwire.mcp.TaskSettings, or None")
         if own_names:
@@ -234,7 +247,7 @@ class Gateway:
         self.store: RunStore = store if store is not None else MemoryStore()
         self.principal = principal
         self.auth = auth
-        self.elicit = elicit
+        self.approve_by = approve_by
         self.name = name
         # Followed only when serving the hub's own toolset: a filtered one stays as it is.
         self._hub = hub if hub is not None and hub.as_toolset() is toolset else None
@@ -258,6 +271,11 @@ class Gateway:
         )
         # The handshake-era connections served, told when the listing changes (by connection).
         self._sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+    @property
+    def elicit(self) -> bool:
+        """Whether the client that made a call may approve it by a form (``approve_by``)."""
+        return self.approve_by == "client"
 
     def _use(self, toolset: ToolSet) -> None:
         self._source = toolset
@@ -582,7 +600,8 @@ class Gateway:
                 f"Decide it with toolwire.decide({request.run_id!r}, {request.call_id!r}, "
                 "toolwire.allow() or toolwire.deny(...), store=...) or "
                 f"`toolwire decide {request.run_id} {request.call_id} allow --store URL` "
-                "(the inbox), then make the same call again with the same arguments."
+                "(the inbox), then make the same call again with the same arguments to learn "
+                "the decision: it runs once allowed."
             )
         elif self._can_elicit(ctx) and fits_a_form(request):
             text += (
@@ -592,7 +611,10 @@ class Gateway:
             )
         else:
             if not self.elicit:
-                who = "the gateway asks no client approval forms (elicitation)"
+                who = (
+                    "the gateway asks no client approval forms (elicitation): its calls are "
+                    "approved through the ledger"
+                )
             elif not self._can_elicit(ctx):
                 who = "this client does not answer approval forms (elicitation)"
             else:
@@ -644,8 +666,9 @@ class Gateway:
         principal: Any,
     ) -> bool:
         """Record the answer a 2026-07-28 client retried the call with; True when it carried
-        one for this run (a dismissed form included)."""
-        if params.request_state is None or not params.input_responses:
+        one for this run (a dismissed form included). A gateway that lets no client approve
+        (``approve_by="ledger"``) takes no form's answer, whatever the request carries."""
+        if not self.elicit or params.request_state is None or not params.input_responses:
             return False
         try:
             state = json.loads(params.request_state)

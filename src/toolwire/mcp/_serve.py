@@ -51,7 +51,7 @@ async def serve(
     port: int = 8000,
     principal: Any = None,
     timeout: float | None = None,
-    elicit: bool = True,
+    approve_by: Literal["ledger", "client"] = "ledger",
     name: str = "toolwire",
     own_names: bool = False,
     server_name: str | None = None,
@@ -70,11 +70,14 @@ async def serve(
     [`Authentication`][toolwire.mcp.Authentication]): each request needs a bearer token, its
     calls run for the principal the token names, and it may listen on any address.
 
-    Without a store, a call the policy asks about waits in this process's memory, where
-    nothing outside it can decide it: only a client answering the approval form
-    (elicitation) can approve it. Serving tools the policy may ask about without a store
-    therefore warns ([`ToolwireWarning`][toolwire.errors.ToolwireWarning]) once at start,
-    and is refused when nothing could approve them (``elicit=False`` and no ``approver``).
+    A call the policy asks about is decided by a person through the run store (``toolwire
+    decide``, the inbox), never by the client that made it, unless ``approve_by="client"``.
+    Without a store, such a call waits in this process's memory, where nothing outside it can
+    decide it: serving tools the policy may ask about that way is refused (nothing could
+    approve them), unless ``approve_by="client"`` (then only a client answering the approval
+    form, elicitation, can approve them, and it warns,
+    [`ToolwireWarning`][toolwire.errors.ToolwireWarning], once at start) or an ``approver``
+    decides.
 
     Args:
         source: a ToolSet, a [`Hub`][toolwire.mcp.Hub] (opened here), a module holding
@@ -98,7 +101,9 @@ async def serve(
         on_listening: called with the URL once HTTP listens.
         principal: see [`Gateway`][toolwire.mcp.Gateway].
         timeout: see [`Gateway`][toolwire.mcp.Gateway].
-        elicit: see [`Gateway`][toolwire.mcp.Gateway].
+        approve_by: who decides a call the policy asks about: ``"ledger"`` (a person,
+            through the store) or ``"client"`` (also the client that made it, by a form); see
+            [`Gateway`][toolwire.mcp.Gateway].
         name: see [`Gateway`][toolwire.mcp.Gateway].
         auth: how HTTP clients are authenticated (see
             [`Authentication`][toolwire.mcp.Authentication]); not for stdio, nor with
@@ -143,7 +148,7 @@ async def serve(
             applied = [own for own in (opened.policy, policy) if own is not None]
             policy = Policy.all_of(*applied) if applied else None
             if unreachable and approver is None:
-                _check_approvable(toolset, policy, principal, elicit)
+                _check_approvable(toolset, policy, principal, approve_by)
             hub = opened.hub
             # Followed only when the toolset is the hub's own: a filtered one stays as it is.
             own = hub if hub is not None and hub.as_toolset() is toolset else None
@@ -154,7 +159,7 @@ async def serve(
                 approver=approver,
                 principal=principal,
                 timeout=timeout,
-                elicit=elicit,
+                approve_by=approve_by,
                 name=name,
                 hub=own,
                 auth=auth,
@@ -226,10 +231,10 @@ def _check_auth(transport: str, host: str, auth: Authentication | None, principa
 
 
 def _check_approvable(
-    toolset: ToolSet, policy: Policy | None, principal: Any, elicit: bool
+    toolset: ToolSet, policy: Policy | None, principal: Any, approve_by: str
 ) -> None:
-    """Warn (or refuse, when ``elicit`` is off) when calls of served tools may need approval
-    and nothing outside this process can decide them."""
+    """Refuse (or warn, when the client may approve) when calls of served tools may need
+    approval and nothing outside this process can decide them."""
     asking: list[str] = []
     for name, tool in zip(toolset.exposed_names, toolset, strict=True):
         # Several policies applied at once (Policy.all_of) ask each of them.
@@ -240,11 +245,12 @@ def _check_approvable(
     shown = ", ".join(asking[:_SHOWN_TOOLS]) + (
         f" and {len(asking) - _SHOWN_TOOLS} more" if len(asking) > _SHOWN_TOOLS else ""
     )
-    if not elicit:
+    if approve_by != "client":
         raise ConfigurationError(
-            f"calls of {shown} may need approval, and with no store and no approval forms "
-            "(elicit off) nothing could approve them: give a shared store (--store "
-            "sqlite:///runs.db) to decide them with `toolwire decide` or the inbox"
+            f"calls of {shown} may need approval, and with no store nothing could approve "
+            "them: give a shared store (--store sqlite:///runs.db) to decide them with "
+            "`toolwire decide` or the inbox, or let the client that makes a call approve it "
+            "in a form (--approve-by client)"
         )
     warnings.warn(
         f"calls of {shown} may need approval, and with no store only a client that answers "
