@@ -47,13 +47,14 @@ approved call is never completed by another's identical call.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 
@@ -70,6 +71,7 @@ from toolwire.calls import ToolResult, canonical_json
 from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
 from toolwire.executor import Executor, make_call
 from toolwire.mcp._auth import Authentication, request_principal
+from toolwire.mcp._bridge import Bridges, bridged_state
 from toolwire.mcp._forms import FORM_SCHEMA, decision_of, fits_a_form, form_message
 from toolwire.mcp._hub import Hub
 from toolwire.mcp._input import arguments_digest
@@ -77,6 +79,8 @@ from toolwire.mcp._relay import (
     Relay,
     continuation_of,
     kept_error,
+    owner_key,
+    owner_of,
     relay_for,
     relaying,
     round_for_client,
@@ -127,6 +131,8 @@ _INPUT_KEY = "toolwire_approval"
 _MAX_GENERATIONS = 10_000
 _OWN: Any = object()
 """The gateway's own principal, as ``list_tools``' default."""
+_BACKGROUND = "toolwire.background"
+"""The key of the serving lifespan's task group in its state (``ctx.lifespan_context``)."""
 _MAX_PRINCIPALS = 1024
 """How many principals' served toolsets (and executors) are kept; the oldest is made again
 when it is needed."""
@@ -251,6 +257,8 @@ class Gateway:
         self.name = name
         # Followed only when serving the hub's own toolset: a filtered one stays as it is.
         self._hub = hub if hub is not None and hub.as_toolset() is toolset else None
+        self._upstreams = hub  # whose servers' revisions say how their questions are asked
+        self._bridges = Bridges()
         self._approver = approver or DeferredApproval()
         self._policy = policy
         self._options = {"policy": policy, "timeout": timeout, **executor_options}
@@ -397,17 +405,16 @@ class Gateway:
     @contextlib.asynccontextmanager
     async def _announcing(self, server: Any) -> AsyncIterator[dict[str, Any]]:
         """While a server made by [`server`][] runs: tell its clients when the hub's listing
-        changes (``notifications/tools/list_changed``), and run its tasks."""
+        changes (``notifications/tools/list_changed``), run its tasks, and the calls kept
+        waiting for their clients' answers (``_BACKGROUND``)."""
         async with contextlib.AsyncExitStack() as running:
             if self._tasks is not None:
                 await running.enter_async_context(self._tasks.running())
-            if self._hub is None:
-                yield {}
-                return
             async with anyio.create_task_group() as tasks:
-                tasks.start_soon(self._announce_changes, self._hub)
+                if self._hub is not None:
+                    tasks.start_soon(self._announce_changes, self._hub)
                 try:
-                    yield {}
+                    yield {_BACKGROUND: tasks}
                 finally:
                     tasks.cancel_scope.cancel()
 
@@ -505,25 +512,79 @@ class Gateway:
         direct = served.direct  # this request's, if the hub changes
         call = make_call(direct.toolset, params.name, arguments, call_id=_CALL_ID)
         digest = arguments_digest(arguments)
-        relay = relay_for(ctx, self._refusals(principal))
+        key = ledger.principal_key(principal)
+        owner = owner_of(ctx, key)
+        same_call = [params.name, digest]
+        relay = relay_for(ctx, self._refusals(principal), owner=owner)
         relay.continuation = continuation_of(params, digest, own_keys=frozenset({_INPUT_KEY}))
-        token = relaying.set(relay)  # what the hub's call of an upstream server reads
+        background = self._background(ctx)
         try:
-            (outcome,) = await direct.run([call], principal=principal)
-            return _answer(outcome.result, relay, params.name, digest)
+            if bridged_state(params) is not None:  # its answer to a kept call's request
+                answer: Any = await self._bridges.resume(params, key, same_call)
+            elif background is not None and relay.modern and self._asks_within(call.tool):
+                # Its server asks within the call, and this client can be asked only in the
+                # answer to it: the call runs on while it is (see toolwire.mcp._bridge).
+                work = functools.partial(self._run, direct, call, relay, principal, digest)
+                answer = await self._bridges.call(background, work, key, same_call, self._track)
+            else:
+                answer = await self._run(direct, call, relay, principal, digest, None)
+            return cast("types.CallToolResult | types.InputRequiredResult", answer)
         except _Escalate:
             pass
         except ToolwireError as exc:
             return error_result(f"The call could not run: {exc}")
-        finally:
-            relaying.reset(token)
         # Kept in a run: its answer is stored, so a round is not handed back to the client.
-        relay = relay_for(ctx, self._refusals(principal), pass_back=False)
+        relay = relay_for(ctx, self._refusals(principal), pass_back=False, owner=owner)
         token = relaying.set(relay)
         try:
             return await self._call_approved(ctx, params, call, relay, served, principal)
         finally:
             relaying.reset(token)
+
+    async def _run(
+        self,
+        direct: Executor,
+        call: Any,
+        relay: Relay,
+        principal: Any,
+        digest: str,
+        bridge: Callable[[Any], Awaitable[Any]] | None,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """A call run without a run of the ledger, its upstream's requests passed on by
+        ``relay`` (and ``bridge``, for a 2026-07-28 client asked in the answer to its call).
+
+        Raises:
+            _Escalate: the call needs approval.
+            ToolwireError: it could not run.
+            MCPError: the upstream's error for the call.
+        """
+        relay.bridge = bridge
+        token = relaying.set(relay)  # what the hub's call of an upstream server reads
+        try:
+            (outcome,) = await direct.run([call], principal=principal)
+            return _answer(outcome.result, relay, call.exposed_name, digest)
+        finally:
+            relaying.reset(token)
+
+    def _asks_within(self, tool: Any) -> bool:
+        """Whether ``tool``'s server may ask within the call (an upstream of the hub that speaks
+        a handshake-era revision)."""
+        hub, server = self._upstreams, getattr(tool, "server_id", None)
+        if hub is None or server is None or server not in hub.status:
+            return False
+        version = hub.protocol_version(server)
+        return version is not None and version not in MODERN_PROTOCOL_VERSIONS
+
+    def _background(self, ctx: ServerRequestContext[Any]) -> Any:
+        """The task group calls kept waiting for their client run in (the serving lifespan's),
+        or None."""
+        state = ctx.lifespan_context
+        return state.get(_BACKGROUND) if isinstance(state, dict) else None
+
+    def _track(self, scope: anyio.CancelScope) -> Callable[[], None]:
+        """End ``scope`` with the calls in progress when the gateway stops."""
+        self._calls.add(scope)
+        return lambda: self._calls.discard(scope)
 
     async def _call_approved(
         self,
@@ -728,7 +789,10 @@ class Gateway:
             else:
                 task_id = new_task_id(principal)
                 call = make_call(served.ledgered.toolset, params.name, arguments, call_id=_CALL_ID)
-                relay = task_relay(relay_for(ctx, self._refusals(principal), pass_back=False))
+                owner = owner_of(ctx, ledger.principal_key(principal))
+                relay = task_relay(
+                    relay_for(ctx, self._refusals(principal), pass_back=False, owner=owner)
+                )
                 answer = await self._tasks.call(
                     task_id,
                     call,
@@ -793,6 +857,7 @@ class Gateway:
             capabilities={"elicitation": {"form": {}}},
             modern=True,
             refuses=self._refusals(principal),
+            owner=owner_key(ledger.principal_key(principal), f"task {task_id}"),
             pass_back=False,
             keeps_rounds=True,
         )

@@ -39,6 +39,7 @@ from toolwire.mcp._input import (
     legacy_callback,
     relayed_callbacks,
 )
+from toolwire.mcp._owners import HUB
 from toolwire.mcp._progress import CallProgress, ProgressHook
 from toolwire.mcp._relay import PROTOCOL_ERROR, let_calls_declare, relaying
 from toolwire.mcp._remote import authorization_error, check_remote, remote_transport
@@ -359,6 +360,7 @@ class Hub:
                     ):
                         server.broken = False
                         server.protocol_version = client.protocol_version
+                        server.owners.reset()  # a new session: no roots given, none asked
                         if client.protocol_version in _modern_versions():
                             # Each call says what its client can answer (see _relay).
                             let_calls_declare(client.session)
@@ -586,6 +588,36 @@ class Hub:
             return ToolResult.error(
                 "unavailable", f"Server {server.name!r} is unavailable: {server.error}."
             )
+        if client.protocol_version in _modern_versions():
+            return await self._send(server, client, name, arguments, None)
+        # A handshake-era session carries one client's calls at a time (see _owners).
+        relay = relaying.get()
+        owner = HUB if relay is None else relay.owner or f"call {next(self._calls)}"
+
+        async def roots_changed() -> None:
+            from mcp_types import RootsListChangedNotification
+
+            try:
+                await client.session.send_notification(RootsListChangedNotification())
+            except Exception as exc:  # its connection broke: another client's call waits
+                raise _NotTold from exc
+
+        try:
+            async with server.owners.turn(owner, roots_changed):
+                return await self._send(server, client, name, arguments, owner)
+        except _NotTold as exc:
+            return self._lost(server, exc.__cause__ or exc)
+
+    async def _send(
+        self,
+        server: ServerState,
+        client: Any,
+        name: str,
+        arguments: dict[str, Any],
+        owner: str | None,
+    ) -> ToolResult:
+        """One call sent to ``server`` on its connection ``client``, answered; ``owner``: whose
+        call it is, on a handshake-era connection."""
         number = next(self._calls)
         relay = relaying.get()
         progress = CallProgress(
@@ -598,7 +630,7 @@ class Hub:
             forward=relay.progress if relay is not None else None,
         )
         call = current_call.get()
-        flight = InFlight(name, arguments, call, progress, relay=relay)
+        flight = InFlight(name, arguments, call, progress, relay=relay, owner=owner)
         # A call that waited for input continues its server's call, with the answers kept.
         resume = call.resume if call is not None else None
         await acquire(server.limiter)
@@ -625,6 +657,9 @@ class Hub:
         except InputRefused as exc:
             return ToolResult.error("failed", f"Tool {_exposed(server, name)!r} stopped: {exc}.")
         except Exception as exc:  # mapped to an answer; nothing leaks to the caller
+            if flight.problem is not None and not progress.expired:
+                # A question it asked could not be answered: that is why it failed.
+                return _stopped(server, name, flight.problem, None)
             if not progress.expired:
                 failure = self._failure(server, name, exc)
                 if relay is not None:  # the gateway answers its client with the same error
@@ -643,13 +678,8 @@ class Hub:
         # its answer does.
         await progress.handlers.drained(_DRAIN_SECONDS)
         answer = result_from_mcp(result)
-        if flight.problem is not None:  # a question it asked could not be answered in time
-            said = answer.text[:DESCRIBED] or "nothing"
-            return ToolResult.error(
-                "failed",
-                f"Tool {_exposed(server, name)!r} stopped: {flight.problem}. The server "
-                f"answered: {said}",
-            )
+        if flight.problem is not None:  # a question it asked could not be answered
+            return _stopped(server, name, flight.problem, answer.text[:DESCRIBED] or "nothing")
         schema = server.output_schemas.get(name)
         if schema is not None and not answer.is_error:
             problem = _output_problem(server, name, schema, answer.structured_content)
@@ -758,6 +788,20 @@ class Hub:
         self._changed()
         server.wake.set()
         return message
+
+
+class _NotTold(Exception):
+    """The server could not be told its client's roots changed: no other client's call may
+    run on its session."""
+
+
+def _stopped(server: ServerState, name: str, problem: str, said: str | None) -> ToolResult:
+    """The answer of a call one of whose server's questions could not be answered: failed,
+    saying why, with what the server answered (``said``; None: a JSON-RPC error)."""
+    answered = f" The server answered: {said}" if said is not None else ""
+    return ToolResult.error(
+        "failed", f"Tool {_exposed(server, name)!r} stopped: {problem}.{answered}"
+    )
 
 
 def _keeping_error(failure: ToolResult, error: Any) -> ToolResult:

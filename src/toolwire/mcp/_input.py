@@ -82,6 +82,8 @@ class InFlight:
     """Questions its server asked within the call (older revisions)."""
     relay: Relay | None = None
     """Where the gateway passes the server's requests for this call on to its own client."""
+    owner: str | None = None
+    """Whose call it is, on a handshake-era connection (see ``_owners``); None on others."""
 
 
 def question(
@@ -393,16 +395,19 @@ def arguments_digest(arguments: Mapping[str, Any]) -> str:
 
 def legacy_callback(hub: Any, server: Any) -> Any:
     """The client's ``elicitation_callback``: a question a handshake-era server asks within a
-    call, answered by the elicitor at once (a deferred one is cancelled)."""
-    from mcp_types import ElicitResult
+    call, passed on to the gateway's client of the call (see [`relayed_callbacks`][]), or
+    answered by the elicitor at once (a deferred one is cancelled). A question that cannot be
+    answered fails the call that asked, saying why; when the request does not say which call
+    asked, every call it may belong to."""
+    from mcp_types import ElicitRequest, ElicitResult
 
     async def answer(context: Any, params: Any) -> Any:
-        flight = _asking(server)
-        if flight is not None and flight.relay is not None:  # the gateway's client answers
-            from mcp_types import ElicitRequest
-
-            relayed = await _relay_request(flight, server.name, ElicitRequest(params=params))
-            return relayed if relayed is not None else ElicitResult(action="decline")
+        flights = _candidates(server)
+        relayed = _relayed_by(flights)
+        if relayed is not None:  # a gateway's client answers, or nobody may
+            request = ElicitRequest(params=params)
+            return await _relay_or_refuse(relayed, flights, server.name, request)
+        flight = flights[0] if len(flights) == 1 else None
         if flight is not None:
             flight.asked += 1
             if flight.asked > MAX_ROUNDS:
@@ -414,8 +419,7 @@ def legacy_callback(hub: Any, server: Any) -> Any:
         try:
             given = await ask(hub.elicitor, asked, flight.progress if flight else None)
         except InputRefused as exc:
-            if flight is not None:
-                flight.problem = str(exc)
+            _fail(flights, str(exc), server.name)
             return ElicitResult(action="cancel")
         if given is None:
             reason = (
@@ -423,14 +427,29 @@ def legacy_callback(hub: Any, server: Any) -> Any:
                 "revision the answer must be given within the call, and the elicitor deferred "
                 "it, so the question was cancelled"
             )
-            if flight is not None:
-                flight.problem = reason
-            else:
-                _log.warning("server %s: %s", server.name, reason)
+            _fail(flights, reason, server.name)
             return ElicitResult(action="cancel")
         return elicit_result(given)
 
     return answer
+
+
+def _fail(flights: list[InFlight], reason: str, server: str) -> None:
+    """Have the calls a server's request may belong to answered with an error saying
+    ``reason``: the one that asked is among them. With several in flight, which one asked is
+    not known, so each of them is answered so (never one left answered as if nothing was
+    asked); with none (a request outside any call), it is logged."""
+    if not flights:
+        _log.warning("server %s: %s", server, reason)
+        return
+    if len(flights) > 1:
+        reason = (
+            f"{reason}; the request came while {len(flights)} calls to the server were in "
+            "flight and does not say which one asked, so each of them is answered so"
+        )
+    for flight in flights:
+        if flight.problem is None:
+            flight.problem = reason
 
 
 calling: contextvars.ContextVar[InFlight | None] = contextvars.ContextVar(
@@ -453,22 +472,85 @@ def _asking(server: Any) -> InFlight | None:
     return next(iter(flights.values())) if len(flights) == 1 else None
 
 
-async def _relay_request(flight: InFlight, server: str, request: Any) -> Any:
-    """The gateway's client's answer to a request a handshake-era server sent within the call;
-    None when it cannot be asked (not declared, refused by the policy, or a 2026-07-28 client,
-    which can only be asked by answering its call)."""
+def _candidates(server: Any) -> list[InFlight]:
+    """The calls a server's request within a call may belong to: the one it is known to be
+    of (see [`_asking`][]), else every call to the server in flight (none: it came outside
+    any call)."""
+    flight = _asking(server)
+    return [flight] if flight is not None else list(server.in_flight.values())
+
+
+_MIXED = "calls of several clients"
+
+
+def _relayed_by(flights: list[InFlight]) -> InFlight | str | None:
+    """The call whose gateway client a server's request goes to: one of ``flights`` when all
+    of them are a gateway's calls of one client (the hub never has calls of two clients in
+    flight on a handshake-era connection at once: see ``Hub``); None when they are the hub's
+    own calls (its elicitor answers), or none; ``_MIXED`` when they are calls of several
+    clients (nobody may be asked)."""
+    if all(flight.relay is None for flight in flights):
+        return None
+    owners = {flight.owner for flight in flights}
+    return flights[0] if len(owners) == 1 and flights[0].relay is not None else _MIXED
+
+
+async def _relay_or_refuse(
+    relayed: InFlight | str, flights: list[InFlight], server: str, request: Any
+) -> Any:
+    """The gateway's client's answer to a handshake-era server's request within a call; an
+    error for the server when the client cannot be asked. Nobody answers in its place: a
+    question (elicitation) that cannot reach the client fails the call that asked, saying
+    why; a sampling or roots request is refused to the server, which decides what follows."""
+    from mcp_types import INVALID_REQUEST, ErrorData
+
+    kind = kind_of(request) or "?"
+    if isinstance(relayed, InFlight):
+        answer, why = await _relay_request(relayed, server, request)
+        if answer is not None:
+            return answer
+    else:
+        why = (
+            "the request came while calls of several clients were in flight to the server, "
+            "and does not say which call it belongs to"
+        )
+    if kind == "elicitation":
+        _fail(flights, f"its server asked for input (elicitation), and {why}", server)
+    return ErrorData(code=INVALID_REQUEST, message=f"{kind} is not available to this client")
+
+
+async def _relay_request(flight: InFlight, server: str, request: Any) -> tuple[Any, str]:
+    """The gateway's client's answer to a request a handshake-era server sent within the call,
+    asked at once of a handshake-era client, or bridged to a 2026-07-28 one (``relay.bridge``),
+    with the call's idle clock stopped meanwhile; None and why when it cannot be asked (not
+    declared, refused by the policy, a 2026-07-28 client whose call is kept in a run) or failed
+    to answer."""
     relay = flight.relay
     assert relay is not None
     kind = kind_of(request)
-    if kind is None or kind not in relay.passable(server) or relay.modern or relay.ask is None:
+    asker = None
+    if kind is None:
+        why = "it is no request a client answers"
+    elif kind not in relay.passable(server):
+        why = relay.why_not(server, kind)
+    elif not relay.modern:
+        asker = relay.ask
+        why = "the gateway's client takes no requests on its connection"
+    else:
+        asker = relay.bridge
         why = (
-            relay.why_not(server, kind)
-            if kind is not None and kind not in relay.passable(server)
-            else "the gateway's client can only be asked in the answer to its call"
+            "the gateway's client speaks the 2026-07-28 revision, which is asked only in the "
+            "answer to its call, and this call's answer is kept in a run (it needed approval, "
+            "or is a task)"
         )
-        relay.refused[kind or "?"] = why
-        return None
-    return await relay.ask(request)
+    if asker is not None:
+        with flight.progress.paused() if flight.progress is not None else nullcontext():
+            try:
+                return await asker(request), ""
+            except Exception as exc:  # the client's failure, or no answer in time
+                why = f"the client did not answer it: {str(exc)[:200]}"
+    relay.refused[kind or "?"] = why
+    return None, why
 
 
 def relayed_callbacks(server: Any) -> dict[str, Any]:
@@ -477,19 +559,29 @@ def relayed_callbacks(server: Any) -> dict[str, Any]:
     error, or nothing, when no such client can take them)."""
     from mcp_types import INVALID_REQUEST, CreateMessageRequest, ErrorData, ListRootsRequest
 
+    async def relayed(request: Any, kind: str) -> Any:
+        flights = _candidates(server)
+        relayed = _relayed_by(flights)
+        if kind == "roots" and server.protocol_version is not None:
+            # A server that asks for roots may keep them for its session: from now on, it
+            # carries one client's calls at a time, and none may get roots another's call
+            # overlapping this one could be answered with (see _owners).
+            server.owners.exclusive = True
+            if isinstance(relayed, InFlight) and server.owners.others_running(relayed.owner):
+                return ErrorData(code=INVALID_REQUEST, message="roots are not available now")
+        if relayed is None:  # the hub's own calls, or none: no client to ask
+            return ErrorData(code=INVALID_REQUEST, message=f"{kind} is not available")
+        answer = await _relay_or_refuse(relayed, flights, server.name, request)
+        given = kind == "roots" and not isinstance(answer, ErrorData)
+        if given and isinstance(relayed, InFlight) and relayed.owner is not None:
+            server.owners.gave_roots(relayed.owner)  # the server now has this client's roots
+        return answer
+
     async def sampling(context: Any, params: Any) -> Any:
-        flight = _asking(server)
-        answer = None
-        if flight is not None and flight.relay is not None:
-            answer = await _relay_request(flight, server.name, CreateMessageRequest(params=params))
-        return answer or ErrorData(code=INVALID_REQUEST, message="sampling is not available")
+        return await relayed(CreateMessageRequest(params=params), "sampling")
 
     async def roots(context: Any) -> Any:
-        flight = _asking(server)
-        answer = None
-        if flight is not None and flight.relay is not None:
-            answer = await _relay_request(flight, server.name, ListRootsRequest())
-        return answer or ErrorData(code=INVALID_REQUEST, message="roots are not available")
+        return await relayed(ListRootsRequest(), "roots")
 
     async def log(params: Any) -> None:
         flight = _asking(server)

@@ -11,7 +11,10 @@ relay while the call runs; the hub reads it where the call reaches the upstream 
   go to the gateway's client when it declared the capability and the policy does not refuse
   that kind from that server: asked at once of a handshake-era client, or handed back to a
   2026-07-28 client as an ``InputRequiredResult`` of the gateway's own (the upstream's
-  ``requestState`` sealed inside the gateway's), which its retry continues.
+  ``requestState`` sealed inside the gateway's, or, for a handshake-era upstream, the call
+  kept waiting in this process: see ``toolwire.mcp._bridge``), which its retry continues.
+  Nothing is answered for the client that it did not answer: a request that cannot reach it
+  is refused to the upstream with an error saying why.
 - **Log messages** the upstream sends for the call go to the gateway's client.
 - **Protocol errors.** An upstream's JSON-RPC error for the call is kept, so that the gateway
   answers its client with that error rather than with a tool failure.
@@ -78,8 +81,16 @@ class Relay:
     refuses: Callable[[str, str], str | None]
     """``refuses(server, kind)``: why the policy refuses that kind of request from that
     server, or None."""
+    owner: str | None = None
+    """Whose call it is: its client's principal and session. A handshake-era server's requests
+    within a call go to the client of that call, so the hub never has calls of two owners in
+    flight on one handshake-era connection at once (see ``Hub``)."""
     ask: Callable[[Any], Awaitable[Any]] | None = None
     """Sends a request to a handshake-era client within the call, and returns its result."""
+    bridge: Callable[[Any], Awaitable[Any]] | None = None
+    """Hands a handshake-era server's request within the call to a 2026-07-28 client, in the
+    answer to its call, and returns the answer its retry brings (see ``toolwire.mcp._bridge``);
+    None where the call cannot be kept waiting for it."""
     log: Callable[[Any], Awaitable[None]] | None = None
     """Passes a log message's params on to the client."""
     progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None
@@ -157,6 +168,8 @@ _STATE_KEY = "toolwire_relay"
 """The key of the gateway's ``requestState`` that carries an upstream's round."""
 _LEVEL = "toolwire.log_level"
 """Where a handshake-era connection's ``logging/setLevel`` is kept (its ``state``)."""
+_OWNER = "toolwire.owner"
+"""Where a handshake-era connection's random name, part of its calls' owner, is kept."""
 
 
 def _connection(ctx: Any) -> Any:
@@ -164,10 +177,43 @@ def _connection(ctx: Any) -> Any:
     return getattr(ctx.session, "_connection", None)
 
 
+def owner_of(ctx: Any, principal_key: str) -> str:
+    """Whose call a request makes: its principal (``principal_key``) and its client's session,
+    whose roots and answers are its own: on a handshake-era connection, that connection; a
+    2026-07-28 request has none (its client says what it can answer, and gives its roots, in
+    each request), so it is a session of its own."""
+    import secrets
+
+    connection = _connection(ctx)
+    if connection is not None and ctx.protocol_version not in _modern():
+        session = connection.state.setdefault(_OWNER, secrets.token_urlsafe(16))
+    else:
+        session = f"request {secrets.token_urlsafe(16)}"
+    return owner_key(principal_key, session)
+
+
+def owner_key(principal_key: str, session: str) -> str:
+    """The owner of the calls of a principal (``principal_key``) made in ``session``."""
+    from toolwire.calls import canonical_json
+
+    return canonical_json([principal_key, session])
+
+
+def _modern() -> frozenset[str]:
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    return frozenset(MODERN_PROTOCOL_VERSIONS)
+
+
 def relay_for(
-    ctx: Any, refuses: Callable[[str, str], str | None], *, pass_back: bool = True
+    ctx: Any,
+    refuses: Callable[[str, str], str | None],
+    *,
+    pass_back: bool = True,
+    owner: str | None = None,
 ) -> Relay:
-    """The relay of one ``tools/call`` the gateway serves (``ctx``: the request's context).
+    """The relay of one ``tools/call`` the gateway serves (``ctx``: the request's context),
+    made by ``owner`` (see [`owner_of`][]).
 
     ``pass_back``: a 2026-07-28 client may be handed the upstream's rounds (not for a call kept
     in a run: its answer would be the placeholder)."""
@@ -216,6 +262,7 @@ def relay_for(
         capabilities=capabilities,
         modern=modern,
         refuses=refuses,
+        owner=owner,
         ask=None if modern or not session.can_send_request else ask,
         log=log,
         progress=session.report_progress,  # a no-op unless the client asked for progress

@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 
 from toolwire.mcp._input import InFlight
+from toolwire.mcp._owners import Owners
 from toolwire.mcp._specs import ServerSpec
 from toolwire.tool import Tool
 
@@ -64,6 +65,9 @@ class ServerState:
     """The protocol revision negotiated on the current connection (None: not connected)."""
     in_flight: dict[int, InFlight] = field(default_factory=dict)
     """The calls sent and not answered yet, by the hub's call number."""
+    owners: Owners = field(default_factory=Owners)
+    """Whose calls a handshake-era connection carries (one client's at a time, see
+    ``_owners``)."""
     oauth: Any = None
     """The OAuth provider of the latest connection, if the server has one."""
     authorization_error: Exception | None = None
