@@ -606,7 +606,8 @@ async def test_a_deferred_legacy_question_with_two_calls_in_flight_fails_the_ask
     assert "cancelled" in outcomes[0].result.text
     # Which call asked is unknown: each call it may belong to is told, with what the server
     # answered it, never left answered as if nothing was asked.
-    for outcome, said in zip(outcomes, ["first (/first): the user said cancel", "second:"]):
+    said_first, said_second = "first (/first): the user said cancel", "second:"
+    for outcome, said in zip(outcomes, [said_first, said_second], strict=True):
         assert outcome.result.error_kind == "failed"
         assert "does not say which one asked" in outcome.result.text
         assert f"The server answered: {said}" in outcome.result.text

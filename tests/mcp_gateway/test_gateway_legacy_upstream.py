@@ -129,9 +129,11 @@ async def test_a_2026_client_answers_a_handshake_era_servers_request_within_its_
     """The client is asked in the answer to its call (the SDK's client answers the
     ``InputRequiredResult`` and retries), and the server's call goes on with its answer."""
     with anyio.fail_after(BOUND):
-        async with gateway() as served_gateway:
-            async with Client(served_gateway.server(), mode="auto", **callbacks) as connected:
-                result = await connected.call_tool(tool, {})
+        async with (
+            gateway() as served_gateway,
+            Client(served_gateway.server(), mode="auto", **callbacks) as connected,
+        ):
+            result = await connected.call_tool(tool, {})
     assert (result.is_error, text(result)) == (False, said)
 
 
@@ -139,25 +141,25 @@ async def test_a_2026_client_is_handed_the_request_and_its_retry_continues_the_c
     """Step by step, as the wire has it: the call is answered with the server's request; the
     retry with the answer and the state gets the call's answer."""
     with anyio.fail_after(BOUND):
-        async with gateway() as served_gateway:
-            async with Client(
+        async with (
+            gateway() as served_gateway,
+            Client(
                 served_gateway.server(), mode="auto", elicitation_callback=answer_name
-            ) as connected:
-                asked = await connected.session.call_tool(
-                    "greet", {}, allow_input_required=True
-                )
-                assert isinstance(asked, types.InputRequiredResult)
-                ((key, request),) = (asked.input_requests or {}).items()
-                assert isinstance(request, types.ElicitRequest)
-                assert request.params.message == "What is your name?"
-                answer = types.ElicitResult(action="accept", content={"name": "Grace"})
-                done = await connected.session.call_tool(
-                    "greet",
-                    {},
-                    allow_input_required=True,
-                    input_responses={key: answer},
-                    request_state=asked.request_state,
-                )
+            ) as connected,
+        ):
+            asked = await connected.session.call_tool("greet", {}, allow_input_required=True)
+            assert isinstance(asked, types.InputRequiredResult)
+            ((key, request),) = (asked.input_requests or {}).items()
+            assert isinstance(request, types.ElicitRequest)
+            assert request.params.message == "What is your name?"
+            answer = types.ElicitResult(action="accept", content={"name": "Grace"})
+            done = await connected.session.call_tool(
+                "greet",
+                {},
+                allow_input_required=True,
+                input_responses={key: answer},
+                request_state=asked.request_state,
+            )
     assert isinstance(done, types.CallToolResult)
     assert (done.is_error, text(done)) == (False, "Hello, Grace!")
 
@@ -167,9 +169,11 @@ async def test_a_client_that_cannot_be_asked_is_never_said_to_have_declined(mode
     """The client declared no elicitation: the server's question fails the call, saying why;
     the server never hears a "decline" nobody gave."""
     with anyio.fail_after(BOUND):
-        async with gateway() as served_gateway:
-            async with Client(served_gateway.server(), mode=mode) as connected:
-                result = await connected.call_tool("greet", {})
+        async with (
+            gateway() as served_gateway,
+            Client(served_gateway.server(), mode=mode) as connected,
+        ):
+            result = await connected.call_tool("greet", {})
     assert result.is_error is True
     assert "the user said" not in text(result)
     assert "its server asked for input (elicitation)" in text(result)

@@ -238,6 +238,11 @@ class Gateway:
             )
         if approve_by not in APPROVERS:
             raise ConfigurationError(f"approve_by is 'ledger' or 'client', not {approve_by!r}")
+        if "elicit" in executor_options:  # what chose whether the client approved, before
+            raise ConfigurationError(
+                "elicit is replaced by approve_by: 'ledger' (the default: a person decides) or "
+                "'client' (the client that made the call may approve it in a form)"
+            )
         if tasks is not None and not isinstance(tasks, TaskSettings):
             raise ConfigurationError("tasks is a toolwire.mcp.TaskSettings, or None")
         if own_names:
