@@ -207,6 +207,45 @@ async def test_a_kept_calls_answer_replayed_runs_nothing_again() -> None:
     assert "keeps no such call" in text(replayed)
 
 
+async def test_one_answer_sent_twice_at_once_continues_the_call_once() -> None:
+    """The same retry, sent twice at once: one continues the call; the other finds nothing
+    to continue (never a second answer handed to the server, nor the call run twice)."""
+    answers: list[Any] = []
+    with anyio.fail_after(BOUND):
+        async with served(legacy_hub(), auth=AUTH, own_names=True) as url:
+            asked = await _asked(url, "alice")
+
+            async def retry() -> None:
+                answers.append(await _retry(url, "alice", asked, NAMED))
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(retry)
+                tasks.start_soon(retry)
+    said = sorted(text(answer) for answer in answers)
+    assert said[0] == "Hello, Alice!"
+    assert "keeps no such call" in said[1]
+
+
+async def test_a_request_left_unanswered_ends_the_call_and_a_late_answer_continues_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import toolwire.mcp._bridge
+
+    monkeypatch.setattr(toolwire.mcp._bridge, "QUESTION_SECONDS", 0)
+    with anyio.fail_after(BOUND):
+        async with served(legacy_hub(), auth=AUTH, own_names=True) as url:
+            async with client(
+                url, TOKENS["alice"], mode="auto", elicitation_callback=never_asked
+            ) as alice:
+                first = await alice.session.call_tool("greet", {}, allow_input_required=True)
+            if isinstance(first, types.InputRequiredResult):  # handed before it ran out
+                first = await _retry(url, "alice", first, NAMED)
+    assert isinstance(first, types.CallToolResult)
+    assert first.is_error is True
+    assert "Hello" not in text(first)
+    assert "did not answer within 0 s" in text(first) or "keeps no such call" in text(first)
+
+
 @pytest.mark.parametrize(
     "answer",
     [

@@ -109,7 +109,8 @@ class _Kept:
 
 
 class Bridges:
-    """The calls a gateway keeps waiting for its 2026-07-28 clients' answers, by id."""
+    """The calls a gateway keeps waiting for its 2026-07-28 clients' answers, by id (each
+    found there only while its server's request waits for its client's retry)."""
 
     def __init__(self) -> None:
         self._kept: dict[str, _Kept] = {}
@@ -138,7 +139,6 @@ class Bridges:
             untrack()
             self._kept.pop(key, None)
 
-        self._kept[key] = kept
         tasks.start_soon(kept.run, work, forget)
         return await self._next(kept, key)
 
@@ -150,8 +150,12 @@ class Bridges:
             Exception: what the call's work raised.
         """
         key = bridged_state(params)
-        kept = self._kept.get(key) if key is not None else None
-        if kept is None or kept.owner != owner or kept.call != call or key is None:
+        # Taken out while it is answered: the same answer sent twice finds it once.
+        kept = self._kept.pop(key, None) if key is not None else None
+        if kept is not None and (kept.owner != owner or kept.call != call):
+            self._kept[key or ""] = kept  # not this request's: left for its own
+            kept = None
+        if kept is None or key is None:
             return _error(
                 "The call's server asked for input within the call, which waits in the gateway "
                 "process that served it; this one keeps no such call (another worker, or the "
@@ -180,6 +184,7 @@ class Bridges:
                 raise kept.outcome
             return kept.outcome
         request, kept.request = kept.request, None
+        self._kept[key] = kept  # until its client's retry answers it, or the call ends
         state = canonical_json({_STATE_KEY: {"key": key, "call": kept.call}})
         return InputRequiredResult(input_requests={_REQUEST_KEY: request}, request_state=state)
 
