@@ -485,10 +485,9 @@ _MIXED = "calls of several clients"
 
 def _relayed_by(flights: list[InFlight]) -> InFlight | str | None:
     """The call whose gateway client a server's request goes to: one of ``flights`` when all
-    of them are a gateway's calls of one client (the hub never has calls of two clients in
-    flight on a handshake-era connection at once: see ``Hub``); None when they are the hub's
-    own calls (its elicitor answers), or none; ``_MIXED`` when they are calls of several
-    clients (nobody may be asked)."""
+    of them are a gateway's calls of one client (its owner, see ``_owners``); None when they
+    are the hub's own calls (its elicitor answers), or none; ``_MIXED`` when they are calls of
+    several clients (nobody may be asked: it could be any one's request)."""
     if all(flight.relay is None for flight in flights):
         return None
     owners = {flight.owner for flight in flights}

@@ -82,9 +82,10 @@ class Relay:
     """``refuses(server, kind)``: why the policy refuses that kind of request from that
     server, or None."""
     owner: str | None = None
-    """Whose call it is: its client's principal and session. A handshake-era server's requests
-    within a call go to the client of that call, so the hub never has calls of two owners in
-    flight on one handshake-era connection at once (see ``Hub``)."""
+    """Whose call it is: its client's principal and session (see [`owner_of`][]). A
+    handshake-era server's requests within a call go to the client of that call only, and once
+    such a server asks for roots, the hub sends it one owner's calls at a time (see
+    ``_owners``)."""
     ask: Callable[[Any], Awaitable[Any]] | None = None
     """Sends a request to a handshake-era client within the call, and returns its result."""
     bridge: Callable[[Any], Awaitable[Any]] | None = None
