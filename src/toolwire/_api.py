@@ -18,7 +18,7 @@ from toolwire.errors import ConfigurationError, ToolwireWarning
 from toolwire.executor import AfterHook, BeforeHook, CallOutcome, Executor
 from toolwire.inputs import InputAnswer
 from toolwire.ledger import CallTrail
-from toolwire.policy import Policy
+from toolwire.policy import Policy, warn_unmatched_rules
 from toolwire.providers import (
     Declaration,
     Stopped,
@@ -26,7 +26,7 @@ from toolwire.providers import (
     get_provider,
     make_options,
 )
-from toolwire.sources import is_tool_source
+from toolwire.sources import is_tool_source, named_tools
 from toolwire.store import QueuePlace, RunStore, default_store
 from toolwire.tool import Tool, taints_of
 from toolwire.toolset import ToolSet
@@ -215,7 +215,10 @@ def tools(
             ``backend``, ``native_tools``; OpenAI: ``strict``; Anthropic: ``cache_control``).
 
     A listing above the provider's tool limit warns
-    ([`ToolwireWarning`][toolwire.errors.ToolwireWarning]).
+    ([`ToolwireWarning`][toolwire.errors.ToolwireWarning]), and so does a rule of ``policy``
+    that matches none of the tools (an ``allow`` naming a server's tool by its bare name says
+    which ``server/tool`` was probably meant; see
+    [`warn_unmatched_rules`][toolwire.policy.warn_unmatched_rules]).
 
     Raises:
         ConfigurationError: an unknown provider or option, or an option of the wrong type.
@@ -223,7 +226,7 @@ def tools(
     """
     adapter = get_provider(provider)
     settings = make_options(adapter, options)
-    toolset = _as_toolset(source).deferring(deferred)
+    offered = toolset = _as_toolset(source).deferring(deferred)
     left_out: dict[str, str] = {}
     if policy is not None:
         for name, tool in zip(toolset.exposed_names, toolset, strict=True):
@@ -233,6 +236,10 @@ def tools(
         if left_out:
             toolset = toolset.without(left_out)
     declaration = adapter.declare(toolset, settings)
+    if policy is not None:  # the rules are for the source's tools, and what the listing adds
+        named = named_tools(offered, source)
+        named += [(n, e.tool) for n, e in declaration.entries.items() if offered.get(n) is None]
+        warn_unmatched_rules(policy, named, "listing")
     gone = _gone(source, policy, principal)
     if gone or left_out:
         declaration = replace(declaration, unavailable=gone, left_out=left_out)

@@ -90,7 +90,8 @@ from toolwire.mcp._tasks import (
     new_task_id,
     task_relay,
 )
-from toolwire.policy import Policy
+from toolwire.policy import Policy, warn_unmatched_rules
+from toolwire.sources import named_tools
 from toolwire.store import MemoryStore, RunStore
 from toolwire.toolset import ToolSet
 
@@ -156,7 +157,8 @@ class Gateway:
     Args:
         toolset: the tools to serve (only function tools are listed).
         policy: which calls may run; every call may when None. A tool it denies outright
-            for ``principal`` is not served (neither listed nor callable).
+            for ``principal`` is not served (neither listed nor callable). A rule that matches
+            none of the tools warns (``ToolwireWarning``, see ``warn_unmatched_rules``).
         store: the run ledger deferred approvals wait in; a bounded in-memory store by
             default (then only this process can decide them, and a waiting call's answer
             does not point the client at ``toolwire decide``).
@@ -242,6 +244,8 @@ class Gateway:
         self._policy = policy
         self._options = {"policy": policy, "timeout": timeout, **executor_options}
         self._use(ToolSet.of(toolset))
+        if policy is not None:  # a rule written for these tools that names none of them says so
+            warn_unmatched_rules(policy, named_tools(self._source, self._hub), "gateway")
         self._calls: set[anyio.CancelScope] = set()
         self._bus = InMemorySubscriptionBus()
         self._tasks = (
