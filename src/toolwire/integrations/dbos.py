@@ -72,10 +72,10 @@ class DurableTools:
             given a [`DeferredApproval`][toolwire.DeferredApproval]: a call the policy asks
             about waits for a decision taken anywhere.
         name: names this set's DBOS steps and workflow (``{name}.plan``, ``{name}.call``).
-        queue: the name of a DBOS queue (``DBOS.register_queue(name, global_concurrency=...)``)
-            to spread the calls over: each call is a workflow on it, run by whichever worker
-            process takes it, within the queue's concurrency limits. None: each call is a step
-            of the workflow, in its process.
+        queue: the name of a DBOS queue (``DBOS.register_queue(name, global_concurrency=...)``
+            after ``DBOS.launch()``) to spread the calls over: each call is a workflow on it,
+            run by whichever worker process takes it, within the queue's concurrency limits.
+            None: each call is a step of the workflow, in its process.
         deps: what the tools of calls taken from the queue in this process are given as
             ``CallContext.deps`` (a turn's own ``deps`` stay in its process).
         recheck: seconds a workflow waits for a decision's message before reading the run
@@ -254,7 +254,7 @@ class DurableTools:
         queue = await DBOS.retrieve_queue_async(self.queue)
         if queue is None:
             raise ConfigurationError(
-                f"no DBOS queue named {self.queue!r}: register it first "
+                f"no DBOS queue named {self.queue!r}: register it after DBOS.launch() "
                 f"(DBOS.register_queue({self.queue!r}, global_concurrency=...))"
             )
         handle = await queue.enqueue_async(self._queued_call, body)
