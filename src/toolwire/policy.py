@@ -268,7 +268,9 @@ def destructive_by_name(tool: Tool) -> str | None:
     non-destructive; None otherwise. A hint for warnings only: a policy never decides by it."""
     if destructive_by_annotations(tool) is None:
         return None
-    words = (word.lower() for word in _WORD.findall(_plain(tool.name)))
+    # Read with its invisible characters as separators and without them (``de\u200blete``).
+    spellings = (unicodedata.normalize("NFKC", tool.name), _plain(tool.name))
+    words = (word.lower() for form in spellings for word in _WORD.findall(form))
     return next((word for word in words if word in DESTRUCTIVE_WORDS), None)
 
 

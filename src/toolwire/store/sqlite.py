@@ -403,26 +403,34 @@ _QUERY = re.compile(r"\?[A-Za-z_][\w.-]*=")
 
 def _refuse_a_url(path: str) -> None:
     """Refuse a URL given as a path, and a path carrying a URL's options: either would name
-    a file of that literal name and drop the options.
+    a file of that literal name and drop the options. The message repeats no more of the URL
+    than its scheme, nor a query's values (a URL may hold a password).
 
     Raises:
         ConfigurationError: naming what to write instead.
     """
     if _URL.match(path):
+        scheme = path.partition(":")[0][:20]
         raise ConfigurationError(
-            f"SQLiteStore takes a file path, not a URL ({path[:200]!r}): give the path "
+            f"SQLiteStore takes a file path, not a URL ({scheme}:...): give the path "
             f"(SQLiteStore({_path_of(path)!r})), or the URL to toolwire.store.from_url"
         )
     name = path.replace("\\", "/").rpartition("/")[2]
     query = _QUERY.search(name)
     if query is not None:
         at = len(path) - len(name) + query.start()
-        file, options = path[:at], path[at + 1 :]
+        file, keys = path[:at][:200], _keys(path[at + 1 :])
         raise ConfigurationError(
-            f"SQLiteStore's path {path[:200]!r} holds a URL query ({options[:100]!r}): options "
-            f"are arguments here (SQLiteStore({file[:100]!r}, ttl=...)), or give the URL to "
-            f"toolwire.store.from_url ('sqlite:///{file[:100]}?{options[:100]}')"
+            f"SQLiteStore's path {file!r} is followed by a URL query ({keys}): options are "
+            f"arguments here (SQLiteStore({file!r}, ttl=...)), or give the URL to "
+            f"toolwire.store.from_url ('sqlite:///{file}?{keys}')"
         )
+
+
+def _keys(query: str) -> str:
+    """A query's keys, without their values: ``ttl=...&mode=...``."""
+    keys = [part.partition("=")[0][:40] for part in query.split("&")[:5]]
+    return "&".join(f"{key}=..." for key in keys)
 
 
 def _path_of(url: str) -> str:
@@ -431,7 +439,7 @@ def _path_of(url: str) -> str:
     scheme, _, rest = url.partition("://")
     target = rest.partition("?")[0]
     if scheme.lower() == "sqlite" and target.startswith("/") and target != "/":
-        return target[1:]
+        return target[1:201]
     return "runs.db"
 
 
