@@ -673,7 +673,7 @@ def _unmatched_note(rule: Rule, named: Sequence[tuple[Tool, frozenset[str]]], wh
             return (
                 f"{said}: an allow rule matches only a tool's canonical identity (server/tool "
                 f"for a server's tool), and {pattern!r} names {_listed(other)} by another name; "
-                f"did you mean {' or '.join(repr(printable(m[:200])) for m in meant[:3])}?"
+                f"did you mean {' or '.join(repr(printable(m[:200])) for m in meant[:5])}?"
             )
     return f"{said} (its tools: {_listed([tool for tool, _ in named])})"
 
