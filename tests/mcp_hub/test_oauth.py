@@ -30,7 +30,7 @@ from toolwire.mcp import (
     SseServer,
     token_store_for,
 )
-from toolwire.mcp._scrub import server_key
+from toolwire._scrub import server_key
 
 pytestmark = pytest.mark.anyio
 

@@ -36,7 +36,7 @@ from toolwire.mcp import (
     serve,
     token_store_for,
 )
-from toolwire.mcp._scrub import server_key
+from toolwire._scrub import server_key
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ __all__ = ["run_login", "run_logout"]
 
 async def run_login(args: argparse.Namespace) -> int:
     from toolwire.mcp._login import login
-    from toolwire.mcp._scrub import shown_url
+    from toolwire._scrub import shown_url
 
     label, spec = _server(args.server, args.config)
     if args.scope:

@@ -54,7 +54,7 @@ from toolwire.errors import (
     ConfigurationError,
     ToolwireWarning,
 )
-from toolwire.mcp._scrub import KNOWN, is_loopback, scrub, server_key, shown_url
+from toolwire._scrub import KNOWN, is_loopback, scrub, server_key, shown_url
 from toolwire.mcp._specs import Authorizer, ClientCredentials, OAuth
 from toolwire.mcp._tokens import TokenStore, default_token_store
 
