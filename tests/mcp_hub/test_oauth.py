@@ -19,6 +19,7 @@ from toolwire import AuthorizationError, AuthorizationRequired, ConfigurationErr
 pytest.importorskip("mcp")
 from oauth_servers import AuthServer, ProtectedServer, follow_authorization, oauth_pair
 
+from toolwire._scrub import server_key
 from toolwire.mcp import (
     ClientCredentials,
     FileTokenStore,
@@ -30,7 +31,6 @@ from toolwire.mcp import (
     SseServer,
     token_store_for,
 )
-from toolwire._scrub import server_key
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,8 @@ __all__ = ["run_login", "run_logout"]
 
 
 async def run_login(args: argparse.Namespace) -> int:
-    from toolwire.mcp._login import login
     from toolwire._scrub import shown_url
+    from toolwire.mcp._login import login
 
     label, spec = _server(args.server, args.config)
     if args.scope:

@@ -20,10 +20,10 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
+from toolwire._scrub import is_loopback, server_key, shown_url
 from toolwire._values import describe_exception
 from toolwire.errors import AuthorizationError, ConfigurationError
 from toolwire.mcp._oauth import http_auth
-from toolwire._scrub import is_loopback, server_key, shown_url
 from toolwire.mcp._specs import ClientCredentials, HttpServer, OAuth, SseServer
 from toolwire.mcp._tokens import TokenStore, default_token_store
 

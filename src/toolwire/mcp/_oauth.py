@@ -11,7 +11,8 @@ token requests, refresh). Around it, here:
   through the authorization says so (``AuthorizationRequired``) instead of registering and
   stalling;
 - whatever fails becomes an ``AuthorizationError`` whose message holds no token, secret or
-  code (``_scrub`` cleans the SDK's own log records of them too).
+  code (the core's scrubbing filter cleans the SDK's and the HTTP client's log records of them
+  too; the SDK's own flow errors, which toolwire raises itself, show only at DEBUG).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from mcp.shared.auth import (
 )
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 
+from toolwire._scrub import KNOWN, is_loopback, quiet_logs, scrub, server_key, shown_url
 from toolwire._values import describe_exception
 from toolwire.errors import (
     AuthorizationError,
@@ -54,7 +56,6 @@ from toolwire.errors import (
     ConfigurationError,
     ToolwireWarning,
 )
-from toolwire._scrub import KNOWN, is_loopback, scrub, server_key, shown_url
 from toolwire.mcp._specs import Authorizer, ClientCredentials, OAuth
 from toolwire.mcp._tokens import TokenStore, default_token_store
 
@@ -68,6 +69,14 @@ _SHOWN = 200
 """Characters of a URL, or of a server's text, put in a message."""
 _EARLY = 30.0
 """Seconds before its stated expiry a stored access token is refreshed."""
+
+
+# The SDK's auth flow logs what toolwire raises itself as an ``AuthorizationError``.
+quiet_logs(
+    "mcp.client.auth.oauth2",
+    "mcp.client.auth.extensions.client_credentials",
+    "mcp.client.auth.extensions.identity_assertion",
+)
 
 
 # -- the tokens of one server, in its store ------------------------------------------------------
