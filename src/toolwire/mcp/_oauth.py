@@ -57,7 +57,7 @@ from toolwire.errors import (
     ToolwireWarning,
 )
 from toolwire.mcp._specs import Authorizer, ClientCredentials, OAuth
-from toolwire.mcp._tokens import TokenStore, default_token_store
+from toolwire.mcp._tokens import TokenStore, bound_entry, default_token_store
 
 __all__ = ["callback_result", "free_loopback_uri", "http_auth", "warn_unpinned"]
 
@@ -84,7 +84,8 @@ quiet_logs(
 
 class _Storage:
     """The SDK's ``TokenStorage`` over a [`TokenStore`][toolwire.mcp.TokenStore] entry: tokens
-    come back only for the grant and client that got them, with their expiry."""
+    come back only for the server, the grant and the client that got them, with their
+    expiry (an entry kept for another server is not read: see ``bound_entry``)."""
 
     def __init__(
         self,
@@ -106,8 +107,7 @@ class _Storage:
 
     async def entry(self) -> dict[str, Any]:
         if self._entry is None:
-            loaded = await self.store.read(self.key)
-            self._entry = dict(loaded) if isinstance(loaded, dict) else {}
+            self._entry = await bound_entry(self.store, self.key)
         return self._entry
 
     async def get_tokens(self) -> OAuthToken | None:
