@@ -120,7 +120,8 @@ async def logout(
 async def _kept_redirect(store: TokenStore, url: str) -> str | None:
     """The loopback redirect URI the client was registered with last time, if any: listened
     on again, the registration stays good."""
-    client = (await bound_entry(store, server_key(url))).get("client")
+    entry = await bound_entry(store, server_key(url))
+    client = entry.get("client")
     uris = client.get("redirect_uris") if isinstance(client, dict) else None
     if isinstance(uris, list) and uris and isinstance(uris[0], str):
         parts = urlsplit(uris[0])
