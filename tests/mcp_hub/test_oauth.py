@@ -453,9 +453,10 @@ async def test_a_token_kept_for_one_server_is_never_sent_to_another_it_was_copie
                 pass
             copy_row(tmp_path / "runs.db", server_key(a.url), server_key(b.url))
             async with Hub({"b": HttpServer(url=b.url, auth=OAuth(store=store))}) as hub:
-                [error] = hub.authorization_errors.values()
-    assert isinstance(error, AuthorizationRequired)
+                errors = list(hub.authorization_errors.values())
     assert [seen for seen in b.seen if seen is not None] == []  # no token at all reached B
+    [error] = errors
+    assert isinstance(error, AuthorizationRequired)
     assert [r["grant_type"] for r in auth.token_requests] == ["authorization_code"]
     said = [r.getMessage() for r in caplog.records if "was kept for" in r.getMessage()]
     assert said  # each time the entry is read, it is ignored saying why, naming both servers
