@@ -1,7 +1,7 @@
 """What never leaves: credentials scrubbed from text (messages, and every log record of the
 loggers toolwire's code paths write through), and URLs as messages show them.
 
-The filter goes on those loggers when ``toolwire`` is imported (see [`scrub_logs`][]), before
+The filter goes on those loggers when ``toolwire`` is imported (see ``scrub_logs``), before
 any of its surfaces (the hub, the gateway, the console, the command line) sends a request or
 writes a record, whether or not OAuth is used."""
 
@@ -200,7 +200,7 @@ _FILTER = Scrubbing()
 
 
 def scrub_logs() -> None:
-    """Put the scrubbing filter on each of [`LOGGERS`][] (once). Nothing else of the logging
+    """Put the scrubbing filter on each of ``LOGGERS`` (once). Nothing else of the logging
     configuration changes: no level, handler or propagation; a logger made here is the one its
     library gets when it asks for it by name later."""
     for name in LOGGERS:
