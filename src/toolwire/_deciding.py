@@ -87,11 +87,11 @@ class Decider:
         """Decide one call, in order: what its run's record says, then validation, hooks,
         policy and approval. Nobody is asked anything more once the turn is halted.
 
-        ``ticketed``: the call is decided again where its ticket runs (the ticket's kwargs,
-        as the before-call hooks made them when the turn was planned). What runs is made
-        again from the run's record and the call, and the policy may deny it since; the
-        hooks are not run again, and the approver is not asked again about a call the
-        planning step let run (a ticket is made only for such a call)."""
+        ``ticketed``: the call is decided again where its ticket runs, with the arguments
+        its turn's planning made (the ticket's ``runs_with``, which its digest binds). They
+        are validated and put to the policy again, which may deny them since; the hooks are
+        not run again, and the approver is not asked again about a call the planning step
+        let run (a ticket is made only for such a call)."""
         assert isinstance(item, ToolCall)  # rejected calls were answered on admission
         if turn.halted:
             if item.local_id in turn.known:  # what the run's answer replaces
@@ -143,7 +143,9 @@ class Decider:
         """Validation, before-call hooks, policy and approval of a call nothing stopped."""
         tool = call.tool
         arguments: Mapping[str, Any]
-        if go.recorded is None and not call.null_paths:  # the common call: as the model sent it
+        if ticketed is not None:  # what its turn's planning made: checked here as any other
+            call, arguments, prefix = _ticketed(call), ticketed, ""
+        elif go.recorded is None and not call.null_paths:  # the common call: as the model sent it
             arguments, prefix = call.arguments, ""
         else:
             call, arguments, prefix = _arguments_to_run(call, go)
@@ -152,12 +154,13 @@ class Decider:
             return
         wanted = self.hooked or tool.context_parameter is not None
         context = turn.context(call, arguments) if wanted else None
-        hooked = await self._hooked(turn, index, call, (arguments, kwargs, context), ticketed)
-        if hooked is None:
-            return
-        arguments, kwargs, context = hooked
+        if self.before_call and ticketed is None:  # (a ticket's ran when it was planned)
+            hooked = await self._before(turn, index, call, arguments, kwargs, context)
+            if hooked is None:
+                return
+            arguments, kwargs, context = hooked
         if self.policy.allows_everything and not tool.needs_approval and not go.undecided:
-            turn.planned.append(Planned(index, call, kwargs, context, record))
+            turn.planned.append(Planned(index, call, kwargs, context, record, arguments=arguments))
             return
         verdict = self._verdict(turn, call, arguments)
         gated = gate(
@@ -165,33 +168,18 @@ class Decider:
         )
         step: Run | Answer | Refuse
         if isinstance(gated, Ask):
-            asked = await self._asked(turn, index, call, arguments, gated, (kwargs, context))
+            asked = await self._asked(
+                turn, index, call, arguments, gated, (arguments, kwargs, context)
+            )
             if asked is None:
                 return  # waits (recorded on the turn), or answered
-            step, (kwargs, context) = asked
+            step, (arguments, kwargs, context) = asked
         else:
             step = gated
         if isinstance(step, Run):
-            turn.planned.append(Planned(index, call, kwargs, context, record))
+            turn.planned.append(Planned(index, call, kwargs, context, record, arguments=arguments))
         else:
             self.apply(turn, index, step)
-
-    async def _hooked(
-        self,
-        turn: Turn,
-        index: int,
-        call: ToolCall,
-        running: tuple[Mapping[str, Any], dict[str, Any], CallContext | None],
-        ticketed: Mapping[str, Any] | None,
-    ) -> tuple[Mapping[str, Any], dict[str, Any], CallContext | None] | None:
-        """The arguments, keyword arguments and context the before-call hooks make (None with
-        the call answered); a ticket's call takes what they made when its turn was planned."""
-        if not self.before_call:
-            return running
-        if ticketed is not None:
-            arguments, _, context = running
-            return arguments, dict(ticketed), context
-        return await self._before(turn, index, call, *running)
 
     async def _asked(
         self,
@@ -200,17 +188,17 @@ class Decider:
         call: ToolCall,
         arguments: Mapping[str, Any],
         ask: Ask,
-        running: tuple[dict[str, Any], CallContext | None],
-    ) -> tuple[Run | Refuse, tuple[dict[str, Any], CallContext | None]] | None:
-        """The approver's decision as a step, with the keyword arguments and context the call
-        runs with (an approver answering now may edit the arguments); None when the call waits
-        or has been answered."""
+        running: tuple[Mapping[str, Any], dict[str, Any], CallContext | None],
+    ) -> tuple[Run | Refuse, tuple[Mapping[str, Any], dict[str, Any], CallContext | None]] | None:
+        """The approver's decision as a step, with the arguments, keyword arguments and
+        context the call runs with (an approver answering now may edit the arguments); None
+        when the call waits or has been answered."""
         decision = await self._ask(turn, index, call, arguments, ask)
         if decision is None:
             return None
         if decision.allowed and decision.arguments is not None:
             # An approver answering now edited them: they run, if the policy agrees.
-            approved = self._approved_edit(turn, index, call, decision.arguments, running[1])
+            approved = self._approved_edit(turn, index, call, decision.arguments, running[2])
             if approved is None:
                 return None
             running = approved
@@ -275,9 +263,10 @@ class Decider:
         call: ToolCall,
         edited: Mapping[str, Any],
         context: CallContext | None,
-    ) -> tuple[dict[str, Any], CallContext | None] | None:
-        """The keyword arguments and context of arguments an approver edited as they approved,
-        validated and put to the policy again; None with the call answered otherwise."""
+    ) -> tuple[Mapping[str, Any], dict[str, Any], CallContext | None] | None:
+        """The arguments, keyword arguments and context of arguments an approver edited as
+        they approved, validated and put to the policy again; None with the call answered
+        otherwise."""
         arguments = dict(edited)
         kwargs = self._validated(turn, index, call.tool, arguments, _EDITED)
         if kwargs is None:
@@ -286,7 +275,7 @@ class Decider:
         if verdict.effect == "deny":
             turn.finish(index, denied_answer(verdict))
             return None
-        return kwargs, (turn.context(call, arguments) if context is not None else None)
+        return arguments, kwargs, (turn.context(call, arguments) if context is not None else None)
 
     def _validated(
         self, turn: Turn, index: int, tool: Tool, arguments: Mapping[str, Any], prefix: str
@@ -380,6 +369,14 @@ class Decider:
             turn.finish(index, not_run("redacting its request", exc))
             return None
         return replace(request, arguments=kept)
+
+
+def _ticketed(call: ToolCall) -> ToolCall:
+    """A ticket's call as the tool and hooks see it: without the nulls strict mode made the
+    model send (its fingerprint is of what the model sent, as everywhere)."""
+    if not call.null_paths:
+        return call
+    return replace(call, arguments=_without_strict_nulls(call.tool, call))
 
 
 def _arguments_to_run(call: ToolCall, go: Go) -> tuple[ToolCall, Mapping[str, Any], str]:

@@ -18,7 +18,7 @@ import anyio
 from toolwire._record import CallRecord, CallState, answered_state, caller_json, check_binding, held
 from toolwire._values import describe_exception
 from toolwire.calls import ToolCall, ToolResult
-from toolwire.errors import StoreUnavailable, ToolwireError
+from toolwire.errors import RunNotFound, StoreUnavailable, ToolwireError
 from toolwire.store import RunStore
 from toolwire.store._clock import clock_of
 
@@ -247,13 +247,22 @@ class Run:
         position = self.positions.get(record.call_id)
         return record if position is None else record.with_(position=position)
 
-    async def load(self, call_ids: list[str]) -> dict[str, CallRecord]:
-        """The records the run has of ``call_ids``, in one round trip.
+    async def load(self, call_ids: list[str], *, resume: bool = False) -> dict[str, CallRecord]:
+        """The records the run has of ``call_ids``, in one round trip; with ``resume``, of a
+        run that must be in the store already (a paused turn's, a ticket's).
 
         Raises:
-            RunBindingConflict: the run was started for another principal or other calls.
+            RunBindingConflict: the run was started for another principal, other calls or
+                another place.
+            RunNotFound: ``resume``, and the store keeps nothing of the run.
         """
         binding, records = await self.store.load(self.run_id, call_ids)
+        if resume and binding is None and not any(records):
+            raise RunNotFound(
+                f"run {self.run_id!r} is not in its store (it expired, was evicted, or is kept "
+                "in another store): the records that say which of its calls ran are gone, so "
+                "none is run again; start a new run for a new turn"
+            )
         check_binding(self.run_id, binding, self.binding)
         return {i: r for i, r in zip(call_ids, records, strict=True) if r is not None}
 

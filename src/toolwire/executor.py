@@ -195,6 +195,7 @@ class Executor:
             raise ConfigurationError("approval_ttl must be a positive number of seconds, or None")
         self.toolset = ToolSet.of(toolset)
         self.store: RunStore = store if store is not None else MemoryStore()
+        _check_outlives(self.store, approval_ttl)
         self.on_unknown = on_unknown
         self.runner = Runner(
             timeout=timeout,
@@ -280,6 +281,9 @@ class Executor:
 
     @approval_ttl.setter
     def approval_ttl(self, seconds: float | None) -> None:
+        if seconds is not None and not seconds > 0:
+            raise ConfigurationError("approval_ttl must be a positive number of seconds, or None")
+        _check_outlives(self.store, seconds)
         self.decider.approval_ttl = seconds
 
     # What running uses is the runner's: set here, it is set there.
@@ -327,6 +331,8 @@ class Executor:
         principal: Any = None,
         taint: Iterable[str] = (),
         deps: Any = None,
+        place: str | None = None,
+        resume: bool = False,
     ) -> list[CallOutcome]:
         """Run one turn's calls; one outcome per item, in order.
 
@@ -339,18 +345,30 @@ class Executor:
             deps: the application's dependencies (a database, a client, settings...): what
                 tools asking for a [`CallContext`][] and hooks see as its ``deps``. Never
                 stored, fingerprinted or shown to the model.
+            place: where the turn stands in its conversation (any string, e.g. a digest of
+                the messages its response answers; ``toolwire.loop`` gives one): kept in the
+                run's binding, so ``run_id`` answers no other turn.
+            resume: the turn resumes a run that paused (``ApprovalPending``): the run must
+                still be in the store, or nothing runs (``RunNotFound``).
 
         Raises:
             ApprovalPending: some calls wait for a decision; the others have run and are
-                stored under ``exc.run_id``.
+                stored under ``exc.run_id``, in ``exc.store``.
             StoreUnavailable: the run store failed (see its ``outcomes``).
             ToolNotFound: only with ``on_unknown="raise"``.
-            RunBindingConflict: ``run_id`` was started for another principal, or for other
-                calls (another model response): a run id names one model response.
+            RunBindingConflict: ``run_id`` was started for another principal, other calls
+                (another model response) or another place: a run id names one turn.
+            RunNotFound: ``resume``, and the store no longer keeps the run.
             ConfigurationError: e.g. a policy asked for approval and there is no approver.
         """
         turn = await self.plan_turn(
-            items, run_id=run_id, principal=principal, taint=taint, deps=deps
+            items,
+            run_id=run_id,
+            principal=principal,
+            taint=taint,
+            deps=deps,
+            place=place,
+            resume=resume,
         )
         await self._run_planned(turn)
         return await self._close(turn)
@@ -364,6 +382,8 @@ class Executor:
         taint: Iterable[str] = (),
         deps: Any = None,
         wake: Mapping[str, Any] | None = None,
+        place: str | None = None,
+        resume: bool = False,
     ) -> Turn:
         """Phase 1 of [`run`][]: every call of the turn admitted and decided, none run yet.
 
@@ -371,10 +391,13 @@ class Executor:
         each step plans the turn in one step, runs each of ``turn.planned`` in a step of its
         own ([`ticket`][], [`run_ticket`][]), and waits for the calls in ``turn.waiting``.
         ``wake`` names what waits for the turn's pending calls (kept with their requests, so a
-        decision wakes it: see ``toolwire.ledger.register_waker``).
+        decision wakes it: see ``toolwire.ledger.register_waker``). ``place`` and ``resume``
+        are [`run`][]'s.
         """
         if run_id is not None and not valid_id(run_id):
             raise ConfigurationError("a run id must be a string of valid Unicode text without NUL")
+        if place is not None and not isinstance(place, str):
+            raise ConfigurationError("a turn's place is a string")
         turn = Turn(
             items=list(items),
             run_id=run_id,
@@ -382,11 +405,13 @@ class Executor:
             taint=frozenset(taint),
             deps=deps,
             wake=checked_wake(wake) if wake is not None else None,
+            place=place,
+            resume=resume,
         )
         turn.outcomes = [None] * len(turn.items)
         ids = self._admit(turn)
         if run_id is not None:  # what the run already knows, in one round trip
-            turn.known = await self._run_of(turn).load(ids)
+            turn.known = await self._run_of(turn).load(ids, resume=resume)
         for index, item in enumerate(turn.items):
             if turn.outcomes[index] is None:  # (not answered on admission)
                 await self.decider.plan(turn, index, item)
@@ -396,49 +421,70 @@ class Executor:
             turn.planned = []
         return turn
 
-    async def keep_planned(self, turn: Turn) -> None:
+    async def keep_planned(self, turn: Turn, *, toolset: str | None = None) -> None:
         """Store what the turn decided without running (answers, and the calls waiting for a
         decision), and the digest of each planned call's ticket (see [`run_ticket`][]), before
-        any call runs: an engine's planning step ends with it.
+        any call runs: an engine's planning step ends with it. ``toolset`` names the toolset
+        the tickets belong to (an engine's name for it; see [`ticket`][]).
 
         Raises:
+            ConfigurationError: a planned call's arguments cannot be bound into its ticket
+                (a before-call hook made them other than JSON): nothing is stored.
             StoreUnavailable: the run store failed.
         """
-        if turn.run_id is not None:
-            await self._remember(turn)
-            for index, outcome in enumerate(turn.outcomes):
-                if outcome is not None:
-                    turn.kept.add(index)
-            turn.kept.update(index for index, _ in turn.waiting)
-            run = self._run_of(turn)
-            for planned in turn.planned:  # each ticket's digest, kept before any is handed out
-                call, digest = planned.call, self.ticket(turn, planned).digest()
-                await run.keep_ticket(call, turn.fingerprint(call), planned.record, digest)
+        if turn.run_id is None:
+            return
+        # every ticket made first: one that cannot be bound refuses the turn before any write
+        digests = [
+            (planned, self.ticket(turn, planned, toolset=toolset).digest())
+            for planned in turn.planned
+        ]
+        await self._remember(turn)
+        for index, outcome in enumerate(turn.outcomes):
+            if outcome is not None:
+                turn.kept.add(index)
+        turn.kept.update(index for index, _ in turn.waiting)
+        run = self._run_of(turn)
+        for planned, digest in digests:  # each ticket's digest, kept before any is handed out
+            call = planned.call
+            await run.keep_ticket(call, turn.fingerprint(call), planned.record, digest)
 
-    def ticket(self, turn: Turn, planned: Planned) -> CallTicket:
+    def ticket(self, turn: Turn, planned: Planned, *, toolset: str | None = None) -> CallTicket:
         """What running one planned call of a named run needs, as JSON values: an engine hands
-        it to a step, or to another process through its queue ([`run_ticket`][])."""
-        assert turn.run_id is not None
-        return CallTicket.of(turn.run_id, self._run_of(turn).binding, turn, planned)
-
-    async def run_ticket(self, ticket: CallTicket, *, deps: Any = None) -> CallOutcome:
-        """Claim, run, store and answer the call a [`ticket`][] names, here: the call runs at
-        most once whoever holds the ticket (its claim in the run is the ledger's), under this
-        executor's tools, limits and hooks.
-
-        The ticket is not trusted beyond what its run keeps: the planning step kept its
-        digest in the call's record ([`keep_planned`][]), so a ticket changed since, or made
-        anywhere else, runs nothing. What runs is decided again from the run's record (an
-        answer kept, a refusal, a wait, arguments a human edited), validated, and put to this
-        executor's policy, which may deny it since. Only what before-call hooks made at
-        planning is taken from the ticket (they do not run again).
+        it to a step, or to another process through its queue ([`run_ticket`][]). ``toolset``
+        names the toolset it belongs to: it runs only where [`run_ticket`][] is given the same
+        name.
 
         Raises:
-            RunBindingConflict: the run keeps no such ticket (changed since its turn was
-                planned, or never planned there), or is bound to another principal or calls.
+            ConfigurationError: the call's arguments cannot be bound into a ticket (not JSON).
+        """
+        assert turn.run_id is not None
+        return CallTicket.of(turn.run_id, self._run_of(turn).binding, turn, planned, toolset)
+
+    async def run_ticket(
+        self, ticket: CallTicket, *, deps: Any = None, toolset: str | None = None
+    ) -> CallOutcome:
+        """Claim, run, store and answer the call a [`ticket`][] names, here: the call runs at
+        most once whoever holds the ticket (its claim in the run is the ledger's), under this
+        executor's tools, limits and hooks. ``toolset``: the name of the toolset running it,
+        which must be the one the ticket was planned in.
+
+        The ticket is not trusted beyond what its run keeps: the planning step kept its
+        digest in the call's record ([`keep_planned`][]), so a ticket changed since (the
+        arguments it runs with included), or made anywhere else, runs nothing. What runs is
+        decided again from the run's record (an answer kept, a refusal, a wait); the
+        arguments its turn's planning made (``runs_with``: as a human edited them, as the
+        before-call hooks rewrote them) are validated and put to this executor's policy,
+        which may deny them since. The before-call hooks do not run again.
+
+        Raises:
+            RunBindingConflict: the ticket belongs to another toolset, or its run keeps no
+                such ticket (changed since its turn was planned, never planned there, or the
+                run is gone from the store), or is bound to another principal or calls.
             ApprovalPending: the run holds the call waiting for a decision now.
             StoreUnavailable: the run store failed (the call's answer is on the exception).
         """
+        ticket.check_toolset(toolset)  # refused before anything is read
         tool = self.toolset.get(ticket.name)
         if tool is None:
             raise ToolNotFound(ticket.name)
@@ -450,11 +496,11 @@ class Executor:
             lease=self.lease,
             positions={ticket.call_id: ticket.position} if ticket.position is not None else {},
         )
-        known = await run.load([ticket.call_id])
-        ticket.check_kept(known.get(ticket.call_id))
+        known = await run.load([ticket.call_id])  # (a run gone keeps no ticket: refused)
+        ticket.check_kept(known.get(ticket.call_id), toolset)
         turn = Turn.of_ticket(ticket, tool, deps)
         turn.run, turn.known = run, known
-        await self.decider.plan(turn, 0, turn.items[0], ticketed=ticket.kwargs)
+        await self.decider.plan(turn, 0, turn.items[0], ticketed=ticket.runs_with)
         await self._run_planned(turn)
         [outcome] = await self._close(turn)
         return outcome
@@ -481,7 +527,11 @@ class Executor:
         if turn.waiting:
             assert turn.run_id is not None
             raise ApprovalPending(
-                turn.run_id, [request for _, request in turn.waiting], completed=outcomes
+                turn.run_id,
+                [request for _, request in turn.waiting],
+                completed=outcomes,
+                store=self.store,
+                place=turn.place,
             )
         return outcomes
 
@@ -828,7 +878,7 @@ class Executor:
             turn.run = RunOfTurn(
                 self.store,
                 turn.run_id,
-                binding=binding_for(turn.principal, turn.bound_calls()),
+                binding=binding_for(turn.principal, turn.bound_calls(), turn.place),
                 worker=self.worker_id,
                 lease=self.lease,
                 positions={
@@ -848,6 +898,23 @@ class Executor:
 
     def may_rerun(self, call: ToolCall) -> bool:
         return self.on_interrupted == "rerun_idempotent" and call.tool.idempotent
+
+
+def _check_outlives(store: RunStore, approval_ttl: float | None) -> None:
+    """Refuse a store that forgets a run before its requests for approval expire: a call
+    decided after the run is gone would find nothing saying which of its calls ran.
+
+    Raises:
+        ConfigurationError: the store's ``ttl`` is shorter than ``approval_ttl``.
+    """
+    ttl = getattr(store, "ttl", None)
+    if approval_ttl is None or not isinstance(ttl, int | float) or ttl >= approval_ttl:
+        return
+    raise ConfigurationError(
+        f"the run store keeps a run {ttl:g} s after its last write, less than approval_ttl "
+        f"({approval_ttl:g} s): a run would be forgotten while a call waits, and a resume could "
+        "not know which calls ran; give the store a ttl of at least approval_ttl"
+    )
 
 
 _UNRECORDED = ToolResult.error("unavailable", "Not run: the run's store could not record the call.")
