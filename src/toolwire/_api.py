@@ -354,8 +354,9 @@ async def execute_tool_calls(
             answers no other turn (see [`Executor.run`][toolwire.Executor.run]).
         resume: the [`ApprovalPending`][toolwire.ApprovalPending] of the turn this call
             resumes: its run id, place and store (when neither ``store`` nor ``executor`` is
-            given) are the resume's, and the run must still be in the store. A ``run_id``
-            that paused earlier in this process is resumed the same way without it.
+            given) are the resume's, and the run must still be in the store. Without
+            ``store`` and ``executor``, a ``run_id`` whose turn paused earlier in this process
+            is resumed the same way.
         answer_options: the provider's answer options (Gemini: ``structured``, ``media``;
             OpenAI: ``error_prefix``).
 
@@ -408,11 +409,12 @@ async def execute_tool_calls(
             principal = source.principal  # the listing was made for them
         policy = _policy_of(source, policy)
     adapter = get_provider(declaration.provider)
-    paused = _paused_turn(run_id, resume)
+    given_store = store is not None or executor is not None
+    paused = _paused_turn(run_id, resume, looked_up=not given_store)
     if paused is not None:
         run_id = paused.run_id
         place = place if place is not None else paused.place
-        if store is None and executor is None:
+        if not given_store:
             store = paused.store()  # where the paused turn kept its run
     if executor is None:
         executor = Executor(
@@ -527,16 +529,19 @@ def _reference(store: Any) -> Callable[[], Any]:
         return lambda: store
 
 
-def _paused_turn(run_id: str | None, resume: ApprovalPending | None) -> _Paused | None:
-    """The paused turn a call resumes: ``resume``'s, or the one that paused under ``run_id``
-    in this process; None for a turn that resumes nothing.
+def _paused_turn(
+    run_id: str | None, resume: ApprovalPending | None, *, looked_up: bool
+) -> _Paused | None:
+    """The paused turn a call resumes: ``resume``'s, or (``looked_up``: the call names no
+    store of its own) the one that paused under ``run_id`` in this process; None for a turn
+    that resumes nothing.
 
     Raises:
         ConfigurationError: ``resume`` is not an ``ApprovalPending``, or names another run
             than ``run_id``.
     """
     if resume is None:
-        return _PAUSED.get(run_id) if run_id is not None else None
+        return _PAUSED.get(run_id) if run_id is not None and looked_up else None
     if not isinstance(resume, ApprovalPending):
         raise ConfigurationError(
             f"resume is the ApprovalPending of the turn to resume, not {resume!r}"

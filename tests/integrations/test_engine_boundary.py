@@ -8,6 +8,7 @@ import datetime
 import decimal
 import functools
 import logging
+import sqlite3
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -477,6 +478,30 @@ async def test_a_ticket_runs_only_in_the_toolset_that_planned_it(tmp_path: Path)
     assert runs == []
     outcome = await executor.run_ticket(CallTicket.from_dict(body), toolset="tenant-a")
     assert (outcome.result.text, runs) == ("counted a", ["a"])
+
+
+def _expire(store: SQLiteStore, run_id: str) -> None:
+    """The run's time in the store is up (as its ``ttl`` would have it)."""
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE toolwire_runs SET expires_at = 1 WHERE run_id = ?", (run_id,))
+
+
+async def test_a_turn_planned_again_after_its_run_expired_is_refused_and_runs_nothing(
+    tmp_path: Path,
+) -> None:
+    runs: list[str] = []
+    store, executor = _deferring(tmp_path, runs)
+    turn = await _planned(executor, "run-gone")  # count is planned, wipe waits
+    [count] = [p for p in turn.planned if p.call.exposed_name == "count"]
+    await executor.run_ticket(executor.ticket(turn, count))
+    assert runs == ["a"]
+    _expire(store, "run-gone")  # forgotten while wipe waited
+    with pytest.raises(toolwire.RunNotFound, match="'run-gone' is not in its store"):
+        await executor.plan_turn(turn.items, run_id="run-gone", resume=True)
+    with pytest.raises(toolwire.RunBindingConflict, match="no such ticket"):
+        await executor.run_ticket(executor.ticket(turn, count))
+    assert runs == ["a"]  # count never ran twice
+    assert await store.records("run-gone") == []
 
 
 async def test_a_ticket_of_a_strict_call_with_nulls_keeps_the_runs_fingerprint(
