@@ -351,8 +351,8 @@ async def execute_tool_calls(
             [`CallContext`][toolwire.CallContext] (never stored).
         place: where the turn stands in its conversation (any string naming it, e.g. a
             digest of the messages the response answers): kept with the run, so its run id
-            answers no other turn (see [`Executor.run`][toolwire.Executor.run]).
-        resume: the [`ApprovalPending`][toolwire.ApprovalPending] of the turn this call
+            answers no other turn (see [`Executor.run`][toolwire.executor.Executor.run]).
+        resume: the [`ApprovalPending`][toolwire.approval.ApprovalPending] of the turn this call
             resumes: its run id, place and store (when neither ``store`` nor ``executor`` is
             given) are the resume's, and the run must still be in the store. Without
             ``store`` and ``executor``, a ``run_id`` whose turn paused earlier in this process

@@ -62,8 +62,8 @@ class LoopResult:
     """Each turn's outcome, in order."""
     pending: ApprovalPending | None = None
     """Set when a call waits for a human: decide it (``toolwire.decide``), then pass this
-    result back as ``loop(..., resume=result)``; the turn runs again under its run id, the
-    calls that ran answered from the store."""
+    result back as ``loop(send, listing, result)``; the turn runs again under its run id, in
+    the store it was kept in (``pending.store``), the calls that ran answered from it."""
     stopped: Stopped | None = None
     """Set when the last response was blocked, refused or empty (see ``Stopped``)."""
     halted: bool = False
@@ -139,10 +139,11 @@ async def loop(
             another conversation, never gets an earlier turn's answers, and the same request
             again (a retry) is answered from its run. Without it (and without ``run_id``), a
             turn gets a run only when a call waits (its id is then on ``result.pending``).
-        run_id: a callable of the turn number naming each turn's run (it must name a new
-            run for each turn: a run is bound to the turn it was started for, and a run id
-            given to another turn raises [`RunBindingConflict`][toolwire.RunBindingConflict]);
-            a string is taken as ``conversation``.
+        run_id: a callable of the turn number naming each turn's run (a new run for each
+            turn: a run is bound to the turn it was started for, and a run id given to
+            another turn raises
+            [`RunBindingConflict`][toolwire.errors.RunBindingConflict]); a string is taken
+            as ``conversation``.
         principal: who the loop runs for (the listing's when None).
         taint: sources whose output is already in the model's context; carried from turn to
             turn.
@@ -155,8 +156,8 @@ async def loop(
 
     A result that stopped on a pending approval resumes under its run id, in the store its
     run was kept in (``result.pending.store``) unless ``store=`` or ``executor=`` is given;
-    a run that store no longer keeps is [`RunNotFound`][toolwire.RunNotFound], and nothing
-    of it runs again.
+    a run that store no longer keeps is [`RunNotFound`][toolwire.errors.RunNotFound], and
+    nothing of it runs again.
 
     Raises:
         TurnLimit: ``max_turns`` responses, and the model still calls tools.
