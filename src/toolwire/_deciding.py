@@ -142,13 +142,7 @@ class Decider:
     ) -> None:
         """Validation, before-call hooks, policy and approval of a call nothing stopped."""
         tool = call.tool
-        arguments: Mapping[str, Any]
-        if ticketed is not None:  # what its turn's planning made: checked here as any other
-            call, arguments, prefix = _ticketed(call), ticketed, ""
-        elif go.recorded is None and not call.null_paths:  # the common call: as the model sent it
-            arguments, prefix = call.arguments, ""
-        else:
-            call, arguments, prefix = _arguments_to_run(call, go)
+        call, arguments, prefix = _arguments_to_run(call, go, ticketed)
         kwargs = self._validated(turn, index, tool, arguments, prefix)
         if kwargs is None:
             return
@@ -371,24 +365,21 @@ class Decider:
         return replace(request, arguments=kept)
 
 
-def _ticketed(call: ToolCall) -> ToolCall:
-    """A ticket's call as the tool and hooks see it: without the nulls strict mode made the
-    model send (its fingerprint is of what the model sent, as everywhere)."""
-    if not call.null_paths:
-        return call
-    return replace(call, arguments=_without_strict_nulls(call.tool, call))
-
-
-def _arguments_to_run(call: ToolCall, go: Go) -> tuple[ToolCall, Mapping[str, Any], str]:
+def _arguments_to_run(
+    call: ToolCall, go: Go, ticketed: Mapping[str, Any] | None
+) -> tuple[ToolCall, Mapping[str, Any], str]:
     """The call, the arguments it runs with and how a refusal of them is introduced:
     arguments a human edited are what runs, so validation, hooks and policy see them; nulls a
-    strict schema made the model send mean "left out"."""
+    strict schema made the model send mean "left out"; a ticket's call runs with what its
+    turn's planning made (``ticketed``: its digest binds them), checked here as any other."""
+    if ticketed is None and go.recorded is None and not call.null_paths:
+        return call, call.arguments, ""  # the common call: as the model sent it
     edited = go.recorded.arguments if go.recorded is not None else None
-    if edited is not None:
+    if edited is not None and ticketed is None:
         return call, dict(edited), _EDITED
     if call.null_paths:
         call = replace(call, arguments=_without_strict_nulls(call.tool, call))
-    return call, call.arguments, ""
+    return call, (ticketed if ticketed is not None else call.arguments), ""
 
 
 def _without_strict_nulls(tool: Tool, call: ToolCall) -> dict[str, Any]:

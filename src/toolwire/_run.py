@@ -18,7 +18,7 @@ import anyio
 from toolwire._record import CallRecord, CallState, answered_state, caller_json, check_binding, held
 from toolwire._values import describe_exception
 from toolwire.calls import ToolCall, ToolResult
-from toolwire.errors import RunNotFound, StoreUnavailable, ToolwireError
+from toolwire.errors import ConfigurationError, RunNotFound, StoreUnavailable, ToolwireError
 from toolwire.store import RunStore
 from toolwire.store._clock import clock_of
 
@@ -30,6 +30,7 @@ __all__ = [
     "Keep",
     "Lease",
     "Run",
+    "check_outlives",
     "read",
     "update",
 ]
@@ -186,6 +187,23 @@ class Lease:
             return True
         self.held = written
         return True
+
+
+def check_outlives(store: RunStore, approval_ttl: float | None) -> None:
+    """Refuse a store that forgets a run before its requests for approval expire: a call
+    decided after the run is gone would find nothing saying which of its calls ran.
+
+    Raises:
+        ConfigurationError: the store's ``ttl`` is shorter than ``approval_ttl``.
+    """
+    ttl = getattr(store, "ttl", None)
+    if approval_ttl is None or not isinstance(ttl, int | float) or ttl >= approval_ttl:
+        return
+    raise ConfigurationError(
+        f"the run store keeps a run {ttl:g} s after its last write, less than approval_ttl "
+        f"({approval_ttl:g} s): a run would be forgotten while a call waits, and a resume could "
+        "not know which calls ran; give the store a ttl of at least approval_ttl"
+    )
 
 
 UNTIMED_WAIT = 300.0

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, NotRequired
 
 import anyio
 import pydantic
 from typing_extensions import TypedDict
 
-from toolwire._record import CallRecord, fingerprint
+from toolwire._record import CallRecord, fingerprint, input_round, valid_id
 from toolwire._run import Run
 from toolwire._values import argument_problem
 from toolwire.approval import ApprovalRequest
@@ -25,10 +25,16 @@ from toolwire.calls import (
     principal_json,
 )
 from toolwire.context import CallContext
-from toolwire.errors import ConfigurationError, RunBindingConflict, StoreUnavailable
+from toolwire.errors import (
+    ConfigurationError,
+    RunBindingConflict,
+    StoreUnavailable,
+    ToolNotFound,
+)
+from toolwire.inputs import InputDeferred
 from toolwire.tool import Tool
 
-__all__ = ["NOT_RUN", "CallOutcome", "CallTicket", "Planned", "Turn"]
+__all__ = ["NOT_RUN", "CallOutcome", "CallTicket", "Planned", "Turn", "waiting_request"]
 
 NOT_RUN = ToolResult.error("approval_denied", "Not run: an approver halted this turn.")
 
@@ -156,6 +162,40 @@ class Turn:
             admitted=[call],
         )
 
+    def admit(self, *, raise_unknown: bool) -> list[str]:
+        """The ids of the turn's calls, each once: a call reusing an earlier call's id, or with
+        an id no store can hold, is answered now and never run (the parsers already answer such
+        calls; this holds for items built by hand too). A rejected call is answered now (or,
+        with ``raise_unknown``, a call of an unknown tool raises ``ToolNotFound``)."""
+        ids: list[str] = []
+        taken: set[str] = set()
+        for index, item in enumerate(self.items):
+            if isinstance(item, RejectedCall):
+                if raise_unknown and item.error_kind == "not_found":
+                    raise ToolNotFound(item.name)
+                self.outcomes[index] = CallOutcome(
+                    item=item, result=ToolResult.error(item.error_kind, item.message)
+                )
+                continue
+            if not isinstance(item, ToolCall):
+                raise ConfigurationError(
+                    f"a turn's items are ToolCalls or RejectedCalls, not {type(item).__name__}"
+                )
+            call_id = item.local_id
+            problem = (
+                None
+                if call_id.__class__ is str and call_id not in taken and valid_id(call_id)
+                else _id_problem(call_id, taken)
+            )
+            if problem is not None:
+                self.finish(index, ToolResult.error("invalid_arguments", f"Not run: {problem}."))
+                self.kept.add(index)  # not the run's to keep: its id is not its own
+                continue
+            taken.add(call_id)
+            ids.append(call_id)
+            self.admitted.append(item)
+        return ids
+
     def bound_calls(self) -> list[tuple[str, str]]:
         """The ``(id, fingerprint)`` of each admitted call: what the turn's run is bound to
         (with its principal; see ``binding_for``)."""
@@ -171,6 +211,18 @@ class Turn:
             taint=self.taint,
             deps=self.deps,
         )
+
+
+def _id_problem(call_id: Any, taken: set[str]) -> str | None:
+    """Why a call's id cannot be its own in the run, or None."""
+    if not isinstance(call_id, str):
+        return "its id is not a string"
+    if call_id in taken:
+        return f"an earlier call of this turn has the id {call_id!r}"
+    # what a store keeps (a run id may be made later in the turn, for a call that waits)
+    if not valid_id(call_id):
+        return "its id is not valid Unicode text without NUL"
+    return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -346,3 +398,25 @@ class _TicketForm(TypedDict):
 
 
 _TICKET_FORM = pydantic.TypeAdapter(_TicketForm)
+
+
+def waiting_request(
+    turn: Turn, call: ToolCall, kept: ApprovalRequest, record: CallRecord, waiting: InputDeferred
+) -> ApprovalRequest:
+    """The request of a call that waits for input, as the application is shown it: the
+    server's questions still open, each with its round."""
+    shown_round = input_round(record)
+    questions = tuple(
+        replace(
+            q,
+            round=shown_round,
+            exposed_name=call.exposed_name,
+            run_id=turn.run_id,
+            call_id=call.local_id,
+            principal=turn.principal,
+            arguments=kept.arguments,
+        )
+        for q in waiting.questions
+        if q.key not in waiting.answered
+    )
+    return replace(kept, tool=call.tool, input=questions)

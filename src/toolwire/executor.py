@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Literal
 
 import anyio
@@ -56,16 +55,15 @@ from toolwire._record import (
     decided_for,
     input_record,
     input_resume,
-    input_round,
     request_record,
     valid_id,
 )
 from toolwire._record_json import checked_wake
-from toolwire._run import UNSTORED_KINDS, UNTIMED_WAIT, Contended, Keep
+from toolwire._run import UNSTORED_KINDS, UNTIMED_WAIT, Contended, Keep, check_outlives
 from toolwire._run import Run as RunOfTurn
 from toolwire._runner import CANCELLED, Job, Runner, unanswerable
 from toolwire._tracing import global_tracing, make_tracer, tool_span
-from toolwire._turns import NOT_RUN, CallOutcome, CallTicket, Planned, Turn
+from toolwire._turns import NOT_RUN, CallOutcome, CallTicket, Planned, Turn, waiting_request
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
 from toolwire.calls import CallIds, RejectedCall, ToolCall, ToolResult
 from toolwire.context import AfterHook, BeforeHook, CallContext, Veto
@@ -195,7 +193,7 @@ class Executor:
             raise ConfigurationError("approval_ttl must be a positive number of seconds, or None")
         self.toolset = ToolSet.of(toolset)
         self.store: RunStore = store if store is not None else MemoryStore()
-        _check_outlives(self.store, approval_ttl)
+        check_outlives(self.store, approval_ttl)
         self.on_unknown = on_unknown
         self.runner = Runner(
             timeout=timeout,
@@ -283,7 +281,7 @@ class Executor:
     def approval_ttl(self, seconds: float | None) -> None:
         if seconds is not None and not seconds > 0:
             raise ConfigurationError("approval_ttl must be a positive number of seconds, or None")
-        _check_outlives(self.store, seconds)
+        check_outlives(self.store, seconds)
         self.decider.approval_ttl = seconds
 
     # What running uses is the runner's: set here, it is set there.
@@ -409,7 +407,7 @@ class Executor:
             resume=resume,
         )
         turn.outcomes = [None] * len(turn.items)
-        ids = self._admit(turn)
+        ids = turn.admit(raise_unknown=self.on_unknown == "raise")
         if run_id is not None:  # what the run already knows, in one round trip
             turn.known = await self._run_of(turn).load(ids, resume=resume)
         for index, item in enumerate(turn.items):
@@ -451,9 +449,8 @@ class Executor:
 
     def ticket(self, turn: Turn, planned: Planned, *, toolset: str | None = None) -> CallTicket:
         """What running one planned call of a named run needs, as JSON values: an engine hands
-        it to a step, or to another process through its queue ([`run_ticket`][]). ``toolset``
-        names the toolset it belongs to: it runs only where [`run_ticket`][] is given the same
-        name.
+        it to a step, or to another process through its queue ([`run_ticket`][]), in the
+        ``toolset`` named (it runs in no other).
 
         Raises:
             ConfigurationError: the call's arguments cannot be bound into a ticket (not JSON).
@@ -464,18 +461,15 @@ class Executor:
     async def run_ticket(
         self, ticket: CallTicket, *, deps: Any = None, toolset: str | None = None
     ) -> CallOutcome:
-        """Claim, run, store and answer the call a [`ticket`][] names, here: the call runs at
-        most once whoever holds the ticket (its claim in the run is the ledger's), under this
-        executor's tools, limits and hooks. ``toolset``: the name of the toolset running it,
-        which must be the one the ticket was planned in.
+        """Claim, run, store and answer the call a [`ticket`][] names, here, at most once
+        whoever holds the ticket (its claim in the run is the ledger's), under this executor's
+        tools, limits and after-call hooks; ``toolset`` must be the one it was planned in.
 
         The ticket is not trusted beyond what its run keeps: the planning step kept its
-        digest in the call's record ([`keep_planned`][]), so a ticket changed since (the
-        arguments it runs with included), or made anywhere else, runs nothing. What runs is
-        decided again from the run's record (an answer kept, a refusal, a wait); the
-        arguments its turn's planning made (``runs_with``: as a human edited them, as the
-        before-call hooks rewrote them) are validated and put to this executor's policy,
-        which may deny them since. The before-call hooks do not run again.
+        digest ([`keep_planned`][]), so a ticket changed since, or made anywhere else, runs
+        nothing. What runs is decided again from the run's record (an answer kept, a refusal,
+        a wait); the arguments planning made (``runs_with``) are validated and put to this
+        executor's policy again. The before-call hooks do not run again.
 
         Raises:
             RunBindingConflict: the ticket belongs to another toolset, or its run keeps no
@@ -534,39 +528,6 @@ class Executor:
                 place=turn.place,
             )
         return outcomes
-
-    def _admit(self, turn: Turn) -> list[str]:
-        """The ids of the turn's calls, each once: a call reusing an earlier call's id, or with
-        an id no store can hold, is answered now and never run (the parsers already answer such
-        calls; this holds for items built by hand too). A rejected call is answered now."""
-        ids: list[str] = []
-        taken: set[str] = set()
-        for index, item in enumerate(turn.items):
-            if isinstance(item, RejectedCall):
-                if self.on_unknown == "raise" and item.error_kind == "not_found":
-                    raise ToolNotFound(item.name)
-                turn.outcomes[index] = CallOutcome(
-                    item=item, result=ToolResult.error(item.error_kind, item.message)
-                )
-                continue
-            if not isinstance(item, ToolCall):
-                raise ConfigurationError(
-                    f"a turn's items are ToolCalls or RejectedCalls, not {type(item).__name__}"
-                )
-            call_id = item.local_id
-            problem = (
-                None
-                if call_id.__class__ is str and call_id not in taken and valid_id(call_id)
-                else _id_problem(call_id, taken)
-            )
-            if problem is not None:
-                turn.finish(index, ToolResult.error("invalid_arguments", f"Not run: {problem}."))
-                turn.kept.add(index)  # not the run's to keep: its id is not its own
-                continue
-            taken.add(call_id)
-            ids.append(call_id)
-            turn.admitted.append(item)
-        return ids
 
     async def decide(
         self, run_id: str, call_id: str, decision: Decision, *, by: Any = None
@@ -815,7 +776,7 @@ class Executor:
         if answered is not None:  # another worker answered it meanwhile: that stands
             turn.finish(index, answered)
             return
-        turn.waiting.append((index, _waiting_request(turn, call, kept, record, waiting)))
+        turn.waiting.append((index, waiting_request(turn, call, kept, record, waiting)))
 
     async def _give_up_waiting(
         self, turn: Turn, index: int, claim: CallRecord | None, result: ToolResult
@@ -900,58 +861,7 @@ class Executor:
         return self.on_interrupted == "rerun_idempotent" and call.tool.idempotent
 
 
-def _check_outlives(store: RunStore, approval_ttl: float | None) -> None:
-    """Refuse a store that forgets a run before its requests for approval expire: a call
-    decided after the run is gone would find nothing saying which of its calls ran.
-
-    Raises:
-        ConfigurationError: the store's ``ttl`` is shorter than ``approval_ttl``.
-    """
-    ttl = getattr(store, "ttl", None)
-    if approval_ttl is None or not isinstance(ttl, int | float) or ttl >= approval_ttl:
-        return
-    raise ConfigurationError(
-        f"the run store keeps a run {ttl:g} s after its last write, less than approval_ttl "
-        f"({approval_ttl:g} s): a run would be forgotten while a call waits, and a resume could "
-        "not know which calls ran; give the store a ttl of at least approval_ttl"
-    )
-
-
 _UNRECORDED = ToolResult.error("unavailable", "Not run: the run's store could not record the call.")
-
-
-def _id_problem(call_id: Any, taken: set[str]) -> str | None:
-    """Why a call's id cannot be its own in the run, or None."""
-    if not isinstance(call_id, str):
-        return "its id is not a string"
-    if call_id in taken:
-        return f"an earlier call of this turn has the id {call_id!r}"
-    # what a store keeps (a run id may be made later in the turn, for a call that waits)
-    if not valid_id(call_id):
-        return "its id is not valid Unicode text without NUL"
-    return None
-
-
-def _waiting_request(
-    turn: Turn, call: ToolCall, kept: ApprovalRequest, record: CallRecord, waiting: InputDeferred
-) -> ApprovalRequest:
-    """The request of a call that waits for input, as the application is shown it: the
-    server's questions still open, each with its round."""
-    shown_round = input_round(record)
-    questions = tuple(
-        replace(
-            q,
-            round=shown_round,
-            exposed_name=call.exposed_name,
-            run_id=turn.run_id,
-            call_id=call.local_id,
-            principal=turn.principal,
-            arguments=kept.arguments,
-        )
-        for q in waiting.questions
-        if q.key not in waiting.answered
-    )
-    return replace(kept, tool=call.tool, input=questions)
 
 
 def _groups(planned: list[Planned]) -> list[list[Planned]]:
