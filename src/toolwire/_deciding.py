@@ -3,6 +3,7 @@ the call's record says, validation, the before-call hooks, the policy and the ap
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -230,8 +231,13 @@ class Decider:
         for hook in self.before_call:
             assert context is not None  # made whenever there are hooks
             try:
-                answer = await maybe_await(hook(context))
-                if answer is not None and not isinstance(answer, Veto):
+                # The hook's own copy: what it changes in place is a rewrite, checked as one
+                # (else the policy would judge arguments other than those that run).
+                shown = copy.deepcopy(dict(arguments))
+                answer = await maybe_await(hook(replace(context, arguments=shown)))
+                if answer is None and shown != arguments:
+                    answer = shown
+                elif answer is not None and not isinstance(answer, Veto):
                     answer = dict(answer)
             except Exception as exc:  # the call's own failure: it does not run, the turn goes on
                 log.exception("a before-call hook failed on %s", call.exposed_name)
