@@ -292,7 +292,11 @@ class _Loop:
             sent = self.adapter.request(self.listing.declaration, self.result.conversation)
         bound = _bound(send)
         merged = _merged(bound, sent)
-        self.place = _place_of({**bound, **merged})  # everything the model is asked with
+        # what the model is asked with: the conversation, the tools, and the plain settings
+        # bound to send (a previous interaction's id, the model...); objects bound to it may
+        # print differently in another process, and would make a retry there another turn
+        plain = {key: value for key, value in bound.items() if isinstance(value, _PLAIN)}
+        self.place = _place_of({**plain, **merged})
         return merged
 
     def heard(self, response: Any) -> None:
@@ -400,6 +404,9 @@ def _naming(conversation: str | None, run_id: str | Callable[[int], str] | None)
     if run_id is not None and not callable(run_id):
         raise ConfigurationError("run_id is a callable of the turn number (or a string)")
     return _Naming(conversation, run_id)
+
+
+_PLAIN = (str, int, float, bool)
 
 
 def _place_of(request: Mapping[str, Any]) -> str:

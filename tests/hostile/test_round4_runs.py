@@ -250,10 +250,27 @@ async def test_a_request_no_digest_can_say_gets_a_run_of_its_own_never_an_old_on
     deep: Any = "x"
     for _ in range(5_000):  # past any encoder's recursion limit
         deep = {"n": deep}
-    messages = [{"role": "user", "parts": [{"text": "Pay Ana"}]}]
-    send = functools.partial(_scripted(EMAIL_ANA, DONE), extra=deep)
+    messages = [{"role": "user", "parts": [{"text": "Pay Ana", "note": deep}]}]
     for _ in range(2):
-        await toolwire.loop(send, listing, messages, conversation="c", store=store)
+        await toolwire.loop(
+            _scripted(EMAIL_ANA, DONE), listing, messages, conversation="c", store=store
+        )
+    assert ran == [("transfer", "ana", 5), ("transfer", "ana", 5)]
+
+
+async def test_what_is_bound_to_send_counts_for_the_turn_only_when_it_is_plain() -> None:
+    ran: list[Any] = []
+    listing = toolwire.tools(_tools(ran), "gemini")
+    store = MemoryStore()
+    messages = [{"role": "user", "parts": [{"text": "Pay Ana"}]}]
+    runs = []
+    for previous, hook in (("i-1", lambda: 1), ("i-1", lambda: 2), ("i-2", lambda: 1)):
+        # an object bound to send prints otherwise each time: it does not make another turn;
+        # a plain value (the interaction the request continues) does
+        send = functools.partial(_scripted(EMAIL_ANA, DONE), previous=previous, on_event=hook)
+        result = await toolwire.loop(send, listing, messages, conversation="c", store=store)
+        runs.append(result.outcomes[0].run_id)
+    assert runs[0] == runs[1] != runs[2]
     assert ran == [("transfer", "ana", 5), ("transfer", "ana", 5)]
 
 
