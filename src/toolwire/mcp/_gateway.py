@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -55,6 +54,7 @@ from typing import Any
 import anyio
 
 from toolwire import ledger
+from toolwire._json import load_json
 from toolwire._text import visible
 from toolwire.approval import (
     ApprovalPending,
@@ -647,10 +647,7 @@ class Gateway:
         one for this run (a dismissed form included)."""
         if params.request_state is None or not params.input_responses:
             return False
-        try:
-            state = json.loads(params.request_state)
-        except ValueError:
-            return False
+        state = load_json(params.request_state)
         if state != {"run": run_id, "call": _CALL_ID}:
             return False  # another call's state, or an older generation's
         answer = params.input_responses.get(_INPUT_KEY)

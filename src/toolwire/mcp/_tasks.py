@@ -54,6 +54,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolwire import ledger
+from toolwire._json import load_json
 from toolwire.approval import ApprovalPending, ApprovalRequest
 from toolwire.calls import ToolCall, ToolResult
 from toolwire.errors import ConfigurationError, StoreUnavailable, ToolwireError
@@ -251,10 +252,7 @@ def continued_task(state: str | None) -> str | None:
     """The task a ``tools/call``'s ``requestState`` continues (see ``_round``), or None."""
     if state is None:
         return None
-    try:
-        kept = json.loads(state)
-    except ValueError:
-        return None
+    kept = load_json(state)
     found = kept.get(STATE_KEY) if isinstance(kept, dict) else None
     return found if isinstance(found, str) else None
 

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from toolwire._json import load_json
 from toolwire.errors import ConfigurationError, MissingDependency, StoreUnavailable
 from toolwire.store._base import (
     DEFAULT_TTL,
@@ -370,10 +371,10 @@ def _without_password(url: str) -> str:
 def _index_key(member: bytes | str) -> tuple[str, str] | None:
     """The (run id, call id) a pending-index member names; None for one this store did not
     write (it is dropped from the index)."""
-    try:
-        run, call_id = json.loads(member)
-    except (ValueError, TypeError):
+    found = load_json(member)
+    if not isinstance(found, list) or len(found) != 2:
         return None
+    run, call_id = found
     if not (isinstance(run, str) and isinstance(call_id, str)):
         return None
     return run, call_id
