@@ -64,7 +64,12 @@ from toolwire.approval import (
     DeferredApproval,
 )
 from toolwire.calls import ToolResult, canonical_json
-from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
+from toolwire.errors import (
+    ConfigurationError,
+    MissingDependency,
+    StoreUnavailable,
+    ToolwireError,
+)
 from toolwire.executor import Executor, make_call
 from toolwire.mcp._auth import Authentication, request_principal
 from toolwire.mcp._forms import FORM_SCHEMA, decision_of, fits_a_form, form_message
@@ -92,6 +97,7 @@ from toolwire.mcp._tasks import (
 )
 from toolwire.policy import Policy
 from toolwire.store import MemoryStore, RunStore
+from toolwire.store._reach import in_process
 from toolwire.toolset import ToolSet
 
 try:
@@ -463,6 +469,8 @@ class Gateway:
             self._calls.add(call)
             try:
                 return await self._call(ctx, params, arguments, served, principal)
+            except StoreUnavailable as exc:  # its run's store failed: said, never a traceback
+                return error_result(f"The call could not run: {exc}")
             finally:
                 self._calls.discard(call)
         return error_result(  # ended by end_calls: the gateway stops
@@ -786,17 +794,6 @@ def _check_one_server(toolset: ToolSet, hub: Hub | None) -> None:
             f"own names serve the tools of one server, and this source has several ({shown}): "
             "their tools could share a name"
         )
-
-
-def in_process(store: RunStore) -> bool:
-    """Whether ``store`` lives in this process's memory, out of reach of every other process
-    (``toolwire decide``, the inbox): a [`MemoryStore`][toolwire.store.MemoryStore], or a
-    SQLite database named ``:memory:`` (``sqlite:///:memory:``)."""
-    if isinstance(store, MemoryStore):
-        return True
-    from toolwire.store import SQLiteStore
-
-    return isinstance(store, SQLiteStore) and str(store.path) == ":memory:"
 
 
 def run_base(name: str, arguments: Mapping[str, Any], *, principal: Any = None) -> str:

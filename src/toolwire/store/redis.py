@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ from toolwire.store._base import (
     decode_record,
     encode_record,
     pending_since,
+    without_password,
 )
 
 try:
@@ -333,7 +333,7 @@ class RedisStore:
 
     def __repr__(self) -> str:
         # Errors name the store by its repr: never with the URL's password.
-        return f"RedisStore({_without_password(self._url) if self._url else self._client!r})"
+        return f"RedisStore({without_password(self._url) if self._url else self._client!r})"
 
     def _connection(self) -> aioredis.Redis:
         if self._client is not None:
@@ -362,10 +362,6 @@ class RedisStore:
         except (RedisError, OSError) as exc:
             message = " ".join(str(exc).split())  # one line, whatever the client says
             raise StoreUnavailable(f"{self!r} cannot be reached: {message}") from exc
-
-
-def _without_password(url: str) -> str:
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
 def _index_key(member: bytes | str) -> tuple[str, str] | None:
