@@ -519,3 +519,73 @@ async def test_a_client_cannot_start_tasks_without_bound(tmp_path: Path) -> None
             for handle in (second, taken):
                 await client.task("cancel", handle["taskId"])
     assert slept.count("started") == 3
+
+
+# -- round four: restarts go through the same path and the same limits as first starts ----------
+
+
+def hidden(request: toolwire.ApprovalRequest) -> dict[str, Any]:
+    """What a waiting call's run keeps of its arguments: none of their values."""
+    return {name: "<hidden>" for name in request.arguments}
+
+
+async def test_a_redacted_task_runs_with_its_own_arguments_once_decided(
+    open_store: Opener,
+) -> None:
+    with anyio.fail_after(BOUND * 2):
+        async with httpx2.AsyncClient(timeout=BOUND) as http:
+            async with open_store() as store, gateway(store, redact=hidden) as url:
+                client = Client(http, url)
+                task_id = (await client.call("pay", amount=7))["taskId"]
+                waiting = await client.get(task_id)
+                assert waiting["status"] == "working"
+                (request,) = await toolwire.pending(store=store)
+                assert request.arguments == {"amount": "<hidden>"}  # the store keeps no value
+                await toolwire.decide(task_id, "call", toolwire.allow(), store=store)
+                done = await client.until(task_id, "completed", "failed")
+                assert _text(done["result"]) == "paid 7"
+    assert paid == [7]
+
+
+KEY = "k" * 32
+"""The state key gateways of one deployment share."""
+
+
+async def test_a_redacted_task_keeps_no_value_in_clear_and_outlives_its_gateway(
+    tmp_path: Path,
+) -> None:
+    """The run keeps the call's own arguments sealed beside the redacted ones: the store shows
+    none of their values, and another gateway given the same state keys runs the task."""
+    with anyio.fail_after(BOUND * 2):
+        async with sqlite_store(tmp_path) as store, httpx2.AsyncClient(timeout=BOUND) as http:
+            async with gateway(store, redact=hidden, state_keys=[KEY]) as url:
+                task_id = (await Client(http, url).call("pay", amount=734519))["taskId"]
+                kept = await toolwire.ledger.record(store, task_id, "call")
+                assert kept is not None
+                assert kept.request is not None
+                assert "734519" not in json.dumps(kept.request)
+            await toolwire.decide(task_id, "call", toolwire.allow(), store=store)
+            async with gateway(store, redact=hidden, state_keys=[KEY]) as url:
+                done = await Client(http, url).until(task_id, "completed", "failed")
+                assert _text(done["result"]) == "paid 734519"
+    assert paid == [734519]
+
+
+async def test_a_redacted_task_another_gateway_cannot_open_is_answered_not_run(
+    tmp_path: Path,
+) -> None:
+    """A gateway restarted without the keys that sealed a task's arguments answers the task
+    (never runs it with the redacted view, never leaves it working)."""
+    with anyio.fail_after(BOUND * 2):
+        async with sqlite_store(tmp_path) as store, httpx2.AsyncClient(timeout=BOUND) as http:
+            async with gateway(store, redact=hidden) as url:  # a key of its process only
+                task_id = (await Client(http, url).call("pay", amount=5))["taskId"]
+            await toolwire.decide(task_id, "call", toolwire.allow(), store=store)
+            async with gateway(store, redact=hidden, state_keys=[KEY]) as url:
+                client = Client(http, url)
+                done = await client.until(task_id, "completed", "failed")
+                assert done["result"]["isError"] is True
+                assert "sealed" in _text(done["result"])
+                assert "state keys" in _text(done["result"])
+                assert (await client.get(task_id))["result"] == done["result"]
+    assert paid == []

@@ -258,6 +258,7 @@ class Gateway:
                 answer=mcp_result,
                 decide=self._decide_by_form,
                 resume=self._resumed,
+                keys=self._state_keys,
             )
             if tasks is not None
             else None
