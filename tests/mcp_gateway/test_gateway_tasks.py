@@ -526,24 +526,27 @@ async def test_a_client_cannot_start_tasks_without_bound(tmp_path: Path) -> None
 
 def hidden(request: toolwire.ApprovalRequest) -> dict[str, Any]:
     """What a waiting call's run keeps of its arguments: none of their values."""
-    return {name: "<hidden>" for name in request.arguments}
+    return dict.fromkeys(request.arguments, "<hidden>")
 
 
 async def test_a_redacted_task_runs_with_its_own_arguments_once_decided(
     open_store: Opener,
 ) -> None:
     with anyio.fail_after(BOUND * 2):
-        async with httpx2.AsyncClient(timeout=BOUND) as http:
-            async with open_store() as store, gateway(store, redact=hidden) as url:
-                client = Client(http, url)
-                task_id = (await client.call("pay", amount=7))["taskId"]
-                waiting = await client.get(task_id)
-                assert waiting["status"] == "working"
-                (request,) = await toolwire.pending(store=store)
-                assert request.arguments == {"amount": "<hidden>"}  # the store keeps no value
-                await toolwire.decide(task_id, "call", toolwire.allow(), store=store)
-                done = await client.until(task_id, "completed", "failed")
-                assert _text(done["result"]) == "paid 7"
+        async with (
+            httpx2.AsyncClient(timeout=BOUND) as http,
+            open_store() as store,
+            gateway(store, redact=hidden) as url,
+        ):
+            client = Client(http, url)
+            task_id = (await client.call("pay", amount=7))["taskId"]
+            waiting = await client.get(task_id)
+            assert waiting["status"] == "working"
+            (request,) = await toolwire.pending(store=store)
+            assert request.arguments == {"amount": "<hidden>"}  # the store keeps no value
+            await toolwire.decide(task_id, "call", toolwire.allow(), store=store)
+            done = await client.until(task_id, "completed", "failed")
+            assert _text(done["result"]) == "paid 7"
     assert paid == [7]
 
 
