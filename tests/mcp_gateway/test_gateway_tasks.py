@@ -592,3 +592,117 @@ async def test_a_redacted_task_another_gateway_cannot_open_is_answered_not_run(
                 assert "state keys" in _text(done["result"])
                 assert (await client.get(task_id))["result"] == done["result"]
     assert paid == []
+
+
+class Holding:
+    """The runs of ``hold`` going on now, the most at once, and the gate that ends them."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.started = 0
+        self.peak = 0
+        self.release = anyio.Event()
+
+
+held = Holding()
+
+
+@toolwire.tool
+async def hold(n: int) -> str:
+    """Hold until released."""
+    state = held
+    state.running += 1
+    state.started += 1
+    state.peak = max(state.peak, state.running)
+    try:
+        await state.release.wait()
+    finally:
+        state.running -= 1
+    return f"held {n}"
+
+
+@pytest.mark.parametrize(
+    ("per_principal", "most", "at_once"), [(2, 3, 2), (64, 3, 3)], ids=["per-principal", "most"]
+)
+async def test_decided_tasks_restart_within_the_workers_limits(
+    tmp_path: Path, per_principal: int, most: int, at_once: int
+) -> None:
+    """Ten decided tasks read at once on a worker with limits start no more calls than the
+    limits let it run (a restart is a start); the others start as those end."""
+    global held
+    held = Holding()
+    limited = TaskSettings(after=0.05, poll=0.05, per_principal=per_principal, most=most)
+    policy = Policy(Rule("ask", "hold"))
+    with anyio.fail_after(BOUND * 2):
+        async with sqlite_store(tmp_path) as store, httpx2.AsyncClient(timeout=BOUND) as http:
+            async with served([hold], policy=policy, store=store, tasks=QUICK) as url:
+                client = Client(http, url)
+                ids = [(await client.call("hold", n=n))["taskId"] for n in range(10)]
+            for task_id in ids:
+                await toolwire.decide(task_id, "call", toolwire.allow(), store=store)
+            async with served([hold], policy=policy, store=store, tasks=limited) as url:
+                client = Client(http, url)
+                for task_id in ids:
+                    assert (await client.get(task_id))["status"] == "working"
+                while held.running < at_once:
+                    await anyio.sleep(0.01)
+                for task_id in ids:  # read again: nothing more starts while they run
+                    assert (await client.get(task_id))["status"] == "working"
+                assert (held.started, held.running) == (at_once, at_once)
+                held.release.set()
+                answers = [await client.until(task_id, "completed") for task_id in ids]
+    assert [_text(done["result"]) for done in answers] == [f"held {n}" for n in range(10)]
+    assert (held.started, held.peak) == (10, at_once)
+
+
+async def expired_by_the_store(store: RunStore) -> None:
+    """Until the store's clock is past the one waiting request's deadline."""
+    (request,) = await toolwire.pending(store=store)
+    assert request.expires_at is not None
+    while await toolwire.ledger.store_time(store) < request.expires_at:
+        await anyio.sleep(0.02)
+
+
+@pytest.mark.parametrize("first", ["read", "answered"])
+async def test_an_expired_task_approval_answers_its_task_and_offers_no_form(
+    tmp_path: Path, first: str
+) -> None:
+    with anyio.fail_after(BOUND):
+        async with (
+            sqlite_store(tmp_path) as store,
+            gateway(store, approval_ttl=0.2) as url,
+            httpx2.AsyncClient(timeout=BOUND) as http,
+        ):
+            client = Client(http, url, elicit=True)
+            task_id = (await client.call("pay", amount=9))["taskId"]
+            asked = await client.get(task_id)
+            assert list(asked["inputRequests"]) == ["toolwire_approval"]
+            await expired_by_the_store(store)
+            if first == "answered":  # too late: taken as no decision
+                late = await client.task(
+                    "update", task_id, inputResponses={"toolwire_approval": APPROVE}
+                )
+                assert _result(late)["resultType"] == "complete"
+            done = await client.until(task_id, "completed")
+            assert "inputRequests" not in done
+            assert done["result"]["isError"] is True
+            assert "expired" in _text(done["result"])
+            assert await toolwire.pending(store=store) == []
+    assert paid == []
+
+
+async def test_an_expired_task_decided_outside_is_answered_too(tmp_path: Path) -> None:
+    with anyio.fail_after(BOUND):
+        async with (
+            sqlite_store(tmp_path) as store,
+            gateway(store, approval_ttl=0.2) as url,
+            httpx2.AsyncClient(timeout=BOUND) as http,
+        ):
+            client = Client(http, url)  # answers no forms: a human decides, too late
+            task_id = (await client.call("pay", amount=9))["taskId"]
+            await expired_by_the_store(store)
+            with pytest.raises(toolwire.ToolwireError, match="expired"):
+                await toolwire.decide(task_id, "call", toolwire.allow(), store=store)
+            done = await client.until(task_id, "completed")
+            assert "expired" in _text(done["result"])
+    assert paid == []
