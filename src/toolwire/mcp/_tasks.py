@@ -8,7 +8,8 @@ state and answer, answer its questions with ``tasks/update``, and end it with
 still running after ``TaskSettings.after`` seconds, and every call of a tool its server
 declares ``execution.taskSupport: "required"``. A call that finishes sooner is answered at
 once. A worker runs at most ``TaskSettings.per_principal`` tasks of one principal and
-``TaskSettings.most`` in all; past that a call is refused.
+``TaskSettings.most`` in all; past that a call is refused, and a decided task waits to be
+started by a later reader (every start counts, a restart included).
 
 A task is a run of the gateway's ledger (its run id is the task id), so its state is what the
 run store keeps of the call: any gateway on the same store answers ``tasks/get``, and a
