@@ -98,7 +98,7 @@ _SKEW = 300.0
 """Seconds a task id's creation may lie ahead of this machine's clock (another worker's)."""
 _INTERRUPTED = -32603
 """The JSON-RPC code of a task whose worker stopped (an internal error)."""
-_EXPIRED = "its request expired unanswered: the task is answered refused"
+_EXPIRED = "its request expired unanswered: it will be answered refused"
 _UNOPENED = ToolResult.error(
     "failed",
     "Not run: the call's arguments are kept sealed in its run (the gateway redacts what runs "
@@ -562,6 +562,7 @@ class Tasks:
                 if job is not None and record.state == "pending":  # expired: answered at once
                     with anyio.move_on_after(self.settings.after):
                         await job.done.wait()
+                if job is None or job.done.is_set():  # answered meanwhile, maybe
                     record = await ledger.record(self.store, task_id, CALL_ID) or record
                 return task_view(record, created, now), job
         return task_view(record, created, now), None
