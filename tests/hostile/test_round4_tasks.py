@@ -261,3 +261,33 @@ async def test_an_expiring_request_on_a_full_worker_offers_no_form_and_is_answer
                 assert "expired" in _text(done["result"])
                 await client.until(busy, "completed")
     assert paid == []
+
+
+async def test_tasks_approved_by_their_client_start_within_the_limits(tmp_path: Path) -> None:
+    # Breaks "every start of a call counts": approving waiting tasks with tasks/update
+    # started every one of them at once, past per_principal.
+    limited = TaskSettings(after=0.05, poll=0.05, per_principal=2)
+    approve = {"toolwire_approval": {"action": "accept", "content": {"approve": True}}}
+    with anyio.fail_after(BOUND * 2):
+        async with (
+            shared_store(tmp_path) as store,
+            gateway(store, tasks=limited) as url,
+            httpx2.AsyncClient(timeout=BOUND) as http,
+        ):
+            client = Client(http, url, elicit=True)
+            ids = []
+            for n in range(6):  # each waits for its form: no job holds a place meanwhile
+                handle = await client.call("hold", n=n)
+                assert handle["status"] == "input_required", handle
+                ids.append(handle["taskId"])
+            for task_id in ids:
+                await client.task("update", task_id, inputResponses=approve)
+            while held.running < 2:
+                await anyio.sleep(0.01)
+            for task_id in ids:
+                await client.get(task_id)
+            assert held.started == 2
+            held.release.set()
+            for task_id in ids:
+                await client.until(task_id, "completed")
+    assert (held.started, held.peak) == (6, 2)
