@@ -17,7 +17,6 @@ token requests, refresh). Around it, here:
 
 from __future__ import annotations
 
-import json
 import re
 import socket
 import time
@@ -48,6 +47,7 @@ from mcp.shared.auth import (
 )
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 
+from toolwire._json import load_json
 from toolwire._scrub import KNOWN, is_loopback, quiet_logs, scrub, server_key, shown_url
 from toolwire._values import describe_exception
 from toolwire.errors import (
@@ -492,9 +492,10 @@ class _Guarded(OAuthClientProvider):
         code = None
         if response.status_code >= 400:
             try:
-                error = json.loads(await response.aread()).get("error")
-            except (ValueError, AttributeError, httpx2.StreamError):
-                error = None
+                body = load_json(await response.aread())
+            except httpx2.StreamError:
+                body = None
+            error = body.get("error") if isinstance(body, dict) else None
             if isinstance(error, str) and _ERROR_CODE.fullmatch(error):
                 code = error
         self._last_answer = (purpose, shown_url(str(request.url)), response.status_code, code)
