@@ -489,21 +489,36 @@ class Tasks:
             pause = min(pause * 2, 0.05)
 
     def _start(
-        self, task_id: str, call: ToolCall, principal: Any, executor: Any, relay: Any
+        self,
+        task_id: str,
+        call: ToolCall,
+        principal: Any,
+        executor: Any,
+        relay: Any,
+        *,
+        resume: bool = False,
     ) -> _Job | None:
         """Run the task's call in the background, in its run (registered at once: a second
         reader of the task on this worker does not start another); None, starting nothing,
         past this worker's limits: every start counts, a decided task's restart as much as a
-        new call (one refused now is started by a later reader)."""
+        new call (one refused now is started by a later reader). A restart (``resume``) goes on
+        only in a run its store still keeps: where it forgot the run, nothing runs again."""
         if self.refusal(principal) is not None:
             return None
         job = self._jobs[task_id] = _Job(owner=ledger.principal_key(principal))
         assert self._group is not None
-        self._group.start_soon(self._run, task_id, call, principal, executor, relay, job)
+        self._group.start_soon(self._run, task_id, call, principal, executor, relay, job, resume)
         return job
 
     async def _run(
-        self, task_id: str, call: ToolCall, principal: Any, executor: Any, relay: Any, job: _Job
+        self,
+        task_id: str,
+        call: ToolCall,
+        principal: Any,
+        executor: Any,
+        relay: Any,
+        job: _Job,
+        resume: bool,
     ) -> None:
         from toolwire.mcp._relay import relaying
 
@@ -511,7 +526,9 @@ class Tasks:
         try:
             with job.scope:
                 try:
-                    (outcome,) = await executor.run([call], run_id=task_id, principal=principal)
+                    (outcome,) = await executor.run(
+                        [call], run_id=task_id, principal=principal, resume=resume
+                    )
                 except ApprovalPending:  # it waits in its run; tasks/get says so
                     await self._keep_arguments(task_id, call)
                     return
@@ -597,7 +614,7 @@ class Tasks:
         call, principal, executor, relay = rebuilt
         if ledger.fingerprint(call) != record.fingerprint:  # a redacted view, no seal yet
             return None
-        return self._start(task_id, call, principal, executor, relay)
+        return self._start(task_id, call, principal, executor, relay, resume=True)
 
     async def _keep_arguments(self, task_id: str, call: ToolCall) -> None:
         """Keep the call's own arguments, sealed, beside its waiting request, where the run
