@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -55,6 +54,7 @@ from typing import Any
 import anyio
 
 from toolwire import ledger
+from toolwire._json import load_json
 from toolwire._text import visible
 from toolwire.approval import (
     ApprovalPending,
@@ -64,7 +64,12 @@ from toolwire.approval import (
     DeferredApproval,
 )
 from toolwire.calls import ToolResult, canonical_json
-from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
+from toolwire.errors import (
+    ConfigurationError,
+    MissingDependency,
+    StoreUnavailable,
+    ToolwireError,
+)
 from toolwire.executor import Executor, make_call
 from toolwire.mcp._auth import Authentication, request_principal
 from toolwire.mcp._forms import FORM_SCHEMA, decision_of, fits_a_form, form_message
@@ -93,6 +98,7 @@ from toolwire.mcp._tasks import (
 from toolwire.policy import Policy, warn_unmatched_rules
 from toolwire.sources import named_tools
 from toolwire.store import MemoryStore, RunStore
+from toolwire.store._reach import in_process
 from toolwire.toolset import ToolSet
 
 try:
@@ -256,6 +262,7 @@ class Gateway:
                 answer=mcp_result,
                 decide=self._decide_by_form,
                 resume=self._resumed,
+                keys=self._state_keys,
             )
             if tasks is not None
             else None
@@ -467,6 +474,8 @@ class Gateway:
             self._calls.add(call)
             try:
                 return await self._call(ctx, params, arguments, served, principal)
+            except StoreUnavailable as exc:  # its run's store failed: said, never a traceback
+                return error_result(f"The call could not run: {exc}")
             finally:
                 self._calls.discard(call)
         return error_result(  # ended by end_calls: the gateway stops
@@ -651,10 +660,7 @@ class Gateway:
         one for this run (a dismissed form included)."""
         if params.request_state is None or not params.input_responses:
             return False
-        try:
-            state = json.loads(params.request_state)
-        except ValueError:
-            return False
+        state = load_json(params.request_state)
         if state != {"run": run_id, "call": _CALL_ID}:
             return False  # another call's state, or an older generation's
         answer = params.input_responses.get(_INPUT_KEY)
@@ -793,17 +799,6 @@ def _check_one_server(toolset: ToolSet, hub: Hub | None) -> None:
             f"own names serve the tools of one server, and this source has several ({shown}): "
             "their tools could share a name"
         )
-
-
-def in_process(store: RunStore) -> bool:
-    """Whether ``store`` lives in this process's memory, out of reach of every other process
-    (``toolwire decide``, the inbox): a [`MemoryStore`][toolwire.store.MemoryStore], or a
-    SQLite database named ``:memory:`` (``sqlite:///:memory:``)."""
-    if isinstance(store, MemoryStore):
-        return True
-    from toolwire.store import SQLiteStore
-
-    return isinstance(store, SQLiteStore) and str(store.path) == ":memory:"
 
 
 def run_base(name: str, arguments: Mapping[str, Any], *, principal: Any = None) -> str:

@@ -15,15 +15,21 @@ import anyio
 
 from toolwire._net import is_loopback
 from toolwire.approval import ApprovalRequest, Approver
-from toolwire.errors import ConfigurationError, MissingDependency, ToolwireWarning
+from toolwire.errors import (
+    ConfigurationError,
+    MissingDependency,
+    StoreUnavailable,
+    ToolwireWarning,
+)
 from toolwire.mcp._auth import Authentication, guarded, metadata_routes
-from toolwire.mcp._gateway import Gateway, in_process
+from toolwire.mcp._gateway import Gateway
 from toolwire.mcp._hub import Hub
 from toolwire.mcp._shapes import served_kind
 from toolwire.mcp._tokens import TokenStore, tokens_beside
 from toolwire.policy import ALLOW_ALL, Policy, destructive_by_name, may_ask
 from toolwire.sources import OpenedSource, opened_source
 from toolwire.store import RunStore
+from toolwire.store._reach import check_reachable, in_process
 from toolwire.tool import Tool
 from toolwire.toolset import ToolSet
 
@@ -123,6 +129,7 @@ async def serve(
             the policy may ask about that nothing could approve, or ``own_names`` for a
             source of several servers.
         MissingDependency: HTTP without ``uvicorn``.
+        StoreUnavailable: the store cannot be reached at start.
     """
     if transport not in ("stdio", "http"):
         raise ConfigurationError(f"transport is 'stdio' or 'http', not {transport!r}")
@@ -143,6 +150,8 @@ async def serve(
     # such a store too).
     unreachable = store is None or (owned_store and in_process(store))
     try:
+        if store is not None:
+            await _check_store(store)
         # The hub of a SOURCE string finds the tokens `toolwire mcp login --store` kept there.
         tokens = tokens_beside(store)
         async with open_served(source, token_store=tokens, server_name=server_name) as opened:
@@ -178,6 +187,19 @@ async def serve(
     finally:
         if owned_store and store is not None:
             await _close(store)
+
+
+async def _check_store(store: RunStore) -> None:
+    """Refuse to start on a store that cannot be reached: otherwise the first call the
+    policy asks about would fail, and every one after it.
+
+    Raises:
+        StoreUnavailable: one line, naming the store without its password.
+    """
+    try:
+        await check_reachable(store)
+    except StoreUnavailable as exc:
+        raise StoreUnavailable(f"the gateway does not start: its run store: {exc}") from None
 
 
 @asynccontextmanager
