@@ -12,7 +12,9 @@ mkdocstrings directives) is run, one test per page. The convention the guides ar
 - no network: the SDKs (google-genai, openai, anthropic) are pointed by their environment
   variables at a scripted model on 127.0.0.1 (``docs_support.model``), with dummy keys. The
   model calls the first tool a request declares, then answers with a text quoting the tool
-  results.
+  results;
+- a page that starts what a process holds once (DBOS, launched with its state in the working
+  directory) runs in a Python process of its own (``OWN_PROCESS``), in the same way.
 
 A failing block names its page and line: blocks are compiled with the page's path as their
 file name and their line numbers in the page, so a traceback points into the ``.md`` file.
@@ -29,6 +31,7 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import types
@@ -44,6 +47,7 @@ from docs_support.model import UNSET as UNSET_VARIABLES
 from integrations.interactions_server import ScriptedInteractions
 
 REPOSITORY = Path(__file__).parent.parent
+TESTS = Path(__file__).parent
 DOCS = REPOSITORY / "docs"
 NOT_RUN = ("reference",)  # folders of docs/ whose blocks are not Python to run
 
@@ -347,8 +351,47 @@ def test_docs_page(
 ) -> None:
     __tracebackhide__ = True
     monkeypatch.chdir(tmp_path)
+    if shown(path) in OWN_PROCESS:
+        _run_in_own_process(path)
+        return
     _no_network(monkeypatch)
     run_page(path)
+
+
+OWN_PROCESS = {
+    "docs/durable-execution.md": "it launches DBOS, whose state is one per process",
+}
+"""The pages run in a Python process of their own, and why."""
+
+_RUN_ALONE = """
+import sys
+from pathlib import Path
+
+import pytest
+
+import test_docs
+
+with pytest.MonkeyPatch.context() as patch:
+    test_docs._no_network(patch)
+    test_docs.run_page(Path(sys.argv[1]))
+"""
+
+
+def _run_in_own_process(path: Path) -> None:
+    """Run the page as ``run_page`` does, in a new Python process (in the working directory,
+    with this environment: the scripted model's variables included); a failure shows the
+    page's traceback."""
+    __tracebackhide__ = True
+    paths = [str(TESTS), *filter(None, [os.environ.get("PYTHONPATH")])]
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_ALONE, str(path)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)},
+        capture_output=True,
+        text=True,
+        timeout=BLOCK_LIMIT,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"{shown(path)}, run in a process of its own:\n{done.stderr}", pytrace=False)
 
 
 @pytest.mark.parametrize("block", SKIPPED, ids=[block.where for block in SKIPPED])

@@ -146,7 +146,11 @@ async def test_what_cannot_be_read_is_refused_and_a_broken_request_is_malformed(
     reasons = {
         a["approval_request_id"]: (a["approve"], a.get("reason", "")) for a in answered.answers
     }
-    assert reasons["mcpr_1"] == (False, "Refused: its arguments are not JSON.")
+    assert reasons["mcpr_1"] == (
+        False,
+        "Refused: its arguments are not JSON (malformed JSON (Expecting property name "
+        "enclosed in double quotes at character 1)).",
+    )
     assert reasons["mcpr_2"] == (False, "Refused: its arguments are not a JSON object.")
     assert reasons["mcpr_3"][0] is False  # a server the policy does not know: the default
     broken = {"output": [{"type": "mcp_approval_request", "id": "x", "name": "t"}]}
@@ -157,3 +161,19 @@ async def test_what_cannot_be_read_is_refused_and_a_broken_request_is_malformed(
 async def test_a_response_without_requests_has_nothing_to_answer() -> None:
     answered = await answer_hosted_approvals({"output": []})
     assert (answered.answers, answered.pending) == ([], [])
+
+
+async def test_arguments_nested_past_the_stack_are_refused_and_the_others_answered() -> None:
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    answered = await answer_hosted_approvals(
+        response(
+            request("mcpr_1", "github", "list_issues", deep),
+            request("mcpr_2", "github", "list_issues", {"repo": "a/b"}),
+        ),
+        policy=Policy(Rule("allow", "github/*"), default="deny"),
+    )
+    reasons = {
+        a["approval_request_id"]: (a["approve"], a.get("reason", "")) for a in answered.answers
+    }
+    assert reasons["mcpr_1"] == (False, "Refused: its arguments are not JSON (nested too deeply).")
+    assert reasons["mcpr_2"] == (True, "")

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolwire import ConfigurationError, Policy, Rule, Tool, tainted_by
+import toolwire
+from toolwire import ConfigurationError, Policy, Rule, Tool, ToolwireWarning, tainted_by
 from toolwire.policy import PolicyContext, may_ask
 
 
@@ -203,3 +205,76 @@ def test_may_ask_of_policies_together_asks_what_each_would() -> None:
     assert together.may_ask(merge_pr) == "policy rule 'github/*' asks"
     # ... and nothing about a tool one of them denies outright.
     assert may_ask(Policy.all_of(asking, Policy(Rule("deny", "github/*"))), merge_pr) is None
+
+
+# -- rules that match no tool of a listing ---------------------------------------------------
+
+read_file = Tool(name="read_file", description="Read a file.", server_id="files")
+get_forecast = Tool(name="get_forecast", description="A forecast.", server_id="weather")
+own_tool = Tool(name="own_tool", description="Yours.")
+
+
+def _listed_with_notes(policy: Policy, tools: list[Tool]) -> tuple[toolwire.Listing, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        listing = toolwire.tools(tools, "anthropic", policy=policy)
+    assert all(issubclass(w.category, ToolwireWarning) for w in caught)
+    assert all(w.filename == __file__ for w in caught)  # the caller's line, not toolwire's
+    return listing, [str(w.message) for w in caught]
+
+
+def _listing_notes(policy: Policy, tools: list[Tool]) -> list[str]:
+    return _listed_with_notes(policy, tools)[1]
+
+
+def test_an_allow_naming_a_servers_tool_by_its_bare_name_warns_with_the_identity_meant() -> None:
+    policy = Policy(Rule("allow", "read_file"), default="deny")
+    listing, [note] = _listed_with_notes(policy, [read_file, own_tool])
+    assert note.startswith("policy rule allow 'read_file' matches no tool of the listing")
+    assert "did you mean 'files/read_file'?" in note
+    # and the rule is not widened: the server's tool is still denied, so left out
+    assert "files__read_file" in listing.declaration.left_out
+    assert listing.tools is None  # nothing left to declare
+
+
+@pytest.mark.parametrize(
+    ("pattern", "meant"),
+    [
+        ("get_*", "'weather/get_*'"),  # a bare glob: the same glob under the server
+        ("weather__get_forecast", "'weather/get_forecast'"),  # the exposed name
+        ("Files/Read_File", "'files/read_file'"),  # another case
+    ],
+)
+def test_an_allow_written_with_another_name_of_a_servers_tool_says_which_was_meant(
+    pattern: str, meant: str
+) -> None:
+    [note] = _listing_notes(Policy(Rule("allow", pattern)), [read_file, get_forecast])
+    assert f"did you mean {meant}?" in note
+    assert "an allow rule matches only a tool's canonical identity" in note
+
+
+def test_a_rule_of_any_effect_that_matches_no_tool_warns_naming_the_tools() -> None:
+    policy = Policy.all_of(
+        Policy(Rule("deny", "delete-file"), Rule("ask", "payments/*")),
+        Policy(Rule("allow", "nothing_like_it")),
+    )
+    notes = _listing_notes(policy, [read_file, own_tool])
+    assert [note.partition(" matches")[0] for note in notes] == [
+        "policy rule deny 'delete-file'",
+        "policy rule ask 'payments/*'",
+        "policy rule allow 'nothing_like_it'",
+    ]
+    assert all(note.endswith("(its tools: 'files/read_file', 'own_tool')") for note in notes)
+
+
+def test_rules_that_match_some_tool_are_quiet_whatever_their_effect_or_condition() -> None:
+    policy = Policy(
+        Rule("allow", "files/read_*"),
+        Rule("allow", "own_tool", when=lambda context: False),  # the pattern is what counts
+        Rule("deny", "read_file"),  # deny and ask match every name a tool goes by
+        Rule("ask", "weather__*"),
+        default="deny",
+    )
+    assert _listing_notes(policy, [read_file, get_forecast, own_tool]) == []
+    # the rule for a tool the policy leaves out of the listing still names a tool of it
+    assert _listing_notes(Policy(Rule("deny", "own_tool")), [own_tool, read_file]) == []

@@ -265,3 +265,46 @@ def test_a_tool_made_by_hand_without_a_description_is_no_warning() -> None:
         warnings.simplefilter("error")
         Tool(name="raw", handler=undocumented)
         ToolSet([{"name": "raw"}])
+
+
+# -- parameters without a type hint ----------------------------------------------------------
+
+
+def find_order(order_id, *, verbose=False) -> str:  # type: ignore[no-untyped-def]
+    """Find an order."""
+    return f"order {order_id}"
+
+
+def test_a_parameter_without_a_type_hint_warns_naming_the_tool_and_the_parameter() -> None:
+    with pytest.warns(ToolwireWarning, match="without a type hint") as caught:
+        made = tool(find_order)
+    [warning] = caught.list
+    assert "tool 'find_order'" in str(warning.message)
+    assert "'order_id', 'verbose'" in str(warning.message)
+    assert warning.filename == __file__  # the caller's line, not toolwire's
+    # what the warning is about: no type is declared, so the schema checks nothing
+    assert "type" not in made.input_schema["properties"]["order_id"]
+    checked = made.validate_arguments({"order_id": {"any": ["thing"]}})
+    assert checked["order_id"] == {"any": ["thing"]}
+
+
+def test_a_bare_function_without_type_hints_in_a_toolset_warns_at_the_toolset() -> None:
+    with pytest.warns(ToolwireWarning, match="'find_order'") as caught:
+        ToolSet([greet, find_order])
+    assert [w.filename for w in caught.list] == [__file__]
+
+
+def account_balance(account: Any, ctx: toolwire.CallContext, connection: object = None) -> str:
+    """An account's balance."""
+    return f"{account}: 10"
+
+
+def test_hinted_parameters_context_and_bound_arguments_are_no_warning() -> None:
+    def with_connection(account: str, connection) -> str:  # type: ignore[no-untyped-def]
+        """An account's balance, on a connection the application binds."""
+        return account
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tool(account_balance)  # `Any` said explicitly, and the call's context
+        tool(functools.partial(with_connection, connection="db"))  # not a model argument

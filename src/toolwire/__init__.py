@@ -4,6 +4,7 @@ Define tools once (functions, JSON-Schema tools), declare them to a provider in 
 shape it accepts, parse the model's calls back and answer each one.
 """
 
+from toolwire import _scrub
 from toolwire._api import (
     Listing,
     Outcome,
@@ -49,6 +50,7 @@ from toolwire.errors import (
     MissingDependency,
     NameCollisionError,
     RunBindingConflict,
+    RunNotFound,
     SchemaConversionError,
     StoreUnavailable,
     ToolNotFound,
@@ -66,6 +68,9 @@ from toolwire.tool import Tool, tool
 from toolwire.toolset import ToolSet
 
 __version__ = "0.1.0"
+
+# Credentials out of every log record toolwire's code paths can cause, before the first one.
+_scrub.scrub_logs()
 
 __all__ = [
     "ApprovalPending",
@@ -104,6 +109,7 @@ __all__ = [
     "ResourceLink",
     "Rule",
     "RunBindingConflict",
+    "RunNotFound",
     "RunStore",
     "SQLiteStore",
     "SchemaConversionError",

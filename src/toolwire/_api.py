@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+import threading
 import warnings
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 
 from toolwire import ledger
 from toolwire._values import describe_exception
-from toolwire.approval import ApprovalRequest, Approver, Decision
+from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
 from toolwire.calls import RejectedCall, ToolCall, ToolResult
-from toolwire.errors import ConfigurationError, ToolwireWarning
+from toolwire.errors import ConfigurationError, RunNotFound, ToolwireWarning
 from toolwire.executor import AfterHook, BeforeHook, CallOutcome, Executor
 from toolwire.inputs import InputAnswer
 from toolwire.ledger import CallTrail
-from toolwire.policy import Policy
+from toolwire.policy import Policy, warn_unmatched_rules
 from toolwire.providers import (
     Declaration,
     Stopped,
@@ -26,7 +29,7 @@ from toolwire.providers import (
     get_provider,
     make_options,
 )
-from toolwire.sources import is_tool_source
+from toolwire.sources import is_tool_source, named_tools
 from toolwire.store import QueuePlace, RunStore, default_store
 from toolwire.tool import Tool, taints_of
 from toolwire.toolset import ToolSet
@@ -215,7 +218,10 @@ def tools(
             ``backend``, ``native_tools``; OpenAI: ``strict``; Anthropic: ``cache_control``).
 
     A listing above the provider's tool limit warns
-    ([`ToolwireWarning`][toolwire.errors.ToolwireWarning]).
+    ([`ToolwireWarning`][toolwire.errors.ToolwireWarning]), and so does a rule of ``policy``
+    that matches none of the tools (an ``allow`` naming a server's tool by its bare name says
+    which ``server/tool`` was probably meant; see
+    [`warn_unmatched_rules`][toolwire.policy.warn_unmatched_rules]).
 
     Raises:
         ConfigurationError: an unknown provider or option, or an option of the wrong type.
@@ -223,7 +229,7 @@ def tools(
     """
     adapter = get_provider(provider)
     settings = make_options(adapter, options)
-    toolset = _as_toolset(source).deferring(deferred)
+    offered = toolset = _as_toolset(source).deferring(deferred)
     left_out: dict[str, str] = {}
     if policy is not None:
         for name, tool in zip(toolset.exposed_names, toolset, strict=True):
@@ -233,6 +239,10 @@ def tools(
         if left_out:
             toolset = toolset.without(left_out)
     declaration = adapter.declare(toolset, settings)
+    if policy is not None:  # the rules are for the source's tools, and what the listing adds
+        named = named_tools(offered, source)
+        named += [(n, e.tool) for n, e in declaration.entries.items() if offered.get(n) is None]
+        warn_unmatched_rules(policy, named, "listing")
     gone = _gone(source, policy, principal)
     if gone or left_out:
         declaration = replace(declaration, unavailable=gone, left_out=left_out)
@@ -305,6 +315,8 @@ async def execute_tool_calls(
     on_interrupted: Literal["error", "rerun_idempotent"] = "error",
     wait_for_running: float | None = None,
     deps: Any = None,
+    place: str | None = None,
+    resume: ApprovalPending | None = None,
     **answer_options: Any,
 ) -> Outcome:
     """Parse ``response``'s tool calls, run them through the governed pipeline, answer each.
@@ -344,6 +356,14 @@ async def execute_tool_calls(
             [`Executor`][]).
         deps: the application's dependencies, handed to tools that take a
             [`CallContext`][toolwire.CallContext] (never stored).
+        place: where the turn stands in its conversation (any string naming it, e.g. a
+            digest of the messages the response answers): kept with the run, so its run id
+            answers no other turn (see [`Executor.run`][toolwire.executor.Executor.run]).
+        resume: the [`ApprovalPending`][toolwire.approval.ApprovalPending] of the turn this call
+            resumes: its run id, place and store (when neither ``store`` nor ``executor`` is
+            given) are the resume's, and the run must still be in the store. Without
+            ``store`` and ``executor``, a ``run_id`` whose turn paused earlier in this process
+            is resumed the same way.
         answer_options: the provider's answer options (Gemini: ``structured``, ``media``;
             OpenAI: ``error_prefix``).
 
@@ -356,6 +376,8 @@ async def execute_tool_calls(
         StoreUnavailable: the run store failed (its ``outcomes`` hold every call's answer when
             it failed after the first call ran).
         MalformedResponse: the response is not the provider's shape, or is broken.
+        RunBindingConflict: ``run_id`` was started for another principal, response or place.
+        RunNotFound: a resume whose run its store no longer keeps: nothing runs again.
         ConfigurationError: an unknown provider or option, or options that conflict (see
             ``executor`` and ``toolset``).
     """
@@ -394,6 +416,13 @@ async def execute_tool_calls(
             principal = source.principal  # the listing was made for them
         policy = _policy_of(source, policy)
     adapter = get_provider(declaration.provider)
+    given_store = store is not None or executor is not None
+    paused = _paused_turn(run_id, resume, looked_up=not given_store)
+    if paused is not None:
+        run_id = paused.run_id
+        place = place if place is not None else paused.place
+        if not given_store:
+            store = paused.store()  # where the paused turn kept its run
     if executor is None:
         executor = Executor(
             declaration.toolset,
@@ -411,7 +440,21 @@ async def execute_tool_calls(
     if isinstance(source, Listing) and source.source is not None:
         items = _current(items, source.source)
     taint = frozenset(taint)
-    outcomes = await executor.run(items, run_id=run_id, principal=principal, taint=taint, deps=deps)
+    try:
+        outcomes = await executor.run(
+            items,
+            run_id=run_id,
+            principal=principal,
+            taint=taint,
+            deps=deps,
+            place=place,
+            resume=paused is not None,
+        )
+    except ApprovalPending as exc:
+        _PAUSED.keep(exc)
+        raise
+    if paused is not None:
+        _PAUSED.forget(paused.run_id)
     options = declaration.options
     results = [_answer(adapter.answer, outcome, options) for outcome in outcomes]
     halted = any(outcome.halted for outcome in outcomes)
@@ -424,6 +467,97 @@ async def execute_tool_calls(
         taint=taint | _taints(outcomes),
         stopped=None if items else adapter.stopped(response),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Paused:
+    """A turn that paused (``ApprovalPending``): its run, its place and where it is kept."""
+
+    run_id: str
+    place: str | None
+    kept_in: Callable[[], Any] | None
+    """The store, by reference (None when the turn did not say)."""
+
+    @classmethod
+    def of(cls, pending: ApprovalPending) -> _Paused:
+        store = pending.store
+        return cls(pending.run_id, pending.place, None if store is None else _reference(store))
+
+    def store(self) -> RunStore | None:
+        """The store the run was kept in (None when not known).
+
+        Raises:
+            RunNotFound: that store is gone from this process, and the run with it.
+        """
+        if self.kept_in is None:
+            return None
+        store = self.kept_in()
+        if store is None:
+            raise RunNotFound(
+                f"run {self.run_id!r} was kept in a store that is gone: nothing of it runs again"
+            )
+        return cast(RunStore, store)
+
+
+class _PausedRuns:
+    """The runs whose turns paused in this process, most recent last (at most ``most``): a
+    turn given one of their run ids is their resume, in the store they were kept in."""
+
+    def __init__(self, most: int = 4096) -> None:
+        self.most = most
+        self._runs: OrderedDict[str, _Paused] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def keep(self, pending: ApprovalPending) -> None:
+        kept = _Paused.of(pending)
+        with self._lock:
+            self._runs.pop(kept.run_id, None)
+            self._runs[kept.run_id] = kept
+            while len(self._runs) > self.most:
+                self._runs.popitem(last=False)
+
+    def get(self, run_id: str) -> _Paused | None:
+        with self._lock:
+            return self._runs.get(run_id)
+
+    def forget(self, run_id: str) -> None:
+        with self._lock:
+            self._runs.pop(run_id, None)
+
+
+_PAUSED = _PausedRuns()
+
+
+def _reference(store: Any) -> Callable[[], Any]:
+    """A weak reference to ``store`` where it takes one (a strong one where not)."""
+    try:
+        return weakref.ref(store)
+    except TypeError:
+        return lambda: store
+
+
+def _paused_turn(
+    run_id: str | None, resume: ApprovalPending | None, *, looked_up: bool
+) -> _Paused | None:
+    """The paused turn a call resumes: ``resume``'s, or (``looked_up``: the call names no
+    store of its own) the one that paused under ``run_id`` in this process; None for a turn
+    that resumes nothing.
+
+    Raises:
+        ConfigurationError: ``resume`` is not an ``ApprovalPending``, or names another run
+            than ``run_id``.
+    """
+    if resume is None:
+        return _PAUSED.get(run_id) if run_id is not None and looked_up else None
+    if not isinstance(resume, ApprovalPending):
+        raise ConfigurationError(
+            f"resume is the ApprovalPending of the turn to resume, not {resume!r}"
+        )
+    if run_id is not None and run_id != resume.run_id:
+        raise ConfigurationError(
+            f"run_id {run_id!r} is not the run of the turn resumed ({resume.run_id!r})"
+        )
+    return _Paused.of(resume)
 
 
 _EXECUTOR_OPTIONS: dict[str, Any] = {

@@ -3,6 +3,7 @@ the call's record says, validation, the before-call hooks, the policy and the ap
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -87,11 +88,11 @@ class Decider:
         """Decide one call, in order: what its run's record says, then validation, hooks,
         policy and approval. Nobody is asked anything more once the turn is halted.
 
-        ``ticketed``: the call is decided again where its ticket runs (the ticket's kwargs,
-        as the before-call hooks made them when the turn was planned). What runs is made
-        again from the run's record and the call, and the policy may deny it since; the
-        hooks are not run again, and the approver is not asked again about a call the
-        planning step let run (a ticket is made only for such a call)."""
+        ``ticketed``: the call is decided again where its ticket runs, with the arguments
+        its turn's planning made (the ticket's ``runs_with``, which its digest binds). They
+        are validated and put to the policy again, which may deny them since; the hooks are
+        not run again, and the approver is not asked again about a call the planning step
+        let run (a ticket is made only for such a call)."""
         assert isinstance(item, ToolCall)  # rejected calls were answered on admission
         if turn.halted:
             if item.local_id in turn.known:  # what the run's answer replaces
@@ -142,22 +143,19 @@ class Decider:
     ) -> None:
         """Validation, before-call hooks, policy and approval of a call nothing stopped."""
         tool = call.tool
-        arguments: Mapping[str, Any]
-        if go.recorded is None and not call.null_paths:  # the common call: as the model sent it
-            arguments, prefix = call.arguments, ""
-        else:
-            call, arguments, prefix = _arguments_to_run(call, go)
+        call, arguments, prefix = _arguments_to_run(call, go, ticketed)
         kwargs = self._validated(turn, index, tool, arguments, prefix)
         if kwargs is None:
             return
         wanted = self.hooked or tool.context_parameter is not None
         context = turn.context(call, arguments) if wanted else None
-        hooked = await self._hooked(turn, index, call, (arguments, kwargs, context), ticketed)
-        if hooked is None:
-            return
-        arguments, kwargs, context = hooked
+        if self.before_call and ticketed is None:  # (a ticket's ran when it was planned)
+            hooked = await self._before(turn, index, call, arguments, kwargs, context)
+            if hooked is None:
+                return
+            arguments, kwargs, context = hooked
         if self.policy.allows_everything and not tool.needs_approval and not go.undecided:
-            turn.planned.append(Planned(index, call, kwargs, context, record))
+            turn.planned.append(Planned(index, call, kwargs, context, record, arguments=arguments))
             return
         verdict = self._verdict(turn, call, arguments)
         gated = gate(
@@ -165,33 +163,18 @@ class Decider:
         )
         step: Run | Answer | Refuse
         if isinstance(gated, Ask):
-            asked = await self._asked(turn, index, call, arguments, gated, (kwargs, context))
+            asked = await self._asked(
+                turn, index, call, arguments, gated, (arguments, kwargs, context)
+            )
             if asked is None:
                 return  # waits (recorded on the turn), or answered
-            step, (kwargs, context) = asked
+            step, (arguments, kwargs, context) = asked
         else:
             step = gated
         if isinstance(step, Run):
-            turn.planned.append(Planned(index, call, kwargs, context, record))
+            turn.planned.append(Planned(index, call, kwargs, context, record, arguments=arguments))
         else:
             self.apply(turn, index, step)
-
-    async def _hooked(
-        self,
-        turn: Turn,
-        index: int,
-        call: ToolCall,
-        running: tuple[Mapping[str, Any], dict[str, Any], CallContext | None],
-        ticketed: Mapping[str, Any] | None,
-    ) -> tuple[Mapping[str, Any], dict[str, Any], CallContext | None] | None:
-        """The arguments, keyword arguments and context the before-call hooks make (None with
-        the call answered); a ticket's call takes what they made when its turn was planned."""
-        if not self.before_call:
-            return running
-        if ticketed is not None:
-            arguments, _, context = running
-            return arguments, dict(ticketed), context
-        return await self._before(turn, index, call, *running)
 
     async def _asked(
         self,
@@ -200,17 +183,17 @@ class Decider:
         call: ToolCall,
         arguments: Mapping[str, Any],
         ask: Ask,
-        running: tuple[dict[str, Any], CallContext | None],
-    ) -> tuple[Run | Refuse, tuple[dict[str, Any], CallContext | None]] | None:
-        """The approver's decision as a step, with the keyword arguments and context the call
-        runs with (an approver answering now may edit the arguments); None when the call waits
-        or has been answered."""
+        running: tuple[Mapping[str, Any], dict[str, Any], CallContext | None],
+    ) -> tuple[Run | Refuse, tuple[Mapping[str, Any], dict[str, Any], CallContext | None]] | None:
+        """The approver's decision as a step, with the arguments, keyword arguments and
+        context the call runs with (an approver answering now may edit the arguments); None
+        when the call waits or has been answered."""
         decision = await self._ask(turn, index, call, arguments, ask)
         if decision is None:
             return None
         if decision.allowed and decision.arguments is not None:
             # An approver answering now edited them: they run, if the policy agrees.
-            approved = self._approved_edit(turn, index, call, decision.arguments, running[1])
+            approved = self._approved_edit(turn, index, call, decision.arguments, running[2])
             if approved is None:
                 return None
             running = approved
@@ -248,8 +231,13 @@ class Decider:
         for hook in self.before_call:
             assert context is not None  # made whenever there are hooks
             try:
-                answer = await maybe_await(hook(context))
-                if answer is not None and not isinstance(answer, Veto):
+                # The hook's own copy: what it changes in place is a rewrite, checked as one
+                # (else the policy would judge arguments other than those that run).
+                shown = copy.deepcopy(dict(arguments))
+                answer = await maybe_await(hook(replace(context, arguments=shown)))
+                if answer is None and shown != arguments:
+                    answer = shown
+                elif answer is not None and not isinstance(answer, Veto):
                     answer = dict(answer)
             except Exception as exc:  # the call's own failure: it does not run, the turn goes on
                 log.exception("a before-call hook failed on %s", call.exposed_name)
@@ -275,9 +263,10 @@ class Decider:
         call: ToolCall,
         edited: Mapping[str, Any],
         context: CallContext | None,
-    ) -> tuple[dict[str, Any], CallContext | None] | None:
-        """The keyword arguments and context of arguments an approver edited as they approved,
-        validated and put to the policy again; None with the call answered otherwise."""
+    ) -> tuple[Mapping[str, Any], dict[str, Any], CallContext | None] | None:
+        """The arguments, keyword arguments and context of arguments an approver edited as
+        they approved, validated and put to the policy again; None with the call answered
+        otherwise."""
         arguments = dict(edited)
         kwargs = self._validated(turn, index, call.tool, arguments, _EDITED)
         if kwargs is None:
@@ -286,7 +275,7 @@ class Decider:
         if verdict.effect == "deny":
             turn.finish(index, denied_answer(verdict))
             return None
-        return kwargs, (turn.context(call, arguments) if context is not None else None)
+        return arguments, kwargs, (turn.context(call, arguments) if context is not None else None)
 
     def _validated(
         self, turn: Turn, index: int, tool: Tool, arguments: Mapping[str, Any], prefix: str
@@ -382,16 +371,21 @@ class Decider:
         return replace(request, arguments=kept)
 
 
-def _arguments_to_run(call: ToolCall, go: Go) -> tuple[ToolCall, Mapping[str, Any], str]:
+def _arguments_to_run(
+    call: ToolCall, go: Go, ticketed: Mapping[str, Any] | None
+) -> tuple[ToolCall, Mapping[str, Any], str]:
     """The call, the arguments it runs with and how a refusal of them is introduced:
     arguments a human edited are what runs, so validation, hooks and policy see them; nulls a
-    strict schema made the model send mean "left out"."""
+    strict schema made the model send mean "left out"; a ticket's call runs with what its
+    turn's planning made (``ticketed``: its digest binds them), checked here as any other."""
+    if ticketed is None and go.recorded is None and not call.null_paths:
+        return call, call.arguments, ""  # the common call: as the model sent it
     edited = go.recorded.arguments if go.recorded is not None else None
-    if edited is not None:
+    if edited is not None and ticketed is None:
         return call, dict(edited), _EDITED
     if call.null_paths:
         call = replace(call, arguments=_without_strict_nulls(call.tool, call))
-    return call, call.arguments, ""
+    return call, (ticketed if ticketed is not None else call.arguments), ""
 
 
 def _without_strict_nulls(tool: Tool, call: ToolCall) -> dict[str, Any]:

@@ -39,6 +39,9 @@ class FunctionSchema:
     """The parameter passed the call's context, when the function asks for it."""
     context_type: type[Any] | None = None
     """What that context is made as: ``CallContext``, or the subclass it is annotated with."""
+    untyped: tuple[str, ...] = ()
+    """The arguments without a type hint: the model is told no type for them, and any value
+    passes (``Any`` said explicitly is a hint)."""
 
     def validate(self, tool_name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Validate and convert ``arguments``; returns the keyword arguments for the function.
@@ -88,6 +91,7 @@ def function_schema(
 
     fields: dict[str, Any] = {}
     names: list[str] = []
+    untyped: list[str] = []
     context_parameter: str | None = None
     context_type: type[Any] | None = None
     for param in inspect.signature(func).parameters.values():
@@ -108,6 +112,8 @@ def function_schema(
                 )
             context_parameter, context_type = param.name, injected
             continue
+        if param.name not in hints:
+            untyped.append(param.name)
         default = ... if param.default is param.empty else param.default
         # Fields are named p0, p1, ... with the parameter as alias, so parameter names such as
         # `schema` or `model_config` cannot clash with BaseModel's attributes.
@@ -145,6 +151,7 @@ def function_schema(
         parameter_names=tuple(names),
         context_parameter=context_parameter,
         context_type=context_type,
+        untyped=tuple(untyped),
     )
 
 

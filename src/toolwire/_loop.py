@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import inspect
+import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import pydantic_core
+
 from toolwire._api import Listing, Outcome, execute_tool_calls
+from toolwire._values import canonical_json
 from toolwire.approval import ApprovalPending
 from toolwire.context import CallContext
 from toolwire.errors import ConfigurationError, ToolwireError
@@ -57,8 +62,8 @@ class LoopResult:
     """Each turn's outcome, in order."""
     pending: ApprovalPending | None = None
     """Set when a call waits for a human: decide it (``toolwire.decide``), then pass this
-    result back as ``loop(..., resume=result)``; the turn runs again under its run id, the
-    calls that ran answered from the store."""
+    result back as ``loop(send, listing, result)``; the turn runs again under its run id, in
+    the store it was kept in (``pending.store``), the calls that ran answered from it."""
     stopped: Stopped | None = None
     """Set when the last response was blocked, refused or empty (see ``Stopped``)."""
     halted: bool = False
@@ -108,6 +113,7 @@ async def loop(
     messages: Sequence[Any] | LoopResult,
     *,
     max_turns: int = DEFAULT_MAX_TURNS,
+    conversation: str | None = None,
     run_id: str | Callable[[int], str] | None = None,
     principal: Any = None,
     taint: Iterable[str] = (),
@@ -127,9 +133,17 @@ async def loop(
             on a pending approval, to resume it.
         max_turns: the most model responses to act on; a model still calling tools then is
             [`TurnLimit`][] (the conversation is on the error).
-        run_id: names each turn's run: a string (turn ``n`` is ``{run_id}-{n}``) or a
-            callable of the turn number. Without one, a turn gets a run only when a call
-            waits (its id is then on ``result.pending``).
+        conversation: names the conversation (a chat's id, the same for every user
+            message): each turn's run id is made from it and from the request the turn's
+            response answers (``{conversation}-{n}-{digest}``), so a new user message, or
+            another conversation, never gets an earlier turn's answers, and the same request
+            again (a retry) is answered from its run. Without it (and without ``run_id``), a
+            turn gets a run only when a call waits (its id is then on ``result.pending``).
+        run_id: a callable of the turn number naming each turn's run (a new run for each
+            turn: a run is bound to the turn it was started for, and a run id given to
+            another turn raises
+            [`RunBindingConflict`][toolwire.errors.RunBindingConflict]); a string is taken
+            as ``conversation``.
         principal: who the loop runs for (the listing's when None).
         taint: sources whose output is already in the model's context; carried from turn to
             turn.
@@ -140,10 +154,18 @@ async def loop(
         Where it stopped: ``result.done`` when the model answered; else ``pending``,
         ``stopped`` or ``halted`` says why.
 
+    A result that stopped on a pending approval resumes under its run id, in the store its
+    run was kept in (``result.pending.store``) unless ``store=`` or ``executor=`` is given;
+    a run that store no longer keeps is [`RunNotFound`][toolwire.errors.RunNotFound], and
+    nothing of it runs again.
+
     Raises:
         TurnLimit: ``max_turns`` responses, and the model still calls tools.
+        RunBindingConflict: a run id named another turn's run.
+        RunNotFound: the paused turn's run is gone from its store.
         ConfigurationError: a listing of no known provider, or a bad option.
     """
+    naming = _naming(conversation, run_id)
     state = _start(listing, messages, max_turns, taint)
     while True:
         response = state.carried_response()
@@ -152,7 +174,7 @@ async def loop(
                 raise TurnLimit(max_turns, state.result)
             response = await _call(send, state.kwargs(send))
             state.heard(response)
-        outcome = await state.execute(response, run_id, principal, options)
+        outcome = await state.execute(response, naming, principal, options)
         if outcome is None or state.finished(response, outcome):
             return state.result
 
@@ -163,6 +185,7 @@ async def loop_events(
     messages: Sequence[Any] | LoopResult,
     *,
     max_turns: int = DEFAULT_MAX_TURNS,
+    conversation: str | None = None,
     run_id: str | Callable[[int], str] | None = None,
     principal: Any = None,
     taint: Iterable[str] = (),
@@ -177,6 +200,7 @@ async def loop_events(
     Raises:
         TurnLimit: as [`loop`][].
     """
+    naming = _naming(conversation, run_id)
     state = _start(listing, messages, max_turns, taint)
     adapter = get_provider(listing.provider)
     while True:
@@ -194,7 +218,7 @@ async def loop_events(
             yield LoopEvent("response", state.turn, response=response)
         calls: asyncio.Queue[tuple[CallContext, Any] | None] = asyncio.Queue()
         turn = asyncio.ensure_future(
-            _turn_reporting(state, response, run_id, principal, options, calls)
+            _turn_reporting(state, response, naming, principal, options, calls)
         )
         try:
             while (finished := await calls.get()) is not None:
@@ -214,7 +238,7 @@ async def loop_events(
 async def _turn_reporting(
     state: _Loop,
     response: Any,
-    run_id: Any,
+    naming: _Naming,
     principal: Any,
     options: Mapping[str, Any],
     calls: asyncio.Queue[tuple[CallContext, Any] | None],
@@ -230,7 +254,7 @@ async def _turn_reporting(
     else:
         hooked = {**options, "after_call": (*options.get("after_call", ()), report)}
     try:
-        return await state.execute(response, run_id, principal, hooked)
+        return await state.execute(response, naming, principal, hooked)
     finally:
         calls.put_nowait(None)
 
@@ -253,6 +277,8 @@ class _Loop:
         self.unsent: list[Any] = list(unsent) if self.keeps_history else []
         """For an API that keeps the conversation: the steps the next request sends."""
         self.resume = result.pending
+        self.place: str | None = None
+        """The current turn's place: a digest of the request its response answers."""
 
     def carried_response(self) -> Any:
         """The response a resumed loop acts on again (its turn's calls, under its run id)."""
@@ -264,29 +290,43 @@ class _Loop:
             self.unsent = []
         else:
             sent = self.adapter.request(self.listing.declaration, self.result.conversation)
-        return _merged(_bound(send), sent)
+        bound = _bound(send)
+        merged = _merged(bound, sent)
+        # what the model is asked with: the conversation, the tools, and the plain settings
+        # bound to send (a previous interaction's id, the model...); objects bound to it may
+        # print differently in another process, and would make a retry there another turn
+        plain = {key: value for key, value in bound.items() if isinstance(value, _PLAIN)}
+        self.place = _place_of({**plain, **merged})
+        return merged
 
     def heard(self, response: Any) -> None:
         self.turn += 1
         self.result.response = response
 
     async def execute(
-        self, response: Any, run_id: Any, principal: Any, options: Mapping[str, Any]
+        self, response: Any, naming: _Naming, principal: Any, options: Mapping[str, Any]
     ) -> Outcome | None:
         """The turn's calls run; None when the loop stops here (a call waits)."""
         named = options.get("run_id")
-        if named is not None:
-            raise ConfigurationError("loop(run_id=...) names each turn's run; not run_id= here")
+        if named is not None or options.get("place") is not None or "resume" in options:
+            raise ConfigurationError(
+                "loop(conversation=...) names each turn's run and place, and resumes a paused "
+                "result itself; not run_id=, place= or resume= here"
+            )
         resumed = self.resume
         self.resume = None
-        turn_run = resumed.run_id if resumed is not None else _run_id(run_id, self.turn)
+        if resumed is not None:  # the paused turn again: its run, place and store
+            turn: dict[str, Any] = {"resume": resumed}
+        else:
+            place = self.place
+            turn = {"run_id": naming.run_id(self.turn, place), "place": place}
         try:
             outcome = await execute_tool_calls(
                 self.listing,
                 response,
-                run_id=turn_run,
                 principal=principal,
                 taint=self.result.taint,
+                **turn,
                 **options,
             )
         except ApprovalPending as pending:
@@ -337,12 +377,49 @@ def _start(
     return _Loop(listing, result, 0, unsent=messages)
 
 
-def _run_id(run_id: str | Callable[[int], str] | None, turn: int) -> str | None:
-    if run_id is None:
-        return None
-    if callable(run_id):
-        return run_id(turn)
-    return f"{run_id}-{turn}"
+@dataclass(frozen=True)
+class _Naming:
+    """How a loop names each turn's run: after its conversation, or by the caller's
+    callable, or not at all (a run is made only when a call waits)."""
+
+    conversation: str | None = None
+    per_turn: Callable[[int], str] | None = None
+
+    def run_id(self, turn: int, place: str | None) -> str | None:
+        if self.per_turn is not None:
+            return self.per_turn(turn)
+        if self.conversation is None:
+            return None
+        # the place tells this turn from every other of the conversation, retries aside
+        return f"{self.conversation}-{turn}-{(place or uuid.uuid4().hex)[:16]}"
+
+
+def _naming(conversation: str | None, run_id: str | Callable[[int], str] | None) -> _Naming:
+    if conversation is not None and run_id is not None:
+        raise ConfigurationError("loop takes conversation= or run_id=, not both")
+    if isinstance(run_id, str):
+        conversation, run_id = run_id, None  # a string names the conversation, not one run
+    if conversation is not None and not isinstance(conversation, str):
+        raise ConfigurationError(f"a conversation is named by a string, not {conversation!r}")
+    if run_id is not None and not callable(run_id):
+        raise ConfigurationError("run_id is a callable of the turn number (or a string)")
+    return _Naming(conversation, run_id)
+
+
+_PLAIN = (str, int, float, bool)
+
+
+def _place_of(request: Mapping[str, Any]) -> str:
+    """A digest of what a turn's request asks the model with (the conversation, the tools,
+    the settings): the turn's place, which its run is bound to. Media bytes count as base64,
+    objects of no JSON form by their text; a request that still cannot be said gets a place
+    of its own (its turn then shares a run with no other)."""
+    try:
+        jsonable = pydantic_core.to_jsonable_python(request, fallback=str, bytes_mode="base64")
+        encoded = canonical_json(jsonable).encode("utf-8", "surrogatepass")
+    except Exception:  # (e.g. nested past the recursion limit)
+        return uuid.uuid4().hex
+    return hashlib.sha256(encoded).hexdigest()
 
 
 def _bound(send: Callable[..., Any]) -> Mapping[str, Any]:

@@ -274,15 +274,20 @@ def principal_key(principal: Any) -> str:
 _NO_PRINCIPAL = hashlib.sha256(b"null").hexdigest()[:32]
 
 
-def binding_for(principal: Any, calls: Iterable[tuple[str, str]]) -> str:
-    """What a run is for: its principal's key and its calls' ``(id, fingerprint)`` pairs."""
+def binding_for(principal: Any, calls: Iterable[tuple[str, str]], place: str | None = None) -> str:
+    """What a run is for: its principal's key, its calls' ``(id, fingerprint)`` pairs, and,
+    when the caller names it, the turn's place in its conversation (hashed)."""
     listed = canonical_json(sorted(calls))
     digest = hashlib.sha256(listed.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return canonical_json({"principal": principal_key(principal), "calls": digest})
+    bound = {"principal": principal_key(principal), "calls": digest}
+    if place is not None:
+        bound["place"] = hashlib.sha256(place.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return canonical_json(bound)
 
 
 def check_binding(run_id: str, stored: str | None, wanted: str) -> None:
-    """Raise when a run is resumed for another principal or another model response.
+    """Raise when a run is resumed for another principal, another turn of its conversation
+    or another model response.
 
     Raises:
         RunBindingConflict: saying which.
@@ -293,12 +298,19 @@ def check_binding(run_id: str, stored: str | None, wanted: str) -> None:
         before = pydantic_core.from_json(stored)
         now = pydantic_core.from_json(wanted)
         other_principal = before.get("principal") != now.get("principal")
+        other_place = before.get("place") != now.get("place")
     except (ValueError, AttributeError):
-        other_principal = False
+        other_principal = other_place = False
     if other_principal:
         raise RunBindingConflict(
             f"run {run_id!r} belongs to another principal; a run is resumed only by the "
             "principal it was started for"
+        )
+    if other_place:
+        raise RunBindingConflict(
+            f"run {run_id!r} was started for another turn of its conversation (another "
+            "place); a run answers only the turn it was started for: name each turn's run "
+            "on its own"
         )
     raise RunBindingConflict(
         f"run id {run_id!r} already used for another model response (other calls); choose "

@@ -18,7 +18,7 @@ import anyio
 from toolwire._record import CallRecord, CallState, answered_state, caller_json, check_binding, held
 from toolwire._values import describe_exception
 from toolwire.calls import ToolCall, ToolResult
-from toolwire.errors import StoreUnavailable, ToolwireError
+from toolwire.errors import ConfigurationError, RunNotFound, StoreUnavailable, ToolwireError
 from toolwire.store import RunStore
 from toolwire.store._clock import clock_of
 
@@ -30,6 +30,7 @@ __all__ = [
     "Keep",
     "Lease",
     "Run",
+    "check_outlives",
     "read",
     "update",
 ]
@@ -188,6 +189,23 @@ class Lease:
         return True
 
 
+def check_outlives(store: RunStore, approval_ttl: float | None) -> None:
+    """Refuse a store that forgets a run before its requests for approval expire: a call
+    decided after the run is gone would find nothing saying which of its calls ran.
+
+    Raises:
+        ConfigurationError: the store's ``ttl`` is shorter than ``approval_ttl``.
+    """
+    ttl = getattr(store, "ttl", None)
+    if approval_ttl is None or not isinstance(ttl, int | float) or ttl >= approval_ttl:
+        return
+    raise ConfigurationError(
+        f"the run store keeps a run {ttl:g} s after its last write, less than approval_ttl "
+        f"({approval_ttl:g} s): a run would be forgotten while a call waits, and a resume could "
+        "not know which calls ran; give the store a ttl of at least approval_ttl"
+    )
+
+
 UNTIMED_WAIT = 300.0
 """Seconds a worker waits for another's call that has no timeout, beyond its lease."""
 
@@ -247,13 +265,22 @@ class Run:
         position = self.positions.get(record.call_id)
         return record if position is None else record.with_(position=position)
 
-    async def load(self, call_ids: list[str]) -> dict[str, CallRecord]:
-        """The records the run has of ``call_ids``, in one round trip.
+    async def load(self, call_ids: list[str], *, resume: bool = False) -> dict[str, CallRecord]:
+        """The records the run has of ``call_ids``, in one round trip; with ``resume``, of a
+        run that must be in the store already (a paused turn's, a ticket's).
 
         Raises:
-            RunBindingConflict: the run was started for another principal or other calls.
+            RunBindingConflict: the run was started for another principal, other calls or
+                another place.
+            RunNotFound: ``resume``, and the store keeps nothing of the run.
         """
         binding, records = await self.store.load(self.run_id, call_ids)
+        if resume and binding is None and not any(records):
+            raise RunNotFound(
+                f"run {self.run_id!r} is not in its store (it expired, was evicted, or is kept "
+                "in another store): the records that say which of its calls ran are gone, so "
+                "none is run again; start a new run for a new turn"
+            )
         check_binding(self.run_id, binding, self.binding)
         return {i: r for i, r in zip(call_ids, records, strict=True) if r is not None}
 

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, NotRequired
 
 import anyio
 import pydantic
 from typing_extensions import TypedDict
 
-from toolwire._record import CallRecord, fingerprint
+from toolwire._record import CallRecord, fingerprint, input_round, valid_id
 from toolwire._run import Run
+from toolwire._values import argument_problem
 from toolwire.approval import ApprovalRequest
 from toolwire.calls import (
     Caller,
@@ -24,10 +25,16 @@ from toolwire.calls import (
     principal_json,
 )
 from toolwire.context import CallContext
-from toolwire.errors import ConfigurationError, RunBindingConflict, StoreUnavailable
+from toolwire.errors import (
+    ConfigurationError,
+    RunBindingConflict,
+    StoreUnavailable,
+    ToolNotFound,
+)
+from toolwire.inputs import InputDeferred
 from toolwire.tool import Tool
 
-__all__ = ["NOT_RUN", "CallOutcome", "CallTicket", "Planned", "Turn"]
+__all__ = ["NOT_RUN", "CallOutcome", "CallTicket", "Planned", "Turn", "waiting_request"]
 
 NOT_RUN = ToolResult.error("approval_denied", "Not run: an approver halted this turn.")
 
@@ -68,6 +75,9 @@ class Planned:
     resume: Mapping[str, Any] | None = None
     """For a call that waited for input its server asked for, what continuing it sends its
     server, read from its claim."""
+    arguments: Mapping[str, Any] | None = None
+    """The arguments ``kwargs`` were validated from (the model's, as a human edited them, as
+    the before-call hooks rewrote them): what a ticket of the call carries."""
 
 
 @dataclass(slots=True, eq=False)
@@ -107,6 +117,12 @@ class Turn:
     wake: dict[str, Any] | None = None
     """What waits for the turn's pending calls (kept with their requests; see
     ``toolwire.ledger.register_waker``)."""
+    place: str | None = None
+    """Where the turn stands in its conversation (the caller's word, e.g. a digest of the
+    messages its response answers): kept in its run's binding, so the run answers no other
+    turn."""
+    resume: bool = False
+    """The turn resumes a run that paused: the run must still be in its store."""
 
     def finish(
         self, index: int, result: ToolResult, halted: bool = False, ran: bool = False
@@ -146,6 +162,40 @@ class Turn:
             admitted=[call],
         )
 
+    def admit(self, *, raise_unknown: bool) -> list[str]:
+        """The ids of the turn's calls, each once: a call reusing an earlier call's id, or with
+        an id no store can hold, is answered now and never run (the parsers already answer such
+        calls; this holds for items built by hand too). A rejected call is answered now (or,
+        with ``raise_unknown``, a call of an unknown tool raises ``ToolNotFound``)."""
+        ids: list[str] = []
+        taken: set[str] = set()
+        for index, item in enumerate(self.items):
+            if isinstance(item, RejectedCall):
+                if raise_unknown and item.error_kind == "not_found":
+                    raise ToolNotFound(item.name)
+                self.outcomes[index] = CallOutcome(
+                    item=item, result=ToolResult.error(item.error_kind, item.message)
+                )
+                continue
+            if not isinstance(item, ToolCall):
+                raise ConfigurationError(
+                    f"a turn's items are ToolCalls or RejectedCalls, not {type(item).__name__}"
+                )
+            call_id = item.local_id
+            problem = (
+                None
+                if call_id.__class__ is str and call_id not in taken and valid_id(call_id)
+                else _id_problem(call_id, taken)
+            )
+            if problem is not None:
+                self.finish(index, ToolResult.error("invalid_arguments", f"Not run: {problem}."))
+                self.kept.add(index)  # not the run's to keep: its id is not its own
+                continue
+            taken.add(call_id)
+            ids.append(call_id)
+            self.admitted.append(item)
+        return ids
+
     def bound_calls(self) -> list[tuple[str, str]]:
         """The ``(id, fingerprint)`` of each admitted call: what the turn's run is bound to
         (with its principal; see ``binding_for``)."""
@@ -163,6 +213,18 @@ class Turn:
         )
 
 
+def _id_problem(call_id: Any, taken: set[str]) -> str | None:
+    """Why a call's id cannot be its own in the run, or None."""
+    if not isinstance(call_id, str):
+        return "its id is not a string"
+    if call_id in taken:
+        return f"an earlier call of this turn has the id {call_id!r}"
+    # what a store keeps (a run id may be made later in the turn, for a call that waits)
+    if not valid_id(call_id):
+        return "its id is not valid Unicode text without NUL"
+    return None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallTicket:
     """One planned call of a named run, as what running it elsewhere needs: the engine
@@ -171,16 +233,21 @@ class CallTicket:
 
     run_id: str
     binding: str
-    """What the run is bound to (its principal and calls), as the planning turn made it."""
+    """What the run is bound to (its principal, calls and place), as the planning turn made
+    it."""
     call_id: str
     name: str
     """The tool's exposed name."""
     arguments: Mapping[str, Any]
     """The model's arguments (what the call's fingerprint is of)."""
-    kwargs: Mapping[str, Any]
-    """What the tool ran with when planned (validated, as an approver edited them, as the
-    before-call hooks made them). Where the ticket runs they are made again from the run's
-    record and ``arguments``; only what before-call hooks made is taken from here."""
+    runs_with: Mapping[str, Any]
+    """The arguments the call runs with, as its turn's planning made them: the model's, as a
+    human edited them, as the before-call hooks rewrote them. Bound by the digest like every
+    other field; where the ticket runs they are validated and put to the policy again (the
+    hooks do not run again)."""
+    toolset: str | None = None
+    """The toolset the ticket was planned in (an engine's name for it): it runs nowhere
+    else."""
     null_paths: tuple[tuple[str, ...], ...] = ()
     """The nulls strict mode made the model send (left out before validation)."""
     principal: Any = None
@@ -192,16 +259,33 @@ class CallTicket:
     """Where the call stands among its turn's calls."""
 
     @classmethod
-    def of(cls, run_id: str, binding: str, turn: Turn, planned: Planned) -> CallTicket:
-        """The ticket of a call ``turn`` planned to run in ``run_id``."""
+    def of(
+        cls, run_id: str, binding: str, turn: Turn, planned: Planned, toolset: str | None = None
+    ) -> CallTicket:
+        """The ticket of a call ``turn`` planned to run in ``run_id``.
+
+        Raises:
+            ConfigurationError: the arguments it runs with are not JSON (a before-call hook
+                made them so): nothing could bind them to the ticket.
+        """
         call = planned.call
+        runs_with = planned.arguments if planned.arguments is not None else call.arguments
+        problem = argument_problem(runs_with)
+        if problem is not None:
+            raise ConfigurationError(
+                f"call {call.local_id!r} ({call.exposed_name}) of run {run_id!r} cannot be "
+                f"handed to an engine: the arguments it would run with, as the before-call "
+                f"hooks or an approver made them, are not JSON ({problem}); a ticket carries "
+                "only what its digest binds, so the hooks of a durable turn return JSON values"
+            )
         return cls(
             run_id=run_id,
             binding=binding,
             call_id=call.local_id,
             name=call.exposed_name,
             arguments=dict(call.arguments),
-            kwargs=dict(planned.kwargs),
+            runs_with=dict(runs_with),
+            toolset=toolset,
             null_paths=call.null_paths,
             principal=turn.principal,
             taint=tuple(sorted(turn.taint)),
@@ -211,21 +295,36 @@ class CallTicket:
         )
 
     def digest(self) -> str:
-        """The ticket hashed, all but ``kwargs``: the planning step keeps it in the call's
-        record (``CallRecord.ticket``), and a ticket runs only when its run keeps its digest,
-        so one changed since, or made anywhere else, runs nothing."""
+        """The whole ticket hashed: the planning step keeps it in the call's record
+        (``CallRecord.ticket``), and a ticket runs only when its run keeps its digest, so one
+        changed since (the arguments it runs with included), or made anywhere else, runs
+        nothing."""
         body = self.to_dict()
-        del body["kwargs"]  # (what before-call hooks made: not always JSON)
         body["principal"] = principal_json(self.principal)
         return hashlib.sha256(canonical_json(body).encode("utf-8", "surrogatepass")).hexdigest()
 
-    def check_kept(self, kept: CallRecord | None) -> None:
-        """Raise unless ``kept``, the run's record of the call, keeps this ticket's digest.
+    def check_toolset(self, toolset: str | None) -> None:
+        """Raise unless the ticket was planned in ``toolset``.
 
         Raises:
-            RunBindingConflict: the ticket was changed since its turn was planned, or was
-                never planned in its run.
+            RunBindingConflict: the ticket belongs to another toolset.
         """
+        if self.toolset != toolset:
+            raise RunBindingConflict(
+                f"a ticket of toolset {self.toolset!r} (run {self.run_id!r}, call "
+                f"{self.call_id!r}) was handed to toolset {toolset!r}: a ticket runs only in "
+                "the toolset it was planned in, and nothing runs"
+            )
+
+    def check_kept(self, kept: CallRecord | None, toolset: str | None = None) -> None:
+        """Raise unless ``kept``, the run's record of the call, keeps this ticket's digest,
+        and the ticket was planned in ``toolset``.
+
+        Raises:
+            RunBindingConflict: the ticket belongs to another toolset, was changed since its
+                turn was planned, or was never planned in its run.
+        """
+        self.check_toolset(toolset)
         if kept is None or kept.ticket != self.digest():
             raise RunBindingConflict(
                 f"run {self.run_id!r} keeps no such ticket for call {self.call_id!r} (not "
@@ -240,7 +339,8 @@ class CallTicket:
             "call_id": self.call_id,
             "name": self.name,
             "arguments": dict(self.arguments),
-            "kwargs": dict(self.kwargs),
+            "runs_with": dict(self.runs_with),
+            "toolset": self.toolset,
             "null_paths": [list(path) for path in self.null_paths],
             "principal": self.principal,
             "taint": list(self.taint),
@@ -269,7 +369,8 @@ class CallTicket:
             call_id=form["call_id"],
             name=form["name"],
             arguments=form["arguments"],
-            kwargs=form["kwargs"],
+            runs_with=form["runs_with"],
+            toolset=form.get("toolset"),
             null_paths=tuple(tuple(path) for path in form.get("null_paths") or ()),
             principal=form.get("principal"),
             taint=tuple(form.get("taint") or ()),
@@ -286,7 +387,8 @@ class _TicketForm(TypedDict):
     call_id: str
     name: str
     arguments: dict[str, Any]
-    kwargs: dict[str, Any]
+    runs_with: dict[str, Any]
+    toolset: NotRequired[str | None]
     null_paths: NotRequired[list[list[str]] | None]
     principal: NotRequired[Any]
     taint: NotRequired[list[str] | None]
@@ -296,3 +398,25 @@ class _TicketForm(TypedDict):
 
 
 _TICKET_FORM = pydantic.TypeAdapter(_TicketForm)
+
+
+def waiting_request(
+    turn: Turn, call: ToolCall, kept: ApprovalRequest, record: CallRecord, waiting: InputDeferred
+) -> ApprovalRequest:
+    """The request of a call that waits for input, as the application is shown it: the
+    server's questions still open, each with its round."""
+    shown_round = input_round(record)
+    questions = tuple(
+        replace(
+            q,
+            round=shown_round,
+            exposed_name=call.exposed_name,
+            run_id=turn.run_id,
+            call_id=call.local_id,
+            principal=turn.principal,
+            arguments=kept.arguments,
+        )
+        for q in waiting.questions
+        if q.key not in waiting.answered
+    )
+    return replace(kept, tool=call.tool, input=questions)

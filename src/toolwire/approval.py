@@ -275,6 +275,10 @@ class ApprovalPending(ToolwireError):
         completed: how the turn's other calls ended ([`CallOutcome`][toolwire.CallOutcome]s,
             in call order): those that ran, and those answered without running (denied,
             invalid, unknown). The resume answers them again from the run.
+        store: the run store the run is kept in, which a resume uses when given none
+            (``toolwire.execute_tool_calls(..., resume=exc)``, ``toolwire.loop``).
+        place: the turn's place in its conversation, when it was given one (see
+            ``Executor.run``): the resume gives it again.
     """
 
     def __init__(
@@ -282,10 +286,15 @@ class ApprovalPending(ToolwireError):
         run_id: str,
         pending: Sequence[ApprovalRequest],
         completed: Sequence[Any] = (),
+        *,
+        store: Any = None,
+        place: str | None = None,
     ) -> None:
         self.run_id = run_id
         self.pending = list(pending)
         self.completed = list(completed)
+        self.store = store
+        self.place = place
         asked = [p for p in self.pending if not p.input]
         waiting = [p for p in self.pending if p.input]
         said = []

@@ -83,7 +83,8 @@ class Veto:
 
 
 BeforeHook = Callable[[CallContext], "Mapping[str, Any] | Veto | Awaitable[Any] | None"]
-"""May return new arguments (validated again), a [`Veto`][], or None to change nothing."""
+"""May return new arguments (validated again), a [`Veto`][], or None to change nothing
+(arguments it changed in place count as new arguments)."""
 AfterHook = Callable[[CallContext, ToolResult], "ToolResult | Awaitable[Any] | None"]
 """May return a replacement result (e.g. redacted), or None to keep it."""
 

@@ -41,6 +41,7 @@ __all__ = [
     "MissingDependency",
     "NameCollisionError",
     "RunBindingConflict",
+    "RunNotFound",
     "SchemaConversionError",
     "StoreUnavailable",
     "ToolNotFound",
@@ -70,8 +71,15 @@ class NameCollisionError(ConfigurationError):
 
 
 class RunBindingConflict(ConfigurationError):
-    """A run id was used for another principal, or for another model response (other calls):
-    a run is resumed only for what it was started for."""
+    """A run id was used for another principal, another model response (other calls) or
+    another turn of its conversation (another place): a run is resumed only for what it was
+    started for."""
+
+
+class RunNotFound(ToolwireError, LookupError):
+    """A turn resumed a run its store no longer keeps (it expired, was evicted, or is kept in
+    another store): the records that prove which of its calls ran are gone, so none is run
+    again."""
 
 
 class SchemaConversionError(ToolwireError):

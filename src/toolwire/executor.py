@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Literal
 
 import anyio
@@ -56,16 +55,15 @@ from toolwire._record import (
     decided_for,
     input_record,
     input_resume,
-    input_round,
     request_record,
     valid_id,
 )
 from toolwire._record_json import checked_wake
-from toolwire._run import UNSTORED_KINDS, UNTIMED_WAIT, Contended, Keep
+from toolwire._run import UNSTORED_KINDS, UNTIMED_WAIT, Contended, Keep, check_outlives
 from toolwire._run import Run as RunOfTurn
 from toolwire._runner import CANCELLED, Job, Runner, unanswerable
 from toolwire._tracing import global_tracing, make_tracer, tool_span
-from toolwire._turns import NOT_RUN, CallOutcome, CallTicket, Planned, Turn
+from toolwire._turns import NOT_RUN, CallOutcome, CallTicket, Planned, Turn, waiting_request
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
 from toolwire.calls import CallIds, RejectedCall, ToolCall, ToolResult
 from toolwire.context import AfterHook, BeforeHook, CallContext, Veto
@@ -195,6 +193,7 @@ class Executor:
             raise ConfigurationError("approval_ttl must be a positive number of seconds, or None")
         self.toolset = ToolSet.of(toolset)
         self.store: RunStore = store if store is not None else MemoryStore()
+        check_outlives(self.store, approval_ttl)
         self.on_unknown = on_unknown
         self.runner = Runner(
             timeout=timeout,
@@ -280,6 +279,9 @@ class Executor:
 
     @approval_ttl.setter
     def approval_ttl(self, seconds: float | None) -> None:
+        if seconds is not None and not seconds > 0:
+            raise ConfigurationError("approval_ttl must be a positive number of seconds, or None")
+        check_outlives(self.store, seconds)
         self.decider.approval_ttl = seconds
 
     # What running uses is the runner's: set here, it is set there.
@@ -327,6 +329,8 @@ class Executor:
         principal: Any = None,
         taint: Iterable[str] = (),
         deps: Any = None,
+        place: str | None = None,
+        resume: bool = False,
     ) -> list[CallOutcome]:
         """Run one turn's calls; one outcome per item, in order.
 
@@ -339,18 +343,30 @@ class Executor:
             deps: the application's dependencies (a database, a client, settings...): what
                 tools asking for a [`CallContext`][] and hooks see as its ``deps``. Never
                 stored, fingerprinted or shown to the model.
+            place: where the turn stands in its conversation (any string, e.g. a digest of
+                the messages its response answers; ``toolwire.loop`` gives one): kept in the
+                run's binding, so ``run_id`` answers no other turn.
+            resume: the turn resumes a run that paused (``ApprovalPending``): the run must
+                still be in the store, or nothing runs (``RunNotFound``).
 
         Raises:
             ApprovalPending: some calls wait for a decision; the others have run and are
-                stored under ``exc.run_id``.
+                stored under ``exc.run_id``, in ``exc.store``.
             StoreUnavailable: the run store failed (see its ``outcomes``).
             ToolNotFound: only with ``on_unknown="raise"``.
-            RunBindingConflict: ``run_id`` was started for another principal, or for other
-                calls (another model response): a run id names one model response.
+            RunBindingConflict: ``run_id`` was started for another principal, other calls
+                (another model response) or another place: a run id names one turn.
+            RunNotFound: ``resume``, and the store no longer keeps the run.
             ConfigurationError: e.g. a policy asked for approval and there is no approver.
         """
         turn = await self.plan_turn(
-            items, run_id=run_id, principal=principal, taint=taint, deps=deps
+            items,
+            run_id=run_id,
+            principal=principal,
+            taint=taint,
+            deps=deps,
+            place=place,
+            resume=resume,
         )
         await self._run_planned(turn)
         return await self._close(turn)
@@ -364,6 +380,8 @@ class Executor:
         taint: Iterable[str] = (),
         deps: Any = None,
         wake: Mapping[str, Any] | None = None,
+        place: str | None = None,
+        resume: bool = False,
     ) -> Turn:
         """Phase 1 of [`run`][]: every call of the turn admitted and decided, none run yet.
 
@@ -371,10 +389,13 @@ class Executor:
         each step plans the turn in one step, runs each of ``turn.planned`` in a step of its
         own ([`ticket`][], [`run_ticket`][]), and waits for the calls in ``turn.waiting``.
         ``wake`` names what waits for the turn's pending calls (kept with their requests, so a
-        decision wakes it: see ``toolwire.ledger.register_waker``).
+        decision wakes it: see ``toolwire.ledger.register_waker``). ``place`` and ``resume``
+        are [`run`][]'s.
         """
         if run_id is not None and not valid_id(run_id):
             raise ConfigurationError("a run id must be a string of valid Unicode text without NUL")
+        if place is not None and not isinstance(place, str):
+            raise ConfigurationError("a turn's place is a string")
         turn = Turn(
             items=list(items),
             run_id=run_id,
@@ -382,11 +403,13 @@ class Executor:
             taint=frozenset(taint),
             deps=deps,
             wake=checked_wake(wake) if wake is not None else None,
+            place=place,
+            resume=resume,
         )
         turn.outcomes = [None] * len(turn.items)
-        ids = self._admit(turn)
+        ids = turn.admit(raise_unknown=self.on_unknown == "raise")
         if run_id is not None:  # what the run already knows, in one round trip
-            turn.known = await self._run_of(turn).load(ids)
+            turn.known = await self._run_of(turn).load(ids, resume=resume)
         for index, item in enumerate(turn.items):
             if turn.outcomes[index] is None:  # (not answered on admission)
                 await self.decider.plan(turn, index, item)
@@ -396,49 +419,66 @@ class Executor:
             turn.planned = []
         return turn
 
-    async def keep_planned(self, turn: Turn) -> None:
+    async def keep_planned(self, turn: Turn, *, toolset: str | None = None) -> None:
         """Store what the turn decided without running (answers, and the calls waiting for a
         decision), and the digest of each planned call's ticket (see [`run_ticket`][]), before
-        any call runs: an engine's planning step ends with it.
+        any call runs: an engine's planning step ends with it. ``toolset`` names the toolset
+        the tickets belong to (an engine's name for it; see [`ticket`][]).
 
         Raises:
+            ConfigurationError: a planned call's arguments cannot be bound into its ticket
+                (a before-call hook made them other than JSON): nothing is stored.
             StoreUnavailable: the run store failed.
         """
-        if turn.run_id is not None:
-            await self._remember(turn)
-            for index, outcome in enumerate(turn.outcomes):
-                if outcome is not None:
-                    turn.kept.add(index)
-            turn.kept.update(index for index, _ in turn.waiting)
-            run = self._run_of(turn)
-            for planned in turn.planned:  # each ticket's digest, kept before any is handed out
-                call, digest = planned.call, self.ticket(turn, planned).digest()
-                await run.keep_ticket(call, turn.fingerprint(call), planned.record, digest)
+        if turn.run_id is None:
+            return
+        # every ticket made first: one that cannot be bound refuses the turn before any write
+        digests = [
+            (planned, self.ticket(turn, planned, toolset=toolset).digest())
+            for planned in turn.planned
+        ]
+        await self._remember(turn)
+        for index, outcome in enumerate(turn.outcomes):
+            if outcome is not None:
+                turn.kept.add(index)
+        turn.kept.update(index for index, _ in turn.waiting)
+        run = self._run_of(turn)
+        for planned, digest in digests:  # each ticket's digest, kept before any is handed out
+            call = planned.call
+            await run.keep_ticket(call, turn.fingerprint(call), planned.record, digest)
 
-    def ticket(self, turn: Turn, planned: Planned) -> CallTicket:
+    def ticket(self, turn: Turn, planned: Planned, *, toolset: str | None = None) -> CallTicket:
         """What running one planned call of a named run needs, as JSON values: an engine hands
-        it to a step, or to another process through its queue ([`run_ticket`][])."""
-        assert turn.run_id is not None
-        return CallTicket.of(turn.run_id, self._run_of(turn).binding, turn, planned)
-
-    async def run_ticket(self, ticket: CallTicket, *, deps: Any = None) -> CallOutcome:
-        """Claim, run, store and answer the call a [`ticket`][] names, here: the call runs at
-        most once whoever holds the ticket (its claim in the run is the ledger's), under this
-        executor's tools, limits and hooks.
-
-        The ticket is not trusted beyond what its run keeps: the planning step kept its
-        digest in the call's record ([`keep_planned`][]), so a ticket changed since, or made
-        anywhere else, runs nothing. What runs is decided again from the run's record (an
-        answer kept, a refusal, a wait, arguments a human edited), validated, and put to this
-        executor's policy, which may deny it since. Only what before-call hooks made at
-        planning is taken from the ticket (they do not run again).
+        it to a step, or to another process through its queue ([`run_ticket`][]), in the
+        ``toolset`` named (it runs in no other).
 
         Raises:
-            RunBindingConflict: the run keeps no such ticket (changed since its turn was
-                planned, or never planned there), or is bound to another principal or calls.
+            ConfigurationError: the call's arguments cannot be bound into a ticket (not JSON).
+        """
+        assert turn.run_id is not None
+        return CallTicket.of(turn.run_id, self._run_of(turn).binding, turn, planned, toolset)
+
+    async def run_ticket(
+        self, ticket: CallTicket, *, deps: Any = None, toolset: str | None = None
+    ) -> CallOutcome:
+        """Claim, run, store and answer the call a [`ticket`][] names, here, at most once
+        whoever holds the ticket (its claim in the run is the ledger's), under this executor's
+        tools, limits and after-call hooks; ``toolset`` must be the one it was planned in.
+
+        The ticket is not trusted beyond what its run keeps: the planning step kept its
+        digest ([`keep_planned`][]), so a ticket changed since, or made anywhere else, runs
+        nothing. What runs is decided again from the run's record (an answer kept, a refusal,
+        a wait); the arguments planning made (``runs_with``) are validated and put to this
+        executor's policy again. The before-call hooks do not run again.
+
+        Raises:
+            RunBindingConflict: the ticket belongs to another toolset, or its run keeps no
+                such ticket (changed since its turn was planned, never planned there, or the
+                run is gone from the store), or is bound to another principal or calls.
             ApprovalPending: the run holds the call waiting for a decision now.
             StoreUnavailable: the run store failed (the call's answer is on the exception).
         """
+        ticket.check_toolset(toolset)  # refused before anything is read
         tool = self.toolset.get(ticket.name)
         if tool is None:
             raise ToolNotFound(ticket.name)
@@ -450,11 +490,11 @@ class Executor:
             lease=self.lease,
             positions={ticket.call_id: ticket.position} if ticket.position is not None else {},
         )
-        known = await run.load([ticket.call_id])
-        ticket.check_kept(known.get(ticket.call_id))
+        known = await run.load([ticket.call_id])  # (a run gone keeps no ticket: refused)
+        ticket.check_kept(known.get(ticket.call_id), toolset)
         turn = Turn.of_ticket(ticket, tool, deps)
         turn.run, turn.known = run, known
-        await self.decider.plan(turn, 0, turn.items[0], ticketed=ticket.kwargs)
+        await self.decider.plan(turn, 0, turn.items[0], ticketed=ticket.runs_with)
         await self._run_planned(turn)
         [outcome] = await self._close(turn)
         return outcome
@@ -481,42 +521,13 @@ class Executor:
         if turn.waiting:
             assert turn.run_id is not None
             raise ApprovalPending(
-                turn.run_id, [request for _, request in turn.waiting], completed=outcomes
+                turn.run_id,
+                [request for _, request in turn.waiting],
+                completed=outcomes,
+                store=self.store,
+                place=turn.place,
             )
         return outcomes
-
-    def _admit(self, turn: Turn) -> list[str]:
-        """The ids of the turn's calls, each once: a call reusing an earlier call's id, or with
-        an id no store can hold, is answered now and never run (the parsers already answer such
-        calls; this holds for items built by hand too). A rejected call is answered now."""
-        ids: list[str] = []
-        taken: set[str] = set()
-        for index, item in enumerate(turn.items):
-            if isinstance(item, RejectedCall):
-                if self.on_unknown == "raise" and item.error_kind == "not_found":
-                    raise ToolNotFound(item.name)
-                turn.outcomes[index] = CallOutcome(
-                    item=item, result=ToolResult.error(item.error_kind, item.message)
-                )
-                continue
-            if not isinstance(item, ToolCall):
-                raise ConfigurationError(
-                    f"a turn's items are ToolCalls or RejectedCalls, not {type(item).__name__}"
-                )
-            call_id = item.local_id
-            problem = (
-                None
-                if call_id.__class__ is str and call_id not in taken and valid_id(call_id)
-                else _id_problem(call_id, taken)
-            )
-            if problem is not None:
-                turn.finish(index, ToolResult.error("invalid_arguments", f"Not run: {problem}."))
-                turn.kept.add(index)  # not the run's to keep: its id is not its own
-                continue
-            taken.add(call_id)
-            ids.append(call_id)
-            turn.admitted.append(item)
-        return ids
 
     async def decide(
         self, run_id: str, call_id: str, decision: Decision, *, by: Any = None
@@ -765,7 +776,7 @@ class Executor:
         if answered is not None:  # another worker answered it meanwhile: that stands
             turn.finish(index, answered)
             return
-        turn.waiting.append((index, _waiting_request(turn, call, kept, record, waiting)))
+        turn.waiting.append((index, waiting_request(turn, call, kept, record, waiting)))
 
     async def _give_up_waiting(
         self, turn: Turn, index: int, claim: CallRecord | None, result: ToolResult
@@ -828,7 +839,7 @@ class Executor:
             turn.run = RunOfTurn(
                 self.store,
                 turn.run_id,
-                binding=binding_for(turn.principal, turn.bound_calls()),
+                binding=binding_for(turn.principal, turn.bound_calls(), turn.place),
                 worker=self.worker_id,
                 lease=self.lease,
                 positions={
@@ -851,40 +862,6 @@ class Executor:
 
 
 _UNRECORDED = ToolResult.error("unavailable", "Not run: the run's store could not record the call.")
-
-
-def _id_problem(call_id: Any, taken: set[str]) -> str | None:
-    """Why a call's id cannot be its own in the run, or None."""
-    if not isinstance(call_id, str):
-        return "its id is not a string"
-    if call_id in taken:
-        return f"an earlier call of this turn has the id {call_id!r}"
-    # what a store keeps (a run id may be made later in the turn, for a call that waits)
-    if not valid_id(call_id):
-        return "its id is not valid Unicode text without NUL"
-    return None
-
-
-def _waiting_request(
-    turn: Turn, call: ToolCall, kept: ApprovalRequest, record: CallRecord, waiting: InputDeferred
-) -> ApprovalRequest:
-    """The request of a call that waits for input, as the application is shown it: the
-    server's questions still open, each with its round."""
-    shown_round = input_round(record)
-    questions = tuple(
-        replace(
-            q,
-            round=shown_round,
-            exposed_name=call.exposed_name,
-            run_id=turn.run_id,
-            call_id=call.local_id,
-            principal=turn.principal,
-            arguments=kept.arguments,
-        )
-        for q in waiting.questions
-        if q.key not in waiting.answered
-    )
-    return replace(kept, tool=call.tool, input=questions)
 
 
 def _groups(planned: list[Planned]) -> list[list[Planned]]:

@@ -17,14 +17,14 @@ store, the same way.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from toolwire import ledger
+from toolwire._json import NotJson, load_json
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, DeferredApproval
-from toolwire.calls import ToolCall, ToolResult
+from toolwire.calls import ToolCall, ToolResult, argument_problem
 from toolwire.errors import MalformedResponse
 from toolwire.executor import Executor
 from toolwire.policy import Policy
@@ -72,15 +72,23 @@ def _requests(response: Any) -> list[dict[str, Any]]:
 
 
 def _arguments(item: dict[str, Any]) -> dict[str, Any] | str:
-    """A request's arguments as a JSON object, or why they are not one."""
+    """A request's arguments as a JSON object, or why they are not one. They come from the
+    provider as a model's call's arguments do, and are read the same way: decoded by the
+    hardened reader (no foreign exception on nesting, long integers or ``NaN``), then checked
+    as arguments toolwire can carry, so one request's arguments never fail the others'
+    answers."""
     raw = item.get("arguments")
     if raw is None or raw == "":
         return {}
-    try:
-        value = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
-        return "its arguments are not JSON"
-    return value if isinstance(value, dict) else "its arguments are not a JSON object"
+    value = load_json(raw) if isinstance(raw, str) else raw
+    if isinstance(value, NotJson):
+        return f"its arguments are not JSON ({value.why})"
+    if not isinstance(value, Mapping):
+        return "its arguments are not a JSON object"
+    problem = argument_problem(value)
+    if problem is not None:
+        return f"its arguments cannot be carried ({problem})"
+    return dict(value)
 
 
 def _approve(**_: Any) -> str:

@@ -35,15 +35,16 @@ Matching fails closed:
 from __future__ import annotations
 
 import fnmatch
+import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from toolwire._text import strip_invisible
-from toolwire.calls import DIRECT, Caller
+from toolwire.calls import DIRECT, Caller, printable
 from toolwire.errors import ConfigurationError
-from toolwire.tool import CallerKind, Tool, exposed_name_for
+from toolwire.tool import CallerKind, Tool, _warn_caller, exposed_name_for
 
 __all__ = [
     "Effect",
@@ -248,6 +249,29 @@ def destructive_by_annotations(tool: Tool) -> str | None:
     if tool.server_id:
         return "the server does not declare this tool read-only"
     return "its annotations do not declare it read-only or non-destructive"
+
+
+DESTRUCTIVE_WORDS = frozenset(
+    {
+        "delete", "remove", "rm", "drop", "truncate", "destroy", "purge", "wipe", "erase",
+        "kill", "terminate", "transfer", "pay", "send",
+    }
+)  # fmt: skip
+"""Words of a tool's name that say a call may destroy data or act outside (send, pay): what
+[`destructive_by_name`][] looks for."""
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+
+
+def destructive_by_name(tool: Tool) -> str | None:
+    """The word of ``tool``'s own name (``delete_file``, ``dropTable``, ``users.remove``) that
+    is one of [`DESTRUCTIVE_WORDS`][], when its annotations do not declare it read-only or
+    non-destructive; None otherwise. A hint for warnings only: a policy never decides by it."""
+    if destructive_by_annotations(tool) is None:
+        return None
+    # Read with its invisible characters as separators and without them (``de\u200blete``).
+    spellings = (unicodedata.normalize("NFKC", tool.name), _plain(tool.name))
+    words = (word.lower() for form in spellings for word in _WORD.findall(form))
+    return next((word for word in words if word in DESTRUCTIVE_WORDS), None)
 
 
 def _destructive_reason(tool: Tool) -> str | None:
@@ -588,3 +612,88 @@ class _AllOf(Policy):
 
 ALLOW_ALL = Policy()
 """Every call may run; what an executor without a policy uses."""
+
+
+_GLOB = re.compile(r"[*?\[]")
+_NAMES_SHOWN = 5
+"""How many tools a note about a rule that matches none names."""
+
+
+def warn_unmatched_rules(
+    policy: Policy, tools: Iterable[tuple[str | None, Tool]], where: str
+) -> None:
+    """Warn ([`ToolwireWarning`][toolwire.errors.ToolwireWarning], at the caller's code) once
+    per rule of ``policy`` whose pattern matches none of ``tools`` (exposed name and tool:
+    what a listing or a gateway has), naming them; nothing for no tools at all (a source not
+    open yet). An ``allow`` rule that names a tool by another name than its canonical
+    identity (``read_file`` for ``files/read_file``) says which identity was probably meant:
+    it still matches nothing, as allow never matches other names."""
+    for note in unmatched_rules(policy, tools, where):
+        _warn_caller(note)
+
+
+def unmatched_rules(
+    policy: Policy, tools: Iterable[tuple[str | None, Tool]], where: str
+) -> list[str]:
+    """A note per rule of ``policy`` (every policy of an ``all_of``) whose pattern matches
+    none of ``tools``; see [`warn_unmatched_rules`][]."""
+    named = [(tool, _names_of(tool, name)) for name, tool in tools]
+    if not named:
+        return []
+    notes: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for rule in _rules_of(policy):
+        if (rule.effect, rule.pattern) in seen:
+            continue
+        seen.add((rule.effect, rule.pattern))
+        if any(rule._names_match(tool, names) for tool, names in named):
+            continue
+        notes.append(_unmatched_note(rule, named, where))
+    return notes
+
+
+def _rules_of(policy: Policy) -> list[Rule]:
+    """The rules of ``policy``, and of each policy an ``all_of`` applies."""
+    if isinstance(policy, _AllOf):
+        return [rule for each in policy.policies for rule in _rules_of(each)]
+    return list(policy.rules)
+
+
+def _unmatched_note(rule: Rule, named: Sequence[tuple[Tool, frozenset[str]]], where: str) -> str:
+    """What to say of ``rule``, which matches none of the tools ``named``."""
+    pattern = printable(rule.pattern[:100])
+    said = f"policy rule {rule.effect} {pattern!r} matches no tool of the {where}"
+    if rule.effect == "allow":
+        # What a deny of the same pattern would match: tools it names by another name.
+        other = [
+            tool for tool, names in named if Rule("deny", rule.pattern)._names_match(tool, names)
+        ]
+        if other:
+            meant = _meant(rule.pattern, other)
+            return (
+                f"{said}: an allow rule matches only a tool's canonical identity (server/tool "
+                f"for a server's tool), and {pattern!r} names {_listed(other)} by another name; "
+                f"did you mean {' or '.join(repr(printable(m[:200])) for m in meant[:5])}?"
+            )
+    return f"{said} (its tools: {_listed([tool for tool, _ in named])})"
+
+
+def _meant(pattern: str, tools: Sequence[Tool]) -> list[str]:
+    """The allow patterns that name ``tools`` by their identity: ``server/pattern`` for a
+    bare glob each of them matches by its own name (``get_*`` → ``weather/get_*``), else
+    each one's identity."""
+    if (
+        _GLOB.search(pattern)
+        and "/" not in pattern
+        and all(tool.server_id and fnmatch.fnmatchcase(tool.name, pattern) for tool in tools)
+    ):
+        return sorted({f"{tool.server_id}/{pattern}" for tool in tools})
+    return list(dict.fromkeys(tool.qualified_name for tool in tools))
+
+
+def _listed(tools: Sequence[Tool]) -> str:
+    """Some of ``tools`` by identity, and how many more."""
+    names = list(dict.fromkeys(tool.qualified_name for tool in tools))
+    more = len(names) - _NAMES_SHOWN
+    shown = ", ".join(repr(printable(name[:100])) for name in names[:_NAMES_SHOWN])
+    return shown + (f" and {more} more" if more > 0 else "")

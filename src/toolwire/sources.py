@@ -74,6 +74,15 @@ def is_tool_source(value: Any) -> TypeGuard[ToolSource]:
     return issubclass(type(value), ToolSource)
 
 
+def named_tools(toolset: ToolSet, source: Any = None) -> list[tuple[str | None, Tool]]:
+    """``toolset``'s tools by exposed name, and those of ``source``'s servers that are down
+    when it is a [`ToolSource`][] (still its tools, which a policy's rules are written for)."""
+    named: list[tuple[str | None, Tool]] = list(zip(toolset.exposed_names, toolset, strict=True))
+    if is_tool_source(source):
+        named += [(name, tool) for name, (tool, _) in source.unavailable_tools().items()]
+    return named
+
+
 class SourceError(ToolwireError):
     """SOURCE could not be loaded."""
 

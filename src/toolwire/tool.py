@@ -560,7 +560,9 @@ def tool(
         MissingDependency: for a Lark grammar without LLGuidance (``toolwire[lark]``).
 
     Warns:
-        ToolwireWarning: when the function has no docstring and no ``description`` is given.
+        ToolwireWarning: when the function has no docstring and no ``description`` is given,
+            and when an argument has no type hint (the model would be told no type for it,
+            and any value would pass; annotate it ``Any`` to mean that).
     """
 
     def build(f: Callable[..., Any]) -> Tool:
@@ -576,6 +578,8 @@ def tool(
                 f"tool {schema.name!r} has no docstring and no description: the model will see "
                 "no description of it (add a docstring, or pass description=...)"
             )
+        if schema.untyped:
+            _warn_caller(_untyped_note(schema.name, schema.untyped))
         return Tool(
             name=schema.name,
             description=schema.description,
@@ -598,6 +602,18 @@ def tool(
         )
 
     return build(func) if func is not None else build
+
+
+def _untyped_note(name: str, untyped: tuple[str, ...]) -> str:
+    """The warning for a tool's parameters without a type hint."""
+    shown = ", ".join(repr(parameter) for parameter in untyped[:5])
+    more = f" and {len(untyped) - 5} more" if len(untyped) > 5 else ""
+    which, it = ("parameter", "it") if len(untyped) == 1 else ("parameters", "them")
+    return (
+        f"tool {name!r}: {which} {shown}{more} without a type hint: the model is told no type "
+        f"for {it} and any value is accepted (annotate {it}, e.g. `{untyped[0]}: str`, or "
+        "`: Any` to accept any JSON value)"
+    )
 
 
 def _caller_kinds(callers: Iterable[CallerKind] | CallerKind) -> frozenset[CallerKind]:

@@ -23,9 +23,9 @@ pytest.importorskip("mcp")
 sys.path.insert(0, str(Path(__file__).parent.parent / "mcp_hub"))
 from oauth_servers import AuthServer, follow_authorization, oauth_pair, serving
 
+from toolwire._scrub import scrub
 from toolwire.mcp import HttpServer, Hub, MemoryTokenStore, OAuth
 from toolwire.mcp._oauth import callback_result
-from toolwire.mcp._scrub import scrub
 
 pytestmark = pytest.mark.anyio
 

@@ -8,6 +8,7 @@ for a hostile request."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import time
@@ -584,6 +585,49 @@ async def test_paging_parameters_are_bounded() -> None:
         big = await http.get("/api/runs/r", params={"limit": "200", "offset": "1000000"})
         assert (big.status_code, big.json()["calls"]) == (200, [])
         assert (await http.get("/api/pending", params={"run_id": "a\x00"})).status_code == 400
+
+
+def forged(text: str | bytes) -> str:
+    """An ``after`` token made by hand (the console's are base64 of a JSON list)."""
+    raw = text.encode() if isinstance(text, str) else text
+    return base64.urlsafe_b64encode(raw).decode("ascii")
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        forged("[" * 3_000 + "]" * 3_000),  # nested past Python's stack
+        forged('[{"a": ' * 1_500 + "1" + "}]" * 1_500),
+        forged(f'[{"9" * 400}, "r", "c1"]'),  # a time past a float's range
+        forged(f'[{"9" * 5_000}, "r", "c1"]'),  # past Python's digits limit
+        forged('[1e999, "r", "c1"]'),
+        forged('[NaN, "r", "c1"]'),
+        forged('[1.5, "r", "c1", "more"]'),
+        forged('{"since": 1.5, "run_id": "r", "call_id": "c1"}'),
+        forged(b"\xff\xfe[1.5]"),
+    ],
+    ids=[
+        "nested",
+        "nested-objects",
+        "huge-int",
+        "too-many-digits",
+        "inf",
+        "nan",
+        "four",
+        "object",
+        "not-utf8",
+    ],
+)
+async def test_a_forged_page_token_is_a_400_naming_after_on_every_page(token: str) -> None:
+    store = MemoryStore()
+    await pause(store, "r", [delete(1)])
+    async with client(console(store), **API) as http:
+        for path in ("/api/pending", "/", "/fragments/pending"):
+            answer = await http.get(path, params={"after": token})
+            assert answer.status_code == 400, (path, answer.status_code)
+            assert "after" in answer.text, path
+        error = (await http.get("/api/pending", params={"after": token})).json()["error"]
+        assert error == {"code": "bad_query", "message": "after is a token the console gave"}
 
 
 @pytest.mark.parametrize("text", ["\u00b2", "0" * 5000, "1" * 5000])

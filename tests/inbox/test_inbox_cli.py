@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +31,8 @@ def inbox(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "::", "example.test"])
-def test_a_host_not_loopback_needs_an_explicit_authorize(host: str) -> None:
-    result = inbox("--store", "memory://", "--host", host)
+def test_a_host_not_loopback_needs_an_explicit_authorize(host: str, tmp_path: Path) -> None:
+    result = inbox("--store", f"sqlite:///{tmp_path / 'runs.db'}", "--host", host)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
         f"toolwire: error: the inbox serves {host!r} (not loopback) only with --authorize "
@@ -38,11 +40,49 @@ def test_a_host_not_loopback_needs_an_explicit_authorize(host: str) -> None:
     ]
 
 
-def test_a_bad_authorize_is_a_one_line_error() -> None:
-    result = inbox("--store", "memory://", "--authorize", "no_such_module_here:who")
+def test_a_bad_authorize_is_a_one_line_error(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    result = inbox("--store", store, "--authorize", "no_such_module_here:who")
     assert result.returncode == 2
     assert result.stderr.startswith("toolwire: error: cannot import 'no_such_module_here'")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("store", ["memory://", "memory://?max_runs=5", "sqlite:///:memory:"])
+def test_a_store_no_other_process_can_fill_is_refused_saying_why(store: str) -> None:
+    result = inbox("--store", store, "--port", "0")
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("toolwire: error: --store: a store in the console's own memory")
+    assert "holds no run of any other process" in line
+    assert result.stdout == ""  # no console was announced
+
+
+@pytest.fixture
+def refusing_port() -> Iterator[int]:
+    """A loopback port bound by no listener: a connection to it is refused at once."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://ops:hunter2@127.0.0.1:{port}/0",
+        "postgresql://ops:hunter2@127.0.0.1:{port}/runs?sslmode=disable",
+    ],
+)
+def test_a_store_that_cannot_be_reached_is_a_one_line_refusal_to_start(
+    refusing_port: int, url: str
+) -> None:
+    result = inbox("--store", url.format(port=refusing_port), "--port", "0")
+    assert result.returncode == 2, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("toolwire: error: the inbox does not start: its run store: ")
+    assert f"127.0.0.1:{refusing_port}" in line
+    assert "hunter2" not in line
+    assert result.stdout == ""
 
 
 def test_loopback_hosts() -> None:

@@ -3,6 +3,7 @@
     python dbos_app.py start WORKFLOW_ID      start the agent workflow, print its result
     python dbos_app.py recover WORKFLOW_ID    launch (recovering what this executor left), print it
     python dbos_app.py fanout WORKFLOW_ID N   a turn of N calls spread over the queue
+    python dbos_app.py forgetful WORKFLOW_ID  a turn whose wait reads the run again often
     python dbos_app.py worker                 take calls from the queue until stdin closes
 
 Configured by the environment: ``TW_DIR`` (where the tools write their ledger),
@@ -73,6 +74,7 @@ store = from_url(os.environ["TW_STORE"])
 QUEUE = "toolwire-calls"
 durable = DurableTools(Executor(TOOLS, store=store, policy=policy), recheck=600)
 spread = DurableTools(Executor(TOOLS, store=store, policy=policy), name="spread", queue=QUEUE)
+brief = DurableTools(Executor(TOOLS, store=store, policy=policy), name="brief", recheck=0.2)
 listing = toolwire.tools(TOOLS, "anthropic", policy=policy)
 
 
@@ -108,6 +110,19 @@ async def fanout(n: int) -> list[str]:
     return [call.result.text for call in outcome.calls]
 
 
+@DBOS.workflow()
+async def forgetful() -> list[str]:
+    """A counted call beside one that waits for approval, read again every 0.2 s; a run its
+    store forgot meanwhile ends the workflow with what toolwire said."""
+    try:
+        outcome = await brief.execute_tool_calls(
+            listing, _turn(("c", "count", {"tag": "c"}), ("w", "wipe", {"path": "/data"}))
+        )
+    except toolwire.RunNotFound as exc:
+        return [f"RunNotFound: {exc}"]
+    return [call.result.text for call in outcome.calls]
+
+
 async def _launch() -> None:
     DBOS(
         config={
@@ -129,6 +144,10 @@ async def main(role: str, *args: str) -> None:
         if role == "start":
             with SetWorkflowID(args[0]):
                 handle = await DBOS.start_workflow_async(agent)
+            print(json.dumps(await handle.get_result()), flush=True)
+        elif role == "forgetful":
+            with SetWorkflowID(args[0]):
+                handle = await DBOS.start_workflow_async(forgetful)
             print(json.dumps(await handle.get_result()), flush=True)
         elif role == "fanout":
             with SetWorkflowID(args[0]):

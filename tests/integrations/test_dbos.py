@@ -13,6 +13,7 @@ import itertools
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -214,3 +215,19 @@ def _most_at_once(ledger: list[list[str]]) -> int:
         running += step
         most = max(most, running)
     return most
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("app_env", ["sqlite"], indirect=True)
+async def test_a_run_forgotten_while_a_call_waits_ends_the_workflow_and_nothing_reruns(
+    app_env: dict[str, str],
+) -> None:
+    process = _start(app_env, "executor-1", "forgetful", "forgetful-1")
+    [request] = await _waiting(app_env)  # ``wipe`` waits, and the run is read again
+    _wait_for(lambda: ("end", "c") in {(k, t) for k, t, *_ in _ledger(app_env)}, "c to run")
+    # The store forgets the run (its ttl passed): nothing says any more that ``c`` ran.
+    with sqlite3.connect(Path(app_env["TW_DIR"]) / "runs.db") as db:
+        db.execute("UPDATE toolwire_runs SET expires_at = 1 WHERE run_id = ?", (request.run_id,))
+    [said] = _result(process)
+    assert said.startswith(f"RunNotFound: run {request.run_id!r} is not in its store")
+    assert _started(app_env) == {"c": 1}  # never run again

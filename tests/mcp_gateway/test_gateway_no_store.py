@@ -165,7 +165,6 @@ async def test_serving_tools_that_may_ask_without_a_store_warns_once_at_start() 
         pytest.param({"policy": POLICY, "store": toolwire.MemoryStore()}, id="the caller's store"),
         pytest.param({"policy": POLICY, "approver": lambda request: None}, id="an approver"),
         pytest.param({"policy": Policy(default="allow")}, id="a policy that never asks"),
-        pytest.param({}, id="no policy"),
     ],
 )
 async def test_no_warning_when_something_can_decide_or_nothing_asks(
@@ -177,6 +176,14 @@ async def test_no_warning_when_something_can_decide_or_nothing_asks(
         warnings.simplefilter("always")
         await _start(**options)
     assert _gateway_warnings(caught) == []
+
+
+async def test_with_no_policy_nothing_asks_and_only_destructive_names_are_warned_of() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        await _start()
+    (warning,) = _gateway_warnings(caught)
+    assert warning.startswith("no policy: every call of delete_file runs as the client makes it")
 
 
 async def test_a_memory_store_url_is_no_shared_store() -> None:

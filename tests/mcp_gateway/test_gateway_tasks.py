@@ -22,6 +22,7 @@ pytest.importorskip("uvicorn")
 import httpx2
 import mcp_types as types
 from auth_support import BOUND, served
+from task_client import EXTENSION, Client, _result, _text
 
 import toolwire
 import toolwire.mcp
@@ -30,8 +31,6 @@ from toolwire.mcp import TaskSettings
 
 pytestmark = pytest.mark.anyio
 
-MODERN = "2026-07-28"
-EXTENSION = "io.modelcontextprotocol/tasks"
 
 paid: list[int] = []
 """Each run of ``pay``: its amount."""
@@ -69,97 +68,6 @@ TOOLS = [pay, slow]
 POLICY = Policy(Rule("ask", "pay"))
 QUICK = TaskSettings(after=0.2, poll=0.05)
 """A slow call becomes a task soon."""
-
-
-# -- a 2026-07-28 client, raw -----------------------------------------------------------------
-
-
-class Client:
-    """A 2026-07-28 client of one gateway: each request carries its version, capabilities and
-    info in its ``_meta`` and the routing headers (as the ``mcp`` SDK's client sends them)."""
-
-    _ids = itertools.count(1)
-
-    def __init__(
-        self, http: httpx2.AsyncClient, url: str, *, tasks: bool = True, elicit: bool = False
-    ) -> None:
-        self.http, self.url = http, url
-        capabilities: dict[str, Any] = {}
-        if tasks:
-            capabilities["extensions"] = {EXTENSION: {}}
-        if elicit:
-            capabilities["elicitation"] = {}
-        self.capabilities = capabilities
-
-    async def request(self, method: str, params: dict[str, Any], name: str) -> dict[str, Any]:
-        """The JSON-RPC answer (``result`` or ``error``) to one request."""
-        number = next(self._ids)
-        meta = {
-            types.PROTOCOL_VERSION_META_KEY: MODERN,
-            types.CLIENT_CAPABILITIES_META_KEY: self.capabilities,
-            types.CLIENT_INFO_META_KEY: {"name": "tasks-test", "version": "1"},
-        }
-        body = {
-            "jsonrpc": "2.0",
-            "id": number,
-            "method": method,
-            "params": {**params, "_meta": meta},
-        }
-        headers = {
-            "accept": "application/json, text/event-stream",
-            "content-type": "application/json",
-            "mcp-protocol-version": MODERN,
-            "mcp-method": method,
-            "mcp-name": name,
-        }
-        answer = await self.http.post(self.url, json=body, headers=headers)
-        for message in _messages(answer):
-            if message.get("id") == number and ("result" in message or "error" in message):
-                return message
-        raise AssertionError(f"no answer to {method}: {answer.status_code} {answer.text!r}")
-
-    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
-        return _result(
-            await self.request("tools/call", {"name": tool, "arguments": arguments}, tool)
-        )
-
-    async def task(self, method: str, task_id: str, **params: Any) -> dict[str, Any]:
-        """The JSON-RPC answer to ``tasks/<method>`` of ``task_id``."""
-        return await self.request(f"tasks/{method}", {"taskId": task_id, **params}, task_id)
-
-    async def get(self, task_id: str) -> dict[str, Any]:
-        return _result(await self.task("get", task_id))
-
-    async def until(self, task_id: str, *statuses: str) -> dict[str, Any]:
-        """``tasks/get`` polled until the task's status is one of ``statuses``."""
-        while True:
-            task = await self.get(task_id)
-            if task["status"] in statuses:
-                return task
-            assert task["status"] in ("working", "input_required"), task
-            await anyio.sleep(0.05)
-
-
-def _messages(answer: Any) -> list[dict[str, Any]]:
-    """The JSON-RPC messages of an answer: a JSON body, or a server-sent-events stream."""
-    if answer.headers.get("content-type", "").startswith("text/event-stream"):
-        lines = answer.text.splitlines()
-        return [json.loads(line[5:]) for line in lines if line.startswith("data:")]
-    if not answer.content:
-        return []
-    found = answer.json()
-    return found if isinstance(found, list) else [found]
-
-
-def _result(message: dict[str, Any]) -> dict[str, Any]:
-    assert "result" in message, message
-    result = message["result"]
-    assert isinstance(result, dict)
-    return result
-
-
-def _text(result: dict[str, Any]) -> str:
-    return "".join(part.get("text", "") for part in result["content"])
 
 
 # -- the stores tasks are kept in ----------------------------------------------------------------
@@ -519,3 +427,190 @@ async def test_a_client_cannot_start_tasks_without_bound(tmp_path: Path) -> None
             for handle in (second, taken):
                 await client.task("cancel", handle["taskId"])
     assert slept.count("started") == 3
+
+
+# -- round four: restarts go through the same path and the same limits as first starts ----------
+
+
+def hidden(request: toolwire.ApprovalRequest) -> dict[str, Any]:
+    """What a waiting call's run keeps of its arguments: none of their values."""
+    return dict.fromkeys(request.arguments, "<hidden>")
+
+
+async def test_a_redacted_task_runs_with_its_own_arguments_once_decided(
+    open_store: Opener,
+) -> None:
+    with anyio.fail_after(BOUND * 2):
+        async with (
+            httpx2.AsyncClient(timeout=BOUND) as http,
+            open_store() as store,
+            gateway(store, redact=hidden) as url,
+        ):
+            client = Client(http, url)
+            task_id = (await client.call("pay", amount=7))["taskId"]
+            waiting = await client.get(task_id)
+            assert waiting["status"] == "working"
+            (request,) = await toolwire.pending(store=store)
+            assert request.arguments == {"amount": "<hidden>"}  # the store keeps no value
+            await toolwire.decide(task_id, "call", toolwire.allow(), store=store)
+            done = await client.until(task_id, "completed", "failed")
+            assert _text(done["result"]) == "paid 7"
+    assert paid == [7]
+
+
+KEY = "k" * 32
+"""The state key gateways of one deployment share."""
+
+
+async def test_a_redacted_task_keeps_no_value_in_clear_and_outlives_its_gateway(
+    tmp_path: Path,
+) -> None:
+    """The run keeps the call's own arguments sealed beside the redacted ones: the store shows
+    none of their values, and another gateway given the same state keys runs the task."""
+    with anyio.fail_after(BOUND * 2):
+        async with sqlite_store(tmp_path) as store, httpx2.AsyncClient(timeout=BOUND) as http:
+            async with gateway(store, redact=hidden, state_keys=[KEY]) as url:
+                task_id = (await Client(http, url).call("pay", amount=734519))["taskId"]
+                kept = await toolwire.ledger.record(store, task_id, "call")
+                assert kept is not None
+                assert kept.request is not None
+                assert "734519" not in json.dumps(kept.request)
+            await toolwire.decide(task_id, "call", toolwire.allow(), store=store)
+            async with gateway(store, redact=hidden, state_keys=[KEY]) as url:
+                done = await Client(http, url).until(task_id, "completed", "failed")
+                assert _text(done["result"]) == "paid 734519"
+    assert paid == [734519]
+
+
+async def test_a_redacted_task_another_gateway_cannot_open_is_answered_not_run(
+    tmp_path: Path,
+) -> None:
+    """A gateway restarted without the keys that sealed a task's arguments answers the task
+    (never runs it with the redacted view, never leaves it working)."""
+    with anyio.fail_after(BOUND * 2):
+        async with sqlite_store(tmp_path) as store, httpx2.AsyncClient(timeout=BOUND) as http:
+            async with gateway(store, redact=hidden) as url:  # a key of its process only
+                task_id = (await Client(http, url).call("pay", amount=5))["taskId"]
+            await toolwire.decide(task_id, "call", toolwire.allow(), store=store)
+            async with gateway(store, redact=hidden, state_keys=[KEY]) as url:
+                client = Client(http, url)
+                done = await client.until(task_id, "completed", "failed")
+                assert done["result"]["isError"] is True
+                assert "sealed" in _text(done["result"])
+                assert "state keys" in _text(done["result"])
+                assert (await client.get(task_id))["result"] == done["result"]
+    assert paid == []
+
+
+class Holding:
+    """The runs of ``hold`` going on now, the most at once, and the gate that ends them."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.started = 0
+        self.peak = 0
+        self.release = anyio.Event()
+
+
+held = Holding()
+
+
+@toolwire.tool
+async def hold(n: int) -> str:
+    """Hold until released."""
+    state = held
+    state.running += 1
+    state.started += 1
+    state.peak = max(state.peak, state.running)
+    try:
+        await state.release.wait()
+    finally:
+        state.running -= 1
+    return f"held {n}"
+
+
+@pytest.mark.parametrize(
+    ("per_principal", "most", "at_once"), [(2, 3, 2), (64, 3, 3)], ids=["per-principal", "most"]
+)
+async def test_decided_tasks_restart_within_the_workers_limits(
+    tmp_path: Path, per_principal: int, most: int, at_once: int
+) -> None:
+    """Ten decided tasks read at once on a worker with limits start no more calls than the
+    limits let it run (a restart is a start); the others start as those end."""
+    global held
+    held = Holding()
+    limited = TaskSettings(after=0.05, poll=0.05, per_principal=per_principal, most=most)
+    policy = Policy(Rule("ask", "hold"))
+    with anyio.fail_after(BOUND * 2):
+        async with sqlite_store(tmp_path) as store, httpx2.AsyncClient(timeout=BOUND) as http:
+            async with served([hold], policy=policy, store=store, tasks=QUICK) as url:
+                client = Client(http, url)
+                ids = [(await client.call("hold", n=n))["taskId"] for n in range(10)]
+            for task_id in ids:
+                await toolwire.decide(task_id, "call", toolwire.allow(), store=store)
+            async with served([hold], policy=policy, store=store, tasks=limited) as url:
+                client = Client(http, url)
+                for task_id in ids:
+                    assert (await client.get(task_id))["status"] == "working"
+                while held.running < at_once:
+                    await anyio.sleep(0.01)
+                for task_id in ids:  # read again: nothing more starts while they run
+                    assert (await client.get(task_id))["status"] == "working"
+                assert (held.started, held.running) == (at_once, at_once)
+                held.release.set()
+                answers = [await client.until(task_id, "completed") for task_id in ids]
+    assert [_text(done["result"]) for done in answers] == [f"held {n}" for n in range(10)]
+    assert (held.started, held.peak) == (10, at_once)
+
+
+async def expired_by_the_store(store: RunStore) -> None:
+    """Until the store's clock is past the one waiting request's deadline."""
+    (request,) = await toolwire.pending(store=store)
+    assert request.expires_at is not None
+    while await toolwire.ledger.store_time(store) < request.expires_at:
+        await anyio.sleep(0.02)
+
+
+@pytest.mark.parametrize("first", ["read", "answered"])
+async def test_an_expired_task_approval_answers_its_task_and_offers_no_form(
+    tmp_path: Path, first: str
+) -> None:
+    with anyio.fail_after(BOUND):
+        async with (
+            sqlite_store(tmp_path) as store,
+            gateway(store, approval_ttl=0.2, approve_by="client") as url,
+            httpx2.AsyncClient(timeout=BOUND) as http,
+        ):
+            client = Client(http, url, elicit=True)
+            task_id = (await client.call("pay", amount=9))["taskId"]
+            asked = await client.get(task_id)
+            assert list(asked["inputRequests"]) == ["toolwire_approval"]
+            await expired_by_the_store(store)
+            if first == "answered":  # too late: taken as no decision
+                late = await client.task(
+                    "update", task_id, inputResponses={"toolwire_approval": APPROVE}
+                )
+                assert _result(late)["resultType"] == "complete"
+            done = await client.until(task_id, "completed")
+            assert "inputRequests" not in done
+            assert done["result"]["isError"] is True
+            assert "expired" in _text(done["result"])
+            assert await toolwire.pending(store=store) == []
+    assert paid == []
+
+
+async def test_an_expired_task_decided_outside_is_answered_too(tmp_path: Path) -> None:
+    with anyio.fail_after(BOUND):
+        async with (
+            sqlite_store(tmp_path) as store,
+            gateway(store, approval_ttl=0.2, approve_by="client") as url,
+            httpx2.AsyncClient(timeout=BOUND) as http,
+        ):
+            client = Client(http, url)  # answers no forms: a human decides, too late
+            task_id = (await client.call("pay", amount=9))["taskId"]
+            await expired_by_the_store(store)
+            with pytest.raises(toolwire.ToolwireError, match="expired"):
+                await toolwire.decide(task_id, "call", toolwire.allow(), store=store)
+            done = await client.until(task_id, "completed")
+            assert "expired" in _text(done["result"])
+    assert paid == []

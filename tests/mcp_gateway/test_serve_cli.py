@@ -1,7 +1,12 @@
-"""`toolwire serve`'s usage errors: one line on stderr, exit status 2, nothing served."""
+"""`toolwire serve`'s usage errors, and a store it cannot reach: one line on stderr, exit
+status 2, nothing served."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -68,3 +73,40 @@ def test_authentication_options_that_cannot_work_are_one_line(
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("toolwire: error: ")
     assert says in line
+
+
+@pytest.fixture
+def refusing_port() -> Iterator[int]:
+    """A loopback port bound by no listener: a connection to it is refused at once."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://ops:hunter2@127.0.0.1:{port}/0",
+        "redis://127.0.0.1:{port}/0?password=hunter2",
+        "postgresql://ops:hunter2@127.0.0.1:{port}/runs",
+        "postgresql://ops@127.0.0.1:{port}/runs?password=hunter2",
+    ],
+)
+@pytest.mark.parametrize("transport", [[], ["--http", "127.0.0.1:0"]], ids=["stdio", "http"])
+def test_a_store_that_cannot_be_reached_is_a_one_line_refusal_to_start(
+    refusing_port: int, url: str, transport: list[str]
+) -> None:
+    store = url.format(port=refusing_port)
+    ran = subprocess.run(
+        [
+            sys.executable, "-m", "toolwire.cli", "serve", str(HERE / "gateway_tools.py"),
+            "--policy", str(HERE / "policy.toml"), "--store", store, *transport,
+        ],
+        capture_output=True, text=True, check=False, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert ran.returncode == 2, ran.stderr
+    (line,) = ran.stderr.splitlines()
+    assert line.startswith("toolwire: error: the gateway does not start: its run store: ")
+    assert f"127.0.0.1:{refusing_port}" in line  # the store is named...
+    assert "hunter2" not in line  # ...without its password
+    assert "serving MCP" not in ran.stderr

@@ -83,3 +83,24 @@ def test_a_task_id_names_its_principal_and_when_it_was_made() -> None:
     assert created_at(f"task-ffffffffffff-{'A' * 22}-{owner}", "alice") is None  # not yet
     for malformed in ("", "task", task_id + "x", task_id.replace("task-", "run-"), 7, None):
         assert created_at(malformed, "alice") is None
+
+
+def test_a_request_past_its_deadline_offers_no_form_nor_question() -> None:
+    request = ApprovalRequest(
+        run_id="task-x",
+        call_id="call",
+        tool=None,
+        exposed_name="pay",
+        arguments={"amount": 5},
+        principal="alice",
+        reason="moves money",
+        requested_at=CREATED,
+        expires_at=CREATED + 60,
+    )
+    waiting = record("pending", request=request.to_dict())
+    before = task_view(waiting, CREATED, now=CREATED + 59)
+    assert before.approval is not None
+    after = task_view(waiting, CREATED, now=CREATED + 60)
+    assert (after.status, after.approval, after.questions) == ("working", None, ())
+    assert after.message is not None
+    assert "expired" in after.message

@@ -441,6 +441,17 @@ def oauth_pair(
             auth.released.set()  # a hanging token endpoint lets go before the servers stop
 
 
+@contextmanager
+def another_protected(auth: AuthServer) -> Iterator[ProtectedServer]:
+    """A second MCP server taking the same authorization server's tokens (any it issued with
+    the scope), on its own port: the server a token kept for the first must never reach."""
+    protected = ProtectedServer(auth)
+    listener = _listening()
+    protected.url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+    with serving(protected, bound=listener):
+        yield protected
+
+
 async def follow_authorization(url: str) -> str:
     """What a person's browser does, approving: open the authorization URL, and return where
     the authorization server sends it back (the redirect is not followed)."""

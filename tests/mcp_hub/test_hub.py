@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -312,6 +313,25 @@ async def test_over_streamable_http_on_loopback(http_server: str) -> None:
             },
         )
     assert outcome.results == [{"role": "tool", "tool_call_id": "c1", "content": "42"}]
+
+
+async def test_a_key_in_a_servers_url_is_in_no_log_record_of_a_hub_without_oauth(
+    http_server: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The HTTP client logs each request's URL at INFO; a hub with no OAuth server logged the
+    # key in the query in clear (the filter came only with the OAuth code).
+    caplog.set_level(logging.INFO)
+    secret = "url-key-0123456789"
+    async with Hub({"web": HttpServer(url=f"{http_server}?api_key={secret}")}) as hub:
+        assert hub.status == {"web": None}
+        outcome = await toolwire.execute_tool_calls(
+            hub, "gemini", gemini_calls(("web__add", {"a": 1, "b": 2}))
+        )
+    assert outcome.calls[0].result.text == "3"
+    assert any(record.name == "httpx2" for record in caplog.records)  # the requests were logged
+    shown = caplog.text + "".join(record.getMessage() for record in caplog.records)
+    assert secret not in shown
+    assert "/mcp?***" in shown
 
 
 async def test_a_server_that_never_starts_does_not_hold_the_hub_up() -> None:

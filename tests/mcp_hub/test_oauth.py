@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import stat
 import time
 from pathlib import Path
@@ -17,8 +18,15 @@ import toolwire
 from toolwire import AuthorizationError, AuthorizationRequired, ConfigurationError
 
 pytest.importorskip("mcp")
-from oauth_servers import AuthServer, ProtectedServer, follow_authorization, oauth_pair
+from oauth_servers import (
+    AuthServer,
+    ProtectedServer,
+    another_protected,
+    follow_authorization,
+    oauth_pair,
+)
 
+from toolwire._scrub import server_key
 from toolwire.mcp import (
     ClientCredentials,
     FileTokenStore,
@@ -30,7 +38,6 @@ from toolwire.mcp import (
     SseServer,
     token_store_for,
 )
-from toolwire.mcp._scrub import server_key
 
 pytestmark = pytest.mark.anyio
 
@@ -418,6 +425,43 @@ async def test_workers_sharing_a_token_store_take_each_others_refreshed_tokens(
             "authorization_code",
             "refresh_token",
         ]
+
+
+def copy_row(path: Path, source: str, target: str) -> None:
+    """The sealed entry kept for ``source`` copied, as it is, under ``target`` (what anyone
+    who can write the database but holds no key can do)."""
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "INSERT OR REPLACE INTO toolwire_oauth (server, entry, updated_at) "
+            "SELECT ?, entry, updated_at FROM toolwire_oauth WHERE server = ?",
+            (target, source),
+        )
+    db.close()
+
+
+async def test_a_token_kept_for_one_server_is_never_sent_to_another_it_was_copied_to(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Both servers take the authorization server's tokens: what stops A's from reaching B is
+    # only that the hub never sends it there.
+    caplog.set_level(logging.INFO)
+    store = SQLiteTokenStore(tmp_path / "runs.db", key=KEY)
+    with oauth_pair() as (auth, a), another_protected(auth) as b:
+        first = HttpServer(url=a.url, auth=OAuth(authorize=follow_authorization, store=store))
+        with anyio.fail_after(30):
+            async with Hub({"a": first}):
+                pass
+            copy_row(tmp_path / "runs.db", server_key(a.url), server_key(b.url))
+            async with Hub({"b": HttpServer(url=b.url, auth=OAuth(store=store))}) as hub:
+                errors = list(hub.authorization_errors.values())
+    assert [seen for seen in b.seen if seen is not None] == []  # no token at all reached B
+    [error] = errors
+    assert isinstance(error, AuthorizationRequired)
+    assert [r["grant_type"] for r in auth.token_requests] == ["authorization_code"]
+    said = [r.getMessage() for r in caplog.records if "was kept for" in r.getMessage()]
+    assert said  # each time the entry is read, it is ignored saying why, naming both servers
+    assert all(server_key(a.url) in line and server_key(b.url) in line for line in said)
+    assert leaks(caplog.text, auth) == []
 
 
 # -- the token stores ---------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import mcp_types as types
 from mcp.client.streamable_http import streamable_http_client
 from oauth_servers import AuthServer, oauth_pair
 
+from toolwire._scrub import server_key
 from toolwire.mcp import (
     FileTokenStore,
     HttpServer,
@@ -36,7 +37,6 @@ from toolwire.mcp import (
     serve,
     token_store_for,
 )
-from toolwire.mcp._scrub import server_key
 
 pytestmark = pytest.mark.anyio
 

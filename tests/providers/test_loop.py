@@ -15,7 +15,7 @@ import pytest
 
 import toolwire
 from docs_support.model import RESULTS_TEXT, serve_model
-from integrations.interactions_server import ScriptedInteractions
+from integrations.interactions_server import RawReply, Request, ScriptedInteractions, serve
 from toolwire import DeferredApproval, LoopResult, Policy, Rule
 from toolwire.store import MemoryStore
 
@@ -114,17 +114,24 @@ async def test_a_call_waiting_for_a_human_pauses_the_loop_and_the_run_resumes(
     policy = Policy(Rule("ask", "get_weather", reason="costs money"))
     listing = toolwire.tools([get_weather], provider, policy=policy)
     send = _client_send(provider, server.base_url)
-    options: dict[str, Any] = {"store": store, "approver": DeferredApproval()}
     paused = await toolwire.loop(
-        send, listing, _first_message(provider, "Weather?"), run_id="trip", **options
+        send,
+        listing,
+        _first_message(provider, "Weather?"),
+        conversation="trip",
+        store=store,
+        approver=DeferredApproval(),
     )
     assert paused.pending is not None
     assert not paused.done
-    assert paused.pending.run_id == "trip-1"
+    run_id = paused.pending.run_id
+    assert run_id.startswith("trip-1-")  # the conversation's first turn, this request's run
+    assert paused.pending.store is store
     [request] = paused.pending.pending
     assert request.reason == "costs money"
-    await toolwire.decide("trip-1", request.call_id, toolwire.allow(), store=store, by="ops")
-    finished = await toolwire.loop(send, listing, paused, run_id="trip", **options)
+    await toolwire.decide(run_id, request.call_id, toolwire.allow(), store=store, by="ops")
+    # Resumed without store=: the run is where the paused turn kept it.
+    finished = await toolwire.loop(send, listing, paused, approver=DeferredApproval())
     assert finished.done
     assert finished is paused  # the same result, carried on
     assert _quoted(finished.text)["city"]
@@ -206,3 +213,138 @@ async def test_the_streamed_loop_yields_events_calls_and_the_end(
     assert kinds[-1] == "done"
     assert "event" in kinds
     assert _quoted(result.text)["forecast"] == "sunny"
+
+
+# -- a conversation's turns each have their own run -------------------------------------------
+
+
+def _mailer(request: Request) -> RawReply:
+    """A Gemini model that, asked anything by the user, emails Ana (as Gemini sends calls: no
+    id), and says so once the answer is in."""
+    last = (request.body.get("contents") or [{}])[-1]
+    asked = last.get("role") == "user" and any("text" in part for part in last.get("parts", []))
+    parts: list[dict[str, Any]] = (
+        [{"functionCall": {"name": "send_email", "args": {"to": "ana@example.com"}}}]
+        if asked
+        else [{"text": "Sent."}]
+    )
+    body = {
+        "candidates": [
+            {"content": {"role": "model", "parts": parts}, "index": 0, "finishReason": "STOP"}
+        ],
+        "modelVersion": "gemini-scripted",
+    }
+    return RawReply([json.dumps(body).encode()])
+
+
+@pytest.fixture(scope="module")
+def mailer() -> Iterator[ScriptedInteractions]:
+    yield from serve(_mailer)
+
+
+def _outbox() -> tuple[list[str], toolwire.Tool]:
+    sent: list[str] = []
+
+    @toolwire.tool
+    def send_email(to: str) -> str:
+        """Email ``to``."""
+        sent.append(to)
+        return f"sent to {to}"
+
+    return sent, send_email
+
+
+def _gemini(server: ScriptedInteractions) -> Any:
+    client = genai.Client(api_key="test-key", http_options={"base_url": server.base_url})
+    return functools.partial(client.aio.models.generate_content, model="gemini-test")
+
+
+def _next_message(result: LoopResult, text: str) -> list[Any]:
+    """The conversation so far, the model's last answer, and the user's next message."""
+    return [*result.conversation, result.response.candidates[0].content, *_user(text)]
+
+
+def _user(text: str) -> list[Any]:
+    return _first_message("gemini", text)
+
+
+@pytest.mark.parametrize("naming", ["run_id", "conversation"])
+async def test_a_repeated_call_for_the_next_user_message_runs_again(
+    mailer: ScriptedInteractions, naming: str
+) -> None:
+    sent, send_email = _outbox()
+    listing = toolwire.tools([send_email], "gemini")
+    send, store = _gemini(mailer), MemoryStore()
+    named = {naming: "chat-42"}  # the chat's id, the same for every message of it
+    first = await toolwire.loop(send, listing, _user("Email Ana."), store=store, **named)
+    assert (first.done, sent) == (True, ["ana@example.com"])
+    second = await toolwire.loop(
+        send, listing, _next_message(first, "Again, please."), store=store, **named
+    )
+    assert second.done
+    [call] = second.outcomes[0].calls
+    assert (call.ran, call.from_store) == (True, False)
+    assert sent == ["ana@example.com", "ana@example.com"]  # the model was told the truth
+    assert second.outcomes[0].run_id != first.outcomes[0].run_id
+    assert str(second.outcomes[0].run_id).startswith("chat-42-1-")
+
+
+async def test_the_same_request_again_is_answered_from_its_run(
+    mailer: ScriptedInteractions,
+) -> None:
+    sent, send_email = _outbox()
+    listing = toolwire.tools([send_email], "gemini")
+    send, store = _gemini(mailer), MemoryStore()
+    first = await toolwire.loop(send, listing, _user("Email Ana."), conversation="c", store=store)
+    # The same loop again (a retry after a crash): the same requests, the same runs.
+    retried = await toolwire.loop(send, listing, _user("Email Ana."), conversation="c", store=store)
+    [call] = retried.outcomes[0].calls
+    assert (call.ran, call.from_store) == (False, True)
+    assert retried.outcomes[0].run_id == first.outcomes[0].run_id
+    assert sent == ["ana@example.com"]
+    # Another conversation with the same words is another run.
+    await toolwire.loop(send, listing, _user("Email Ana."), conversation="other", store=store)
+    assert sent == ["ana@example.com", "ana@example.com"]
+
+
+async def test_a_run_id_named_for_another_turn_is_refused_naming_the_run(
+    mailer: ScriptedInteractions,
+) -> None:
+    sent, send_email = _outbox()
+    listing = toolwire.tools([send_email], "gemini")
+    send, store = _gemini(mailer), MemoryStore()
+
+    def by_number(turn: int) -> str:
+        return f"mine-{turn}"  # the n-th turn of every message: one run
+
+    first = await toolwire.loop(send, listing, _user("Email Ana."), run_id=by_number, store=store)
+    with pytest.raises(toolwire.RunBindingConflict, match="run 'mine-1' was started for another"):
+        await toolwire.loop(
+            send, listing, _next_message(first, "Again."), run_id=by_number, store=store
+        )
+    assert sent == ["ana@example.com"]
+
+
+async def test_a_paused_conversation_resumes_its_own_turn_in_its_own_store(
+    mailer: ScriptedInteractions, tmp_path: Any
+) -> None:
+    sent, send_email = _outbox()
+    policy = Policy(Rule("ask", "send_email", reason="leaves the company"))
+    listing = toolwire.tools([send_email], "gemini", policy=policy)
+    send, store = _gemini(mailer), toolwire.SQLiteStore(tmp_path / "runs.db")
+    paused = await toolwire.loop(
+        send,
+        listing,
+        _user("Email Ana."),
+        conversation="c",
+        store=store,
+        approver=DeferredApproval(),
+    )
+    assert paused.pending is not None
+    assert paused.pending.store is store
+    [request] = paused.pending.pending
+    await toolwire.decide(request.run_id, request.call_id, toolwire.allow(), store=store)
+    finished = await toolwire.loop(send, listing, paused, approver=DeferredApproval())
+    # Without store=: decided in the run's store, so it runs (in the default store it would
+    # wait again, undecided).
+    assert (finished.done, sent) == (True, ["ana@example.com"])

@@ -81,3 +81,46 @@ def test_a_url_not_to_create_opens_only_a_sqlite_file_that_is_there(tmp_path: Pa
 def test_a_url_not_to_create_refuses_a_memory_store_as_it_is_always_new() -> None:
     with pytest.raises(ConfigurationError, match="new, empty store"):
         from_url("memory://", create=False)
+
+
+@pytest.mark.parametrize(
+    ("given", "path"),
+    [("sqlite:///runs.db", "runs.db"), ("SQLITE:////srv/runs.db", "/srv/runs.db")],
+)
+@pytest.mark.parametrize("create", [True, False])
+def test_a_url_given_to_sqlite_store_as_its_path_is_refused_naming_from_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str, path: str, create: bool
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigurationError, match="not a URL") as refused:
+        SQLiteStore(given, create=create)
+    assert f"SQLiteStore({path!r})" in str(refused.value)
+    assert "toolwire.store.from_url" in str(refused.value)
+    assert list(tmp_path.rglob("*")) == []  # nothing made, not even a folder named sqlite:
+
+
+@pytest.mark.parametrize("given", ["redis://127.0.0.1/0", "file:runs.db", Path("sqlite:/x.db")])
+def test_a_url_of_any_kind_given_as_a_sqlite_path_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str | Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigurationError, match=r"not a URL.*from_url"):
+        SQLiteStore(given)
+    assert list(tmp_path.rglob("*")) == []
+
+
+@pytest.mark.parametrize("create", [True, False])
+def test_a_url_query_in_a_sqlite_path_is_refused_not_kept_in_the_file_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, create: bool
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigurationError, match="followed by a URL query") as refused:
+        SQLiteStore("runs.db?ttl=60", create=create)
+    assert "SQLiteStore('runs.db', ttl=...)" in str(refused.value)
+    assert "sqlite:///runs.db?ttl=..." in str(refused.value)
+    assert list(tmp_path.iterdir()) == []
+    # the URL names the same file with its ttl kept
+    store = from_url("sqlite:///runs.db?ttl=60")
+    assert isinstance(store, SQLiteStore)
+    assert (store.path, store.ttl) == (Path("runs.db"), 60.0)
+    store.close()

@@ -73,6 +73,36 @@ TOOLS = ToolSet([DELETE])
 ASK = Policy(Rule("ask", "delete_customer", reason="deleting needs a human"))
 
 
+def read_customer(customer: int) -> str:
+    RAN[f"read {customer}"] += 1
+    return f"customer {customer}"
+
+
+READ_AND_DELETE = ToolSet(
+    [
+        Tool(
+            name="read_customer",
+            description="Reads a customer.",
+            input_schema=DELETE.input_schema,
+            handler=read_customer,
+        ),
+        DELETE,
+    ]
+)
+
+
+def _turn(*calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+    """An Anthropic response making ``calls`` (id, tool, arguments)."""
+    return {
+        "role": "assistant",
+        "stop_reason": "tool_use",
+        "content": [
+            {"type": "tool_use", "id": call_id, "name": name, "input": arguments}
+            for call_id, name, arguments in calls
+        ],
+    }
+
+
 def asking(store: RunStore, **options: Any) -> Executor:
     return Executor(TOOLS, policy=ASK, approver=DeferredApproval(), store=store, **options)
 
@@ -296,6 +326,89 @@ async def test_a_run_id_reused_for_another_model_response_is_refused(store: RunS
     with pytest.raises(RunBindingConflict, match="another model response"):
         await executor.run(delete(4, call_id="c2"), run_id="r")
     assert RAN == {"delete 3": 1}
+
+
+async def test_a_run_id_given_to_another_turn_of_its_conversation_is_refused(
+    store: RunStore,
+) -> None:
+    executor = Executor(TOOLS, store=store)
+    await executor.run(delete(3), run_id="r", place="conversation 7, message 1")
+    # The same call again (a model repeating itself), for the next user message.
+    with pytest.raises(RunBindingConflict, match="'r' was started for another turn"):
+        await executor.run(delete(3), run_id="r", place="conversation 7, message 2")
+    with pytest.raises(RunBindingConflict, match="another turn"):
+        await executor.run(delete(3), run_id="r")  # a turn that names no place is another
+    assert RAN == {"delete 3": 1}
+    [again] = await executor.run(delete(3), run_id="r", place="conversation 7, message 1")
+    assert (again.from_store, RAN) == (True, {"delete 3": 1})  # the same turn: its answer
+
+
+async def test_a_paused_turn_names_its_store_and_a_resume_without_one_uses_it(
+    store: RunStore,
+) -> None:
+    listing = toolwire.tools(READ_AND_DELETE, "anthropic")
+    response = _turn(
+        ("c0", "read_customer", {"customer": 8}), ("c1", "delete_customer", {"customer": 8})
+    )
+    options: dict[str, Any] = {"policy": ASK, "approver": DeferredApproval()}
+    with pytest.raises(ApprovalPending) as paused:
+        await toolwire.execute_tool_calls(
+            listing, response, run_id="r", store=store, principal="alice", **options
+        )
+    assert paused.value.store is store
+    await toolwire.decide("r", "c1", allow(), store=store)
+    # Without store=: the run is where the paused turn kept it, not in the default store.
+    outcome = await toolwire.execute_tool_calls(
+        listing, response, run_id="r", principal="alice", **options
+    )
+    assert [call.from_store for call in outcome.calls] == [True, False]
+    assert RAN == {"read 8": 1, "delete 8": 1}
+    again = await toolwire.execute_tool_calls(
+        listing, response, resume=paused.value, principal="alice", **options
+    )
+    assert [call.from_store for call in again.calls] == [True, True]
+    assert RAN == {"read 8": 1, "delete 8": 1}
+
+
+async def test_a_resume_of_a_run_its_store_does_not_keep_is_refused_and_runs_nothing(
+    store: RunStore,
+) -> None:
+    listing = toolwire.tools(READ_AND_DELETE, "anthropic")
+    response = _turn(
+        ("c0", "read_customer", {"customer": 8}), ("c1", "delete_customer", {"customer": 8})
+    )
+    options: dict[str, Any] = {"policy": ASK, "approver": DeferredApproval()}
+    with pytest.raises(ApprovalPending) as paused:
+        await toolwire.execute_tool_calls(listing, response, store=MemoryStore(), **options)
+    assert RAN == {"read 8": 1}
+    # Resumed where the run is not (its store forgot it, or another one is given): the read
+    # that ran is not run again, and nothing else runs.
+    with pytest.raises(toolwire.RunNotFound, match=repr(paused.value.run_id)):
+        await toolwire.execute_tool_calls(
+            listing, response, resume=paused.value, store=store, **options
+        )
+    executor = asking(store)
+    with pytest.raises(toolwire.RunNotFound):
+        await executor.run(delete(8), run_id=paused.value.run_id, resume=True)
+    assert RAN == {"read 8": 1}
+    assert await store.records(paused.value.run_id) == []
+
+
+@pytest.mark.parametrize("approval_ttl", [3600.0, 61.0])
+def test_a_store_that_forgets_runs_before_their_requests_expire_is_refused(
+    tmp_path: Any, approval_ttl: float
+) -> None:
+    short = toolwire.SQLiteStore(tmp_path / "runs.db", ttl=60)
+    with pytest.raises(toolwire.ConfigurationError, match="less than approval_ttl"):
+        Executor(TOOLS, store=short, approval_ttl=approval_ttl)
+    with pytest.raises(toolwire.ConfigurationError, match="less than approval_ttl"):
+        Executor(TOOLS, store=MemoryStore(ttl=60), approval_ttl=approval_ttl)
+    executor = Executor(TOOLS, store=short, approval_ttl=60)  # as long as the run: kept
+    with pytest.raises(toolwire.ConfigurationError, match="less than approval_ttl"):
+        executor.approval_ttl = approval_ttl
+    assert executor.approval_ttl == 60
+    Executor(TOOLS, store=short)  # requests that never expire: the store's ttl is the bound
+    Executor(TOOLS, store=toolwire.SQLiteStore(tmp_path / "kept.db", ttl=None), approval_ttl=1e9)
 
 
 # -- leases, not guesses ---------------------------------------------------------------------------

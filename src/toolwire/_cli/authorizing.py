@@ -15,8 +15,8 @@ __all__ = ["run_login", "run_logout"]
 
 
 async def run_login(args: argparse.Namespace) -> int:
-    from toolwire.mcp._login import login
-    from toolwire.mcp._scrub import shown_url
+    from toolwire._scrub import shown_url
+    from toolwire.mcp import login  # the package's names say which extra is missing
 
     label, spec = _server(args.server, args.config)
     if args.scope:
@@ -46,7 +46,7 @@ async def run_login(args: argparse.Namespace) -> int:
 
 
 async def run_logout(args: argparse.Namespace) -> int:
-    from toolwire.mcp._login import logout
+    from toolwire.mcp import logout  # the package's names say which extra is missing
 
     label, spec = _server(args.server, args.config)
     await logout(spec, token_store=_token_store(args.store))

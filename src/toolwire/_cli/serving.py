@@ -109,6 +109,7 @@ async def run_inbox(args: argparse.Namespace) -> int:
 
     store = store_at(args.store, create=True)  # the console may open before the first run
     try:
+        _check_shared(store)
         await serve(
             store,
             host=args.host,
@@ -119,6 +120,23 @@ async def run_inbox(args: argparse.Namespace) -> int:
     finally:
         await close_store(store)
     return 0
+
+
+def _check_shared(store: Any) -> None:
+    """Refuse a store of the console's own process: nothing another process runs could ever
+    wait in it, so the console would stay empty.
+
+    Raises:
+        ConfigurationError: saying so.
+    """
+    from toolwire.store._reach import in_process
+
+    if in_process(store):
+        raise ConfigurationError(
+            "--store: a store in the console's own memory (memory://, sqlite:///:memory:) "
+            "holds no run of any other process, so nothing would ever wait in it: give the "
+            "store the runs are kept in (sqlite:///runs.db, redis://..., postgresql://...)"
+        )
 
 
 async def run_demo(args: argparse.Namespace) -> int:

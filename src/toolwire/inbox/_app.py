@@ -22,6 +22,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from toolwire import _jsonfile, ledger
+from toolwire._json import NotJson, load_json
 from toolwire._jsonfile import RepeatedKey
 from toolwire._run import Keep, update
 from toolwire.approval import ApprovalRequest, Decision, allow, deny, halt
@@ -244,10 +245,12 @@ def _int(params: Mapping[str, str], name: str, default: int, low: int, high: int
 
 def _principal(text: str) -> Any:
     """A principal in a query: JSON, or else the text itself (as the CLI reads it)."""
+    principal = load_json(text)
+    if isinstance(principal, NotJson):
+        return text
     try:
-        principal = json.loads(text)
         ledger.principal_key(principal)  # NaN or infinities are no principal anyone has
-    except (ValueError, RecursionError, ConfigurationError):
+    except (RecursionError, ConfigurationError):  # RecursionError: nested past the stack
         return text
     return principal
 
@@ -312,18 +315,26 @@ def _token(place: QueuePlace) -> str:
 
 
 def _place(token: str) -> QueuePlace:
+    """The place a token of ``_token`` names; any other text (a forged token: not base64,
+    not JSON, nested past the stack, a number no time is) is a 400 naming ``after``."""
+    refused = Problem(400, "bad_query", "after is a token the console gave")
     try:
-        since, run_id, call_id = json.loads(base64.urlsafe_b64decode(token.encode("ascii")))
-    except (ValueError, TypeError, UnicodeError):
-        raise Problem(400, "bad_query", "after is a token the console gave") from None
-    if (
-        since.__class__ not in (int, float)
-        or not math.isfinite(since)
-        or not ledger.valid_id(run_id)
-        or not ledger.valid_id(call_id)
-    ):
-        raise Problem(400, "bad_query", "after is a token the console gave")
-    return QueuePlace(float(since), run_id, call_id)
+        raw = base64.urlsafe_b64decode(token.encode("ascii"))
+    except (ValueError, UnicodeError):  # binascii.Error is a ValueError
+        raise refused from None
+    found = load_json(raw)  # never raises: a NotJson is no list
+    if found.__class__ is not list or len(found) != 3:
+        raise refused
+    since, run_id, call_id = found
+    if since.__class__ not in (int, float) or not ledger.valid_id(run_id):
+        raise refused
+    try:
+        at = float(since)  # an integer past a float's range is no time
+    except OverflowError:
+        raise refused from None
+    if not math.isfinite(at) or not ledger.valid_id(call_id):
+        raise refused
+    return QueuePlace(at, run_id, call_id)
 
 
 def _request_json(request: ApprovalRequest, now: float) -> dict[str, Any]:

@@ -17,8 +17,9 @@ import anyio.abc
 
 from toolwire import ledger
 from toolwire._net import is_loopback
-from toolwire.errors import ConfigurationError, MissingDependency
+from toolwire.errors import ConfigurationError, MissingDependency, StoreUnavailable
 from toolwire.store import RunStore
+from toolwire.store._reach import check_reachable
 
 __all__ = ["COOKIE", "Served", "TokenGate", "is_loopback", "load_authorize", "serve"]
 
@@ -142,6 +143,7 @@ async def serve(
     Raises:
         ConfigurationError: a non-loopback ``host`` without ``authorize``.
         MissingDependency: uvicorn or Starlette is not installed (extra ``toolwire[inbox]``).
+        StoreUnavailable: ``store`` cannot be reached (checked before listening).
     """
     from toolwire.inbox import app
 
@@ -153,6 +155,10 @@ async def serve(
         raise ConfigurationError(
             f"the inbox serves {host!r} (not loopback) only with --authorize module:function"
         )
+    try:  # a console of a store it cannot reach would answer every page 503: refused now
+        await check_reachable(store)
+    except StoreUnavailable as exc:
+        raise StoreUnavailable(f"the inbox does not start: its run store: {exc}") from None
     token = secrets.token_urlsafe(32)
     gate: TokenGate | None = None
     served: Any

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -71,11 +72,15 @@ class DurableTools:
             one: a run outlives the process that started it. Without an approver, it is
             given a [`DeferredApproval`][toolwire.DeferredApproval]: a call the policy asks
             about waits for a decision taken anywhere.
-        name: names this set's DBOS steps and workflow (``{name}.plan``, ``{name}.call``).
-        queue: the name of a DBOS queue (``DBOS.register_queue(name, global_concurrency=...)``)
-            to spread the calls over: each call is a workflow on it, run by whichever worker
-            process takes it, within the queue's concurrency limits. None: each call is a step
-            of the workflow, in its process.
+        name: names this set's DBOS steps and workflow (``{name}.plan``, ``{name}.call``),
+            and the toolset its tickets belong to: a ticket runs only in the set that planned
+            it. Each set of a process has a name of its own (a second one of the same name is
+            a ``ConfigurationError``: DBOS would run one's queued calls with the other's
+            tools).
+        queue: the name of a DBOS queue (``DBOS.register_queue(name, global_concurrency=...)``
+            after ``DBOS.launch()``) to spread the calls over: each call is a workflow on it,
+            run by whichever worker process takes it, within the queue's concurrency limits.
+            None: each call is a step of the workflow, in its process.
         deps: what the tools of calls taken from the queue in this process are given as
             ``CallContext.deps`` (a turn's own ``deps`` stay in its process).
         recheck: seconds a workflow waits for a decision's message before reading the run
@@ -100,6 +105,17 @@ class DurableTools:
             )
         if not recheck > 0:
             raise ConfigurationError("recheck must be a positive number of seconds")
+        if not isinstance(name, str) or not name:
+            raise ConfigurationError(f"a DurableTools name is a non-empty string, not {name!r}")
+        with _names_lock:
+            taken = _NAMED.get(name)
+            if taken is not None:
+                raise ConfigurationError(
+                    f"a DurableTools named {name!r} already exists in this process: DBOS keeps "
+                    f"one {name}.call workflow, so the two would run each other's calls; give "
+                    "each its own name"
+                )
+            _NAMED[name] = self
         if executor.approver is None:  # a call the policy asks about waits for a decision
             executor.approver = DeferredApproval()
         self.executor = executor
@@ -111,8 +127,12 @@ class DurableTools:
         async def run_queued(ticket: dict[str, Any]) -> dict[str, Any]:
             return await self._run_queued(ticket)
 
-        # (DBOS registers functions, not bound methods)
-        self._queued_call = DBOS.workflow(name=f"{name}.call")(run_queued)
+        try:  # (DBOS registers functions, not bound methods)
+            self._queued_call = DBOS.workflow(name=f"{name}.call")(run_queued)
+        except BaseException:
+            with _names_lock:
+                _NAMED.pop(name, None)
+            raise
 
     async def execute_tool_calls(
         self,
@@ -123,6 +143,7 @@ class DurableTools:
         taint: Sequence[str] = (),
         run_id: str | None = None,
         deps: Any = None,
+        place: str | None = None,
         **answer_options: Any,
     ) -> Outcome:
         """[`toolwire.execute_tool_calls`][] inside a DBOS workflow: the turn's calls planned
@@ -138,11 +159,18 @@ class DurableTools:
             run_id: the run the turn's calls are kept in; by default one made for the turn
                 and checkpointed, so a replay keeps it.
             deps: the application's dependencies, for the calls run in this process.
+            place: the turn's place in its conversation, kept in its run's binding (see
+                ``Executor.run``): with a ``run_id`` of your own, the run answers no other
+                turn.
             answer_options: the provider's answer options.
 
         Raises:
             ConfigurationError: not called inside a DBOS workflow, or the listing's policy is
-                not the executor's.
+                not the executor's, or a planned call's arguments cannot be bound into its
+                ticket (a before-call hook made them other than JSON).
+            RunBindingConflict: ``run_id`` was started for another principal, calls or place.
+            RunNotFound: the run was forgotten by its store while a call waited (nothing of
+                it runs again).
             StoreUnavailable: the run store failed (the answers are in its ``outcomes``).
         """
         workflow_id = DBOS.workflow_id
@@ -170,6 +198,7 @@ class DurableTools:
             run_id = await DBOS.run_step_async({"name": f"{self.name}.run_id"}, _new_run_id)
         topic = f"toolwire:{run_id}"
         wake = {"engine": ENGINE, "workflow": workflow_id, "topic": topic}
+        turn = {"place": place, "resume": False}
         while True:
             plan = await DBOS.run_step_async(
                 {"name": f"{self.name}.plan"},
@@ -180,6 +209,7 @@ class DurableTools:
                 tuple(taint),
                 deps,
                 wake,
+                dict(turn),
             )
             answers = dict(plan["answers"])  # (index, answer) pairs
             for ticket, answer in zip(
@@ -190,6 +220,7 @@ class DurableTools:
                 break
             # The others are answered and kept; block until a decision's message (or recheck).
             await DBOS.recv_async(topic, timeout_seconds=self.recheck)
+            turn["resume"] = True  # planned again: the run must still say what ran
         outcomes = [_outcome_of(items[index], answers[index]) for index in range(len(items))]
         errors = [answer["store_error"] for answer in answers.values() if answer.get("store_error")]
         if errors:
@@ -216,14 +247,23 @@ class DurableTools:
         taint: tuple[str, ...],
         deps: Any,
         wake: Mapping[str, Any],
+        again: Mapping[str, Any],
     ) -> dict[str, Any]:
         """The turn planned and what it decided kept: the answers given without running, a
-        ticket per call to run, and whether some call waits (JSON values: DBOS keeps them)."""
+        ticket per call to run, and whether some call waits (JSON values: DBOS keeps them).
+        ``again``: the turn's place, and whether it resumes its run (planned after a wait)."""
         executor = self.executor
         turn = await executor.plan_turn(
-            items, run_id=run_id, principal=principal, taint=taint, deps=deps, wake=wake
+            items,
+            run_id=run_id,
+            principal=principal,
+            taint=taint,
+            deps=deps,
+            wake=wake,
+            place=again.get("place"),
+            resume=bool(again.get("resume")),
         )
-        await executor.keep_planned(turn)
+        await executor.keep_planned(turn, toolset=self.name)
         waiting = {index for index, _ in turn.waiting}
         answers = [
             [index, _answer_json(outcome)]
@@ -231,7 +271,7 @@ class DurableTools:
             if outcome is not None and index not in waiting
         ]
         tickets = [
-            {"index": planned.index, **executor.ticket(turn, planned).to_dict()}
+            {"index": planned.index, **executor.ticket(turn, planned, toolset=self.name).to_dict()}
             for planned in turn.planned
         ]
         return {"answers": answers, "tickets": tickets, "waiting": bool(waiting)}
@@ -254,7 +294,7 @@ class DurableTools:
         queue = await DBOS.retrieve_queue_async(self.queue)
         if queue is None:
             raise ConfigurationError(
-                f"no DBOS queue named {self.queue!r}: register it first "
+                f"no DBOS queue named {self.queue!r}: register it after DBOS.launch() "
                 f"(DBOS.register_queue({self.queue!r}, global_concurrency=...))"
             )
         handle = await queue.enqueue_async(self._queued_call, body)
@@ -270,7 +310,9 @@ class DurableTools:
         """Claim, run and store the call, in this process (the ledger's claim keeps it to
         one run, whoever runs the step)."""
         try:
-            outcome = await self.executor.run_ticket(CallTicket.from_dict(ticket), deps=deps)
+            outcome = await self.executor.run_ticket(
+                CallTicket.from_dict(ticket), deps=deps, toolset=self.name
+            )
         except StoreUnavailable as exc:
             if not exc.outcomes or len(exc.outcomes) != 1:
                 raise
@@ -288,6 +330,10 @@ def use_system_database(url: str | None) -> None:
 
 
 _system_database: str | None = None
+
+_NAMED: dict[str, DurableTools] = {}
+"""The sets made in this process, by name (DBOS keeps one workflow per name)."""
+_names_lock = threading.Lock()
 
 
 async def _wake(target: Mapping[str, Any], run_id: str, call_id: str) -> None:

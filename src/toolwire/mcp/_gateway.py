@@ -49,7 +49,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import json
 import logging
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -59,6 +58,7 @@ from typing import Any, Literal, cast
 import anyio
 
 from toolwire import ledger
+from toolwire._json import load_json
 from toolwire._text import visible
 from toolwire.approval import (
     ApprovalPending,
@@ -68,7 +68,12 @@ from toolwire.approval import (
     DeferredApproval,
 )
 from toolwire.calls import ToolResult, canonical_json
-from toolwire.errors import ConfigurationError, MissingDependency, ToolwireError
+from toolwire.errors import (
+    ConfigurationError,
+    MissingDependency,
+    StoreUnavailable,
+    ToolwireError,
+)
 from toolwire.executor import Executor, make_call
 from toolwire.mcp._auth import Authentication, request_principal
 from toolwire.mcp._bridge import Bridges, bridged_state
@@ -97,8 +102,10 @@ from toolwire.mcp._tasks import (
     new_task_id,
     task_relay,
 )
-from toolwire.policy import Policy
+from toolwire.policy import Policy, warn_unmatched_rules
+from toolwire.sources import named_tools
 from toolwire.store import MemoryStore, RunStore
+from toolwire.store._reach import in_process
 from toolwire.toolset import ToolSet
 
 try:
@@ -169,7 +176,8 @@ class Gateway:
     Args:
         toolset: the tools to serve (only function tools are listed).
         policy: which calls may run; every call may when None. A tool it denies outright
-            for ``principal`` is not served (neither listed nor callable).
+            for ``principal`` is not served (neither listed nor callable). A rule that matches
+            none of the tools warns (``ToolwireWarning``, see ``warn_unmatched_rules``).
         store: the run ledger deferred approvals wait in; a bounded in-memory store by
             default (then only this process can decide them, and a waiting call's answer
             does not point the client at ``toolwire decide``).
@@ -268,6 +276,8 @@ class Gateway:
         self._policy = policy
         self._options = {"policy": policy, "timeout": timeout, **executor_options}
         self._use(ToolSet.of(toolset))
+        if policy is not None:  # a rule written for these tools that names none of them says so
+            warn_unmatched_rules(policy, named_tools(self._source, self._hub), "gateway")
         self._calls: set[anyio.CancelScope] = set()
         self._bus = InMemorySubscriptionBus()
         self._tasks = (
@@ -278,6 +288,7 @@ class Gateway:
                 answer=mcp_result,
                 decide=self._decide_by_form,
                 resume=self._resumed,
+                keys=self._state_keys,
             )
             if tasks is not None
             else None
@@ -493,6 +504,8 @@ class Gateway:
             self._calls.add(call)
             try:
                 return await self._call(ctx, params, arguments, served, principal)
+            except StoreUnavailable as exc:  # its run's store failed: said, never a traceback
+                return error_result(f"The call could not run: {exc}")
             finally:
                 self._calls.discard(call)
         return error_result(  # ended by end_calls: the gateway stops
@@ -736,10 +749,7 @@ class Gateway:
         (``approve_by="ledger"``) takes no form's answer, whatever the request carries."""
         if not self.elicit or params.request_state is None or not params.input_responses:
             return False
-        try:
-            state = json.loads(params.request_state)
-        except ValueError:
-            return False
+        state = load_json(params.request_state)
         if state != {"run": run_id, "call": _CALL_ID}:
             return False  # another call's state, or an older generation's
         answer = params.input_responses.get(_INPUT_KEY)
@@ -882,17 +892,6 @@ def _check_one_server(toolset: ToolSet, hub: Hub | None) -> None:
             f"own names serve the tools of one server, and this source has several ({shown}): "
             "their tools could share a name"
         )
-
-
-def in_process(store: RunStore) -> bool:
-    """Whether ``store`` lives in this process's memory, out of reach of every other process
-    (``toolwire decide``, the inbox): a [`MemoryStore`][toolwire.store.MemoryStore], or a
-    SQLite database named ``:memory:`` (``sqlite:///:memory:``)."""
-    if isinstance(store, MemoryStore):
-        return True
-    from toolwire.store import SQLiteStore
-
-    return isinstance(store, SQLiteStore) and str(store.path) == ":memory:"
 
 
 def run_base(name: str, arguments: Mapping[str, Any], *, principal: Any = None) -> str:

@@ -20,12 +20,12 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
+from toolwire._scrub import is_loopback, server_key, shown_url
 from toolwire._values import describe_exception
 from toolwire.errors import AuthorizationError, ConfigurationError
 from toolwire.mcp._oauth import http_auth
-from toolwire.mcp._scrub import is_loopback, server_key, shown_url
 from toolwire.mcp._specs import ClientCredentials, HttpServer, OAuth, SseServer
-from toolwire.mcp._tokens import TokenStore, default_token_store
+from toolwire.mcp._tokens import TokenStore, bound_entry, default_token_store
 
 __all__ = ["login", "logout"]
 
@@ -120,8 +120,8 @@ async def logout(
 async def _kept_redirect(store: TokenStore, url: str) -> str | None:
     """The loopback redirect URI the client was registered with last time, if any: listened
     on again, the registration stays good."""
-    entry = await store.read(server_key(url))
-    client = entry.get("client") if isinstance(entry, dict) else None
+    entry = await bound_entry(store, server_key(url))
+    client = entry.get("client")
     uris = client.get("redirect_uris") if isinstance(client, dict) else None
     if isinstance(uris, list) and uris and isinstance(uris[0], str):
         parts = urlsplit(uris[0])

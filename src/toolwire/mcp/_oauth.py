@@ -11,12 +11,12 @@ token requests, refresh). Around it, here:
   through the authorization says so (``AuthorizationRequired``) instead of registering and
   stalling;
 - whatever fails becomes an ``AuthorizationError`` whose message holds no token, secret or
-  code (``_scrub`` cleans the SDK's own log records of them too).
+  code (the core's scrubbing filter cleans the SDK's and the HTTP client's log records of them
+  too; the SDK's own flow errors, which toolwire raises itself, show only at DEBUG).
 """
 
 from __future__ import annotations
 
-import json
 import re
 import socket
 import time
@@ -47,6 +47,8 @@ from mcp.shared.auth import (
 )
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 
+from toolwire._json import load_json
+from toolwire._scrub import KNOWN, is_loopback, quiet_logs, scrub, server_key, shown_url
 from toolwire._values import describe_exception
 from toolwire.errors import (
     AuthorizationError,
@@ -54,9 +56,8 @@ from toolwire.errors import (
     ConfigurationError,
     ToolwireWarning,
 )
-from toolwire.mcp._scrub import KNOWN, is_loopback, scrub, server_key, shown_url
 from toolwire.mcp._specs import Authorizer, ClientCredentials, OAuth
-from toolwire.mcp._tokens import TokenStore, default_token_store
+from toolwire.mcp._tokens import TokenStore, bound_entry, default_token_store
 
 __all__ = ["callback_result", "free_loopback_uri", "http_auth", "warn_unpinned"]
 
@@ -70,12 +71,21 @@ _EARLY = 30.0
 """Seconds before its stated expiry a stored access token is refreshed."""
 
 
+# The SDK's auth flow logs what toolwire raises itself as an ``AuthorizationError``.
+quiet_logs(
+    "mcp.client.auth.oauth2",
+    "mcp.client.auth.extensions.client_credentials",
+    "mcp.client.auth.extensions.identity_assertion",
+)
+
+
 # -- the tokens of one server, in its store ------------------------------------------------------
 
 
 class _Storage:
     """The SDK's ``TokenStorage`` over a [`TokenStore`][toolwire.mcp.TokenStore] entry: tokens
-    come back only for the grant and client that got them, with their expiry."""
+    come back only for the server, the grant and the client that got them, with their
+    expiry (an entry kept for another server is not read: see ``bound_entry``)."""
 
     def __init__(
         self,
@@ -97,8 +107,7 @@ class _Storage:
 
     async def entry(self) -> dict[str, Any]:
         if self._entry is None:
-            loaded = await self.store.read(self.key)
-            self._entry = dict(loaded) if isinstance(loaded, dict) else {}
+            self._entry = await bound_entry(self.store, self.key)
         return self._entry
 
     async def get_tokens(self) -> OAuthToken | None:
@@ -483,9 +492,10 @@ class _Guarded(OAuthClientProvider):
         code = None
         if response.status_code >= 400:
             try:
-                error = json.loads(await response.aread()).get("error")
-            except (ValueError, AttributeError, httpx2.StreamError):
-                error = None
+                body = load_json(await response.aread())
+            except httpx2.StreamError:
+                body = None
+            error = body.get("error") if isinstance(body, dict) else None
             if isinstance(error, str) and _ERROR_CODE.fullmatch(error):
                 code = error
         self._last_answer = (purpose, shown_url(str(request.url)), response.status_code, code)

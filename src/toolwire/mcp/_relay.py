@@ -286,15 +286,12 @@ def continuation_of(
     those for the gateway's own questions, ``own_keys``) and, when its (unsealed)
     ``requestState`` is that of a round the gateway handed it for the same tool and arguments
     (``digest``), the upstream's state; None when it carries neither."""
-    import json
+    from toolwire._json import load_json
 
     answers = {k: v for k, v in (params.input_responses or {}).items() if k not in own_keys}
     upstream = None
     if params.request_state is not None:
-        try:
-            state = json.loads(params.request_state)
-        except ValueError:
-            state = None
+        state = load_json(params.request_state)
         kept = state.get(_STATE_KEY) if isinstance(state, dict) else None
         if isinstance(kept, dict) and kept.get("call") == [params.name, digest]:
             found = kept.get("up")

@@ -15,14 +15,21 @@ import anyio
 
 from toolwire._net import is_loopback
 from toolwire.approval import ApprovalRequest, Approver
-from toolwire.errors import ConfigurationError, MissingDependency, ToolwireWarning
+from toolwire.errors import (
+    ConfigurationError,
+    MissingDependency,
+    StoreUnavailable,
+    ToolwireWarning,
+)
 from toolwire.mcp._auth import Authentication, guarded, metadata_routes
-from toolwire.mcp._gateway import Gateway, in_process
+from toolwire.mcp._gateway import Gateway
 from toolwire.mcp._hub import Hub
+from toolwire.mcp._shapes import served_kind
 from toolwire.mcp._tokens import TokenStore, tokens_beside
-from toolwire.policy import ALLOW_ALL, Policy, may_ask
+from toolwire.policy import ALLOW_ALL, Policy, destructive_by_name, may_ask
 from toolwire.sources import OpenedSource, opened_source
 from toolwire.store import RunStore
+from toolwire.store._reach import check_reachable, in_process
 from toolwire.tool import Tool
 from toolwire.toolset import ToolSet
 
@@ -38,6 +45,8 @@ _ANSWERS_SECONDS = 2.0
 sent before it ends the sessions they are in."""
 _SHOWN_TOOLS = 3
 """How many tools the no-store warning names."""
+_SHOWN_DESTRUCTIVE = 10
+"""How many tools the warning about destructive names without a policy names."""
 
 
 async def serve(
@@ -78,6 +87,11 @@ async def serve(
     form, elicitation, can approve them, and it warns,
     [`ToolwireWarning`][toolwire.errors.ToolwireWarning], once at start) or an ``approver``
     decides.
+
+    With no policy, serving tools whose names say they delete, send or pay and whose
+    annotations do not declare them harmless warns at start, naming them (see
+    [`destructive_by_name`][toolwire.policy.destructive_by_name]); so does a rule of the
+    policy that matches no served tool (see [`Gateway`][toolwire.mcp.Gateway]).
 
     Args:
         source: a ToolSet, a [`Hub`][toolwire.mcp.Hub] (opened here), a module holding
@@ -120,6 +134,7 @@ async def serve(
             the policy may ask about that nothing could approve, or ``own_names`` for a
             source of several servers.
         MissingDependency: HTTP without ``uvicorn``.
+        StoreUnavailable: the store cannot be reached at start.
     """
     if transport not in ("stdio", "http"):
         raise ConfigurationError(f"transport is 'stdio' or 'http', not {transport!r}")
@@ -140,6 +155,8 @@ async def serve(
     # such a store too).
     unreachable = store is None or (owned_store and in_process(store))
     try:
+        if store is not None:
+            await _check_store(store)
         # The hub of a SOURCE string finds the tokens `toolwire mcp login --store` kept there.
         tokens = tokens_beside(store)
         async with open_served(source, token_store=tokens, server_name=server_name) as opened:
@@ -147,6 +164,8 @@ async def serve(
             # The source module's own policy and the one given, together (see Policy.all_of).
             applied = [own for own in (opened.policy, policy) if own is not None]
             policy = Policy.all_of(*applied) if applied else None
+            if policy is None:
+                _warn_destructive_names(toolset)
             if unreachable and approver is None:
                 _check_approvable(toolset, policy, principal, approve_by)
             hub = opened.hub
@@ -173,6 +192,19 @@ async def serve(
     finally:
         if owned_store and store is not None:
             await _close(store)
+
+
+async def _check_store(store: RunStore) -> None:
+    """Refuse to start on a store that cannot be reached: otherwise the first call the
+    policy asks about would fail, and every one after it.
+
+    Raises:
+        StoreUnavailable: one line, naming the store without its password.
+    """
+    try:
+        await check_reachable(store)
+    except StoreUnavailable as exc:
+        raise StoreUnavailable(f"the gateway does not start: its run store: {exc}") from None
 
 
 @asynccontextmanager
@@ -256,6 +288,30 @@ def _check_approvable(
         f"calls of {shown} may need approval, and with no store only a client that answers "
         "approval forms (elicitation) can approve them; give a shared store (--store "
         "sqlite:///runs.db) to decide them with `toolwire decide` or the inbox",
+        ToolwireWarning,
+        stacklevel=3,
+    )
+
+
+def _warn_destructive_names(toolset: ToolSet) -> None:
+    """Warn when, with no policy, tools whose names say they delete, send or pay (see
+    [`destructive_by_name`][toolwire.policy.destructive_by_name]) are served: each call of
+    theirs would run as the client makes it."""
+    named = [
+        name
+        for name, tool in zip(toolset.exposed_names, toolset, strict=True)
+        if served_kind(tool) and destructive_by_name(tool) is not None
+    ]
+    if not named:
+        return
+    shown = ", ".join(named[:_SHOWN_DESTRUCTIVE]) + (
+        f" and {len(named) - _SHOWN_DESTRUCTIVE} more" if len(named) > _SHOWN_DESTRUCTIVE else ""
+    )
+    warnings.warn(
+        f"no policy: every call of {shown} runs as the client makes it, though their names "
+        "say they may delete, send or pay and their annotations do not say otherwise; give a "
+        'policy (--policy FILE) that asks about them or denies them (destructive = "ask" '
+        "asks about every tool not declared harmless)",
         ToolwireWarning,
         stacklevel=3,
     )

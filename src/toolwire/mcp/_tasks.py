@@ -8,7 +8,8 @@ state and answer, answer its questions with ``tasks/update``, and end it with
 still running after ``TaskSettings.after`` seconds, and every call of a tool its server
 declares ``execution.taskSupport: "required"``. A call that finishes sooner is answered at
 once. A worker runs at most ``TaskSettings.per_principal`` tasks of one principal and
-``TaskSettings.most`` in all; past that a call is refused.
+``TaskSettings.most`` in all; past that a call is refused, and a decided task waits to be
+started by a later reader (every start counts, a restart included).
 
 A task is a run of the gateway's ledger (its run id is the task id), so its state is what the
 run store keeps of the call: any gateway on the same store answers ``tasks/get``, and a
@@ -41,9 +42,9 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -54,11 +55,14 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolwire import ledger
+from toolwire._json import load_json
+from toolwire._run import Keep, update
 from toolwire.approval import ApprovalPending, ApprovalRequest
-from toolwire.calls import ToolCall, ToolResult
+from toolwire.calls import ToolCall, ToolResult, principal_json
 from toolwire.errors import ConfigurationError, StoreUnavailable, ToolwireError
 from toolwire.inputs import InputAnswer, InputRequest, accept, cancel, decline
 from toolwire.mcp._relay import Relay, kept_error
+from toolwire.mcp._sealed import SEALED_KEY, ArgumentSeal
 from toolwire.store import CallRecord
 
 __all__ = [
@@ -94,6 +98,13 @@ _SKEW = 300.0
 """Seconds a task id's creation may lie ahead of this machine's clock (another worker's)."""
 _INTERRUPTED = -32603
 """The JSON-RPC code of a task whose worker stopped (an internal error)."""
+_EXPIRED = "its request expired unanswered: it will be answered refused"
+_UNOPENED = ToolResult.error(
+    "failed",
+    "Not run: the call's arguments are kept sealed in its run (the gateway redacts what runs "
+    "keep) with a key this gateway does not hold: serve every gateway of the store with the "
+    "same state keys (--state-key-env) to run each other's tasks.",
+)
 
 
 class UnknownTask(ToolwireError):
@@ -180,8 +191,10 @@ class TaskView:
     """The request of a task waiting for a decision."""
 
 
-def task_view(record: CallRecord, created: float) -> TaskView:
-    """What the record of a task's call says of the task (a pure reading)."""
+def task_view(record: CallRecord, created: float, now: float | None = None) -> TaskView:
+    """What the record of a task's call says of the task (a pure reading), at ``now`` (the
+    store's time; this host's when not given): a request past its deadline shows no form and
+    no question, as nothing can answer it any more (its next reader answers the task)."""
     updated = max(
         at for at in (created, record.started_at, record.decided_at, record.finished_at) if at
     )
@@ -196,6 +209,8 @@ def task_view(record: CallRecord, created: float) -> TaskView:
             error = {"code": _INTERRUPTED, "message": result.text[:500]}
             return TaskView("failed", updated, error=error)
         return TaskView("completed", updated, answer=result)
+    if record.state == "pending" and ledger.expired(record, now):
+        return TaskView("working", updated, message=_EXPIRED)
     if ledger.awaits_input(record):
         wait = record.input_wait
         assert wait is not None
@@ -209,6 +224,14 @@ def task_view(record: CallRecord, created: float) -> TaskView:
         message = f"waits for approval{why}: decide it with toolwire decide {record_ids(record)}"
         return TaskView("working", updated, message=message, approval=request)
     return TaskView("working", updated)
+
+
+def _goes_on(record: CallRecord, now: float) -> bool:
+    """Whether a kept task's call goes on when it is read: decided, or its request expired
+    (its run answers it)."""
+    if record.state in ("approved", "denied"):
+        return True
+    return record.state == "pending" and ledger.expired(record, now)
 
 
 def record_ids(record: CallRecord) -> str:
@@ -251,10 +274,7 @@ def continued_task(state: str | None) -> str | None:
     """The task a ``tools/call``'s ``requestState`` continues (see ``_round``), or None."""
     if state is None:
         return None
-    try:
-        kept = json.loads(state)
-    except ValueError:
-        return None
+    kept = load_json(state)
     found = kept.get(STATE_KEY) if isinstance(kept, dict) else None
     return found if isinstance(found, str) else None
 
@@ -315,7 +335,9 @@ class Tasks:
 
     ``form`` makes the approval form of a waiting request (or None when it cannot show it);
     ``answer`` shapes a completed task's answer as a ``CallToolResult``; ``decide`` records
-    the client's approval form's answer; ``resume`` rebuilds a kept task's call."""
+    the client's approval form's answer; ``resume`` rebuilds a kept task's call; ``keys``
+    seal a task's own arguments where its run keeps them redacted (see
+    ``toolwire.mcp._sealed``)."""
 
     def __init__(
         self,
@@ -326,6 +348,7 @@ class Tasks:
         answer: Callable[[ToolResult], Any],
         decide: Callable[[ApprovalRequest, Any, Any], Any],
         resume: Resume,
+        keys: Sequence[str | bytes] | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
@@ -333,6 +356,7 @@ class Tasks:
         self._answer = answer
         self._decide = decide
         self._resume = resume
+        self._seal = ArgumentSeal(keys)
         self._group: anyio.abc.TaskGroup | None = None
         self._jobs: dict[str, _Job] = {}
         """The tasks this worker runs now, by id (one job each)."""
@@ -386,8 +410,12 @@ class Tasks:
         form: bool,
         hand_back: bool,
     ) -> Any:
-        """A ``tools/call`` of a client that declared tasks (see [`follow`][])."""
+        """A ``tools/call`` of a client that declared tasks (see [`follow`][]); refused,
+        past this worker's limits (see [`refusal`][])."""
+        busy = self.refusal(principal)
         job = self._start(task_id, call, principal, executor, relay)
+        if job is None:
+            return ToolResult.error("unavailable", f"The call was refused: {busy}.")
         return await self.follow(
             task_id, job, principal, required=required, form=form, hand_back=hand_back
         )
@@ -461,30 +489,53 @@ class Tasks:
             pause = min(pause * 2, 0.05)
 
     def _start(
-        self, task_id: str, call: ToolCall, principal: Any, executor: Any, relay: Any
-    ) -> _Job:
+        self,
+        task_id: str,
+        call: ToolCall,
+        principal: Any,
+        executor: Any,
+        relay: Any,
+        *,
+        resume: bool = False,
+    ) -> _Job | None:
         """Run the task's call in the background, in its run (registered at once: a second
-        reader of the task on this worker does not start another)."""
+        reader of the task on this worker does not start another); None, starting nothing,
+        past this worker's limits: every start counts, a decided task's restart as much as a
+        new call (one refused now is started by a later reader). A restart (``resume``) goes on
+        only in a run its store still keeps: where it forgot the run, nothing runs again."""
+        if self.refusal(principal) is not None:
+            return None
         job = self._jobs[task_id] = _Job(owner=ledger.principal_key(principal))
         assert self._group is not None
-        self._group.start_soon(self._run, task_id, call, principal, executor, relay, job)
+        self._group.start_soon(self._run, task_id, call, principal, executor, relay, job, resume)
         return job
 
     async def _run(
-        self, task_id: str, call: ToolCall, principal: Any, executor: Any, relay: Any, job: _Job
+        self,
+        task_id: str,
+        call: ToolCall,
+        principal: Any,
+        executor: Any,
+        relay: Any,
+        job: _Job,
+        resume: bool,
     ) -> None:
         from toolwire.mcp._relay import relaying
 
         token = relaying.set(relay)
         try:
             with job.scope:
-                (outcome,) = await executor.run([call], run_id=task_id, principal=principal)
+                try:
+                    (outcome,) = await executor.run(
+                        [call], run_id=task_id, principal=principal, resume=resume
+                    )
+                except ApprovalPending:  # it waits in its run; tasks/get says so
+                    await self._keep_arguments(task_id, call)
+                    return
                 job.result = outcome.result
                 # Every answer of a task is its answer: one a run keeps for no other call
                 # (a server unavailable, say) is kept for the task.
                 await ledger.settle(self.store, task_id, CALL_ID, outcome.result)
-        except ApprovalPending:
-            pass  # it waits in its run; tasks/get says so
         except ToolwireError as exc:  # the store failed, say: the next reader tries again
             _log.warning("task %s could not go on: %s", task_id, exc)
         except Exception:  # never the server's: logged, and the task stays as its run says
@@ -502,8 +553,9 @@ class Tasks:
 
     async def _moved_on(self, task_id: str, created: float) -> tuple[TaskView, _Job | None]:
         """The task's state now; a task decided or answered but not run yet is started (by
-        this worker, if no other claims it first), and one whose worker stopped is answered
-        interrupted.
+        this worker, if no other claims it first), one whose request expired is answered
+        (by its call's run, as any expired request is: refused, saying so), and one whose
+        worker stopped is answered interrupted.
 
         Raises:
             StoreUnavailable: the run store cannot be reached.
@@ -511,8 +563,9 @@ class Tasks:
         record = await ledger.record(self.store, task_id, CALL_ID)
         if record is None:
             raise UnknownTask(f"no such task: {task_id[:100]!r}")
+        now: float | None = None
         if record.result is None and task_id not in self._jobs:
-            now = await ledger.store_time(self.store)  # the lease is in the store's time
+            now = await ledger.store_time(self.store)  # leases and deadlines: the store's time
             if record.state == "running" and not ledger.held(record, now):
                 lapsed = ToolResult.error(
                     "interrupted",
@@ -521,24 +574,69 @@ class Tasks:
                 )
                 await ledger.settle(self.store, task_id, CALL_ID, lapsed, only_lapsed=True)
                 record = await ledger.record(self.store, task_id, CALL_ID) or record
-            elif record.state in ("approved", "denied") and self.available:
-                return task_view(record, created), self._restart(task_id, record)
-        return task_view(record, created), None
+            elif self.available and _goes_on(record, now):
+                job = await self._restart(task_id, record)
+                if job is not None and record.state == "pending":  # expired: answered at once
+                    with anyio.move_on_after(self.settings.after):
+                        await job.done.wait()
+                if job is None or job.done.is_set():  # answered meanwhile, maybe
+                    record = await ledger.record(self.store, task_id, CALL_ID) or record
+                return task_view(record, created, now), job
+        return task_view(record, created, now), None
 
-    def _restart(self, task_id: str, record: CallRecord) -> _Job | None:
-        """Run a kept task's call again in its run: it is decided (or its questions are all
-        answered), and its run answers it (once: the run's claim sees to that)."""
+    async def _restart(self, task_id: str, record: CallRecord) -> _Job | None:
+        """Run a kept task's call again in its run, rebuilt as a call is made, with the
+        arguments the run was bound to (its own, opened where the run keeps them redacted):
+        it is decided (or its questions are all answered, or its request expired), and its
+        run answers it (once: the run's claim sees to that). None when nothing started: its
+        tool is no longer served, this worker runs all the tasks it may, or its arguments
+        are not kept yet (the worker that made it writes them a moment after its request).
+
+        Raises:
+            StoreUnavailable: the run store cannot be reached.
+        """
         if record.request is None:
             return None
         try:
             request = ApprovalRequest.from_dict(record.request)
         except ConfigurationError:
             return None
+        sealed = record.request.get(SEALED_KEY)
+        if sealed is not None:
+            arguments = self._seal.open(task_id, sealed)
+            if arguments is None:  # sealed with a key of another gateway, or of none now
+                await ledger.settle(self.store, task_id, CALL_ID, _UNOPENED)
+                return None
+            request = replace(request, arguments=arguments)
         rebuilt = self._resume(task_id, request)
         if rebuilt is None:
             return None
         call, principal, executor, relay = rebuilt
-        return self._start(task_id, call, principal, executor, relay)
+        if ledger.fingerprint(call) != record.fingerprint:  # a redacted view, no seal yet
+            return None
+        return self._start(task_id, call, principal, executor, relay, resume=True)
+
+    async def _keep_arguments(self, task_id: str, call: ToolCall) -> None:
+        """Keep the call's own arguments, sealed, beside its waiting request, where the run
+        keeps them otherwise (``redact``): a later reader rebuilds the call from them.
+
+        Raises:
+            StoreUnavailable: the run store cannot be reached.
+        """
+        own = principal_json(call.arguments)
+        sealed = self._seal.close(task_id, call.arguments)
+
+        def kept(current: CallRecord | None) -> CallRecord | Keep[None]:
+            request = current.request if current is not None else None
+            if current is None or current.result is not None or request is None:
+                return Keep(None)
+            if request.get("arguments") == own:  # kept as they are
+                return Keep(None)
+            if self._seal.open(task_id, request.get(SEALED_KEY)) == own:
+                return Keep(None)
+            return current.with_(request={**request, SEALED_KEY: sealed})
+
+        await update(self.store, task_id, CALL_ID, kept)
 
     def wire(self, task_id: str, created: float, view: TaskView, *, form: bool) -> dict[str, Any]:
         """``tasks/get``'s answer (a DetailedTask): with ``form``, a decision waiting is the
@@ -606,7 +704,9 @@ class Tasks:
         questions' (each kept in the run; once every one is answered the task goes on, on
         this worker: its job is returned) and, when the client may decide the call
         (``form``: it answers forms, and the gateway would show it this one), the approval
-        form's. An answer to no open question is ignored.
+        form's. An answer to no open question is ignored, and so is every answer to a
+        request past its deadline: the task is answered instead (refused, saying its request
+        expired), as ``tasks/get`` then shows.
 
         Raises:
             UnknownTask: the store keeps no such task.
@@ -619,6 +719,9 @@ class Tasks:
             raise UnknownTask(f"no such task: {task_id[:100]!r}")
         if record.result is not None:
             return None
+        now = await ledger.store_time(self.store)  # a request's deadline: the store's time
+        if record.state == "pending" and ledger.expired(record, now):
+            responses = {}  # too late for any answer: its run answers it, just below
         wait = record.input_wait
         open_keys = {q.key for q in wait.unanswered} if wait is not None else set()
         for key, value in responses.items():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import stat
@@ -25,6 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import anyio.to_thread
 
+from toolwire._scrub import shown_url
 from toolwire.errors import ConfigurationError, StoreUnavailable, ToolwireWarning
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "MemoryTokenStore",
     "SQLiteTokenStore",
     "TokenStore",
+    "bound_entry",
     "config_dir",
     "default_token_store",
     "token_store_for",
@@ -45,6 +48,7 @@ DIR_VARIABLE = "TOOLWIRE_CONFIG_DIR"
 """The environment variable naming toolwire's config directory (tokens under ``oauth/``)."""
 _ENTRY_CAP = 1 << 20
 """Bytes of one stored entry read at most (an entry is a few KiB)."""
+_log = logging.getLogger("toolwire")
 
 
 @runtime_checkable
@@ -64,6 +68,28 @@ class TokenStore(Protocol):
     async def delete(self, server: str) -> None:
         """Forget what is kept for ``server`` (nothing happens when there is nothing)."""
         ...
+
+
+async def bound_entry(store: TokenStore, server: str) -> dict[str, Any]:
+    """The entry ``store`` keeps for ``server`` (as ``server_key`` makes it), or ``{}``: when
+    there is none, and when it was kept for another server (its sealed ``server`` field is not
+    ``server``: a row or file copied under this key, or one with no such field). Nothing of an
+    entry kept for another server is used here, neither its tokens nor its client's
+    registration, so a token goes only to the server it was issued for."""
+    entry = await store.read(server)
+    if not isinstance(entry, dict):
+        return {}
+    kept_for = entry.get("server")
+    if kept_for != server:
+        other = shown_url(kept_for) if isinstance(kept_for, str) else "no server"
+        _log.warning(
+            "OAuth: the entry kept under %s was kept for %s: ignored, none of its tokens is "
+            "sent (a login keeps a new one)",
+            server,
+            other,
+        )
+        return {}
+    return dict(entry)
 
 
 class MemoryTokenStore:

@@ -6,13 +6,13 @@ bounded."""
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
+from toolwire._json import NotJson, load_json
 from toolwire._text import clean_description
 from toolwire.calls import (
     DIRECT,
@@ -586,50 +586,6 @@ def _requires_something(tool: Tool) -> bool:
 def sent_id(value: Any) -> str | None:
     """A provider's call id as sent: a non-empty string, or None."""
     return value if value.__class__ is str and value else None
-
-
-# -- JSON arguments --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class NotJson:
-    """Why a text is not JSON toolwire takes."""
-
-    why: str
-
-
-class _NotAJsonNumber(ValueError):
-    pass
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _NotAJsonNumber(name)
-
-
-# Python's decoder takes NaN, Infinity and -Infinity, which are not JSON.
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
-
-
-def load_json(text: str) -> Any:
-    """``text`` decoded as JSON, or a [`NotJson`][] saying why it is not.
-
-    Nothing escapes: ``NaN`` and ``Infinity`` are refused, and so are integers too long for
-    Python to read and nesting too deep to decode.
-    """
-    try:
-        return _DECODER.decode(text)
-    except _NotAJsonNumber as exc:
-        return NotJson(f"{exc} is not a JSON number")
-    except json.JSONDecodeError as exc:
-        if exc.msg == "Extra data" and text.lstrip().startswith("{"):
-            return NotJson("several JSON objects were concatenated")
-        if exc.pos >= len(text.rstrip()):
-            return NotJson("the JSON ends early (truncated?)")
-        return NotJson(f"malformed JSON ({exc.msg} at character {exc.pos})")
-    except RecursionError:
-        return NotJson("nested too deeply")
-    except ValueError:  # Python's limit on the digits of an integer it converts
-        return NotJson("an integer has too many digits")
 
 
 # -- streams ---------------------------------------------------------------------------------------

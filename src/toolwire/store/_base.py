@@ -3,6 +3,7 @@ JSON form (from ``toolwire._record`` and ``toolwire._record_json``) for the stor
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -32,6 +33,7 @@ __all__ = [
     "pending_since",
     "place_of",
     "queue_query",
+    "without_password",
 ]
 
 DEFAULT_TTL = 7 * 24 * 3600.0
@@ -156,3 +158,17 @@ def binding_conflict(run_id: str | None) -> RunBindingConflict:
         f"{run} was started for another principal or another model response; use a new run "
         "id per model response"
     )
+
+
+_USERINFO_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
+_PASSWORD_SETTING = re.compile(
+    r"(?i)(^|[?&;\s])((?:ssl)?password|passwd|pass)=('(?:[^'\\]|\\.)*'|[^&;\s]*)"
+)
+
+
+def without_password(url: str) -> str:
+    """A store's URL (or PostgreSQL connection string) as errors and logs may show it: the
+    password of its user part and any ``password=`` setting (in its query, or a
+    ``key=value`` connection string's) replaced by ``***``."""
+    shown = _USERINFO_PASSWORD.sub(r"\1***@", url)
+    return _PASSWORD_SETTING.sub(r"\1\2=***", shown)

@@ -33,6 +33,7 @@ from toolwire.store._base import (
     listed_record,
     pending_since,
     queue_query,
+    without_password,
 )
 
 try:
@@ -307,7 +308,7 @@ class PostgresStore:
         await self.aclose()
 
     def __repr__(self) -> str:
-        return f"PostgresStore({_without_password(self.conninfo)!r})"
+        return f"PostgresStore({without_password(self.conninfo)!r})"
 
     # -- connections -------------------------------------------------------------------------------
 
@@ -421,7 +422,3 @@ class _Kept:
 def _one_line(exc: BaseException) -> str:
     """The driver's message on one line (libpq adds hints on lines of their own)."""
     return " ".join(str(exc).split())
-
-
-def _without_password(conninfo: str) -> str:
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", conninfo)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from toolwire._json import load_json
 from toolwire.errors import ConfigurationError, MissingDependency, StoreUnavailable
 from toolwire.store._base import (
     DEFAULT_TTL,
@@ -27,6 +27,7 @@ from toolwire.store._base import (
     decode_record,
     encode_record,
     pending_since,
+    without_password,
 )
 
 try:
@@ -332,7 +333,7 @@ class RedisStore:
 
     def __repr__(self) -> str:
         # Errors name the store by its repr: never with the URL's password.
-        return f"RedisStore({_without_password(self._url) if self._url else self._client!r})"
+        return f"RedisStore({without_password(self._url) if self._url else self._client!r})"
 
     def _connection(self) -> aioredis.Redis:
         if self._client is not None:
@@ -363,17 +364,13 @@ class RedisStore:
             raise StoreUnavailable(f"{self!r} cannot be reached: {message}") from exc
 
 
-def _without_password(url: str) -> str:
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
-
-
 def _index_key(member: bytes | str) -> tuple[str, str] | None:
     """The (run id, call id) a pending-index member names; None for one this store did not
     write (it is dropped from the index)."""
-    try:
-        run, call_id = json.loads(member)
-    except (ValueError, TypeError):
+    found = load_json(member)
+    if not isinstance(found, list) or len(found) != 2:
         return None
+    run, call_id = found
     if not (isinstance(run, str) and isinstance(call_id, str)):
         return None
     return run, call_id

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import sqlite3
 import threading
 import time
@@ -16,7 +17,7 @@ from typing import Literal, TypeVar
 
 import anyio.to_thread
 
-from toolwire.errors import StoreUnavailable
+from toolwire.errors import ConfigurationError, StoreUnavailable
 from toolwire.store._base import (
     DEFAULT_TTL,
     CallRecord,
@@ -102,6 +103,9 @@ class SQLiteStore:
             for a decision, deciding one): a mistyped path is an error, not an empty store.
 
     Raises:
+        ConfigurationError: ``path`` is a URL (``sqlite:///runs.db``: give it to
+            [`from_url`][toolwire.store.from_url]) or holds a URL query (``runs.db?ttl=60``:
+            options are arguments here).
         StoreUnavailable: the file cannot be opened or is not a SQLite database; with
             ``create=False``, also when it does not exist or holds no run store.
     """
@@ -122,6 +126,7 @@ class SQLiteStore:
             raise ValueError(f"busy_retries is a whole number of attempts, not {busy_retries!r}")
         if synchronous not in ("FULL", "NORMAL"):
             raise ValueError(f"synchronous is 'NORMAL' or 'FULL', not {synchronous!r}")
+        _refuse_a_url(os.fspath(path))
         self.path = Path(path)
         self.ttl = ttl
         self.busy_timeout = busy_timeout
@@ -388,6 +393,54 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"{self!r} cannot be opened: {exc}") from exc
         return db
+
+
+_URL = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]+:/|file:)")
+"""A URL's start (``sqlite://``, ``file:``); a drive letter (``C:/``) is a path's."""
+_QUERY = re.compile(r"\?[A-Za-z_][\w.-]*=")
+"""A URL query in a file name (``runs.db?ttl=60``); a lone ``?`` (``what?.db``) is a name's."""
+
+
+def _refuse_a_url(path: str) -> None:
+    """Refuse a URL given as a path, and a path carrying a URL's options: either would name
+    a file of that literal name and drop the options. The message repeats no more of the URL
+    than its scheme, nor a query's values (a URL may hold a password).
+
+    Raises:
+        ConfigurationError: naming what to write instead.
+    """
+    if _URL.match(path):
+        scheme = path.partition(":")[0][:20]
+        raise ConfigurationError(
+            f"SQLiteStore takes a file path, not a URL ({scheme}:...): give the path "
+            f"(SQLiteStore({_path_of(path)!r})), or the URL to toolwire.store.from_url"
+        )
+    name = path.replace("\\", "/").rpartition("/")[2]
+    query = _QUERY.search(name)
+    if query is not None:
+        at = len(path) - len(name) + query.start()
+        file, keys = path[:at][:200], _keys(path[at + 1 :])
+        raise ConfigurationError(
+            f"SQLiteStore's path {file!r} is followed by a URL query ({keys}): options are "
+            f"arguments here (SQLiteStore({file!r}, ttl=...)), or give the URL to "
+            f"toolwire.store.from_url ('sqlite:///{file}?{keys}')"
+        )
+
+
+def _keys(query: str) -> str:
+    """A query's keys, without their values: ``ttl=...&mode=...``."""
+    keys = [part.partition("=")[0][:40] for part in query.split("&")[:5]]
+    return "&".join(f"{key}=..." for key in keys)
+
+
+def _path_of(url: str) -> str:
+    """The file a ``sqlite:///path`` URL names (as [`from_url`][toolwire.store.from_url] reads
+    it), or an example for a URL of another kind."""
+    scheme, _, rest = url.partition("://")
+    target = rest.partition("?")[0]
+    if scheme.lower() == "sqlite" and target.startswith("/") and target != "/":
+        return target[1:201]
+    return "runs.db"
 
 
 def _holds_a_run_store(db: sqlite3.Connection) -> bool:
