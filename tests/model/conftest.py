@@ -1,0 +1,36 @@
+"""The stores the state machines run on: memory and SQLite in the README's test command, all
+four (Redis and PostgreSQL from the suite's servers) in the deep run (``-m deep``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from machinery import Stores
+
+STORES = [
+    pytest.param(("memory", False), id="memory"),
+    pytest.param(("sqlite", False), id="sqlite"),
+    *(
+        pytest.param((kind, True), id=f"deep-{kind}", marks=pytest.mark.deep)
+        for kind in ("memory", "sqlite", "redis", "postgres")
+    ),
+]
+
+
+@pytest.fixture(params=STORES)
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Stores:
+    """Fresh stores of the parameter's kind, one per machine."""
+    kind, _ = request.param
+    url = None
+    if kind == "redis":
+        url = request.getfixturevalue("redis_url")
+    elif kind == "postgres":
+        url = request.getfixturevalue("postgres_url")
+    return Stores(kind, tmp_path, url)
+
+
+@pytest.fixture
+def deep(request: pytest.FixtureRequest) -> bool:
+    """Whether this is the deep run (a bigger hypothesis budget)."""
+    return bool(request.node.get_closest_marker("deep"))
