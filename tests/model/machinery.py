@@ -86,12 +86,18 @@ UNDECLARED = "drop"
 class Ran:
     """One run of a tool, as the tool itself saw it."""
 
-    run: str
-    """The run it ran in (``unnamed:<deps>`` for a turn without one)."""
+    run_id: str | None
+    """The run it ran in (None: a turn without one)."""
+    deps: Any
+    """The turn's ``deps``: every machine passes the name the model gave its run."""
     call_id: str
     principal: Any
     tool: str
     n: int
+
+    @property
+    def run(self) -> str:
+        return run_key(self.run_id, self.deps)
 
 
 def ran_text(tool: str, n: int, run: str, call_id: str, principal: Any) -> str:
@@ -115,7 +121,9 @@ class Counted:
 
     async def _run(self, tool: str, n: int, context: CallContext) -> str:
         run = run_key(context.run_id, context.deps)
-        self.ran.append(Ran(run, context.call_id, context.principal, tool, n))
+        self.ran.append(
+            Ran(context.run_id, context.deps, context.call_id, context.principal, tool, n)
+        )
         if self.crash is not None and not self.held:
             self.held = True
             self.crash.set()
@@ -176,7 +184,7 @@ class Spec:
 
 
 TOOL_NAMES = st.sampled_from(["work", "work", "pay", "pay", "boom", "drop"])
-SPEC = st.builds(Spec, st.sampled_from(["c1", "c2", "c3", "c4"]), TOOL_NAMES, st.integers(0, 99))
+SPEC = st.builds(Spec, st.sampled_from(["c1", "c2", "c3", "c4", "c5"]), TOOL_NAMES, st.integers(0, 99))
 SPECS = st.lists(SPEC, min_size=1, max_size=4).map(tuple)
 """A response's calls: repeated ids (a later call with an earlier one's id is rejected),
 repeated calls, gated ones, failing ones, undeclared ones."""
@@ -250,6 +258,10 @@ class Run:
     name: str
     principal: str
     specs: tuple[Spec, ...]
+    named: bool = True
+    """Whether its turns name it (else it gets an id only when a call of it waits)."""
+    rejects: frozenset[str] = frozenset({UNDECLARED})
+    """The tools a call of is answered on admission (never kept, never run)."""
     run_id: str | None = None
     """Its id (None for a turn without one, until it pauses and gets one)."""
     calls: dict[str, Call] = field(default_factory=dict)
@@ -261,7 +273,7 @@ class Run:
 
     def __post_init__(self) -> None:
         for spec in self.specs:
-            if spec.call_id not in self.calls and spec.tool != UNDECLARED:
+            if spec.call_id not in self.calls and spec.tool not in self.rejects:
                 self.calls[spec.call_id] = Call(spec)
 
     def __repr__(self) -> str:
@@ -275,7 +287,7 @@ class Run:
         an earlier call of the response has."""
         spec = self.specs[index]
         earlier = {s.call_id for s in self.specs[:index]}
-        return spec.tool == UNDECLARED or spec.call_id in earlier
+        return spec.tool in self.rejects or spec.call_id in earlier
 
     def bound(self) -> list[tuple[str, str, int]]:
         """What the run is bound to besides its principal: its calls (rejected ones aside),
@@ -322,14 +334,34 @@ class Clock:
 class Model:
     """The runs the machine started, and what may happen to each of their calls."""
 
+    rejecting = frozenset({UNDECLARED})
+    """The tools a call of is answered on admission (an unknown tool: not declared)."""
+    rejections = frozenset({"not_found", "invalid_arguments"})
+    """The kinds of answers a call rejected on admission gets."""
+
+    def view(self, answer: Said) -> Said:
+        """An answer as the surface shows it."""
+        return answer
+
     def __init__(self) -> None:
         self.runs: dict[str, Run] = {}
         self._names = itertools.count(1)
         self._checked = 0
 
-    def new_run(self, principal: str, specs: tuple[Spec, ...], *, named: bool) -> Run:
+    def new_run(
+        self, principal: str, specs: tuple[Spec, ...], *, named: bool, by_name: bool = True
+    ) -> Run:
+        """A run of a new turn; ``named``: the turn names its run (its id is its name, or, not
+        ``by_name``, one the surface makes from it)."""
         name = f"r{next(self._names)}"
-        run = Run(name, principal, specs, run_id=name if named else None)
+        run = Run(
+            name,
+            principal,
+            specs,
+            named=named,
+            rejects=self.rejecting,
+            run_id=name if named and by_name else None,
+        )
         self.runs[name] = run
         return run
 
@@ -349,13 +381,14 @@ class Model:
     # -- answers ----------------------------------------------------------------------------------
 
     def expected(self, run: Run, index: int, clock: Clock) -> list[Said | None]:
-        """The answers the call at ``index`` may get in a turn now (None: it may wait)."""
+        """The answers the call at ``index`` may get in a turn now, as the surface shows them
+        (None: it may wait)."""
         call = run.call_at(index)
         assert call is not None
         halt = run.halt_index()
         if call.kept is not None:
             if HALT_OVERWRITES_ANSWERS and halt is not None and index > halt:
-                return [call.kept, NOT_RUN]
+                return [call.kept, self.view(NOT_RUN)]
             return [call.kept]
         normal = self._normal(run, call, clock)
         if halt is None:
@@ -369,7 +402,7 @@ class Model:
             found = [NOT_RUN if self._runs(answer) else answer for answer in normal]
         if call.uncertain:
             found.append(("interrupted", "*"))
-        return found
+        return [None if answer is None else self.view(answer) for answer in found]
 
     def _runs(self, answer: Said | None) -> bool:
         return answer is not None and (answer[0] is None or answer[1].startswith("Tool 'boom'"))
@@ -398,10 +431,11 @@ class Model:
         return [(None, ran_text("pay", n, key, spec.call_id, run.principal))]
 
     def answered(
-        self, run: Run, index: int, item_id: str, result: ToolResult, clock: Clock, *, cut: bool
+        self, run: Run, index: int, item_id: str, got: Said, clock: Clock, *, cut: bool
     ) -> None:
-        """Check the answer a turn gave the call at ``index`` (``cut``: the turn was cut off,
-        so an attempt's own answer, ``cancelled``, may stand for now)."""
+        """Check the answer a turn gave the call at ``index``, as the surface shows it
+        (``cut``: the turn was cut off, so an attempt's own answer, ``cancelled``, may stand
+        for now)."""
         spec = run.specs[index]
         check(
             item_id == spec.call_id,
@@ -409,20 +443,19 @@ class Model:
         )
         if run.rejected(index):
             check(
-                result.error_kind in ("not_found", "invalid_arguments"),
-                f"{run!r}: call {index} ({spec}) should be rejected, got {said(result)}",
+                got[0] in self.rejections,
+                f"{run!r}: call {index} ({spec}) should be rejected, got {got}",
             )
             return
         call = run.call_at(index)
         assert call is not None
-        got = said(result)
         if cut and got[0] == "cancelled" and call.kept is None:
             call.uncertain = True
             run.told(f"{spec.call_id}: cancelled")
             return
-        expected = self.expected(run, index, clock)
+        expected = [answer for answer in self.expected(run, index, clock) if answer is not None]
         check(
-            any(_matches(got, answer) for answer in expected if answer is not None),
+            any(_matches(got, answer) for answer in expected),
             f"{run!r} (principal {run.principal}): call {spec} answered {got}; "
             f"it may be answered {expected} (decision {call.decision}, kept {call.kept})",
         )
@@ -477,7 +510,7 @@ class Model:
         """Check one turn of ``run``: ``answers``, (index, result) for each call answered (see
         [`placed`][]); ``waits``, the calls waiting."""
         for index, result in answers:
-            self.answered(run, index, run.specs[index].call_id, result, clock, cut=cut)
+            self.answered(run, index, run.specs[index].call_id, said(result), clock, cut=cut)
         for request in waits:
             self.waiting(run, request, clock)
 
@@ -539,11 +572,13 @@ class Model:
             self._check_still_allowed(entry)
 
     def _check_entry(self, entry: Ran) -> None:
-        run = self.runs.get(entry.run)
-        if run is None and entry.run.startswith("unnamed:"):
-            run = self.runs.get(entry.run.removeprefix("unnamed:"))
-        check(run is not None, f"a tool ran in a run the model never started: {entry}")
+        run = self.runs.get(str(entry.deps))
+        check(run is not None, f"a tool ran in a turn the model never started: {entry}")
         assert run is not None
+        if entry.run_id is not None:
+            if run.run_id is None:  # (a surface that names its runs itself, cut off)
+                self.alias(run, entry.run_id)
+            check(run.run_id == entry.run_id, f"{entry} ran in another run than {run!r}'s")
         call = run.calls.get(entry.call_id)
         check(call is not None, f"{run!r} has no call {entry.call_id!r}, yet it ran: {entry}")
         assert call is not None
@@ -565,7 +600,7 @@ class Model:
         check(entry.n == allowed, f"{entry} ran with n={entry.n}; the allow was for {allowed}")
 
     def _check_still_allowed(self, entry: Ran) -> None:
-        run = self.runs.get(entry.run) or self.runs.get(entry.run.removeprefix("unnamed:"))
+        run = self.runs.get(str(entry.deps))
         if run is None or entry.tool != GATED:
             return
         call = run.calls[entry.call_id]
@@ -731,12 +766,13 @@ class RunMachine(RuleBasedStateMachine):
     what the tools ran. A surface's machine adds how it runs a turn."""
 
     runs = Bundle("runs")
+    model_of: type[Model] = Model
 
     def __init__(self, stores: Stores) -> None:
         super().__init__()
         self.on = Machine(stores)
         self.tools = Counted()
-        self.model = Model()
+        self.model = self.model_of()
         self.ttl: float | None = None
 
     def teardown(self) -> None:
@@ -749,8 +785,15 @@ class RunMachine(RuleBasedStateMachine):
     def nothing_ran_twice_nothing_denied_ran_and_each_gated_run_was_allowed(self) -> None:
         self.model.check_ran(self.tools.ran)
 
-    @rule(run=runs, index=st.integers(0, 3), decision=DECISIONS)
-    def a_person_decides(self, run: Run, index: int, decision: Decision) -> None:
+    @rule(run=runs, choice=st.integers(0, 7), decision=DECISIONS)
+    def a_person_decides(self, run: Run, choice: int, decision: Decision) -> None:
+        """Decide a call that waits (mostly), or any call of the run (a decision refused)."""
+        waiting = [
+            index
+            for index, spec in enumerate(run.specs)
+            if (call := run.call_at(index)) is not None and call.asked and call.kept is None
+        ]
+        index = waiting[choice % len(waiting)] if waiting and choice < 6 else choice
         index %= len(run.specs)
         spec = run.specs[index]
         assert run.run_id is not None  # (only runs with an id are in the bundle)
@@ -795,3 +838,22 @@ class RunMachine(RuleBasedStateMachine):
         if deadlines:
             self.step(until_past, self.on.store, max(deadlines))
             run.told(f"expired at {self.on.clock()}")
+
+
+class HostedModel(Model):
+    """The model as OpenAI's hosted MCP approvals see it: a request answered approved (it
+    "runs": the provider runs it) or refused with the reason; ``drop`` is a tool the policy
+    denies (every hosted tool is the server's, none unknown); ``boom`` stands for a request
+    whose arguments are not JSON (refused before it reaches the pipeline)."""
+
+    rejecting = frozenset({"boom"})
+    rejections = frozenset({"refused"})
+
+    def view(self, answer: Said) -> Said:
+        kind, text = answer
+        return ("approved", "") if kind is None else ("refused", text)
+
+    def _normal(self, run: Run, call: Call, clock: Clock) -> list[Said | None]:
+        if call.spec.tool == UNDECLARED:
+            return [("denied", "Denied: nothing is dropped.")]
+        return super()._normal(run, call, clock)

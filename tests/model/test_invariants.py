@@ -14,11 +14,14 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, multiple, rule, run_state_machine_as_test
 from machinery import (
+    DECISIONS,
+    LIMIT,
     POLICY,
     PRINCIPALS,
     SPECS,
     TTL,
     Clock,
+    HostedModel,
     Run,
     RunMachine,
     Spec,
@@ -29,9 +32,20 @@ from machinery import (
     placed,
 )
 from provider_turns import PROVIDERS
+from test_hosted_approvals import ANSWER as APPROVAL_ANSWER
+from test_hosted_approvals import request, response
 
 import toolwire
-from toolwire import ApprovalPending, DeferredApproval, Executor, RunBindingConflict
+from toolwire import (
+    ApprovalPending,
+    Decision,
+    DeferredApproval,
+    Executor,
+    Policy,
+    Rule,
+    RunBindingConflict,
+)
+from toolwire.hosted import HostedApprovals, answer_hosted_approvals
 from toolwire.providers import get_provider
 
 CUTS = st.sampled_from(["cancel", "scope"])
@@ -62,9 +76,27 @@ class Facade(RunMachine):
     def response(self, specs: tuple[Spec, ...]) -> Any:
         return self.adapter.response_for([(s.call_id, s.tool, s.arguments) for s in specs])
 
+    def new_run(self, principal: str, specs: tuple[Spec, ...], named: bool) -> Run:
+        return self.model.new_run(principal, specs, named=named)
+
+    def again(self, run: Run) -> bool:
+        """Whether a turn of ``run`` can be made again (under its run)."""
+        return run.run_id is not None
+
+    def resumable(self, run: Run) -> bool:
+        return run.paused is not None
+
     async def turn(
-        self, run: Run, worker: int = 0, *, resume: bool = False, principal: str | None = None
+        self,
+        run: Run,
+        worker: int = 0,
+        *,
+        resume: bool = False,
+        principal: str | None = None,
+        specs: tuple[Spec, ...] | None = None,
     ) -> Turned:
+        """One turn of ``run`` on ``worker`` (resumed, or for another principal, or another
+        response of the model)."""
         options: dict[str, Any] = {
             "executor": self.workers[worker],
             "principal": principal or run.principal,
@@ -76,9 +108,10 @@ class Facade(RunMachine):
             options["run_id"] = run.run_id
         try:
             return await toolwire.execute_tool_calls(
-                self.listing, self.response(run.specs), **options
+                self.listing, self.response(specs or run.specs), **options
             )
         except ApprovalPending as pending:
+            run.paused = pending
             return pending
 
     async def cut(self, turn: Callable[[], Awaitable[Turned]], how: str) -> Turned:
@@ -108,15 +141,13 @@ class Facade(RunMachine):
         run.told(f"turn{' cut' if cut else ''} ({clock})")
         if isinstance(turned, ApprovalPending):
             self.model.alias(run, turned.run_id)
-            run.paused = turned
             answers = placed(run, turned.completed, turned.pending)
             self.model.turn(run, answers, turned.pending, clock, cut=cut)
         elif turned is not None:
             check_results(turned)
-            check(
-                turned.run_id == run.run_id,
-                f"{run!r}: answered as run {turned.run_id!r}",
-            )
+            if turned.run_id is not None and run.run_id is None:
+                self.model.alias(run, turned.run_id)
+            check(turned.run_id == run.run_id, f"{run!r}: answered as run {turned.run_id!r}")
             answers = placed(run, turned.calls, [])
             self.model.turn(run, answers, [], clock, cut=cut)
         elif cut:
@@ -133,31 +164,35 @@ class Facade(RunMachine):
 
     @rule(target=RunMachine.runs, principal=PRINCIPALS, specs=SPECS, named=st.booleans())
     def a_turn(self, principal: str, specs: tuple[Spec, ...], named: bool) -> Any:
-        run = self.model.new_run(principal, specs, named=named)
+        run = self.new_run(principal, specs, named)
         self.played(run, lambda: self.turn(run))
         return multiple(run) if run.run_id is not None else multiple()
 
     @rule(target=RunMachine.runs, principal=PRINCIPALS, specs=SPECS, how=CUTS)
     def a_turn_cut_off_mid_call(self, principal: str, specs: tuple[Spec, ...], how: str) -> Any:
-        run = self.model.new_run(principal, specs, named=True)
+        run = self.new_run(principal, specs, True)
         self.played(run, lambda: self.turn(run), cut=how)
-        return run
+        return multiple(run) if run.run_id is not None else multiple()
 
     @rule(run=RunMachine.runs)
     def the_turn_again(self, run: Run) -> None:
-        self.played(run, lambda: self.turn(run))
+        if self.again(run):
+            self.played(run, lambda: self.turn(run))
 
     @rule(run=RunMachine.runs)
     def the_paused_turn_resumed(self, run: Run) -> None:
-        if run.paused is not None:
+        if self.resumable(run):
             self.played(run, lambda: self.turn(run, resume=True))
 
     @rule(run=RunMachine.runs, how=CUTS)
     def the_turn_again_cut_off_mid_call(self, run: Run, how: str) -> None:
-        self.played(run, lambda: self.turn(run), cut=how)
+        if self.again(run):
+            self.played(run, lambda: self.turn(run), cut=how)
 
     @rule(run=RunMachine.runs)
     def two_workers_at_once(self, run: Run) -> None:
+        if not self.again(run):
+            return
         before = self.on.clock()
         turned: list[Turned] = [None, None]
 
@@ -176,7 +211,9 @@ class Facade(RunMachine):
 
     @rule(run=RunMachine.runs, principal=PRINCIPALS, resume=st.booleans())
     def another_principal_takes_the_run(self, run: Run, principal: str, resume: bool) -> None:
-        if principal == run.principal or not run.stored or (resume and run.paused is None):
+        if principal == run.principal or not run.stored:
+            return
+        if not (self.resumable(run) if resume else self.again(run)):
             return
         ran = len(self.tools.ran)
         with pytest.raises(RunBindingConflict):
@@ -185,14 +222,192 @@ class Facade(RunMachine):
 
     @rule(run=RunMachine.runs, specs=SPECS)
     def another_response_under_the_run(self, run: Run, specs: tuple[Spec, ...]) -> None:
-        other = Run("other", run.principal, specs, run_id=run.run_id)
-        if other.bound() == run.bound() or not run.stored:
+        other = Run("other", run.principal, specs)
+        if other.bound() == run.bound() or not run.stored or not self.again(run):
             return
         ran = len(self.tools.ran)
         with pytest.raises(RunBindingConflict):
-            self.step(lambda: self.turn(other))
+            self.step(lambda: self.turn(run, specs=specs))
         check(len(self.tools.ran) == ran, f"{run!r} ran calls of another response")
+
+
+class Looped(Facade):
+    """``toolwire.loop`` over a scripted model (the provider's response, then its final text),
+    each run a conversation's turn (its run id made from the conversation and the request)."""
+
+    def new_run(self, principal: str, specs: tuple[Spec, ...], named: bool) -> Run:
+        return self.model.new_run(principal, specs, named=named, by_name=False)
+
+    def again(self, run: Run) -> bool:
+        # The same request of the same conversation; a loop without one makes a new run.
+        return run.named
+
+    def resumable(self, run: Run) -> bool:
+        return run.paused is not None and run.paused.pending is not None
+
+    async def turn(
+        self,
+        run: Run,
+        worker: int = 0,
+        *,
+        resume: bool = False,
+        principal: str | None = None,
+        specs: tuple[Spec, ...] | None = None,
+    ) -> Turned:
+        script = [] if resume else [self.response(specs or run.specs)]
+
+        async def send(**request: Any) -> Any:
+            return script.pop(0) if script else self.adapter.response_for([], "Done.")
+
+        options: dict[str, Any] = {
+            "executor": self.workers[worker],
+            "principal": principal or run.principal,
+            "deps": run.name,
+            "max_turns": 2,
+        }
+        if resume:
+            messages: Any = run.paused
+        else:
+            messages = [self.first_message()]
+            if run.named:
+                options["conversation"] = run.name
+        result = await toolwire.loop(send, self.listing, messages, **options)
+        if result.pending is not None:
+            run.paused = result
+            return result.pending
+        check(result.done or result.halted, f"{run!r}: the loop stopped: {result}")
+        [outcome] = [outcome for outcome in result.outcomes if outcome.calls]
+        return outcome
+
+    def first_message(self) -> Any:
+        if self.listing.provider == "gemini":
+            return {"role": "user", "parts": [{"text": "Go."}]}
+        return {"role": "user", "content": "Go."}
+
+
+HOSTED_POLICY = Policy(
+    Rule("deny", "github/pay", when=lambda c: c.arguments.get("n", 0) >= LIMIT, reason="too much"),
+    Rule("ask", "github/pay", reason="it costs money"),
+    Rule("deny", "github/drop", reason="nothing is dropped"),
+)
+HOSTED_SPECS = SPECS.filter(lambda specs: len({s.call_id for s in specs}) == len(specs))
+"""A response's approval requests: each its own id (an answer names its request by id alone)."""
+HOSTED_DECISIONS = DECISIONS.filter(lambda decision: decision.arguments is None)
+"""Not an allow with edited arguments: the provider runs a hosted call with the model's (see
+``tests/hostile/test_round4_invariants.py``)."""
+
+
+class Hosted(RunMachine):
+    """``toolwire.hosted.answer_hosted_approvals`` over OpenAI Responses responses (the SDK's
+    own types) whose hosted MCP tool asks for approvals, on two connections to one store."""
+
+    model_of = HostedModel
+
+    def new_run(self, principal: str, specs: tuple[Spec, ...], named: bool) -> Run:
+        return self.model.new_run(principal, specs, named=named)
+
+    async def answer(
+        self,
+        run: Run,
+        worker: int = 0,
+        *,
+        principal: str | None = None,
+        specs: tuple[Spec, ...] | None = None,
+    ) -> HostedApprovals:
+        asked = [
+            request(s.call_id, "github", s.tool, "{not json" if s.tool == "boom" else s.arguments)
+            for s in specs or run.specs
+        ]
+        return await answer_hosted_approvals(
+            response(*asked),
+            policy=HOSTED_POLICY,
+            store=(self.on.store, self.on.other_store)[worker],
+            run_id=run.run_id,
+            principal=principal or run.principal,
+        )
+
+    def learn(self, run: Run, answered: HostedApprovals, clock: Clock) -> None:
+        run.told(f"answered ({clock})")
+        if answered.run_id is not None and run.run_id is None:
+            self.model.alias(run, answered.run_id)
+        check(answered.run_id == run.run_id, f"{run!r}: answered as run {answered.run_id!r}")
+        waiting = {request.call_id for request in answered.pending}
+        rest = list(answered.answers)
+        for index, spec in enumerate(run.specs):
+            if rest and rest[0]["approval_request_id"] == spec.call_id:
+                answer = rest.pop(0)
+                APPROVAL_ANSWER.validate_python(answer)  # the SDK's own input item
+                got = ("approved", "") if answer["approve"] else ("refused", answer["reason"])
+                self.model.answered(run, index, spec.call_id, got, clock, cut=False)
+            else:
+                check(
+                    spec.call_id in waiting,
+                    f"{run!r}: request {index} ({spec}) is neither answered in its place nor "
+                    f"waiting ({answered})",
+                )
+        check(not rest, f"{run!r}: answers to requests it does not have: {rest}")
+        for waits in answered.pending:
+            self.model.waiting(run, waits, clock)
+
+    def answered_now(self, run: Run, answers: Callable[[], Awaitable[HostedApprovals]]) -> None:
+        before = self.on.clock()
+        got = self.step(answers)
+        self.learn(run, got, Clock(before, self.on.clock()))
+
+    @rule(target=RunMachine.runs, principal=PRINCIPALS, specs=HOSTED_SPECS, named=st.booleans())
+    def a_response_asks(self, principal: str, specs: tuple[Spec, ...], named: bool) -> Any:
+        run = self.new_run(principal, specs, named)
+        self.answered_now(run, lambda: self.answer(run))
+        return multiple(run) if run.run_id is not None else multiple()
+
+    @rule(run=RunMachine.runs)
+    def the_response_answered_again(self, run: Run) -> None:
+        self.answered_now(run, lambda: self.answer(run))
+
+    @rule(run=RunMachine.runs)
+    def two_workers_answer_at_once(self, run: Run) -> None:
+        before = self.on.clock()
+        got: list[Any] = [None, None]
+
+        async def both() -> None:
+            async def one(worker: int) -> None:
+                got[worker] = await self.answer(run, worker)
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(one, 0)
+                tasks.start_soon(one, 1)
+
+        self.step(both)
+        clock = Clock(before, self.on.clock())
+        for each in got:
+            self.learn(run, each, clock)
+
+    @rule(run=RunMachine.runs, principal=PRINCIPALS)
+    def another_principal_answers_the_run(self, run: Run, principal: str) -> None:
+        if principal != run.principal and run.stored:
+            with pytest.raises(RunBindingConflict):
+                self.step(lambda: self.answer(run, principal=principal))
+
+    @rule(run=RunMachine.runs, specs=HOSTED_SPECS)
+    def another_response_under_the_run(self, run: Run, specs: tuple[Spec, ...]) -> None:
+        other = Run("other", run.principal, specs, rejects=run.rejects)
+        # (a response whose every request is refused as unreadable reaches no run at all)
+        if other.bound() not in ([], run.bound()) and run.stored:
+            with pytest.raises(RunBindingConflict):
+                self.step(lambda: self.answer(run, specs=specs))
+
+    @rule(run=RunMachine.runs, choice=st.integers(0, 7), decision=HOSTED_DECISIONS)
+    def a_person_decides(self, run: Run, choice: int, decision: Decision) -> None:
+        super().a_person_decides(run, choice, decision)
 
 
 def test_execute_tool_calls_keeps_the_invariants(stores: Stores, deep: bool) -> None:
     run_state_machine_as_test(lambda: Facade(stores), settings=budget(deep))
+
+
+def test_the_loop_keeps_the_invariants(stores: Stores, deep: bool) -> None:
+    run_state_machine_as_test(lambda: Looped(stores), settings=budget(deep))
+
+
+def test_hosted_approvals_keep_the_invariants(stores: Stores, deep: bool) -> None:
+    run_state_machine_as_test(lambda: Hosted(stores), settings=budget(deep))
