@@ -571,8 +571,13 @@ class Model:
         for entry in ran:  # a deny recorded later would be a deny that is not final
             self._check_still_allowed(entry)
 
+    def run_of(self, entry: Ran) -> Run | None:
+        """The run a tool ran in: by its id, or by the name its turn gave as ``deps``."""
+        found = self.runs.get(entry.run_id) if entry.run_id is not None else None
+        return found or self.runs.get(str(entry.deps))
+
     def _check_entry(self, entry: Ran) -> None:
-        run = self.runs.get(str(entry.deps))
+        run = self.run_of(entry)
         check(run is not None, f"a tool ran in a turn the model never started: {entry}")
         assert run is not None
         if entry.run_id is not None:
@@ -600,7 +605,7 @@ class Model:
         check(entry.n == allowed, f"{entry} ran with n={entry.n}; the allow was for {allowed}")
 
     def _check_still_allowed(self, entry: Ran) -> None:
-        run = self.runs.get(str(entry.deps))
+        run = self.run_of(entry)
         if run is None or entry.tool != GATED:
             return
         call = run.calls[entry.call_id]
@@ -783,7 +788,11 @@ class RunMachine(RuleBasedStateMachine):
 
     @invariant()
     def nothing_ran_twice_nothing_denied_ran_and_each_gated_run_was_allowed(self) -> None:
-        self.model.check_ran(self.tools.ran)
+        self.model.check_ran(self.in_runs())
+
+    def in_runs(self) -> list[Ran]:
+        """The tools' runs made in runs of the model."""
+        return self.tools.ran
 
     @rule(run=runs, choice=st.integers(0, 7), decision=DECISIONS)
     def a_person_decides(self, run: Run, choice: int, decision: Decision) -> None:

@@ -1,0 +1,189 @@
+"""Breaks of the governed path's invariants that the state machines of ``tests/model`` found,
+each as the smallest test that shows it (strict xfails until fixed: the machines tolerate
+each one by name, in ``tests/model/machinery.py``), and an outsider's attacks on the
+invariants around them. A failing test names the invariant it breaks in its comment."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import toolwire
+from toolwire import ApprovalPending, DeferredApproval, Executor, MemoryStore, Policy, Rule, ledger
+from toolwire.hosted import answer_hosted_approvals
+from toolwire.providers import get_provider
+
+pytestmark = pytest.mark.anyio
+
+ran: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def _nothing_ran() -> None:
+    ran.clear()
+
+
+@toolwire.tool
+def work(n: int) -> str:
+    """Work on ``n``."""
+    ran.append(f"work {n}")
+    return f"worked {n}"
+
+
+@toolwire.tool
+def pay(n: int) -> str:
+    """Pay ``n``."""
+    ran.append(f"pay {n}")
+    return f"paid {n}"
+
+
+POLICY = Policy(Rule("ask", "pay", reason="it costs money"))
+RESPONSE = get_provider("anthropic").response_for([("c1", "pay", {"n": 1}), ("c2", "work", {"n": 2})])
+
+
+def _deferring(store: toolwire.RunStore, **options: Any) -> tuple[Executor, toolwire.Listing]:
+    executor = Executor(
+        [work, pay], policy=POLICY, approver=DeferredApproval(), store=store, **options
+    )
+    return executor, toolwire.tools(executor.toolset, "anthropic", policy=POLICY)
+
+
+async def _paused(executor: Executor, listing: toolwire.Listing, run_id: str) -> ApprovalPending:
+    with pytest.raises(ApprovalPending) as paused:
+        await toolwire.execute_tool_calls(listing, RESPONSE, executor=executor, run_id=run_id)
+    return paused.value
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a turn halted by an earlier call answers a later call that already ran 'Not run' "
+    "and keeps that over the answer its run kept",
+)
+async def test_a_halt_keeps_the_answer_of_a_call_that_already_ran() -> None:
+    # every call answered exactly once: c2 ran and was answered "worked 2"; the run keeps
+    # that answer, and a halt decided afterwards for c1 does not take it back.
+    store = MemoryStore()
+    executor, listing = _deferring(store)
+    paused = await _paused(executor, listing, "r1")
+    assert [(c.item.local_id, c.result.text) for c in paused.completed] == [("c2", "worked 2")]
+    await toolwire.decide("r1", "c1", toolwire.halt("stop"), store=store)
+    resumed = await toolwire.execute_tool_calls(listing, RESPONSE, executor=executor, resume=paused)
+    assert ran == ["work 2"]
+    assert [c.result.text for c in resumed.calls] == ["Denied: stop.", "worked 2"]
+    kept = await ledger.record(store, "r1", "c2")
+    assert kept is not None and kept.result is not None
+    assert kept.result.text == "worked 2"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a turn run again while a call waits tells a request expiring later than the one "
+    "its run keeps and enforces",
+)
+async def test_a_turn_run_again_tells_the_deadline_its_run_keeps() -> None:
+    # an approval bound to the exact call: the request a turn hands back is the one its run
+    # keeps (the deadline a person is shown is the one that refuses them).
+    store = MemoryStore()
+    executor, listing = _deferring(store, approval_ttl=60)
+    first = await _paused(executor, listing, "r2")
+    again = await _paused(executor, listing, "r2")
+    [kept] = await toolwire.pending(store=store)
+    assert first.pending[0].expires_at == kept.expires_at
+    assert again.pending[0].expires_at == kept.expires_at
+
+
+def _hosted_request(request_id: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "mcp_approval_request",
+        "id": request_id,
+        "server_label": "github",
+        "name": "merge_pr",
+        "arguments": json.dumps(arguments),
+    }
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hosted approvals answer an allow with edited arguments 'approve', and the "
+    "provider runs the call with the model's arguments, not the edited ones",
+)
+async def test_a_hosted_request_allowed_with_other_arguments_is_not_approved_as_asked() -> None:
+    # an approval bound to the exact call: a person allowed merge_pr(number=8); the provider
+    # runs a hosted call with the arguments the model sent (7), so an approval of the request
+    # as it stands would run a call nobody allowed. Refused, or the edit refused, not approved.
+    store = MemoryStore()
+    policy = Policy(Rule("ask", "github/merge_*"), default="allow")
+    response = {"output": [_hosted_request("mcpr_1", {"number": 7})]}
+    first = await answer_hosted_approvals(response, policy=policy, store=store, run_id="h1")
+    assert [request.call_id for request in first.pending] == ["mcpr_1"]
+    try:
+        await toolwire.decide("h1", "mcpr_1", toolwire.allow(arguments={"number": 8}), store=store)
+    except toolwire.ToolwireError:
+        return  # the edit refused: the request still waits, as asked
+    again = await answer_hosted_approvals(response, policy=policy, store=store, run_id="h1")
+    assert not any(answer["approve"] for answer in again.answers)
+
+
+# -- around them: what holds ----------------------------------------------------------------------
+
+
+async def test_a_halt_decided_later_never_runs_the_calls_still_to_run() -> None:
+    # a deny final: after a halt, a call allowed before it, in the same turn, never runs.
+    store = MemoryStore()
+    executor, listing = _deferring(store)
+    response = get_provider("anthropic").response_for(
+        [("c1", "pay", {"n": 1}), ("c2", "pay", {"n": 2})]
+    )
+    with pytest.raises(ApprovalPending) as paused:
+        await toolwire.execute_tool_calls(listing, response, executor=executor, run_id="r3")
+    await toolwire.decide("r3", "c2", toolwire.allow(), store=store)
+    await toolwire.decide("r3", "c1", toolwire.halt("stop"), store=store)
+    resumed = await toolwire.execute_tool_calls(
+        listing, response, executor=executor, resume=paused.value
+    )
+    assert ran == []
+    assert [c.result.error_kind for c in resumed.calls] == ["approval_denied"] * 2
+    with pytest.raises(toolwire.ToolwireError):
+        await toolwire.decide("r3", "c2", toolwire.allow(), store=store)
+    again = await toolwire.execute_tool_calls(listing, response, executor=executor, run_id="r3")
+    assert ran == []
+    assert [c.result.text for c in again.calls] == [c.result.text for c in resumed.calls]
+
+
+async def test_an_allow_taken_back_before_the_call_runs_is_final() -> None:
+    # a deny final: an allow may be tightened to a deny before the call runs, and never
+    # loosened again.
+    store = MemoryStore()
+    executor, listing = _deferring(store)
+    paused = await _paused(executor, listing, "r4")
+    await toolwire.decide("r4", "c1", toolwire.allow(), store=store)
+    await toolwire.decide("r4", "c1", toolwire.deny("changed my mind"), store=store)
+    with pytest.raises(toolwire.ToolwireError, match="decision is final"):
+        await toolwire.decide("r4", "c1", toolwire.allow(), store=store)
+    resumed = await toolwire.execute_tool_calls(listing, RESPONSE, executor=executor, resume=paused)
+    assert ran == ["work 2"]
+    assert resumed.calls[0].result.text == "Denied: changed my mind."
+
+
+async def test_a_run_resumed_for_another_principal_runs_nothing() -> None:
+    # an approval bound to its principal: alice's allowed call is not run for bob, by a
+    # resume or by the same run id.
+    store = MemoryStore()
+    executor, listing = _deferring(store)
+    with pytest.raises(ApprovalPending) as paused:
+        await toolwire.execute_tool_calls(
+            listing, RESPONSE, executor=executor, run_id="r5", principal="alice"
+        )
+    await toolwire.decide("r5", "c1", toolwire.allow(), store=store)
+    ran.clear()
+    with pytest.raises(toolwire.RunBindingConflict):
+        await toolwire.execute_tool_calls(
+            listing, RESPONSE, executor=executor, resume=paused.value, principal="bob"
+        )
+    with pytest.raises(toolwire.RunBindingConflict):
+        await toolwire.execute_tool_calls(
+            listing, RESPONSE, executor=executor, run_id="r5", principal="bob"
+        )
+    assert ran == []
