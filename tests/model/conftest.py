@@ -22,6 +22,16 @@ STORES = [
 def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Stores:
     """Fresh stores of the parameter's kind, one per machine."""
     kind, _ = request.param
+    return _stores(request, tmp_path, kind)
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis", "postgres"])
+def deep_stores(request: pytest.FixtureRequest, tmp_path: Path) -> Stores:
+    """Fresh stores of each kind, for a machine that runs only in the deep run."""
+    return _stores(request, tmp_path, request.param)
+
+
+def _stores(request: pytest.FixtureRequest, tmp_path: Path, kind: str) -> Stores:
     url = None
     if kind == "redis":
         url = request.getfixturevalue("redis_url")

@@ -27,7 +27,7 @@ import itertools
 import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -57,12 +57,14 @@ LIMIT = 90
 """``pay`` of this much or more is denied by the policy, whoever allowed it."""
 
 
-def budget(deep: bool) -> settings:
-    """The hypothesis budget: small in the README's test command, bigger in the deep run. The
-    profile loaded by the suite's conftest (``ci``: derandomized) stays under it."""
+def budget(deep: bool, examples: int = 20, steps: int = 15) -> settings:
+    """The hypothesis budget: ``examples`` sequences of at most ``steps`` steps in the
+    README's test command, five times as many, twice as long, in the deep run. The profile
+    the suite's conftest loads (``ci``: derandomized, so CI replays the same sequences) stays
+    under it."""
     return settings(
-        max_examples=60 if deep else 10,
-        stateful_step_count=30 if deep else 12,
+        max_examples=examples * 5 if deep else examples,
+        stateful_step_count=steps * 2 if deep else steps,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     )
@@ -105,6 +107,11 @@ def ran_text(tool: str, n: int, run: str, call_id: str, principal: Any) -> str:
     return f"{tool} n={n} run={run} call={call_id} for={principal}"
 
 
+def failed_text(n: int, run: str, call_id: str, principal: Any) -> str:
+    """What ``boom`` is answered: its failure, naming its own run and call too."""
+    return f"Tool 'boom' failed: RuntimeError: {ran_text('boom', n, run, call_id, principal)}"
+
+
 def run_key(run_id: str | None, deps: Any) -> str:
     return run_id if run_id is not None else f"unnamed:{deps}"
 
@@ -128,9 +135,10 @@ class Counted:
             self.held = True
             self.crash.set()
             await anyio.sleep_forever()  # until the crash cuts the turn off
+        text = ran_text(tool, n, run, context.call_id, context.principal)
         if tool == "boom":
-            raise RuntimeError(f"boom {n}")
-        return ran_text(tool, n, run, context.call_id, context.principal)
+            raise RuntimeError(text)
+        return text
 
     def tools(self) -> list[toolwire.Tool]:
         counted = self
@@ -412,7 +420,7 @@ class Model:
         if spec.tool == "work":
             return [(None, ran_text("work", spec.n, key, spec.call_id, run.principal))]
         if spec.tool == "boom":
-            return [("failed", f"Tool 'boom' failed: RuntimeError: boom {spec.n}")]
+            return [("failed", failed_text(spec.n, key, spec.call_id, run.principal))]
         decision = call.decision
         if decision is None:
             if spec.n >= LIMIT:
@@ -749,14 +757,21 @@ class Machine:
     def __init__(self, stores: Stores) -> None:
         self.steps = Steps()
         self.stack = AsyncExitStack()
+        self.served = ExitStack()
+        """What runs in tasks of its own on the loop while the machine lives (servers)."""
         try:
             self.store, self.other_store = self.steps(stores.open, self.stack)
         except BaseException:
             self.steps.close()
             raise
 
+    def serve(self, context: AbstractAsyncContextManager[T]) -> T:
+        """Enter ``context`` on the loop, in a task of its own, until the machine closes."""
+        return self.served.enter_context(self.steps.portal.wrap_async_context_manager(context))
+
     def close(self) -> None:
         try:
+            self.served.close()
             self.steps(self.stack.aclose)
         finally:
             self.steps.close()

@@ -9,10 +9,14 @@ A task is a run of its own too (its id is the run's)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+
+import sys
+from pathlib import Path
 
 import anyio
 import mcp
@@ -20,6 +24,7 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, multiple, rule, run_state_machine_as_test
 from machinery import (
+    BOUND,
     GATED,
     LIMIT,
     POLICY,
@@ -36,13 +41,21 @@ from machinery import (
     Stores,
     budget,
     check,
+    failed_text,
     ran_text,
     run_key,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp_gateway"))
+
+import httpx2
+import mcp_types as types
+from auth_support import served
+from task_client import Client, _text
+
 import toolwire
 from toolwire import ToolSet, ledger
-from toolwire.mcp import Gateway
+from toolwire.mcp import Gateway, TaskSettings
 
 pytestmark = pytest.mark.filterwarnings("ignore::toolwire.ToolwireWarning")
 
@@ -132,10 +145,18 @@ class Gatewayed(RunMachine):
     # -- what an answer may be --------------------------------------------------------------------
 
     def learn(
-        self, asked: Asked, answer: Any, clock: Clock, start: Run | None, *, cut: bool = False
+        self,
+        asked: Asked,
+        answer: Any,
+        clock: Clock,
+        start: Run | None,
+        *,
+        cut: bool = False,
+        waitable: bool = False,
     ) -> Run | None:
         """Check the answer to one call; the new generation it opened, if any. ``start``: the
-        generation current when the step began."""
+        generation current when the step began; ``waitable``: whether its call could still
+        wait in the step (when another call's answer was learned first)."""
         check(answer.result_type == "complete", f"{asked}: answered {answer}")
         [part] = answer.content
         if start is not None:
@@ -146,7 +167,7 @@ class Gatewayed(RunMachine):
             return None
         waits = WAITS.match(part.text)
         if waits is not None:
-            return self.waits(asked, waits.group(2), clock, start)
+            return self.waits(asked, waits.group(2), clock, start, waitable)
         check(start is not None, f"{asked}: answered {got} before it was ever asked about")
         assert start is not None
         if cut and part.text.startswith(STOPPED):
@@ -163,7 +184,7 @@ class Gatewayed(RunMachine):
         elif asked.tool == GATED:
             expected = [("error", "Denied: too much.")]
         elif asked.tool == "boom":
-            expected = [("error", f"Tool 'boom' failed: RuntimeError: boom {asked.n}")]
+            expected = [("error", failed_text(asked.n, run_key(None, None), CALL, asked.principal))]
         else:
             expected = [("ok", ran_text("work", asked.n, run_key(None, None), CALL, asked.principal))]
         if cut:
@@ -173,10 +194,16 @@ class Gatewayed(RunMachine):
             f"{asked}: answered {got}; it may be answered {expected}",
         )
 
-    def waits(self, asked: Asked, run_id: str, clock: Clock, start: Run | None) -> Run | None:
+    def waits(
+        self, asked: Asked, run_id: str, clock: Clock, start: Run | None, waitable: bool
+    ) -> Run | None:
         current = self.current(asked.key)
         if current is not None and current.run_id == run_id:
             self.model.waiting(current, self.request_of(current), clock)
+            return None
+        if start is not None and start.run_id == run_id and waitable:
+            # Two at once: this one read the run while it waited, the other answered it
+            # since (its request expired, say), and was learned first.
             return None
         # A new generation: the one before it answered (by now), its run one never seen.
         check(
@@ -253,9 +280,13 @@ class Gatewayed(RunMachine):
 
         self.step(both)
         clock = Clock(before, self.on.clock())
+        waitable = start is not None and None in self.model.expected(start, 0, clock)
         # The answers in either order: one may open the next generation once the other is
         # answered; which went first is not known.
-        opened = [self.learn(asked, answer, clock, start) for answer in self.ordered(answers)]
+        opened = [
+            self.learn(asked, answer, clock, start, waitable=waitable)
+            for answer in self.ordered(answers)
+        ]
         self.ran_direct(asked, ran, 2)
         return multiple(*(run for run in opened if run is not None))
 
@@ -266,4 +297,201 @@ class Gatewayed(RunMachine):
 
 
 def test_gateway_calls_keep_the_invariants(stores: Stores, deep: bool) -> None:
-    run_state_machine_as_test(lambda: Gatewayed(stores), settings=budget(deep))
+    run_state_machine_as_test(lambda: Gatewayed(stores), settings=budget(deep, 15, 15))
+
+
+# -- tasks ------------------------------------------------------------------------------------------
+
+QUICK = TaskSettings(after=0.2, poll=0.05)
+"""A call still running after 0.2 s becomes a task."""
+TERMINAL = ("completed", "failed", "cancelled")
+RUN_OF = re.compile(r" run=(\S+) call=call ")
+CANCELLED: Said = ("cancelled", "")
+
+
+class Tasked(RunMachine):
+    """The gateway's calls served as MCP tasks to 2026-07-28 clients over streamable HTTP:
+    alice's gateway on two workers (two connections to one store), bob's on one. A gated call
+    is a task waiting for a person; a decided task is started by the next read of it, on any
+    worker, and runs once; a task cancelled (waiting, or mid-call) never runs again."""
+
+    model_of = GatewayModel
+
+    @initialize(ttl=st.sampled_from([None, TTL]))
+    def configure(self, ttl: float | None) -> None:
+        self.ttl = ttl
+        tools = ToolSet(self.tools.tools())
+        self.clients: dict[tuple[str, int], Client] = {}
+        http = self.on.serve(httpx2.AsyncClient(timeout=BOUND))
+        for principal, worker in (("alice", 0), ("alice", 1), ("bob", 0)):
+            store = (self.on.store, self.on.other_store)[worker]
+            url = self.on.serve(
+                served(
+                    tools,
+                    policy=POLICY,
+                    store=store,
+                    principal=principal,
+                    tasks=QUICK,
+                    approval_ttl=ttl,
+                ),
+            )
+            self.clients[principal, worker] = Client(http, url)
+        self._calls = 0
+
+    def client(self, run: Run, worker: int = 0) -> Client:
+        return self.clients[run.principal, worker]
+
+    def new_run(self, run_id: str, asked: Asked) -> Run:
+        check(run_id not in self.model.runs, f"{asked}: kept in run {run_id!r}, another's")
+        run = Run(run_id, asked.principal, (Spec(CALL, asked.tool, asked.n),), run_id=run_id)
+        self.model.runs[run_id] = run
+        return run
+
+    def request_of(self, run: Run) -> toolwire.ApprovalRequest:
+        assert run.run_id is not None
+        record = self.step(ledger.record, self.on.store, run.run_id, CALL)
+        check(record is not None, f"{run!r} waits, and its store keeps nothing of it")
+        return ledger.request_of(run.run_id, record)
+
+    def finished(self, run: Run, task: dict[str, Any], clock: Clock) -> None:
+        """Check a task's state as a read tells it."""
+        status = task["status"]
+        run.told(f"read ({clock}): {status}")
+        if status not in TERMINAL:
+            check(
+                status == "working" and None in self.model.expected(run, 0, clock),
+                f"{run!r}: {status}; it may be answered {self.model.expected(run, 0, clock)}",
+            )
+            return
+        if status == "cancelled":
+            check(
+                run.calls[CALL].kept == CANCELLED,
+                f"{run!r}: cancelled, and nobody cancelled it",
+            )
+            return
+        check(status == "completed", f"{run!r}: {status} ({task})")
+        result = task["result"]
+        got = ("error" if result.get("isError") else "ok", _text(result))
+        self.model.answered(run, 0, CALL, got, clock, cut=False)
+
+    def read(self, run: Run, worker: int = 0) -> None:
+        """Read the task (until it ends, when it cannot wait any more)."""
+        before = self.on.clock()
+        ends = None not in self.model.expected(run, 0, Clock(before, before))
+        client = self.client(run, worker)
+        task = self.step(client.until, run.run_id, *TERMINAL) if ends else self.step(
+            client.get, run.run_id
+        )
+        self.finished(run, task, Clock(before, self.on.clock()))
+
+    # -- rules --------------------------------------------------------------------------------------
+
+    @rule(target=RunMachine.runs, principal=PRINCIPALS, tool=TOOLS, n=AMOUNTS)
+    def a_call(self, principal: str, tool: str, n: int) -> Any:
+        asked = Asked(principal, tool, n)
+        before = self.on.clock()
+        answer = self.step(functools.partial(self.clients[principal, 0].call, tool, n=n))
+        clock = Clock(before, self.on.clock())
+        if answer["resultType"] == "task":
+            check(
+                tool == GATED and n < LIMIT,
+                f"{asked}: made a task ({answer}), though it needs no approval",
+            )
+            run = self.new_run(answer["taskId"], asked)
+            self.finished(run, answer, clock)
+            self.model.waiting(run, self.request_of(run), clock)
+            return multiple(run)
+        got = ("error" if answer.get("isError") else "ok", _text(answer))
+        ran = RUN_OF.search(got[1])
+        if ran is not None:  # it ran, in a run of its own (any call may have become a task)
+            run = self.new_run(ran.group(1), asked)
+            self.model.answered(run, 0, CALL, got, clock, cut=False)
+            return multiple()
+        expected = [("error", "Denied: too much."), ("error", f"Unknown tool {tool!r}.")]
+        check(
+            got == expected[tool == UNDECLARED] and (tool == UNDECLARED or n >= LIMIT),
+            f"{asked}: answered {got} at once",
+        )
+        return multiple()
+
+    @rule(run=RunMachine.runs, worker=st.integers(0, 1))
+    def the_task_read(self, run: Run, worker: int) -> None:
+        self.read(run, worker if run.principal == "alice" else 0)
+
+    @rule(run=RunMachine.runs)
+    def two_workers_read_it_at_once(self, run: Run) -> None:
+        if run.principal != "alice":
+            return
+        before = self.on.clock()
+        ends = None not in self.model.expected(run, 0, Clock(before, before))
+        tasks: list[Any] = [None, None]
+
+        async def both() -> None:
+            async def one(worker: int) -> None:
+                client = self.clients["alice", worker]
+                tasks[worker] = await (
+                    client.until(run.run_id, *TERMINAL) if ends else client.get(run.run_id)
+                )
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(one, 0)
+                group.start_soon(one, 1)
+
+        self.step(both)
+        clock = Clock(before, self.on.clock())
+        for task in tasks:
+            self.finished(run, task, clock)
+
+    @rule(run=RunMachine.runs)
+    def its_client_cancels_it(self, run: Run) -> None:
+        self.cancel(run)
+
+    def cancel(self, run: Run) -> None:
+        client = self.client(run)
+        before = self.on.clock()
+        acked = self.step(client.task, "cancel", run.run_id)
+        task = self.step(client.get, run.run_id)
+        call = run.calls[CALL]
+        if call.kept is None and "result" in acked:
+            if task["status"] == "cancelled":
+                call.kept = CANCELLED
+                run.told("cancelled")
+                return
+        self.finished(run, task, Clock(before, self.on.clock()))
+
+    @rule(run=RunMachine.runs)
+    def the_task_cancelled_mid_call(self, run: Run) -> None:
+        """A decided task started by a read, its tool holding, then cancelled: it never runs
+        again, and is cancelled for good."""
+        call = run.calls[CALL]
+        if call.kept is not None or call.decision is None or not call.decision.allowed:
+            return
+        before = self.on.clock()
+        client = self.client(run)
+
+        async def started() -> Any:
+            with self.tools.armed() as held:
+                task = await client.get(run.run_id)
+                with anyio.move_on_after(1):  # (a task refused by the policy never holds)
+                    await held.wait()
+                return task
+
+        task = self.step(started)
+        if task["status"] in TERMINAL or not self.tools.held:
+            self.finished(run, task, Clock(before, self.on.clock()))
+            return
+        self.cancel(run)
+
+    @rule(run=RunMachine.runs)
+    def another_principal_reads_or_cancels_it(self, run: Run) -> None:
+        other = "bob" if run.principal == "alice" else "alice"
+        for method in ("get", "cancel"):
+            refused = self.step(self.clients[other, 0].task, method, run.run_id)
+            check(
+                "result" not in refused and refused["error"]["code"] == types.INVALID_PARAMS,
+                f"{run!r}: {other}'s tasks/{method} was answered {refused}",
+            )
+
+
+def test_gateway_tasks_keep_the_invariants(stores: Stores, deep: bool) -> None:
+    run_state_machine_as_test(lambda: Tasked(stores), settings=budget(deep, 6, 12))
