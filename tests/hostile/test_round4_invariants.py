@@ -40,7 +40,9 @@ def pay(n: int) -> str:
 
 
 POLICY = Policy(Rule("ask", "pay", reason="it costs money"))
-RESPONSE = get_provider("anthropic").response_for([("c1", "pay", {"n": 1}), ("c2", "work", {"n": 2})])
+RESPONSE = get_provider("anthropic").response_for(
+    [("c1", "pay", {"n": 1}), ("c2", "work", {"n": 2})]
+)
 
 
 def _deferring(store: toolwire.RunStore, **options: Any) -> tuple[Executor, toolwire.Listing]:
@@ -73,7 +75,8 @@ async def test_a_halt_keeps_the_answer_of_a_call_that_already_ran() -> None:
     assert ran == ["work 2"]
     assert [c.result.text for c in resumed.calls] == ["Denied: stop.", "worked 2"]
     kept = await ledger.record(store, "r1", "c2")
-    assert kept is not None and kept.result is not None
+    assert kept is not None
+    assert kept.result is not None
     assert kept.result.text == "worked 2"
 
 

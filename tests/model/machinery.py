@@ -91,7 +91,7 @@ class Ran:
     run_id: str | None
     """The run it ran in (None: a turn without one)."""
     deps: Any
-    """The turn's ``deps``: every machine passes the name the model gave its run."""
+    """The turn's ``deps``: the name the model gave its run (None behind a gateway)."""
     call_id: str
     principal: Any
     tool: str
@@ -175,7 +175,7 @@ class Counted:
             self.crash, self.held = None, False
 
 
-# -- what a turn's calls are ------------------------------------------------------------------------
+# -- what a turn's calls are -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,8 @@ class Spec:
 
 
 TOOL_NAMES = st.sampled_from(["work", "work", "pay", "pay", "boom", "drop"])
-SPEC = st.builds(Spec, st.sampled_from(["c1", "c2", "c3", "c4", "c5"]), TOOL_NAMES, st.integers(0, 99))
+CALL_IDS = st.sampled_from(["c1", "c2", "c3", "c4", "c5"])
+SPEC = st.builds(Spec, CALL_IDS, TOOL_NAMES, st.integers(0, 99))
 SPECS = st.lists(SPEC, min_size=1, max_size=4).map(tuple)
 """A response's calls: repeated ids (a later call with an earlier one's id is rejected),
 repeated calls, gated ones, failing ones, undeclared ones."""
@@ -232,7 +233,7 @@ def refused(decision: Decision) -> Said:
     return ("approval_denied", f"Denied: {decision.reason or 'the call was not approved'}.")
 
 
-# -- the model --------------------------------------------------------------------------------------
+# -- the model -------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -280,8 +281,8 @@ class Run:
     depends on the store's clock may not replay)."""
 
     def __post_init__(self) -> None:
-        for spec in self.specs:
-            if spec.call_id not in self.calls and spec.tool not in self.rejects:
+        for index, spec in enumerate(self.specs):
+            if not self.rejected(index):
                 self.calls[spec.call_id] = Call(spec)
 
     def __repr__(self) -> str:
@@ -347,14 +348,14 @@ class Model:
     rejections = frozenset({"not_found", "invalid_arguments"})
     """The kinds of answers a call rejected on admission gets."""
 
-    def view(self, answer: Said) -> Said:
-        """An answer as the surface shows it."""
-        return answer
-
     def __init__(self) -> None:
         self.runs: dict[str, Run] = {}
         self._names = itertools.count(1)
         self._checked = 0
+
+    def view(self, answer: Said) -> Said:
+        """An answer as the surface shows it."""
+        return answer
 
     def new_run(
         self, principal: str, specs: tuple[Spec, ...], *, named: bool, by_name: bool = True
@@ -372,10 +373,6 @@ class Model:
         )
         self.runs[name] = run
         return run
-
-    def key_of(self, run: Run, tag: str) -> str:
-        """The run key its tools see: its id, or the tag of a turn without one."""
-        return run_key(run.run_id, tag)
 
     def alias(self, run: Run, run_id: str) -> None:
         """``run``, known to the store as ``run_id`` from now on."""
@@ -427,7 +424,8 @@ class Model:
                 return [TOO_MUCH]
             # The turn read the store's time somewhere between the step's two readings.
             expires = call.expires()
-            waits: list[Said | None] = [None] if expires is None or clock.before < expires[1] else []
+            may_wait = expires is None or clock.before < expires[1]
+            waits: list[Said | None] = [None] if may_wait else []
             if expires is not None and expires[0] <= clock.after:
                 waits.append(EXPIRED)
             return waits
@@ -524,9 +522,7 @@ class Model:
 
     # -- decisions --------------------------------------------------------------------------------
 
-    def decision_outcome(
-        self, run: Run, index: int, decision: Decision, clock: Clock
-    ) -> set[str]:
+    def decision_outcome(self, run: Run, index: int, decision: Decision, clock: Clock) -> set[str]:
         """What deciding the call at ``index`` may do: ``recorded``, ``kept`` (the same
         decision said again), ``refused`` (a ToolwireError, nothing recorded)."""
         call = run.calls.get(run.specs[index].call_id)  # (a rejected call's id is another's)
@@ -623,6 +619,25 @@ class Model:
         )
 
 
+class HostedModel(Model):
+    """The model as OpenAI's hosted MCP approvals see it: a request answered approved (it
+    "runs": the provider runs it) or refused with the reason; ``drop`` is a tool the policy
+    denies (every hosted tool is the server's, none unknown); ``boom`` stands for a request
+    whose arguments are not JSON (refused before it reaches the pipeline)."""
+
+    rejecting = frozenset({"boom"})
+    rejections = frozenset({"refused"})
+
+    def view(self, answer: Said) -> Said:
+        kind, text = answer
+        return ("approved", "") if kind is None else ("refused", text)
+
+    def _normal(self, run: Run, call: Call, clock: Clock) -> list[Said | None]:
+        if call.spec.tool == UNDECLARED:
+            return [("denied", "Denied: nothing is dropped.")]
+        return super()._normal(run, call, clock)
+
+
 def _matches(got: Said, expected: Said) -> bool:
     kind, text = expected
     if got[0] != kind:
@@ -630,7 +645,7 @@ def _matches(got: Said, expected: Said) -> bool:
     return text == "*" or got[1] == text
 
 
-# -- the steps' event loop and the stores --------------------------------------------------------------
+# -- the steps' event loop and the stores ----------------------------------------------------------
 
 
 class Steps:
@@ -701,7 +716,7 @@ async def until_past(store: RunStore, deadline: float) -> None:
         await anyio.sleep(0.02)
 
 
-# -- the machines' common part ------------------------------------------------------------------------
+# -- the machines' common part ---------------------------------------------------------------------
 
 
 def placed(
@@ -836,9 +851,7 @@ class RunMachine(RuleBasedStateMachine):
             done = "recorded"
         except toolwire.ToolwireError:
             done = "refused"
-        possible = self.model.decision_outcome(
-            run, index, decision, Clock(before, self.on.clock())
-        )
+        possible = self.model.decision_outcome(run, index, decision, Clock(before, self.on.clock()))
         if done == "recorded" and "recorded" not in possible:
             done = "kept"
         check(
@@ -862,22 +875,3 @@ class RunMachine(RuleBasedStateMachine):
         if deadlines:
             self.step(until_past, self.on.store, max(deadlines))
             run.told(f"expired at {self.on.clock()}")
-
-
-class HostedModel(Model):
-    """The model as OpenAI's hosted MCP approvals see it: a request answered approved (it
-    "runs": the provider runs it) or refused with the reason; ``drop`` is a tool the policy
-    denies (every hosted tool is the server's, none unknown); ``boom`` stands for a request
-    whose arguments are not JSON (refused before it reaches the pipeline)."""
-
-    rejecting = frozenset({"boom"})
-    rejections = frozenset({"refused"})
-
-    def view(self, answer: Said) -> Said:
-        kind, text = answer
-        return ("approved", "") if kind is None else ("refused", text)
-
-    def _normal(self, run: Run, call: Call, clock: Clock) -> list[Said | None]:
-        if call.spec.tool == UNDECLARED:
-            return [("denied", "Denied: nothing is dropped.")]
-        return super()._normal(run, call, clock)

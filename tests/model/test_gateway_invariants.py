@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-import sys
-from pathlib import Path
-
 import anyio
-import mcp
 import pytest
+
+pytest.importorskip("mcp")
+pytest.importorskip("uvicorn")
+
+import mcp
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, multiple, rule, run_state_machine_as_test
 from machinery import (
@@ -56,8 +59,6 @@ from task_client import Client, _text
 import toolwire
 from toolwire import ToolSet, ledger
 from toolwire.mcp import Gateway, TaskSettings
-
-pytestmark = pytest.mark.filterwarnings("ignore::toolwire.ToolwireWarning")
 
 CALL = "call"
 """The one call of a gateway's run."""
@@ -179,14 +180,15 @@ class Gatewayed(RunMachine):
 
     def direct(self, asked: Asked, got: Said, *, cut: bool) -> None:
         """A call that needs no approval: answered at once, its tool run (once) if it runs."""
+        outside = run_key(None, None)  # (the tools' name for a call run without a run)
         if asked.tool == UNDECLARED:
             expected: list[Said] = [("error", f"Unknown tool {asked.tool!r}.")]
         elif asked.tool == GATED:
             expected = [("error", "Denied: too much.")]
         elif asked.tool == "boom":
-            expected = [("error", failed_text(asked.n, run_key(None, None), CALL, asked.principal))]
+            expected = [("error", failed_text(asked.n, outside, CALL, asked.principal))]
         else:
-            expected = [("ok", ran_text("work", asked.n, run_key(None, None), CALL, asked.principal))]
+            expected = [("ok", ran_text("work", asked.n, outside, CALL, asked.principal))]
         if cut:
             expected.append(("error", "*"))
         check(
@@ -250,7 +252,7 @@ class Gatewayed(RunMachine):
                 f"{asked} ran as {entry}",
             )
 
-    # -- rules --------------------------------------------------------------------------------------
+    # -- rules -------------------------------------------------------------------------------------
 
     @rule(target=RunMachine.runs, principal=PRINCIPALS, tool=TOOLS, n=AMOUNTS)
     def a_call(self, principal: str, tool: str, n: int) -> Any:
@@ -300,7 +302,7 @@ def test_gateway_calls_keep_the_invariants(stores: Stores, deep: bool) -> None:
     run_state_machine_as_test(lambda: Gatewayed(stores), settings=budget(deep, 15, 15))
 
 
-# -- tasks ------------------------------------------------------------------------------------------
+# -- tasks -----------------------------------------------------------------------------------------
 
 QUICK = TaskSettings(after=0.2, poll=0.05)
 """A call still running after 0.2 s becomes a task."""
@@ -379,12 +381,14 @@ class Tasked(RunMachine):
         before = self.on.clock()
         ends = None not in self.model.expected(run, 0, Clock(before, before))
         client = self.client(run, worker)
-        task = self.step(client.until, run.run_id, *TERMINAL) if ends else self.step(
-            client.get, run.run_id
+        task = (
+            self.step(client.until, run.run_id, *TERMINAL)
+            if ends
+            else self.step(client.get, run.run_id)
         )
         self.finished(run, task, Clock(before, self.on.clock()))
 
-    # -- rules --------------------------------------------------------------------------------------
+    # -- rules -------------------------------------------------------------------------------------
 
     @rule(target=RunMachine.runs, principal=PRINCIPALS, tool=TOOLS, n=AMOUNTS)
     def a_call(self, principal: str, tool: str, n: int) -> Any:
@@ -452,11 +456,10 @@ class Tasked(RunMachine):
         acked = self.step(client.task, "cancel", run.run_id)
         task = self.step(client.get, run.run_id)
         call = run.calls[CALL]
-        if call.kept is None and "result" in acked:
-            if task["status"] == "cancelled":
-                call.kept = CANCELLED
-                run.told("cancelled")
-                return
+        if call.kept is None and "result" in acked and task["status"] == "cancelled":
+            call.kept = CANCELLED
+            run.told("cancelled")
+            return
         self.finished(run, task, Clock(before, self.on.clock()))
 
     @rule(run=RunMachine.runs)

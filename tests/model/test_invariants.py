@@ -34,10 +34,10 @@ from machinery import (
     placed,
 )
 from provider_turns import PROVIDERS
-from test_hosted_approvals import ANSWER as APPROVAL_ANSWER
-from test_hosted_approvals import request, response
 
 import toolwire
+from test_hosted_approvals import ANSWER as APPROVAL_ANSWER
+from test_hosted_approvals import request, response
 from toolwire import (
     ApprovalPending,
     CallOutcome,
@@ -171,7 +171,7 @@ class Facade(RunMachine):
         turned = self.step(self.cut, turn, cut) if cut is not None else self.step(turn)
         self.learn(run, turned, Clock(before, self.on.clock()), cut=cut is not None)
 
-    # -- rules --------------------------------------------------------------------------------------
+    # -- rules -------------------------------------------------------------------------------------
 
     @rule(target=RunMachine.runs, principal=PRINCIPALS, specs=SPECS, named=st.booleans())
     def a_turn(self, principal: str, specs: tuple[Spec, ...], named: bool) -> Any:
