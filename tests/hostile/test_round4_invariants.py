@@ -190,3 +190,74 @@ async def test_a_run_resumed_for_another_principal_runs_nothing() -> None:
             listing, RESPONSE, executor=executor, run_id="r5", principal="bob"
         )
     assert ran == []
+
+
+async def test_a_paused_loop_resumed_for_another_principal_runs_nothing() -> None:
+    # an approval bound to its principal, through toolwire.loop: the paused result, decided,
+    # resumed for bob, raises and runs nothing; resumed for alice, runs her call once.
+    store = MemoryStore()
+    executor, listing = _deferring(store)
+    script = [RESPONSE]
+
+    async def send(**request: Any) -> Any:
+        return script.pop(0) if script else get_provider("anthropic").response_for([], "Done.")
+
+    first = [{"role": "user", "content": "Go."}]
+    paused = await toolwire.loop(send, listing, first, executor=executor, principal="alice")
+    assert paused.pending is not None
+    await toolwire.decide(paused.pending.run_id, "c1", toolwire.allow(), store=store)
+    with pytest.raises(toolwire.RunBindingConflict):
+        await toolwire.loop(send, listing, paused, executor=executor, principal="bob")
+    assert ran == ["work 2"]
+    done = await toolwire.loop(send, listing, paused, executor=executor, principal="alice")
+    assert done.done
+    assert ran == ["work 2", "pay 1"]
+
+
+async def test_hosted_requests_answered_for_another_principal_are_refused() -> None:
+    # an approval bound to its principal, for hosted tools: alice's allowed request is not
+    # answered approved for bob under her run.
+    store = MemoryStore()
+    policy = Policy(Rule("ask", "github/merge_*"), default="allow")
+    response = {"output": [_hosted_request("mcpr_1", {"number": 7})]}
+    await answer_hosted_approvals(response, policy=policy, store=store, run_id="h2", principal="a")
+    await toolwire.decide("h2", "mcpr_1", toolwire.allow(), store=store)
+    with pytest.raises(toolwire.RunBindingConflict):
+        await answer_hosted_approvals(
+            response, policy=policy, store=store, run_id="h2", principal="b"
+        )
+    answered = await answer_hosted_approvals(
+        response, policy=policy, store=store, run_id="h2", principal="a"
+    )
+    assert [answer["approve"] for answer in answered.answers] == [True]
+
+
+async def test_a_gateway_approval_of_alices_call_never_runs_bobs_identical_call() -> None:
+    # an approval bound to the exact call and principal, behind the gateway: alice's call and
+    # bob's identical one wait in runs of their own; allowing alice's runs hers, once, and
+    # bob's still waits.
+    mcp = pytest.importorskip("mcp")
+    from toolwire.mcp import Gateway
+
+    store = MemoryStore()
+    gateways = {
+        who: Gateway(toolwire.ToolSet([pay]), policy=POLICY, store=store, principal=who)
+        for who in ("alice", "bob")
+    }
+
+    async def call(who: str) -> str:
+        async with mcp.Client(gateways[who].server()) as client:
+            answer = await client.call_tool("pay", {"n": 1})
+        return str(answer.content[0].text)
+
+    assert "waits for approval" in await call("alice")
+    assert "waits for approval" in await call("bob")
+    waiting = {request.principal: request.run_id for request in await toolwire.pending(store=store)}
+    assert set(waiting) == {"alice", "bob"}
+    assert waiting["alice"] != waiting["bob"]
+    await toolwire.decide(waiting["alice"], "call", toolwire.allow(), store=store)
+    assert "waits for approval" in await call("bob")
+    assert await call("alice") == "paid 1"
+    assert ran == ["pay 1"]
+    [still] = await toolwire.pending(store=store)
+    assert (still.principal, still.run_id) == ("bob", waiting["bob"])
