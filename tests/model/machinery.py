@@ -193,7 +193,9 @@ class Spec:
 
 TOOL_NAMES = st.sampled_from(["work", "work", "pay", "pay", "boom", "drop"])
 CALL_IDS = st.sampled_from(["c1", "c2", "c3", "c4", "c5"])
-SPEC = st.builds(Spec, CALL_IDS, TOOL_NAMES, st.integers(0, 99))
+AMOUNTS = st.one_of(st.sampled_from([1, 2, LIMIT + 5]), st.integers(0, 99))
+"""Mostly a few amounts (the same call made again, under another id), some any."""
+SPEC = st.builds(Spec, CALL_IDS, TOOL_NAMES, AMOUNTS)
 SPECS = st.lists(SPEC, min_size=1, max_size=4).map(tuple)
 """A response's calls: repeated ids (a later call with an earlier one's id is rejected),
 repeated calls, gated ones, failing ones, undeclared ones."""
@@ -802,10 +804,12 @@ class RunMachine(RuleBasedStateMachine):
 
     runs = Bundle("runs")
     model_of: type[Model] = Model
+    stores: Stores
+    """Where its runs are kept (see [`on`][])."""
 
-    def __init__(self, stores: Stores) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.on = Machine(stores)
+        self.on = Machine(self.stores)
         self.tools = Counted()
         self.model = self.model_of()
         self.ttl: float | None = None
@@ -875,3 +879,12 @@ class RunMachine(RuleBasedStateMachine):
         if deadlines:
             self.step(until_past, self.on.store, max(deadlines))
             run.told(f"expired at {self.on.clock()}")
+
+
+M = TypeVar("M", bound=RuleBasedStateMachine)
+
+
+def on(machine: type[M], stores: Stores) -> type[M]:
+    """``machine`` keeping its runs in ``stores`` (a machine of that name, as its failing
+    sequences print it)."""
+    return type(machine.__name__, (machine,), {"stores": stores})

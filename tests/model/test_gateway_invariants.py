@@ -45,6 +45,7 @@ from machinery import (
     budget,
     check,
     failed_text,
+    on,
     ran_text,
     run_key,
 )
@@ -226,6 +227,7 @@ class Gatewayed(RunMachine):
         assert run.run_id is not None
         record = self.step(ledger.record, self.on.store, run.run_id, CALL)
         check(record is not None, f"{run!r} waits, and its store keeps nothing of it")
+        assert record is not None
         return ledger.request_of(run.run_id, record)
 
     def played(
@@ -299,7 +301,7 @@ class Gatewayed(RunMachine):
 
 
 def test_gateway_calls_keep_the_invariants(stores: Stores, deep: bool) -> None:
-    run_state_machine_as_test(lambda: Gatewayed(stores), settings=budget(deep, 15, 15))
+    run_state_machine_as_test(on(Gatewayed, stores), settings=budget(deep, 15, 15))
 
 
 # -- tasks -----------------------------------------------------------------------------------------
@@ -353,6 +355,7 @@ class Tasked(RunMachine):
         assert run.run_id is not None
         record = self.step(ledger.record, self.on.store, run.run_id, CALL)
         check(record is not None, f"{run!r} waits, and its store keeps nothing of it")
+        assert record is not None
         return ledger.request_of(run.run_id, record)
 
     def finished(self, run: Run, task: dict[str, Any], clock: Clock) -> None:
@@ -472,15 +475,15 @@ class Tasked(RunMachine):
         before = self.on.clock()
         client = self.client(run)
 
-        async def started() -> Any:
+        async def started() -> tuple[Any, bool]:
             with self.tools.armed() as held:
                 task = await client.get(run.run_id)
                 with anyio.move_on_after(1):  # (a task refused by the policy never holds)
                     await held.wait()
-                return task
+                return task, self.tools.held
 
-        task = self.step(started)
-        if task["status"] in TERMINAL or not self.tools.held:
+        task, holds = self.step(started)
+        if task["status"] in TERMINAL or not holds:
             self.finished(run, task, Clock(before, self.on.clock()))
             return
         self.cancel(run)
@@ -497,4 +500,4 @@ class Tasked(RunMachine):
 
 
 def test_gateway_tasks_keep_the_invariants(stores: Stores, deep: bool) -> None:
-    run_state_machine_as_test(lambda: Tasked(stores), settings=budget(deep, 6, 12))
+    run_state_machine_as_test(on(Tasked, stores), settings=budget(deep, 6, 12))

@@ -31,6 +31,7 @@ from machinery import (
     budget,
     check,
     check_results,
+    on,
     placed,
 )
 from provider_turns import PROVIDERS
@@ -474,17 +475,17 @@ class Hosted(RunMachine):
 
 
 def test_execute_tool_calls_keeps_the_invariants(stores: Stores, deep: bool) -> None:
-    run_state_machine_as_test(lambda: Facade(stores), settings=budget(deep, 25, 20))
+    run_state_machine_as_test(on(Facade, stores), settings=budget(deep, 25, 20))
 
 
 def test_the_loop_keeps_the_invariants(stores: Stores, deep: bool) -> None:
-    run_state_machine_as_test(lambda: Looped(stores), settings=budget(deep, 20, 15))
+    run_state_machine_as_test(on(Looped, stores), settings=budget(deep, 20, 15))
 
 
 @pytest.mark.deep
 def test_the_engine_boundary_keeps_the_invariants(deep_stores: Stores) -> None:
-    run_state_machine_as_test(lambda: Engine(deep_stores), settings=budget(True, 25, 20))
+    run_state_machine_as_test(on(Engine, deep_stores), settings=budget(True, 25, 20))
 
 
 def test_hosted_approvals_keep_the_invariants(stores: Stores, deep: bool) -> None:
-    run_state_machine_as_test(lambda: Hosted(stores), settings=budget(deep, 20, 15))
+    run_state_machine_as_test(on(Hosted, stores), settings=budget(deep, 20, 15))
