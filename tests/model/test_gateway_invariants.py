@@ -29,6 +29,7 @@ from hypothesis.stateful import initialize, multiple, rule, run_state_machine_as
 from machinery import (
     BOUND,
     GATED,
+    LEASE,
     LIMIT,
     POLICY,
     PRINCIPALS,
@@ -105,7 +106,12 @@ class Gatewayed(RunMachine):
         tools = ToolSet(self.tools.tools())
         self.gateways = {
             (principal, worker): Gateway(
-                tools, policy=POLICY, store=store, principal=principal, approval_ttl=ttl
+                tools,
+                policy=POLICY,
+                store=store,
+                principal=principal,
+                approval_ttl=ttl,
+                lease=LEASE,
             )
             for principal in ("alice", "bob")
             for worker, store in enumerate((self.on.store, self.on.other_store))
@@ -337,6 +343,7 @@ class Tasked(RunMachine):
                     principal=principal,
                     tasks=QUICK,
                     approval_ttl=ttl,
+                    lease=LEASE,
                 ),
             )
             self.clients[principal, worker] = Client(http, url)

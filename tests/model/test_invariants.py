@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, multiple, rule, run_state_machine_as_test
 from machinery import (
     DECISIONS,
+    LEASE,
     LIMIT,
     POLICY,
     PRINCIPALS,
@@ -71,7 +72,12 @@ class Facade(RunMachine):
         tools = self.tools.tools()
         self.workers = [
             Executor(
-                tools, policy=POLICY, approver=DeferredApproval(), store=store, approval_ttl=ttl
+                tools,
+                policy=POLICY,
+                approver=DeferredApproval(),
+                store=store,
+                approval_ttl=ttl,
+                lease=LEASE,
             )
             for store in (self.on.store, self.on.other_store)
         ]
