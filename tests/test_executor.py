@@ -678,8 +678,8 @@ _JSON = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(value=_JSON, budget=st.integers(min_value=0, max_value=400))
 def test_the_output_cap_size_estimate_never_underestimates(value: Any, budget: int) -> None:
-    from toolwire._output import _json_fits
     from toolwire.calls import canonical_json
+    from toolwire.pipeline._output import _json_fits
 
     if _json_fits(value, budget):
         assert len(canonical_json(value)) <= budget

@@ -21,15 +21,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolwire import ledger
 from toolwire._json import NotJson, load_json
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, DeferredApproval
 from toolwire.calls import ToolCall, ToolResult, argument_problem
 from toolwire.errors import MalformedResponse
-from toolwire.executor import Executor
+from toolwire.pipeline.executor import Executor
 from toolwire.policy import Policy
-from toolwire.providers._wire import as_data, listed
-from toolwire.store import RunStore, default_store
+from toolwire.providers import as_data, listed
+from toolwire.runs import ledger
+from toolwire.runs.store import RunStore, default_store
 from toolwire.tool import Tool
 from toolwire.toolset import ToolSet
 

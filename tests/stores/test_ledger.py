@@ -405,7 +405,7 @@ def test_a_store_that_forgets_runs_before_their_requests_expire_is_refused(
         Executor(TOOLS, store=MemoryStore(ttl=60), approval_ttl=approval_ttl)
     executor = Executor(TOOLS, store=short, approval_ttl=60)  # as long as the run: kept
     with pytest.raises(toolwire.ConfigurationError, match="less than approval_ttl"):
-        executor.approval_ttl = approval_ttl
+        executor.replace(approval_ttl=approval_ttl)
     assert executor.approval_ttl == 60
     Executor(TOOLS, store=short)  # requests that never expire: the store's ttl is the bound
     Executor(TOOLS, store=toolwire.SQLiteStore(tmp_path / "kept.db", ttl=None), approval_ttl=1e9)

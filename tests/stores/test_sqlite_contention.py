@@ -15,7 +15,7 @@ import pytest
 
 import toolwire
 from toolwire import Executor, SQLiteStore, StoreUnavailable, make_call
-from toolwire.store._base import CallRecord
+from toolwire.runs.store._base import CallRecord
 
 pytestmark = pytest.mark.anyio
 

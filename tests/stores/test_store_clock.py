@@ -16,7 +16,7 @@ import pytest
 
 import toolwire
 from toolwire import Executor, RunStore, StoreUnavailable, ledger, make_call
-from toolwire.store._clock import REFRESH, StoreClock
+from toolwire.runs.store._clock import REFRESH, StoreClock
 
 pytestmark = pytest.mark.anyio
 SKEW = 300.0

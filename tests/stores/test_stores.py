@@ -42,8 +42,8 @@ from toolwire import (
     make_call,
     tool,
 )
+from toolwire.runs.store._base import decode_record, encode_record
 from toolwire.store import CallRecord
-from toolwire.store._base import decode_record, encode_record
 
 pytestmark = pytest.mark.anyio
 

@@ -113,7 +113,7 @@ async def _read_line() -> str:
 
 
 async def run_call(args: argparse.Namespace) -> int:
-    from toolwire.executor import Executor, make_call
+    from toolwire.pipeline.executor import Executor, make_call
     from toolwire.policy_file import load_policy
 
     arguments = arguments_option(args.args)

@@ -1,0 +1,93 @@
+"""A call's answer kept in its run as it ends: stored at once when it ran, or kept waiting
+when its server asks for input (``pending`` with the server's questions and state)."""
+
+from __future__ import annotations
+
+from toolwire.calls import ToolResult
+from toolwire.inputs import InputDeferred
+from toolwire.pipeline._deciding import Decider
+from toolwire.pipeline._output import log, short
+from toolwire.pipeline._turns import Planned, Turn, waiting_request
+from toolwire.runs import CallRecord, Run, caller_json, input_record
+
+__all__ = ["keep_waiting", "store_answer"]
+
+
+async def keep_waiting(
+    turn: Turn,
+    planned: Planned,
+    claim: CallRecord | None,
+    waiting: InputDeferred,
+    *,
+    decider: Decider,
+    run: Run,
+) -> None:
+    """Keep a call whose server waits for input in the run, ``pending`` with the server's
+    questions and state (over this worker's claim, when it has one), and list it as waiting.
+    A call whose wait cannot be kept is answered ``failed``, for good: nothing is lost."""
+    assert turn.run_id is not None
+    call, index = planned.call, planned.index
+    turn.kept.add(index)
+    arguments = planned.context.arguments if planned.context is not None else planned.kwargs
+    await decider.clock.now()  # the request's deadline is in the store's time
+    request = decider.request(turn, call, arguments, "the tool's server asks for input")
+    kept = decider.kept(turn, index, request)
+    if kept is None:  # its arguments could not be redacted: that is its answer
+        outcome = turn.outcomes[index]
+        assert outcome is not None
+        await _give_up_waiting(turn, index, claim, outcome.result, run=run)
+        return
+    base = claim or CallRecord(
+        call_id=call.local_id,
+        tool=call.exposed_name,
+        fingerprint=turn.fingerprint(call),
+        state="pending",
+        caller=caller_json(call),
+    )
+    if turn.wake is not None:
+        base = base.with_(wake=turn.wake)
+    try:
+        record = input_record(
+            base.with_(tool_id=call.tool.qualified_name, definition=call.tool.definition_hash),
+            kept,
+            waiting,
+        )
+        answered = await run.keep_waiting(claim, record)
+    except Exception as exc:
+        log.exception("keeping the input request of %s failed", call.exposed_name)
+        failed = ToolResult.error(
+            "failed",
+            f"Not finished: the call's server asked for input, and the request could not "
+            f"be kept ({short(exc)}).",
+        )
+        await _give_up_waiting(turn, index, claim, failed, run=run)
+        return
+    if answered is not None:  # another worker answered it meanwhile: that stands
+        turn.finish(index, answered)
+        return
+    turn.waiting.append((index, waiting_request(turn, call, kept, record, waiting)))
+
+
+async def _give_up_waiting(
+    turn: Turn, index: int, claim: CallRecord | None, result: ToolResult, *, run: Run
+) -> None:
+    """Answer a call whose server's question could not be kept waiting with ``result``, for
+    good: over this worker's claim now, or (without one) when the turn's answers are
+    stored, so a resume gives the same answer instead of finding the call running."""
+    if claim is None:
+        turn.kept.discard(index)
+        turn.finish(index, result, ran=True)
+        return
+    turn.finish(index, await store_answer(turn, index, claim, result, run=run), ran=True)
+
+
+async def store_answer(
+    turn: Turn, index: int, claim: CallRecord, result: ToolResult, *, run: Run
+) -> ToolResult:
+    """Record the answer of a call this worker ran, right away; returns the answer to
+    give (another worker's, when it answered the call meanwhile)."""
+    turn.kept.add(index)
+    answer, error = await run.store_answer(claim, result)
+    if error is not None:
+        turn.store_error = turn.store_error or error
+    return answer
