@@ -290,3 +290,50 @@ def test_no_function_of_the_core_branches_more_than_a_reader_can_follow() -> Non
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 found[f"{name}.{node.name}"] = complexity(node)
     assert {where: n for where, n in found.items() if n > MAX_COMPLEXITY} == {}
+
+
+def test_the_decider_reads_the_turn_and_writes_nothing_of_it() -> None:
+    # Deciding returns each call's step as a value; the turn applies it (Turn.apply), so no
+    # object is written by two others.
+    tree = ast.parse(MODULES["toolwire.pipeline._deciding"].read_text(encoding="utf-8"))
+    writes = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("append", "add", "extend", "update", "finish", "apply", "pop")
+        ):
+            targets = [node.func.value]
+        writes.extend(
+            ast.unparse(target)
+            for target in targets
+            if "turn" in {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        )
+    assert writes == []
+
+
+def test_no_part_of_the_pipeline_is_handed_a_callback_into_the_executor() -> None:
+    tree = ast.parse(MODULES["toolwire.pipeline.executor"].read_text(encoding="utf-8"))
+    handed = [
+        ast.unparse(keyword)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        for keyword in node.keywords
+        if isinstance(keyword.value, ast.Attribute)
+        and isinstance(keyword.value.value, ast.Name)
+        and keyword.value.value.id == "self"
+        and callable(getattr(__import__("toolwire").Executor, keyword.value.attr, None))
+    ]
+    assert handed == []
+
+
+def test_the_ledger_names_no_engine() -> None:
+    # Engines register their wakers, or name them in the toolwire.wakers entry points.
+    text = MODULES["toolwire.runs.ledger"].read_text(encoding="utf-8")
+    assert "toolwire.integrations" not in text
+    assert not reached("toolwire.runs.ledger") & {
+        name for name in MODULES if within(name, ("toolwire.integrations",))
+    }

@@ -38,7 +38,8 @@ import toolwire.mcp
 from toolwire import CallContext, ConfigurationError, MemoryStore, Policy, Rule, SQLiteStore
 from toolwire.calls import canonical_json
 from toolwire.errors import InvalidToken
-from toolwire.mcp import Authentication, HttpServer, Hub, Identity, StaticTokens, _auth
+from toolwire.mcp import Authentication, HttpServer, Hub, Identity, StaticTokens
+from toolwire.mcp.server import _auth
 
 pytestmark = pytest.mark.anyio
 

@@ -1,5 +1,8 @@
 """Phase 1 of a turn: each call decided, in order, by carrying out the planner's steps: what
-the call's record says, validation, the before-call hooks, the policy and the approver."""
+the call's record says, validation, the before-call hooks, the policy and the approver.
+
+The decider reads the turn and writes nothing: deciding a call returns its step as a value
+(``Decided``), and the executor applies it to the turn."""
 
 from __future__ import annotations
 
@@ -7,10 +10,10 @@ import copy
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeAlias
 
 from toolwire.approval import ApprovalRequest, Approver, Decision
-from toolwire.calls import RejectedCall, ToolCall, ToolResult, strip_nulls
+from toolwire.calls import ToolCall, ToolResult, strip_nulls
 from toolwire.context import BeforeHook, CallContext, Veto
 from toolwire.errors import ConfigurationError, ToolwireError
 from toolwire.pipeline._output import denied_answer, invalid_answer, log, not_run, short
@@ -19,24 +22,37 @@ from toolwire.pipeline._plan import (
     Answer,
     Ask,
     Go,
-    Refuse,
     Run,
     Wait,
     decided,
     from_record,
     gate,
-    refusal,
+    settled,
 )
 from toolwire.pipeline._runner import maybe_await
-from toolwire.pipeline._turns import NOT_RUN, CallOutcome, Planned, Turn
+from toolwire.pipeline._turns import Planned, Turn
 from toolwire.policy import Policy, PolicyContext, Verdict
 from toolwire.runs import CallRecord
 from toolwire.runs.store import StoreClock
 from toolwire.tool import Tool
 
-__all__ = ["Decider"]
+__all__ = ["Decided", "Decider", "Step"]
 
 _EDITED = "The approver edited the arguments: "
+
+Step: TypeAlias = Answer | Wait | Planned
+"""What becomes of a decided call: answered now, waiting in the run, or planned to run."""
+Decided: TypeAlias = tuple[Step, str | None]
+"""A call's step, and the run id asking about it named when the turn had none (the turn is
+kept in that run from then on)."""
+
+
+class _Stopped(Exception):
+    """A call answered before it got through (invalid arguments, a hook's veto, a failed
+    redaction): carries its answer out of the helpers to ``Decider.decide``."""
+
+    def __init__(self, answer: Answer) -> None:
+        self.answer = answer
 
 
 class Decider:
@@ -49,8 +65,6 @@ class Decider:
         hooked: whether hooks (before or after the call) need each call's context.
         redact: what a waiting call's request keeps of its arguments.
         approval_ttl: seconds a request for approval waits.
-        may_rerun: whether a call whose worker stopped may run again.
-        wait_bound: seconds to wait for a call another live worker runs.
         clock: the run store's clock, which leases and request deadlines are judged by.
     """
 
@@ -63,8 +77,6 @@ class Decider:
         hooked: bool,
         redact: Callable[[ApprovalRequest], Mapping[str, Any]] | None,
         approval_ttl: float | None,
-        may_rerun: Callable[[ToolCall], bool],
-        wait_bound: Callable[[Tool | None], float],
         clock: StoreClock,
     ) -> None:
         self.policy = policy
@@ -74,160 +86,113 @@ class Decider:
         self.hooked = hooked
         self.redact = redact
         self.approval_ttl = approval_ttl
-        self.may_rerun = may_rerun
-        self.wait_bound = wait_bound
 
-    async def plan(
+    async def decide(
         self,
         turn: Turn,
         index: int,
-        item: ToolCall | RejectedCall,
+        call: ToolCall,
+        record: CallRecord | None,
         *,
+        may_rerun: bool = False,
         ticketed: Mapping[str, Any] | None = None,
-    ) -> None:
-        """Decide one call, in order: what its run's record says, then validation, hooks,
-        policy and approval. Nobody is asked anything more once the turn is halted.
+    ) -> Decided:
+        """Decide one call, in order: what its run's ``record`` says (read by the executor,
+        waited for while another worker ran the call), then validation, hooks, policy and
+        approval.
 
+        ``may_rerun``: a call its record shows running, whose worker stopped, may run again.
         ``ticketed``: the call is decided again where its ticket runs, with the arguments
         its turn's planning made (the ticket's ``runs_with``, which its digest binds). They
         are validated and put to the policy again, which may deny them since; the hooks are
         not run again, and the approver is not asked again about a call the planning step
         let run (a ticket is made only for such a call)."""
-        assert isinstance(item, ToolCall)  # rejected calls were answered on admission
-        if turn.halted:
-            if item.local_id in turn.known:  # what the run's answer replaces
-                turn.seen[index] = turn.known[item.local_id]
-            turn.finish(index, NOT_RUN)
-            return
-        record = await self._record_of(turn, item) if turn.known else None
-        if record is None:
-            await self._plan_go(turn, index, item, NO_RECORD, None, ticketed)
-            return
-        turn.seen[index] = record
-        may_rerun = record.state == "running" and self.may_rerun(item)
-        now = await self.clock.now()
-        step = from_record(record, item.tool, turn.run_id, may_rerun=may_rerun, now=now)
-        if isinstance(step, Go):
-            await self._plan_go(turn, index, item, step, record, ticketed)
-        else:
-            self.apply(turn, index, step)
+        go: Go = NO_RECORD
+        if record is not None:
+            now = await self.clock.now()
+            step = from_record(record, call.tool, turn.run_id, may_rerun=may_rerun, now=now)
+            if not isinstance(step, Go):
+                return settled(step), None
+            go = step
+        try:
+            return await self._decide_go(turn, index, call, go, record, ticketed)
+        except _Stopped as stopped:
+            return stopped.answer, None
 
-    async def _record_of(self, turn: Turn, call: ToolCall) -> CallRecord | None:
-        """The run's record of the call, waited for while another live worker runs it.
-
-        Raises:
-            ConfigurationError: the run holds another call (other arguments) under its id.
-        """
-        known = turn.known.get(call.local_id)
-        if known is None or turn.run is None:
-            return None
-        record: CallRecord | None = known
-        if known.state == "running":  # another worker's, maybe: waited for while it runs
-            bound = self.wait_bound(call.tool)
-            record = await turn.run.unless_running(call.local_id, known, bound)
-        if record is not None and record.fingerprint != turn.fingerprint(call):
-            raise ConfigurationError(
-                f"run {turn.run_id!r} already has a call {call.local_id!r} with other "
-                "arguments; use a new run id for a new turn"
-            )
-        return record
-
-    async def _plan_go(
+    async def _decide_go(
         self,
         turn: Turn,
         index: int,
         call: ToolCall,
         go: Go,
         record: CallRecord | None,
-        ticketed: Mapping[str, Any] | None = None,
-    ) -> None:
+        ticketed: Mapping[str, Any] | None,
+    ) -> Decided:
         """Validation, before-call hooks, policy and approval of a call nothing stopped."""
         tool = call.tool
         call, arguments, prefix = _arguments_to_run(call, go, ticketed)
-        kwargs = self._validated(turn, index, tool, arguments, prefix)
-        if kwargs is None:
-            return
+        kwargs = _validated(call, tool, arguments, prefix)
         wanted = self.hooked or tool.context_parameter is not None
         context = turn.context(call, arguments) if wanted else None
         if self.before_call and ticketed is None:  # (a ticket's ran when it was planned)
-            hooked = await self._before(turn, index, call, arguments, kwargs, context)
-            if hooked is None:
-                return
-            arguments, kwargs, context = hooked
+            arguments, kwargs, context = await self._before(turn, call, arguments, kwargs, context)
         if self.policy.allows_everything and not tool.needs_approval and not go.undecided:
-            turn.planned.append(Planned(index, call, kwargs, context, record, arguments=arguments))
-            return
+            return Planned(index, call, kwargs, context, record, arguments=arguments), None
         verdict = self._verdict(turn, call, arguments)
         gated = gate(
             go, verdict, has_approver=self.approver is not None, let_run=ticketed is not None
         )
-        step: Run | Answer | Refuse
-        if isinstance(gated, Ask):
-            asked = await self._asked(
-                turn, index, call, arguments, gated, (arguments, kwargs, context)
-            )
-            if asked is None:
-                return  # waits (recorded on the turn), or answered
-            step, (arguments, kwargs, context) = asked
-        else:
-            step = gated
-        if isinstance(step, Run):
-            turn.planned.append(Planned(index, call, kwargs, context, record, arguments=arguments))
-        else:
-            self.apply(turn, index, step)
+        if not isinstance(gated, Ask):
+            if isinstance(gated, Run):
+                return Planned(index, call, kwargs, context, record, arguments=arguments), None
+            return settled(gated), None
+        return await self._decide_asked(
+            turn, index, call, gated, record, (arguments, kwargs, context)
+        )
 
-    async def _asked(
+    async def _decide_asked(
         self,
         turn: Turn,
         index: int,
         call: ToolCall,
-        arguments: Mapping[str, Any],
         ask: Ask,
+        record: CallRecord | None,
         running: tuple[Mapping[str, Any], dict[str, Any], CallContext | None],
-    ) -> tuple[Run | Refuse, tuple[Mapping[str, Any], dict[str, Any], CallContext | None]] | None:
-        """The approver's decision as a step, with the arguments, keyword arguments and
-        context the call runs with (an approver answering now may edit the arguments); None
-        when the call waits or has been answered."""
-        decision = await self._ask(turn, index, call, arguments, ask)
-        if decision is None:
-            return None
-        if decision.allowed and decision.arguments is not None:
-            # An approver answering now edited them: they run, if the policy agrees.
-            approved = self._approved_edit(turn, index, call, decision.arguments, running[2])
-            if approved is None:
-                return None
-            running = approved
-        return decided(decision), running
-
-    def apply(self, turn: Turn, index: int, step: Answer | Refuse | Wait) -> None:
-        """Carry out a step that answers the call now, or puts it up as waiting."""
-        if isinstance(step, Wait):
-            turn.waiting.append((index, step.request))
-            if step.kept:
-                turn.kept.add(index)
-            return
-        answer = refusal(step.decision) if isinstance(step, Refuse) else step
-        turn.halted = turn.halted or answer.halted  # a replayed halt still stops the turn
-        turn.outcomes[index] = CallOutcome(
-            item=turn.items[index],
-            result=answer.result,
-            from_store=answer.from_store,
-            halted=answer.halted,
-        )
-        if answer.kept:
-            turn.kept.add(index)
+    ) -> Decided:
+        """A call the policy asks about: the approver's decision (which may edit the
+        arguments), or the call waiting in the turn's run, named now if it has none."""
+        arguments, kwargs, context = running
+        run_id = turn.run_id or f"run_{uuid.uuid4().hex}"  # asked about: the turn keeps a run
+        named = None if turn.run_id is not None else run_id
+        try:  # (the turn is kept in the run it named, whatever the answer)
+            decision = await self._ask(turn, run_id, call, arguments, ask)
+            if isinstance(decision, Wait):
+                return decision, named
+            if decision.allowed and decision.arguments is not None:
+                # An approver answering now edited them: they run, if the policy agrees.
+                arguments, kwargs, context = self._approved_edit(turn, call, decision, context)
+        except _Stopped as stopped:
+            return stopped.answer, named
+        step = decided(decision)
+        if isinstance(step, Run):
+            return Planned(index, call, kwargs, context, record, arguments=arguments), named
+        return settled(step), named
 
     async def _before(
         self,
         turn: Turn,
-        index: int,
         call: ToolCall,
         arguments: Mapping[str, Any],
         kwargs: dict[str, Any],
         context: CallContext | None,
-    ) -> tuple[Mapping[str, Any], dict[str, Any], CallContext | None] | None:
+    ) -> tuple[Mapping[str, Any], dict[str, Any], CallContext | None]:
         """The arguments, the handler's keyword arguments and the context once every
-        before-call hook has had its say; None with the call answered when one stops it."""
+        before-call hook has had its say.
+
+        Raises:
+            _Stopped: a hook stopped the call (vetoed it, failed, or rewrote its arguments
+                into invalid ones).
+        """
         for hook in self.before_call:
             assert context is not None  # made whenever there are hooks
             try:
@@ -241,53 +206,31 @@ class Decider:
                     answer = dict(answer)
             except Exception as exc:  # the call's own failure: it does not run, the turn goes on
                 log.exception("a before-call hook failed on %s", call.exposed_name)
-                turn.finish(index, not_run("a before-call hook", exc))
-                return None
+                raise _Stopped(Answer(not_run("a before-call hook", exc))) from None
             if isinstance(answer, Veto):
-                turn.finish(index, ToolResult.error("denied", answer.reason))
-                return None
+                raise _Stopped(Answer(ToolResult.error("denied", answer.reason)))
             if answer is not None:
                 arguments = answer
-                prefix = "A hook rewrote the arguments: "
-                rewritten = self._validated(turn, index, call.tool, arguments, prefix)
-                if rewritten is None:
-                    return None
-                kwargs = rewritten
+                kwargs = _validated(call, call.tool, arguments, "A hook rewrote the arguments: ")
                 context = turn.context(call, arguments)
         return arguments, kwargs, context
 
     def _approved_edit(
-        self,
-        turn: Turn,
-        index: int,
-        call: ToolCall,
-        edited: Mapping[str, Any],
-        context: CallContext | None,
-    ) -> tuple[Mapping[str, Any], dict[str, Any], CallContext | None] | None:
+        self, turn: Turn, call: ToolCall, decision: Decision, context: CallContext | None
+    ) -> tuple[Mapping[str, Any], dict[str, Any], CallContext | None]:
         """The arguments, keyword arguments and context of arguments an approver edited as
-        they approved, validated and put to the policy again; None with the call answered
-        otherwise."""
-        arguments = dict(edited)
-        kwargs = self._validated(turn, index, call.tool, arguments, _EDITED)
-        if kwargs is None:
-            return None
+        they approved, validated and put to the policy again.
+
+        Raises:
+            _Stopped: they are invalid, or the policy denies them.
+        """
+        assert decision.arguments is not None
+        arguments = dict(decision.arguments)
+        kwargs = _validated(call, call.tool, arguments, _EDITED)
         verdict = self._verdict(turn, call, arguments)
         if verdict.effect == "deny":
-            turn.finish(index, denied_answer(verdict))
-            return None
+            raise _Stopped(Answer(denied_answer(verdict)))
         return arguments, kwargs, (turn.context(call, arguments) if context is not None else None)
-
-    def _validated(
-        self, turn: Turn, index: int, tool: Tool, arguments: Mapping[str, Any], prefix: str
-    ) -> dict[str, Any] | None:
-        """The handler's keyword arguments, or None with the call answered (``prefix`` says
-        whose arguments were refused)."""
-        try:
-            return tool.validate_arguments(arguments)
-        except Exception as exc:
-            name = getattr(turn.items[index], "exposed_name", tool.name)  # what the model called
-            turn.finish(index, invalid_answer(tool, exc, prefix, name))
-            return None
 
     def _verdict(self, turn: Turn, call: ToolCall, arguments: Mapping[str, Any]) -> Verdict:
         try:
@@ -306,19 +249,21 @@ class Decider:
             return Verdict("deny", f"the policy could not be evaluated ({short(exc)})")
 
     async def _ask(
-        self, turn: Turn, index: int, call: ToolCall, arguments: Mapping[str, Any], ask: Ask
-    ) -> Decision | None:
-        """The approver's decision on the call, or None when it waits (recorded on the turn).
-        A deferred call waits without asking an immediate approver."""
+        self, turn: Turn, run_id: str, call: ToolCall, arguments: Mapping[str, Any], ask: Ask
+    ) -> Decision | Wait:
+        """The approver's decision on the call, or the call waiting in run ``run_id``. A
+        deferred call waits without asking an immediate approver.
+
+        Raises:
+            _Stopped: its request could not be redacted.
+        """
         if self.approver is None and not ask.deferred:
             raise ConfigurationError(
                 f"the policy asks for approval of {call.tool.qualified_name!r} but the "
                 "executor has no approver"
             )
-        if turn.run_id is None:
-            turn.run_id = f"run_{uuid.uuid4().hex}"
         await self.clock.now()  # the request's deadline is in the store's time
-        request = self.request(turn, call, arguments, ask.reason)
+        request = self.request(turn, call, arguments, ask.reason, run_id=run_id)
         decision = None
         if self.approver is not None and not ask.deferred:
             try:
@@ -329,10 +274,10 @@ class Decider:
                 log.exception("the approver failed on %s", call.exposed_name)
                 return Decision("deny", f"the approver failed ({short(exc)})")
         if decision is None:
-            kept = self.kept(turn, index, request)
-            if kept is not None:
-                turn.waiting.append((index, kept))
-            return None
+            kept = self.kept(request)
+            if isinstance(kept, ToolResult):
+                raise _Stopped(Answer(kept))
+            return Wait(kept)
         if not isinstance(decision, Decision):
             raise ConfigurationError(
                 f"an approver returned a {type(decision).__name__}, not a Decision"
@@ -340,14 +285,21 @@ class Decider:
         return decision
 
     def request(
-        self, turn: Turn, call: ToolCall, arguments: Mapping[str, Any], reason: str | None
+        self,
+        turn: Turn,
+        call: ToolCall,
+        arguments: Mapping[str, Any],
+        reason: str | None,
+        *,
+        run_id: str | None = None,
     ) -> ApprovalRequest:
-        """What a human is shown of a call that waits in the turn's run (from now, until the
-        executor's ``approval_ttl``)."""
-        assert turn.run_id is not None
+        """What a human is shown of a call that waits in the turn's run (``run_id`` when the
+        turn has none yet), from now until the executor's ``approval_ttl``."""
+        run_id = run_id or turn.run_id
+        assert run_id is not None
         now = self.clock.current()
         return ApprovalRequest(
-            run_id=turn.run_id,
+            run_id=run_id,
             call_id=call.local_id,
             tool=call.tool,
             exposed_name=call.exposed_name,
@@ -358,17 +310,31 @@ class Decider:
             expires_at=now + self.approval_ttl if self.approval_ttl is not None else None,
         )
 
-    def kept(self, turn: Turn, index: int, request: ApprovalRequest) -> ApprovalRequest | None:
+    def kept(self, request: ApprovalRequest) -> ApprovalRequest | ToolResult:
         """``request`` as the run keeps it, which is what the application is shown: its
-        arguments passed through ``redact``; None, with the call answered, when that fails."""
+        arguments passed through ``redact``; the call's answer when that fails (nothing
+        unredacted is kept)."""
         try:
             kept = request.arguments if self.redact is None else self.redact(request)
             kept = dict(kept)
         except Exception as exc:  # fail closed: nothing unredacted is kept
             log.exception("redacting the request of %s failed", request.exposed_name)
-            turn.finish(index, not_run("redacting its request", exc))
-            return None
+            return not_run("redacting its request", exc)
         return replace(request, arguments=kept)
+
+
+def _validated(
+    call: ToolCall, tool: Tool, arguments: Mapping[str, Any], prefix: str
+) -> dict[str, Any]:
+    """The handler's keyword arguments (``prefix`` says whose arguments were refused).
+
+    Raises:
+        _Stopped: the arguments are invalid.
+    """
+    try:
+        return tool.validate_arguments(arguments)
+    except Exception as exc:
+        raise _Stopped(Answer(invalid_answer(tool, exc, prefix, call.exposed_name))) from None
 
 
 def _arguments_to_run(

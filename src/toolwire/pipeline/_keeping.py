@@ -31,11 +31,9 @@ async def keep_waiting(
     arguments = planned.context.arguments if planned.context is not None else planned.kwargs
     await decider.clock.now()  # the request's deadline is in the store's time
     request = decider.request(turn, call, arguments, "the tool's server asks for input")
-    kept = decider.kept(turn, index, request)
-    if kept is None:  # its arguments could not be redacted: that is its answer
-        outcome = turn.outcomes[index]
-        assert outcome is not None
-        await _give_up_waiting(turn, index, claim, outcome.result, run=run)
+    kept = decider.kept(request)
+    if isinstance(kept, ToolResult):  # its arguments could not be redacted: that is its answer
+        await _give_up_waiting(turn, index, claim, kept, run=run)
         return
     base = claim or CallRecord(
         call_id=call.local_id,

@@ -44,6 +44,7 @@ __all__ = [
     "gate",
     "refusal",
     "replayed",
+    "settled",
 ]
 
 
@@ -210,6 +211,11 @@ def refusal(decision: Decision) -> Answer:
     return Answer(
         ToolResult.error("approval_denied", f"Denied: {reason}."), halted=decision.kind == "halt"
     )
+
+
+def settled(step: Answer | Refuse | Wait) -> Answer | Wait:
+    """A step that answers the call now (a refusal as its answer), or puts it up waiting."""
+    return refusal(step.decision) if isinstance(step, Refuse) else step
 
 
 def found(

@@ -30,6 +30,7 @@ from toolwire.errors import (
     ToolNotFound,
 )
 from toolwire.inputs import InputDeferred
+from toolwire.pipeline._plan import Answer, Wait
 from toolwire.runs import (
     CallRecord,
     Run,
@@ -204,6 +205,32 @@ class Turn:
         self.outcomes[index] = CallOutcome(
             item=self.items[index], result=result, halted=halted, ran=ran
         )
+
+    def apply(
+        self, index: int, step: Answer | Wait | Planned, named_run: str | None = None
+    ) -> None:
+        """Carry out the step a call was decided to (the one place a decision changes the
+        turn): answer it now, put it up as waiting, or plan it to run. ``named_run``: the run
+        asking about it named, which the turn is kept in from now on."""
+        if named_run is not None and self.run_id is None:
+            self.run_id = named_run
+        if isinstance(step, Planned):
+            self.planned.append(step)
+            return
+        if isinstance(step, Wait):
+            self.waiting.append((index, step.request))
+            if step.kept:
+                self.kept.add(index)
+            return
+        self.halted = self.halted or step.halted  # a replayed halt still stops the turn
+        self.outcomes[index] = CallOutcome(
+            item=self.items[index],
+            result=step.result,
+            from_store=step.from_store,
+            halted=step.halted,
+        )
+        if step.kept:
+            self.kept.add(index)
 
     def fingerprint(self, call: ToolCall) -> str:
         """The call's fingerprint, computed once per turn (calls are keyed by their id)."""

@@ -49,6 +49,7 @@ from toolwire.pipeline._plan import (
     Refuse,
     Wait,
     found,
+    settled,
 )
 from toolwire.pipeline._runner import CANCELLED, Job, Runner, unanswerable
 from toolwire.pipeline._turns import (
@@ -251,8 +252,6 @@ class Executor:
             hooked=bool(before_call or after_call),
             redact=redact,
             approval_ttl=approval_ttl,
-            may_rerun=self.may_rerun,
-            wait_bound=self.wait_bound,
             clock=clock_of(self.store),
         )
         self._max_concurrency = max_concurrency
@@ -396,7 +395,7 @@ class Executor:
             turn.known = await self._run_of(turn).load(ids, resume=resume)
         for index, item in enumerate(turn.items):
             if turn.outcomes[index] is None:  # (not answered on admission)
-                await self.decider.plan(turn, index, item)
+                await self._decide(turn, index, item)
         if turn.halted:
             for planned in turn.planned:
                 turn.finish(planned.index, NOT_RUN)
@@ -525,7 +524,7 @@ class Executor:
         ticket.check_kept(known.get(ticket.call_id), toolset)
         turn = Turn.of_ticket(ticket, tool, deps)
         turn.run, turn.known = run, known
-        await self.decider.plan(turn, 0, turn.items[0], ticketed=ticket.runs_with)
+        await self._decide(turn, 0, turn.items[0], ticketed=ticket.runs_with)
         await self._run_planned(turn)
         [outcome] = await self._close(turn)
         return outcome
@@ -559,6 +558,52 @@ class Executor:
                 place=turn.place,
             )
         return outcomes
+
+    async def _decide(
+        self,
+        turn: Turn,
+        index: int,
+        item: ToolCall | RejectedCall,
+        *,
+        ticketed: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Decide one call of the turn, in order, and apply the step: what its run's record
+        says (waited for while another live worker runs it), then the decider's validation,
+        hooks, policy and approver. Nobody is asked anything once the turn is halted."""
+        assert isinstance(item, ToolCall)  # rejected calls were answered on admission
+        if turn.halted:
+            if item.local_id in turn.known:  # what the run's answer replaces
+                turn.seen[index] = turn.known[item.local_id]
+            turn.finish(index, NOT_RUN)
+            return
+        record = await self._record_of(turn, item) if turn.known else None
+        may_rerun = False
+        if record is not None:
+            turn.seen[index] = record
+            may_rerun = record.state == "running" and self.may_rerun(item)
+        step, named_run = await self.decider.decide(
+            turn, index, item, record, may_rerun=may_rerun, ticketed=ticketed
+        )
+        turn.apply(index, step, named_run)
+
+    async def _record_of(self, turn: Turn, call: ToolCall) -> CallRecord | None:
+        """The run's record of the call, waited for while another live worker runs it.
+
+        Raises:
+            ConfigurationError: the run holds another call (other arguments) under its id.
+        """
+        known = turn.known.get(call.local_id)
+        if known is None or turn.run is None:
+            return None
+        record: CallRecord | None = known
+        if known.state == "running":  # another worker's, maybe: waited for while it runs
+            record = await turn.run.unless_running(call.local_id, known, self.wait_bound(call.tool))
+        if record is not None and record.fingerprint != turn.fingerprint(call):
+            raise ConfigurationError(
+                f"run {turn.run_id!r} already has a call {call.local_id!r} with other "
+                "arguments; use a new run id for a new turn"
+            )
+        return record
 
     async def decide(
         self, run_id: str, call_id: str, decision: Decision, *, by: Any = None
@@ -761,7 +806,7 @@ class Executor:
             assert claimed.value is not None  # a call without a record may be claimed
             step = what_it_says(claimed.value)
             assert step is not None
-            self.decider.apply(turn, index, step)
+            turn.apply(index, settled(step))
             return None
         return claimed
 
