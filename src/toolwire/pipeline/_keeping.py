@@ -1,16 +1,28 @@
-"""A call's answer kept in its run as it ends: stored at once when it ran, or kept waiting
-when its server asks for input (``pending`` with the server's questions and state)."""
+"""What a turn's run keeps: a call's answer stored at once when it ran, or kept waiting when
+its server asks for input (``pending`` with the server's questions and state); and, as the
+turn closes, the answers decided without running and the calls waiting for a decision."""
 
 from __future__ import annotations
 
-from toolwire.calls import ToolResult
+from toolwire.approval import ApprovalPending
+from toolwire.calls import ToolCall, ToolResult
+from toolwire.errors import StoreUnavailable
 from toolwire.inputs import InputDeferred
 from toolwire.pipeline._deciding import Decider
 from toolwire.pipeline._output import log, short
-from toolwire.pipeline._turns import Planned, Turn, waiting_request
-from toolwire.runs import CallRecord, Run, caller_json, input_record
+from toolwire.pipeline._turns import CallOutcome, Planned, Turn, waiting_request
+from toolwire.runs import (
+    UNSTORED_KINDS,
+    CallRecord,
+    Run,
+    caller_json,
+    decided_for,
+    input_record,
+    request_record,
+)
+from toolwire.runs.store import RunStore
 
-__all__ = ["keep_waiting", "store_answer"]
+__all__ = ["close", "keep_waiting", "remember", "store_answer"]
 
 
 async def keep_waiting(
@@ -89,3 +101,64 @@ async def store_answer(
     if error is not None:
         turn.store_error = turn.store_error or error
     return answer
+
+
+async def remember(turn: Turn, run: Run) -> None:
+    """Store the answers decided without running (invalid arguments, denials...), and the
+    calls waiting for a decision as pending."""
+    for index, outcome in enumerate(turn.outcomes):
+        if (
+            outcome is None
+            or index in turn.kept
+            or outcome.from_store
+            or not isinstance(outcome.item, ToolCall)
+            or outcome.result.error_kind in UNSTORED_KINDS
+        ):
+            continue
+        call = outcome.item
+        other = await run.remember_answer(
+            call, turn.fingerprint(call), turn.seen.get(index), outcome.result
+        )
+        if other is not None:  # another worker's answer stands, for all
+            turn.outcomes[index] = CallOutcome(item=call, result=other, from_store=True)
+    for index, request in turn.waiting:
+        if index in turn.kept:
+            continue  # waits for input: its record says so already
+        seen = turn.seen.get(index)
+        item = turn.items[index]
+        assert isinstance(item, ToolCall)
+        if seen is not None and seen.state == "pending" and decided_for(seen, item.tool):
+            continue  # already waiting in the run, for this tool as it is
+        await run.remember_wait(seen, request_record(request, item, seen=seen, wake=turn.wake))
+
+
+async def close(turn: Turn, run: Run | None, store: RunStore) -> list[CallOutcome]:
+    """The turn's outcomes, once its ``run`` (in ``store``) remembers what was decided without
+    running.
+
+    Raises:
+        StoreUnavailable: the run's store failed (the outcomes are on the exception).
+        ApprovalPending: some calls wait.
+    """
+    if run is not None and turn.store_error is None:
+        try:
+            await remember(turn, run)
+        except StoreUnavailable as exc:
+            turn.store_error = exc
+    outcomes = [outcome for outcome in turn.outcomes if outcome is not None]
+    if turn.store_error is not None:
+        raise StoreUnavailable(
+            f"{turn.store_error} (run {turn.run_id!r}; the turn's answers are in "
+            "`outcomes`, but the run may not remember them)",
+            outcomes=outcomes,
+        ) from turn.store_error
+    if turn.waiting:
+        assert turn.run_id is not None
+        raise ApprovalPending(
+            turn.run_id,
+            [request for _, request in turn.waiting],
+            completed=outcomes,
+            store=store,
+            place=turn.place,
+        )
+    return outcomes

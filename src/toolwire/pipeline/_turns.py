@@ -34,12 +34,14 @@ from toolwire.pipeline._plan import Answer, Wait
 from toolwire.runs import (
     CallRecord,
     Run,
+    binding_for,
     checked_result,
     encode_result,
     fingerprint,
     input_round,
     valid_id,
 )
+from toolwire.runs.store import RunStore
 from toolwire.tool import Tool
 
 __all__ = [
@@ -295,6 +297,25 @@ class Turn:
             ids.append(call_id)
             self.admitted.append(item)
         return ids
+
+    def run_in(self, store: RunStore, *, worker: str, lease: float) -> Run:
+        """The turn's run in ``store`` (made once the turn has a run id), claiming as
+        ``worker`` with ``lease``."""
+        if self.run is None:
+            assert self.run_id is not None
+            self.run = Run(
+                store,
+                self.run_id,
+                binding=binding_for(self.principal, self.bound_calls(), self.place),
+                worker=worker,
+                lease=lease,
+                positions={
+                    item.local_id: index
+                    for index, item in enumerate(self.items)
+                    if isinstance(item, ToolCall)
+                },
+            )
+        return self.run
 
     def bound_calls(self) -> list[tuple[str, str]]:
         """The ``(id, fingerprint)`` of each admitted call: what the turn's run is bound to

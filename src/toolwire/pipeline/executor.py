@@ -25,33 +25,25 @@ handler, output caps, after-call hooks), all in ``toolwire.pipeline``, and the r
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar, cast, overload
 
 import anyio
 
-from toolwire._tracing import global_tracing, make_tracer, tool_span
-from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
-from toolwire.calls import CallIds, RejectedCall, ToolCall, ToolResult
+from toolwire._tracing import global_tracing, make_tracer
+from toolwire.approval import ApprovalRequest, Approver, Decision
+from toolwire.calls import CallIds, RejectedCall, ToolCall
 from toolwire.context import AfterHook, BeforeHook, CallContext, Veto
-from toolwire.errors import ConfigurationError, StoreUnavailable, ToolNotFound
-from toolwire.inputs import InputDeferred
+from toolwire.errors import ConfigurationError, ToolNotFound
 from toolwire.pipeline._deciding import Decider
-from toolwire.pipeline._keeping import keep_waiting, store_answer
+from toolwire.pipeline._keeping import close, remember
 from toolwire.pipeline._output import (
     DEFAULT_MEDIA_LIMIT,
     DEFAULT_OUTPUT_LIMIT,
 )
-from toolwire.pipeline._plan import (
-    Answer,
-    Refuse,
-    Wait,
-    found,
-    settled,
-)
-from toolwire.pipeline._runner import CANCELLED, Job, Runner, unanswerable
+from toolwire.pipeline._runner import CANCELLED, Runner
+from toolwire.pipeline._running import CallRunning, Claims
 from toolwire.pipeline._turns import (
     NOT_RUN,
     CallOutcome,
@@ -63,19 +55,10 @@ from toolwire.pipeline._turns import (
 )
 from toolwire.policy import ALLOW_ALL, Policy
 from toolwire.runs import (
-    HOST,
-    UNSTORED_KINDS,
-    UNTIMED_WAIT,
     CallRecord,
-    Contended,
-    Keep,
-    binding_for,
     check_outlives,
     checked_wake,
-    decided_for,
-    input_resume,
     ledger,
-    request_record,
     valid_id,
 )
 from toolwire.runs import Run as RunOfTurn
@@ -254,14 +237,23 @@ class Executor:
             approval_ttl=approval_ttl,
             clock=clock_of(self.store),
         )
-        self._max_concurrency = max_concurrency
+        self.claims = Claims(
+            store=self.store,
+            token=uuid.uuid4().hex[:8],
+            lease=lease,
+            wait_for_running=wait_for_running,
+            on_interrupted=on_interrupted,
+            runner=self.runner,
+        )
+        self.calls = CallRunning(
+            runner=self.runner,
+            decider=self.decider,
+            claims=self.claims,
+            max_concurrency=max_concurrency,
+        )
         self._turns: set[Turn] = set()
-        self.on_interrupted = on_interrupted
-        self.wait_for_running = wait_for_running
-        self.lease = lease
         self._tracer = make_tracer(tracer_provider)
         self._own_tracer = tracer_provider is not None
-        self._token = uuid.uuid4().hex[:8]
 
     policy: _Setting[Policy] = _Setting()
     """Which calls may run."""
@@ -300,7 +292,7 @@ class Executor:
     def worker_id(self) -> str:
         """Who this executor is in the run store's claims: ``host:pid:token`` (the pid of the
         process it runs in now, should it be forked)."""
-        return f"{HOST}:{os.getpid()}:{self._token}"
+        return self.claims.worker_id
 
     # -- public ------------------------------------------------------------------------------
 
@@ -352,7 +344,7 @@ class Executor:
             resume=resume,
         )
         await self._run_planned(turn)
-        return await self._close(turn)
+        return await close(turn, self.claims.run_of(turn) if turn.run_id else None, self.store)
 
     async def plan_turn(
         self,
@@ -392,7 +384,7 @@ class Executor:
         turn.outcomes = [None] * len(turn.items)
         ids = turn.admit(raise_unknown=self.on_unknown == "raise")
         if run_id is not None:  # what the run already knows, in one round trip
-            turn.known = await self._run_of(turn).load(ids, resume=resume)
+            turn.known = await self.claims.run_of(turn).load(ids, resume=resume)
         for index, item in enumerate(turn.items):
             if turn.outcomes[index] is None:  # (not answered on admission)
                 await self._decide(turn, index, item)
@@ -467,12 +459,12 @@ class Executor:
             (planned, self.ticket(turn, planned, toolset=toolset).digest())
             for planned in turn.planned
         ]
-        await self._remember(turn)
+        await remember(turn, self.claims.run_of(turn))
         for index, outcome in enumerate(turn.outcomes):
             if outcome is not None:
                 turn.kept.add(index)
         turn.kept.update(index for index, _ in turn.waiting)
-        run = self._run_of(turn)
+        run = self.claims.run_of(turn)
         for planned, digest in digests:  # each ticket's digest, kept before any is handed out
             call = planned.call
             await run.keep_ticket(call, turn.fingerprint(call), planned.record, digest)
@@ -486,7 +478,7 @@ class Executor:
             ConfigurationError: the call's arguments cannot be bound into a ticket (not JSON).
         """
         assert turn.run_id is not None
-        return CallTicket.of(turn.run_id, self._run_of(turn).binding, turn, planned, toolset)
+        return CallTicket.of(turn.run_id, self.claims.run_of(turn).binding, turn, planned, toolset)
 
     async def run_ticket(
         self, ticket: CallTicket, *, deps: Any = None, toolset: str | None = None
@@ -516,8 +508,8 @@ class Executor:
             self.store,
             ticket.run_id,
             binding=ticket.binding,
-            worker=self.worker_id,
-            lease=self.lease,
+            worker=self.claims.worker_id,
+            lease=self.claims.lease,
             positions={ticket.call_id: ticket.position} if ticket.position is not None else {},
         )
         known = await run.load([ticket.call_id])  # (a run gone keeps no ticket: refused)
@@ -526,84 +518,8 @@ class Executor:
         turn.run, turn.known = run, known
         await self._decide(turn, 0, turn.items[0], ticketed=ticket.runs_with)
         await self._run_planned(turn)
-        [outcome] = await self._close(turn)
+        [outcome] = await close(turn, self.claims.run_of(turn), self.store)
         return outcome
-
-    async def _close(self, turn: Turn) -> list[CallOutcome]:
-        """The turn's outcomes, once the run remembers what was decided without running.
-
-        Raises:
-            StoreUnavailable: the run's store failed (the outcomes are on the exception).
-            ApprovalPending: some calls wait.
-        """
-        if turn.run_id is not None and turn.store_error is None:
-            try:
-                await self._remember(turn)
-            except StoreUnavailable as exc:
-                turn.store_error = exc
-        outcomes = [outcome for outcome in turn.outcomes if outcome is not None]
-        if turn.store_error is not None:
-            raise StoreUnavailable(
-                f"{turn.store_error} (run {turn.run_id!r}; the turn's answers are in "
-                "`outcomes`, but the run may not remember them)",
-                outcomes=outcomes,
-            ) from turn.store_error
-        if turn.waiting:
-            assert turn.run_id is not None
-            raise ApprovalPending(
-                turn.run_id,
-                [request for _, request in turn.waiting],
-                completed=outcomes,
-                store=self.store,
-                place=turn.place,
-            )
-        return outcomes
-
-    async def _decide(
-        self,
-        turn: Turn,
-        index: int,
-        item: ToolCall | RejectedCall,
-        *,
-        ticketed: Mapping[str, Any] | None = None,
-    ) -> None:
-        """Decide one call of the turn, in order, and apply the step: what its run's record
-        says (waited for while another live worker runs it), then the decider's validation,
-        hooks, policy and approver. Nobody is asked anything once the turn is halted."""
-        assert isinstance(item, ToolCall)  # rejected calls were answered on admission
-        if turn.halted:
-            if item.local_id in turn.known:  # what the run's answer replaces
-                turn.seen[index] = turn.known[item.local_id]
-            turn.finish(index, NOT_RUN)
-            return
-        record = await self._record_of(turn, item) if turn.known else None
-        may_rerun = False
-        if record is not None:
-            turn.seen[index] = record
-            may_rerun = record.state == "running" and self.may_rerun(item)
-        step, named_run = await self.decider.decide(
-            turn, index, item, record, may_rerun=may_rerun, ticketed=ticketed
-        )
-        turn.apply(index, step, named_run)
-
-    async def _record_of(self, turn: Turn, call: ToolCall) -> CallRecord | None:
-        """The run's record of the call, waited for while another live worker runs it.
-
-        Raises:
-            ConfigurationError: the run holds another call (other arguments) under its id.
-        """
-        known = turn.known.get(call.local_id)
-        if known is None or turn.run is None:
-            return None
-        record: CallRecord | None = known
-        if known.state == "running":  # another worker's, maybe: waited for while it runs
-            record = await turn.run.unless_running(call.local_id, known, self.wait_bound(call.tool))
-        if record is not None and record.fingerprint != turn.fingerprint(call):
-            raise ConfigurationError(
-                f"run {turn.run_id!r} already has a call {call.local_id!r} with other "
-                "arguments; use a new run id for a new turn"
-            )
-        return record
 
     async def decide(
         self, run_id: str, call_id: str, decision: Decision, *, by: Any = None
@@ -628,6 +544,54 @@ class Executor:
 
     # -- phase 1: decide -----------------------------------------------------------------------
 
+    async def _decide(
+        self,
+        turn: Turn,
+        index: int,
+        item: ToolCall | RejectedCall,
+        *,
+        ticketed: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Decide one call of the turn, in order, and apply the step: what its run's record
+        says (waited for while another live worker runs it), then the decider's validation,
+        hooks, policy and approver. Nobody is asked anything once the turn is halted."""
+        assert isinstance(item, ToolCall)  # rejected calls were answered on admission
+        if turn.halted:
+            if item.local_id in turn.known:  # what the run's answer replaces
+                turn.seen[index] = turn.known[item.local_id]
+            turn.finish(index, NOT_RUN)
+            return
+        record = await self._record_of(turn, item) if turn.known else None
+        may_rerun = False
+        if record is not None:
+            turn.seen[index] = record
+            may_rerun = record.state == "running" and self.claims.may_rerun(item)
+        step, named_run = await self.decider.decide(
+            turn, index, item, record, may_rerun=may_rerun, ticketed=ticketed
+        )
+        turn.apply(index, step, named_run)
+
+    async def _record_of(self, turn: Turn, call: ToolCall) -> CallRecord | None:
+        """The run's record of the call, waited for while another live worker runs it.
+
+        Raises:
+            ConfigurationError: the run holds another call (other arguments) under its id.
+        """
+        known = turn.known.get(call.local_id)
+        if known is None or turn.run is None:
+            return None
+        record: CallRecord | None = known
+        if known.state == "running":  # another worker's, maybe: waited for while it runs
+            record = await turn.run.unless_running(
+                call.local_id, known, self.claims.wait_bound(call.tool)
+            )
+        if record is not None and record.fingerprint != turn.fingerprint(call):
+            raise ConfigurationError(
+                f"run {turn.run_id!r} already has a call {call.local_id!r} with other "
+                "arguments; use a new run id for a new turn"
+            )
+        return record
+
     # -- phase 2: run ----------------------------------------------------------------------------
 
     async def _run_planned(self, turn: Turn) -> None:
@@ -638,12 +602,12 @@ class Executor:
         self._turns.add(turn)
         try:
             if len(turn.planned) == 1:  # the common turn: the call's own scope is the turn's
-                await self._execute(turn, turn.planned[0])
+                await self.calls.execute(turn, turn.planned[0])
             else:
                 with anyio.CancelScope() as scope:
                     turn.scope = scope
                     for group in in_groups(turn.planned, _alone):
-                        await self._run_group(turn, group)
+                        await self.calls.run_group(turn, group)
         finally:
             turn.scope = None
             self._turns.discard(turn)
@@ -652,225 +616,6 @@ class Executor:
             for planned in turn.planned:  # cancelled before finishing
                 if turn.outcomes[planned.index] is None and planned.index not in waiting:
                     turn.finish(planned.index, CANCELLED)
-
-    async def _run_group(self, turn: Turn, group: list[Planned]) -> None:
-        """Run a group's calls concurrently: as many workers as the limit allows, each taking
-        the next call (cheaper than a task per call for large turns)."""
-        if len(group) == 1:
-            await self._execute(turn, group[0])
-            return
-        queue = iter(group)
-
-        async def worker() -> None:
-            for planned in queue:  # shared: each call is taken by one worker
-                await self._execute(turn, planned)
-
-        async with anyio.create_task_group() as tasks:
-            for _ in range(min(len(group), self._max_concurrency)):
-                tasks.start_soon(worker)
-
-    async def _execute(self, turn: Turn, planned: Planned) -> None:
-        """Claim, run, store and answer one call: its failure boundary. Whatever goes wrong
-        in here is this call's answer; the turn's other calls are untouched."""
-        if turn.run_id is None:
-            try:
-                result = await self._answer_of(turn, planned)
-            except InputDeferred as waiting:  # kept in a run made for the turn now
-                if turn.run_id is None:  # (another call of the turn may have made it already)
-                    turn.run_id = f"run_{uuid.uuid4().hex}"
-                await keep_waiting(
-                    turn, planned, None, waiting, decider=self.decider, run=self._run_of(turn)
-                )
-                return
-            turn.finish(planned.index, result, ran=True)
-            return
-        claim = await self._claim(turn, planned)
-        if claim is None:
-            return  # answered from the run, or not to be run
-        planned.resume = input_resume(claim)
-        run = self._run_of(turn)
-        lease = run.lease(claim)
-        try:
-            async with lease:
-                result = await self._answer_of(turn, planned)
-        except InputDeferred as waiting:
-            await keep_waiting(
-                turn, planned, lease.held, waiting, decider=self.decider, run=self._run_of(turn)
-            )
-            return
-        except BaseException:
-            # Cancelled mid-call (the turn, or the task): end the lease now, so a resume
-            # answers the call interrupted at once instead of waiting for it to run out.
-            with anyio.CancelScope(shield=True):
-                await run.end_lease(lease.held)
-            raise
-        result = await store_answer(turn, planned.index, lease.held, result, run=self._run_of(turn))
-        turn.finish(planned.index, result, ran=True)
-
-    async def _answer_of(self, turn: Turn, planned: Planned) -> ToolResult:
-        call = planned.call
-        kwargs = planned.kwargs
-        if call.tool.context_parameter is not None:
-            kwargs = self._injected(turn, planned)
-        job = Job(
-            call=call,
-            kwargs=kwargs,
-            context=planned.context,
-            in_flight=self._in_flight(turn, planned) if call.tool.server_id is not None else None,
-        )
-        try:
-            if turn.tracer is None:
-                return await self.runner.run(job, turn)
-            with tool_span(turn.tracer, call, turn.run_id) as span:
-                try:
-                    return await self.runner.run(job, turn, span)
-                except InputDeferred:
-                    span.set_attribute("toolwire.waits_for_input", True)
-                    raise
-        except InputDeferred:
-            raise  # the call pauses: its server waits for input
-        except Exception as exc:  # toolwire's own step failed after the tool may have run
-            return unanswerable(call, exc)
-
-    def _injected(self, turn: Turn, planned: Planned) -> dict[str, Any]:
-        """The keyword arguments of a tool whose function asks for its call's context: the
-        validated ones and the context, made as the call runs (a run id may have been made for
-        the turn since the call was planned)."""
-        context, function = planned.context, planned.call.tool.function
-        assert context is not None  # made whenever the tool's function asks for it
-        assert function is not None
-        assert function.context_parameter is not None
-        assert function.context_type is not None
-        kind = function.context_type
-        if (
-            context.__class__ is not kind
-            or context.run_id != turn.run_id
-            or context.resume is not planned.resume
-        ):
-            context = kind(
-                call=context.call,
-                arguments=context.arguments,
-                principal=turn.principal,
-                run_id=turn.run_id,
-                taint=turn.taint,
-                deps=turn.deps,
-                resume=planned.resume,
-            )
-        return {**planned.kwargs, function.context_parameter: context}
-
-    @staticmethod
-    def _in_flight(turn: Turn, planned: Planned) -> CallContext:
-        """What an MCP tool's handler reads while its call runs (its run, id and principal,
-        and what resuming it sends its server)."""
-        context = planned.context
-        return CallContext(
-            call=planned.call,
-            arguments=context.arguments if context is not None else planned.kwargs,
-            principal=turn.principal,
-            run_id=turn.run_id,
-            taint=turn.taint,
-            deps=turn.deps,
-            resume=planned.resume,
-        )
-
-    async def _claim(self, turn: Turn, planned: Planned) -> CallRecord | None:
-        """Move the call to ``running`` in the run, atomically: the claim, or None when another
-        worker's record answers the call (the outcome is then set)."""
-        call, index = planned.call, planned.index
-        run = self._run_of(turn)
-        fingerprint_ = turn.fingerprint(call)
-        may_rerun = self.may_rerun(call)
-
-        def what_it_says(record: CallRecord) -> Answer | Refuse | Wait | None:
-            # judged when the record is read: the claim may first wait for another worker
-            now = run.clock.current()
-            return found(
-                record, fingerprint=fingerprint_, run_id=run.run_id, may_rerun=may_rerun, now=now
-            )
-
-        try:
-            claimed = await run.claim(
-                call,
-                fingerprint_,
-                planned.record,
-                bound=self.wait_bound(call.tool),
-                claimable=lambda record: record is None or what_it_says(record) is None,
-            )
-        except (StoreUnavailable, Contended) as exc:
-            if isinstance(exc, StoreUnavailable):
-                turn.store_error = turn.store_error or exc
-            turn.finish(index, _UNRECORDED)
-            turn.kept.add(index)
-            return None
-        if isinstance(claimed, Keep):
-            assert claimed.value is not None  # a call without a record may be claimed
-            step = what_it_says(claimed.value)
-            assert step is not None
-            turn.apply(index, settled(step))
-            return None
-        return claimed
-
-    async def _remember(self, turn: Turn) -> None:
-        """Store the answers decided without running (invalid arguments, denials...), and the
-        calls waiting for a decision as pending."""
-        run = self._run_of(turn)
-        for index, outcome in enumerate(turn.outcomes):
-            if (
-                outcome is None
-                or index in turn.kept
-                or outcome.from_store
-                or not isinstance(outcome.item, ToolCall)
-                or outcome.result.error_kind in UNSTORED_KINDS
-            ):
-                continue
-            call = outcome.item
-            other = await run.remember_answer(
-                call, turn.fingerprint(call), turn.seen.get(index), outcome.result
-            )
-            if other is not None:  # another worker's answer stands, for all
-                turn.outcomes[index] = CallOutcome(item=call, result=other, from_store=True)
-        for index, request in turn.waiting:
-            if index in turn.kept:
-                continue  # waits for input: its record says so already
-            seen = turn.seen.get(index)
-            item = turn.items[index]
-            assert isinstance(item, ToolCall)
-            if seen is not None and seen.state == "pending" and decided_for(seen, item.tool):
-                continue  # already waiting in the run, for this tool as it is
-            await run.remember_wait(seen, request_record(request, item, seen=seen, wake=turn.wake))
-
-    # -- bookkeeping -----------------------------------------------------------------------------
-
-    def _run_of(self, turn: Turn) -> RunOfTurn:
-        """The turn's run in the store (made once the turn has a run id)."""
-        if turn.run is None:
-            assert turn.run_id is not None
-            turn.run = RunOfTurn(
-                self.store,
-                turn.run_id,
-                binding=binding_for(turn.principal, turn.bound_calls(), turn.place),
-                worker=self.worker_id,
-                lease=self.lease,
-                positions={
-                    item.local_id: index
-                    for index, item in enumerate(turn.items)
-                    if isinstance(item, ToolCall)
-                },
-            )
-        return turn.run
-
-    def wait_bound(self, tool: Tool | None) -> float:
-        """Seconds to wait for a call another live worker runs."""
-        if self.wait_for_running is not None:
-            return self.wait_for_running
-        timeout = self.runner.timeout_of(tool)
-        return (timeout if timeout is not None else UNTIMED_WAIT) + self.lease
-
-    def may_rerun(self, call: ToolCall) -> bool:
-        return self.on_interrupted == "rerun_idempotent" and call.tool.idempotent
-
-
-_UNRECORDED = ToolResult.error("unavailable", "Not run: the run's store could not record the call.")
 
 
 def _alone(planned: Planned) -> bool:
