@@ -264,6 +264,9 @@ class Decider:
             )
         await self.clock.now()  # the request's deadline is in the store's time
         request = self.request(turn, call, arguments, ask.reason, run_id=run_id)
+        if ask.asked is not None:  # the request its run keeps: asked then, due then
+            requested_at, expires_at = ask.asked
+            request = replace(request, requested_at=requested_at, expires_at=expires_at)
         decision = None
         if self.approver is not None and not ask.deferred:
             try:

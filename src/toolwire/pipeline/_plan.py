@@ -91,6 +91,9 @@ class Go:
     """Its decision (or request) was made for another tool, or an older definition."""
     reason: str | None = None
     """Why it was asked about, as its request kept it."""
+    asked: tuple[float | None, float | None] | None = None
+    """When its kept request was made and expires (it waits with that request, not a new
+    one: the deadline a person is shown is the one the run keeps)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,8 @@ class Ask:
 
     reason: str | None
     deferred: bool
+    asked: tuple[float | None, float | None] | None = None
+    """When the run's kept request of the call was made and expires, if it keeps one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +181,11 @@ def _deciding(record: CallRecord, tool: Tool, now: float) -> Answer | Go:
         if expired(record, now):
             return Answer(_REQUEST_EXPIRED)
         kept = record.kept
-        return Go(undecided=True, reason=kept.reason if kept is not None else None)
+        if kept is None:
+            return Go(undecided=True)
+        return Go(
+            undecided=True, reason=kept.reason, asked=(kept.requested_at, kept.expires_at)
+        )
     return Go(recorded=recorded)
 
 
@@ -197,7 +206,8 @@ def gate(
         reason = "the tool changed since the call was decided" + (f"; {reason}" if reason else "")
     elif go.undecided:
         reason = reason or go.reason
-    return Ask(reason, deferred=go.undecided and not has_approver)
+    kept = None if go.void else go.asked  # (a void request is made again)
+    return Ask(reason, deferred=go.undecided and not has_approver, asked=kept)
 
 
 def decided(decision: Decision) -> Run | Refuse:

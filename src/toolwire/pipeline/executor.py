@@ -42,6 +42,7 @@ from toolwire.pipeline._output import (
     DEFAULT_MEDIA_LIMIT,
     DEFAULT_OUTPUT_LIMIT,
 )
+from toolwire.pipeline._plan import Answer
 from toolwire.pipeline._runner import CANCELLED, Runner
 from toolwire.pipeline._running import CallRunning, Claims
 from toolwire.pipeline._turns import (
@@ -557,8 +558,12 @@ class Executor:
         hooks, policy and approver. Nobody is asked anything once the turn is halted."""
         assert isinstance(item, ToolCall)  # rejected calls were answered on admission
         if turn.halted:
-            if item.local_id in turn.known:  # what the run's answer replaces
-                turn.seen[index] = turn.known[item.local_id]
+            known = turn.known.get(item.local_id)
+            if known is not None:
+                turn.seen[index] = known  # what the run's answer replaces
+                if known.result is not None:  # answered (it ran): that answer stands
+                    turn.apply(index, Answer(known.result, from_store=True, kept=True))
+                    return
             turn.finish(index, NOT_RUN)
             return
         record = await self._record_of(turn, item) if turn.known else None
