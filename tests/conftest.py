@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -182,26 +183,41 @@ def postgres_url() -> Iterator[str]:
 _prefixes = itertools.count()
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis", "postgres"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunStore]:
-    """Each store, fresh."""
-    if request.param == "memory":
+@asynccontextmanager
+async def fresh_store(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[RunStore]:
+    """A fresh store of ``kind`` (memory, sqlite, redis or postgres), closed after."""
+    if kind == "memory":
         yield MemoryStore()
-    elif request.param == "sqlite":
-        with_file = SQLiteStore(tmp_path / "runs.db")
-        yield with_file
-        with_file.close()
-    elif request.param == "redis":
+    elif kind == "sqlite":
+        async with SQLiteStore(tmp_path / "runs.db") as with_file:
+            yield with_file
+    elif kind == "redis":
         from toolwire.store.redis import RedisStore
 
         url = request.getfixturevalue("redis_url")
-        # a prefix per test: the server is shared by the session
-        async with RedisStore(url, prefix=f"t:{request.node.name}:") as redis_store:
+        # keys of its own per test: the server is shared by the worker's session
+        async with RedisStore(url, prefix=f"t{next(_prefixes)}:") as redis_store:
             yield redis_store
     else:
         from toolwire.store.postgres import PostgresStore
 
         url = request.getfixturevalue("postgres_url")
-        # tables of its own per test: the server is shared by the session
+        # tables of its own per test: the server is shared by the worker's session
         async with PostgresStore(url, prefix=f"t{next(_prefixes)}_") as postgres_store:
             yield postgres_store
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunStore]:
+    """Each store, fresh."""
+    async with fresh_store(request.param, request, tmp_path) as each:
+        yield each
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def local_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunStore]:
+    """Each store of one host (no server), fresh."""
+    async with fresh_store(request.param, request, tmp_path) as each:
+        yield each
