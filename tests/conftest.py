@@ -19,12 +19,12 @@ from toolwire import MemoryStore, RunStore, SQLiteStore
 
 # Hypothesis budgets per kind of run, chosen by TOOLWIRE_HYPOTHESIS (dev, ci or deep; by
 # default ci where CI is set, dev elsewhere). Each test's example budget (its own max_examples,
-# or the default 100) is scaled by its run's factor: "dev", the README's run, a fifth of it;
+# or the default 100) is scaled by its run's factor: "dev", the README's run, a tenth of it;
 # "ci" the whole of it, and the same examples on every run (a failure there is reproducible
 # and never a coin toss; local runs keep exploring new ones); "deep" five times it. Tests
 # marked deep get the deep budget in any run. No deadline: workers share the cores, so how
 # long one example takes says nothing about the code.
-BUDGETS = {"dev": 0.2, "ci": 1.0, "deep": 5.0}
+BUDGETS = {"dev": 0.1, "ci": 1.0, "deep": 5.0}
 MIN_EXAMPLES = 10
 """A scaled budget never falls below this (nor above the test's own when that is lower)."""
 settings.register_profile("dev", deadline=None)
