@@ -365,6 +365,8 @@ async def test_a_hook_rewrite_is_validated_again() -> None:
 async def test_calls_of_a_turn_run_concurrently_and_answer_in_order() -> None:
     started = 0
     all_started = anyio.Event()
+    finished = {n: anyio.Event() for n in (1, 2, 3, 4)}
+    finished[4].set()
 
     @tool
     async def wait_for_all(n: int) -> int:
@@ -374,7 +376,8 @@ async def test_calls_of_a_turn_run_concurrently_and_answer_in_order() -> None:
         if started == 3:
             all_started.set()
         await all_started.wait()  # would never return if calls ran one by one
-        await anyio.sleep(0.01 * (3 - n))  # finish in reverse order
+        await finished[n + 1].wait()  # finish in reverse order
+        finished[n].set()
         return n
 
     toolset = ToolSet([wait_for_all])

@@ -1,6 +1,6 @@
 """The run ledger: what a run remembers, read and decided without an executor.
 
-Its home is ``toolwire.ledger``; this is the path the documentation names."""
+Its home is ``toolwire.runs.ledger``; this is the path the documentation names."""
 
 from toolwire.runs.ledger import (
     CallTrail,

@@ -398,7 +398,7 @@ async def decide(
         state="approved" if decision.allowed else "denied",
         decision=decision,
         decided_by=by,
-        decided_at=time.time(),
+        decided_at=now,  # in the store's time, as the request and the claim are
     )
 
     def over_what_was_shown(current: CallRecord | None) -> CallRecord | Keep[None]:

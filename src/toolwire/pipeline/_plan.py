@@ -183,9 +183,7 @@ def _deciding(record: CallRecord, tool: Tool, now: float) -> Answer | Go:
         kept = record.kept
         if kept is None:
             return Go(undecided=True)
-        return Go(
-            undecided=True, reason=kept.reason, asked=(kept.requested_at, kept.expires_at)
-        )
+        return Go(undecided=True, reason=kept.reason, asked=(kept.requested_at, kept.expires_at))
     return Go(recorded=recorded)
 
 

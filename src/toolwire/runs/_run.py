@@ -431,7 +431,7 @@ class Run:
             state=answered_state(result),
             result=result,
             lease_until=None,
-            finished_at=time.time(),
+            finished_at=self.clock.current(),  # in the store's time, as its claim was
         )
         try:
             # A write refused means another worker took the claim over after its lease lapsed
@@ -502,7 +502,7 @@ class Run:
         returns another worker's answer, when the run has one for the call meanwhile: it
         stands, for all. A decision made meanwhile does not undo this answer (the model has
         it): it is stored over it."""
-        state, now = answered_state(result), time.time()
+        state, now = answered_state(result), self.clock.current()
         attempts = 0
 
         def answered(current: CallRecord | None) -> CallRecord | Keep[ToolResult | None]:

@@ -13,7 +13,6 @@ import datetime
 import importlib.metadata
 import logging
 import math
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -228,7 +227,8 @@ async def decide(
     state: CallState = "approved" if decision.allowed else "denied"
     by = principal_json(by)
     checked = False
-    now = await clock_of(store).now()  # a request's deadline is in the store's time
+    clock = clock_of(store)
+    now = await clock.now()  # a request's deadline is in the store's time
 
     def decided(record: CallRecord | None) -> CallRecord | Keep[None]:
         nonlocal checked
@@ -256,7 +256,9 @@ async def decide(
         if decision.arguments is not None and not checked:
             _check_edited(record, decision.arguments)
             checked = True
-        return record.with_(state=state, decision=decision, decided_by=by, decided_at=time.time())
+        # in the store's time, as the request and the claim are: a trail keeps its order
+        decided_at = clock.current()
+        return record.with_(state=state, decision=decision, decided_by=by, decided_at=decided_at)
 
     try:
         written = await update(store, run_id, call_id, decided)
@@ -291,7 +293,8 @@ async def settle(
         StoreUnavailable: the run store cannot be reached.
     """
 
-    now = await clock_of(store).now()  # leases are in the store's time
+    clock = clock_of(store)
+    now = await clock.now()  # leases are in the store's time
 
     def settled(record: CallRecord | None) -> CallRecord | Keep[bool]:
         if record is None:
@@ -300,7 +303,8 @@ async def settle(
             return Keep(False)
         if only_lapsed and (record.state != "running" or held(record, now)):
             return Keep(False)
-        return record.with_(state=answered_state(answer), result=answer, finished_at=time.time())
+        finished_at = clock.current()
+        return record.with_(state=answered_state(answer), result=answer, finished_at=finished_at)
 
     try:
         written = await update(store, run_id, call_id, settled)
@@ -377,7 +381,8 @@ async def respond(
     if round is not None and not isinstance(round, str):
         raise ConfigurationError("a round is a string")
     by = principal_json(by)
-    now = await clock_of(store).now()  # a request's deadline is in the store's time
+    clock = clock_of(store)
+    now = await clock.now()  # a request's deadline is in the store's time
 
     def answered(record: CallRecord | None) -> CallRecord | Keep[None]:
         wait = record.input_wait if record is not None else None
@@ -403,7 +408,7 @@ async def respond(
                 f"run {run_id!r}: the question {question.key!r} of call {call_id!r} is already "
                 "answered; an answer is final"
             )
-        given = principal_json({**checked.to_dict(), "by": by, "at": time.time()})
+        given = principal_json({**checked.to_dict(), "by": by, "at": clock.current()})
         kept = wait.with_answer(question.key, given)
         every = all(q.key in kept["answers"] for q in wait.questions)
         request = {**(record.request or {}), INPUT_WAIT: kept}
