@@ -93,7 +93,8 @@ class Go:
     """Why it was asked about, as its request kept it."""
     asked: tuple[float | None, float | None] | None = None
     """When its kept request was made and expires (it waits with that request, not a new
-    one: the deadline a person is shown is the one the run keeps)."""
+    one: the deadline a person is shown is the one the run keeps); None when the request is
+    made again (none is kept, or it is void)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,8 +205,7 @@ def gate(
         reason = "the tool changed since the call was decided" + (f"; {reason}" if reason else "")
     elif go.undecided:
         reason = reason or go.reason
-    kept = None if go.void else go.asked  # (a void request is made again)
-    return Ask(reason, deferred=go.undecided and not has_approver, asked=kept)
+    return Ask(reason, deferred=go.undecided and not has_approver, asked=go.asked)
 
 
 def decided(decision: Decision) -> Run | Refuse:
