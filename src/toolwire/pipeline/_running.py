@@ -116,7 +116,13 @@ class CallRunning:
                 return
             turn.finish(planned.index, result, ran=True)
             return
-        claim = await self._claim(turn, planned)
+        try:
+            claim = await self._claim(turn, planned)
+        except BaseException:
+            # Cancelled while its claim was written: it may be written, and nobody runs it.
+            with anyio.CancelScope(shield=True):
+                await self.claims.run_of(turn).end_lease_if_claimed(planned.call.local_id)
+            raise
         if claim is None:
             return  # answered from the run, or not to be run
         planned.resume = input_resume(claim)

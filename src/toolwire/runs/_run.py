@@ -410,6 +410,15 @@ class Run:
             return None
         return written.value if isinstance(written, Keep) else None
 
+    async def end_lease_if_claimed(self, call_id: str) -> None:
+        """End the lease of a claim this worker may have written just as it was cancelled
+        (a claim's write cut off: written or not, nobody runs the call here), so a resume
+        answers the call interrupted at once instead of waiting for the lease to run out."""
+        with suppress(Exception):
+            record = await self.store.get(self.run_id, call_id)
+            if record is not None and record.state == "running" and record.owner == self.worker:
+                await self.end_lease(record)
+
     async def end_lease(self, claim: CallRecord) -> None:
         """End the claim's lease now (its call was cancelled mid-run), so a resume answers
         the call interrupted at once instead of waiting for the lease to run out."""
