@@ -44,8 +44,8 @@ import anyio
 import toolwire
 from toolwire import Executor, MemoryStore, RunStore, SQLiteStore, ToolSet, ledger, make_call, tool
 from toolwire.calls import ToolResult
+from toolwire.runs.store._base import encode_record
 from toolwire.store import CallRecord
-from toolwire.store._base import encode_record
 
 
 @tool

@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,39 @@ from hypothesis import settings
 
 from toolwire import MemoryStore, RunStore, SQLiteStore
 
-# CI replays the same examples on every run (a failure there is reproducible and never a coin
-# toss); local runs keep exploring new ones.
-settings.register_profile("ci", derandomize=True, print_blob=True)
-if os.environ.get("CI"):
-    settings.load_profile("ci")
+# Hypothesis budgets per kind of run, chosen by TOOLWIRE_HYPOTHESIS (dev, ci or deep; by
+# default ci where CI is set, dev elsewhere). Each test's example budget (its own max_examples,
+# or the default 100) is scaled by its run's factor: "dev", the README's run, a tenth of it;
+# "ci" the whole of it, and the same examples on every run (a failure there is reproducible
+# and never a coin toss; local runs keep exploring new ones); "deep" five times it. Tests
+# marked deep get the deep budget in any run. No deadline: workers share the cores, so how
+# long one example takes says nothing about the code.
+BUDGETS = {"dev": 0.1, "ci": 1.0, "deep": 5.0}
+MIN_EXAMPLES = 10
+"""A scaled budget never falls below this (nor above the test's own when that is lower)."""
+settings.register_profile("dev", deadline=None)
+settings.register_profile("ci", derandomize=True, print_blob=True, deadline=None)
+settings.register_profile("deep", derandomize=True, print_blob=True, deadline=None)
+RUN_KIND = os.environ.get("TOOLWIRE_HYPOTHESIS") or ("ci" if os.environ.get("CI") else "dev")
+if RUN_KIND not in BUDGETS:
+    raise pytest.UsageError(f"TOOLWIRE_HYPOTHESIS is one of {', '.join(BUDGETS)}, not {RUN_KIND!r}")
+settings.load_profile(RUN_KIND)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Scale each property test's example budget to its run's kind (see BUDGETS)."""
+    scaled: set[int] = set()  # parametrized items share one function: scale it once
+    for item in items:
+        test = getattr(item, "obj", None)
+        if not getattr(test, "is_hypothesis_test", False) or id(test) in scaled:
+            continue
+        scaled.add(id(test))
+        kind = "deep" if item.get_closest_marker("deep") is not None else RUN_KIND
+        # Where @given and @settings keep a test's settings; hypothesis reads them per call.
+        own: settings = test._hypothesis_internal_use_settings  # type: ignore[union-attr]
+        budget = round(own.max_examples * BUDGETS[kind])
+        budget = max(budget, min(MIN_EXAMPLES, own.max_examples))
+        test._hypothesis_internal_use_settings = settings(own, max_examples=budget)  # type: ignore[union-attr]
 
 
 @pytest.fixture
@@ -154,26 +183,41 @@ def postgres_url() -> Iterator[str]:
 _prefixes = itertools.count()
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis", "postgres"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunStore]:
-    """Each store, fresh."""
-    if request.param == "memory":
+@asynccontextmanager
+async def fresh_store(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[RunStore]:
+    """A fresh store of ``kind`` (memory, sqlite, redis or postgres), closed after."""
+    if kind == "memory":
         yield MemoryStore()
-    elif request.param == "sqlite":
-        with_file = SQLiteStore(tmp_path / "runs.db")
-        yield with_file
-        with_file.close()
-    elif request.param == "redis":
+    elif kind == "sqlite":
+        async with SQLiteStore(tmp_path / "runs.db") as with_file:
+            yield with_file
+    elif kind == "redis":
         from toolwire.store.redis import RedisStore
 
         url = request.getfixturevalue("redis_url")
-        # a prefix per test: the server is shared by the session
-        async with RedisStore(url, prefix=f"t:{request.node.name}:") as redis_store:
+        # keys of its own per test: the server is shared by the worker's session
+        async with RedisStore(url, prefix=f"t{next(_prefixes)}:") as redis_store:
             yield redis_store
     else:
         from toolwire.store.postgres import PostgresStore
 
         url = request.getfixturevalue("postgres_url")
-        # tables of its own per test: the server is shared by the session
+        # tables of its own per test: the server is shared by the worker's session
         async with PostgresStore(url, prefix=f"t{next(_prefixes)}_") as postgres_store:
             yield postgres_store
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunStore]:
+    """Each store, fresh."""
+    async with fresh_store(request.param, request, tmp_path) as each:
+        yield each
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def local_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunStore]:
+    """Each store of one host (no server), fresh."""
+    async with fresh_store(request.param, request, tmp_path) as each:
+        yield each

@@ -1,7 +1,7 @@
 """The rules of docs/architecture.md, checked on the code's own imports (nothing is run): no
 import circles, the face never imported by the library, records touched only by the stores
-and the run, a pure planner, no private name imported across the core, modules of a size a
-reader can hold."""
+and the run, a pure planner, every package entered through its face, the MCP client apart
+from the server, modules of a size a reader can hold."""
 
 from __future__ import annotations
 
@@ -12,18 +12,10 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parent.parent / "src"
 FACE = ("toolwire.cli", "toolwire._cli", "toolwire.demo")
 """The command line and the demo: they import the library, never the other way round."""
-CORE = (
-    "toolwire._deciding",
-    "toolwire._plan",
-    "toolwire._record",
-    "toolwire._record_json",
-    "toolwire._run",
-    "toolwire._runner",
-    "toolwire._turns",
-    "toolwire.executor",
-    "toolwire.ledger",
-)
-"""The governance core: planning, running, the run and the ledger."""
+CORE_PACKAGES = ("toolwire.pipeline", "toolwire.runs")
+"""The governance core: the pipeline (planning, deciding, running, tickets) and the run (its
+records, the run over a store, the ledger)."""
+STORES = ("toolwire.runs.store", "toolwire.store")
 MAX_LINES = 900
 
 
@@ -36,6 +28,10 @@ def modules() -> dict[str, Path]:
 
 
 MODULES = modules()
+
+
+def within(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == package or name.startswith(package + ".") for package in packages)
 
 
 def imported(name: str) -> dict[str, set[str]]:
@@ -64,10 +60,7 @@ def imported(name: str) -> dict[str, set[str]]:
 
 
 GRAPH = {name: imported(name) for name in MODULES}
-
-
-def within(name: str, packages: tuple[str, ...]) -> bool:
-    return any(name == package or name.startswith(package + ".") for package in packages)
+CORE = tuple(name for name in MODULES if within(name, CORE_PACKAGES) and not within(name, STORES))
 
 
 def test_no_module_imports_one_that_imports_it_back() -> None:
@@ -127,7 +120,7 @@ def test_no_library_module_imports_the_command_line_or_the_console() -> None:
 def test_only_the_stores_and_the_run_read_or_write_records() -> None:
     wrong = []
     for name, path in MODULES.items():
-        if within(name, ("toolwire.store", "toolwire._run")):
+        if within(name, (*STORES, "toolwire.runs._run")):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (
@@ -141,18 +134,67 @@ def test_only_the_stores_and_the_run_read_or_write_records() -> None:
 
 
 def test_the_planner_reads_no_store_and_runs_nothing() -> None:
-    tree = ast.parse(MODULES["toolwire._plan"].read_text(encoding="utf-8"))
+    import toolwire.runs
+
+    planner = "toolwire.pipeline._plan"
+    tree = ast.parse(MODULES[planner].read_text(encoding="utf-8"))
     assert not any(isinstance(node, ast.AsyncFunctionDef | ast.Await) for node in ast.walk(tree))
-    assert not reached("toolwire._plan") & {"toolwire._run", "toolwire.store", "toolwire.executor"}
+    # Of the run it takes only a record's pure readings (the run's face also holds the Run).
+    taken = GRAPH[planner].get("toolwire.runs", set())
+    assert {
+        name: getattr(toolwire.runs, name).__module__
+        for name in taken
+        if getattr(toolwire.runs, name).__module__ != "toolwire.runs._record"
+    } == {}
+    others = set(GRAPH[planner]) - {"toolwire.runs"}
+    assert not {t for name in others for t in {name} | reached(name)} & {
+        "toolwire.runs",
+        "toolwire.runs._run",
+        "toolwire.runs.store",
+        "toolwire.pipeline.executor",
+    }
 
 
-def test_no_private_name_crosses_a_module_boundary_in_the_core() -> None:
+def _package(name: str) -> str:
+    return name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _private_home(module: str) -> str | None:
+    """The package whose private module ``module`` is (the path before its first part that
+    starts with ``_``), or None for a public module."""
+    parts = module.split(".")
+    for index, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:index])
+    return None
+
+
+def test_outside_code_enters_a_package_through_its_face() -> None:
+    # A private module is imported only from inside its package; a private name only from
+    # inside the package of the module that defines it.
+    wrong = []
+    for name, targets in GRAPH.items():
+        for target, names in targets.items():
+            home = _private_home(target)
+            if home is not None and not within(name, (home,)):
+                wrong.append(f"{name} imports {target}")
+            wrong.extend(
+                f"{name} takes {taken} from {target}"
+                for taken in names
+                if taken.startswith("_")
+                and not taken.startswith("__")
+                and _package(name) != _package(target)
+            )
+    assert wrong == []
+
+
+def test_the_mcp_client_never_imports_the_server() -> None:
     wrong = [
-        f"{name} takes {taken} from {target}"
-        for name in CORE
-        for target, names in GRAPH[name].items()
-        for taken in names
-        if taken.startswith("_")
+        f"{name} reaches {target}"
+        for name in MODULES
+        if within(name, ("toolwire.mcp.client",))
+        for target in reached(name)
+        if within(target, ("toolwire.mcp.server",))
     ]
     assert wrong == []
 
@@ -177,7 +219,15 @@ def reached(name: str) -> set[str]:
 
 
 def test_providers_reach_neither_the_core_nor_a_store() -> None:
-    above = (*CORE, "toolwire.store", "toolwire._api", "toolwire.mcp", "toolwire.integrations")
+    above = (
+        *CORE_PACKAGES,
+        *STORES,
+        "toolwire.ledger",
+        "toolwire.executor",
+        "toolwire._api",
+        "toolwire.mcp",
+        "toolwire.integrations",
+    )
     wrong = [
         f"{name} reaches {target}"
         for name in MODULES
@@ -240,3 +290,50 @@ def test_no_function_of_the_core_branches_more_than_a_reader_can_follow() -> Non
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 found[f"{name}.{node.name}"] = complexity(node)
     assert {where: n for where, n in found.items() if n > MAX_COMPLEXITY} == {}
+
+
+def test_the_decider_reads_the_turn_and_writes_nothing_of_it() -> None:
+    # Deciding returns each call's step as a value; the turn applies it (Turn.apply), so no
+    # object is written by two others.
+    tree = ast.parse(MODULES["toolwire.pipeline._deciding"].read_text(encoding="utf-8"))
+    writes = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("append", "add", "extend", "update", "finish", "apply", "pop")
+        ):
+            targets = [node.func.value]
+        writes.extend(
+            ast.unparse(target)
+            for target in targets
+            if "turn" in {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        )
+    assert writes == []
+
+
+def test_no_part_of_the_pipeline_is_handed_a_callback_into_the_executor() -> None:
+    tree = ast.parse(MODULES["toolwire.pipeline.executor"].read_text(encoding="utf-8"))
+    handed = [
+        ast.unparse(keyword)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        for keyword in node.keywords
+        if isinstance(keyword.value, ast.Attribute)
+        and isinstance(keyword.value.value, ast.Name)
+        and keyword.value.value.id == "self"
+        and callable(getattr(__import__("toolwire").Executor, keyword.value.attr, None))
+    ]
+    assert handed == []
+
+
+def test_the_ledger_names_no_engine() -> None:
+    # Engines register their wakers, or name them in the toolwire.wakers entry points.
+    text = MODULES["toolwire.runs.ledger"].read_text(encoding="utf-8")
+    assert "toolwire.integrations" not in text
+    assert not reached("toolwire.runs.ledger") & {
+        name for name in MODULES if within(name, ("toolwire.integrations",))
+    }

@@ -365,6 +365,8 @@ async def test_a_hook_rewrite_is_validated_again() -> None:
 async def test_calls_of_a_turn_run_concurrently_and_answer_in_order() -> None:
     started = 0
     all_started = anyio.Event()
+    finished = {n: anyio.Event() for n in (1, 2, 3, 4)}
+    finished[4].set()
 
     @tool
     async def wait_for_all(n: int) -> int:
@@ -374,7 +376,8 @@ async def test_calls_of_a_turn_run_concurrently_and_answer_in_order() -> None:
         if started == 3:
             all_started.set()
         await all_started.wait()  # would never return if calls ran one by one
-        await anyio.sleep(0.01 * (3 - n))  # finish in reverse order
+        await finished[n + 1].wait()  # finish in reverse order
+        finished[n].set()
         return n
 
     toolset = ToolSet([wait_for_all])
@@ -678,8 +681,8 @@ _JSON = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(value=_JSON, budget=st.integers(min_value=0, max_value=400))
 def test_the_output_cap_size_estimate_never_underestimates(value: Any, budget: int) -> None:
-    from toolwire._output import _json_fits
     from toolwire.calls import canonical_json
+    from toolwire.pipeline._output import _json_fits
 
     if _json_fits(value, budget):
         assert len(canonical_json(value)) <= budget

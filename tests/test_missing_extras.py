@@ -128,7 +128,7 @@ COMMANDS = [
     Case("redis", ("history", "run_1", "--store", f"redis://{UNUSED}/0")),
     Case("postgres", ("pending", "--store", f"postgresql://{UNUSED}/runs")),
     Case("postgres", ("decide", "run_1", "call_1", "allow", "--store", f"postgres://{UNUSED}/r")),
-    Case("inbox", ("inbox", "--store", "memory://", "--port", "0")),
+    Case("inbox", ("inbox", "--store", "sqlite:///runs.db", "--port", "0")),
     Case("inbox", ("demo", "--inbox", "--scripted")),
 ]
 LIBRARY = [

@@ -8,10 +8,12 @@ from toolwire import _scrub
 from toolwire._api import (
     Listing,
     Outcome,
+    ParsedTurn,
     decide,
     execute_tool_calls,
     execute_tool_calls_sync,
     history,
+    parse_turn,
     pending,
     respond,
     tools,
@@ -57,6 +59,8 @@ from toolwire.errors import (
     ToolwireError,
     ToolwireWarning,
 )
+
+# The documented paths (toolwire.executor, .ledger, .store), so each is an attribute of the package.
 from toolwire.executor import CallContext, CallOutcome, Executor, Veto, make_call
 from toolwire.grammar import Grammar
 from toolwire.inputs import InputAnswer, InputRequest
@@ -104,6 +108,7 @@ __all__ = [
     "MissingDependency",
     "NameCollisionError",
     "Outcome",
+    "ParsedTurn",
     "Policy",
     "RejectedCall",
     "ResourceLink",
@@ -137,6 +142,7 @@ __all__ = [
     "loop",
     "loop_events",
     "make_call",
+    "parse_turn",
     "pending",
     "respond",
     "tainted_by",

@@ -13,14 +13,12 @@ from typing import Any, Literal, cast
 
 import anyio
 
-from toolwire import ledger
 from toolwire._values import describe_exception
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, Decision
 from toolwire.calls import RejectedCall, ToolCall, ToolResult
 from toolwire.errors import ConfigurationError, RunNotFound, ToolwireWarning
-from toolwire.executor import AfterHook, BeforeHook, CallOutcome, Executor
 from toolwire.inputs import InputAnswer
-from toolwire.ledger import CallTrail
+from toolwire.pipeline.executor import AfterHook, BeforeHook, CallOutcome, Executor
 from toolwire.policy import Policy, warn_unmatched_rules
 from toolwire.providers import (
     Declaration,
@@ -29,18 +27,22 @@ from toolwire.providers import (
     get_provider,
     make_options,
 )
+from toolwire.runs import ledger
+from toolwire.runs.ledger import CallTrail
+from toolwire.runs.store import QueuePlace, RunStore, default_store
 from toolwire.sources import is_tool_source, named_tools
-from toolwire.store import QueuePlace, RunStore, default_store
 from toolwire.tool import Tool, taints_of
 from toolwire.toolset import ToolSet
 
 __all__ = [
     "Listing",
     "Outcome",
+    "ParsedTurn",
     "decide",
     "execute_tool_calls",
     "execute_tool_calls_sync",
     "history",
+    "parse_turn",
     "pending",
     "tools",
 ]
@@ -144,6 +146,94 @@ class Outcome:
             raise ConfigurationError("this outcome does not know its provider")
         ids = [outcome.item.local_id for outcome in self.calls]
         return get_provider(self.provider).followup(response, self.results, ids)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedTurn:
+    """A model response's calls, parsed against what was declared: the first step of a turn
+    on every surface (``execute_tool_calls``, ``toolwire.loop``, an engine's workflow). The
+    pipeline runs ``items`` (an [`Executor`][toolwire.executor.Executor], or an engine's
+    tickets), and [`answer`][toolwire.ParsedTurn.answer] shapes their outcomes for the
+    provider."""
+
+    declaration: Declaration
+    """What the model was shown, with the answer options of this turn."""
+    items: list[ToolCall | RejectedCall]
+    """One per call item of the response, in the model's order; a call that can never run
+    (an unknown tool, arguments that are not an object, a repeated id) is a
+    ``RejectedCall`` carrying its answer."""
+    response: Any
+    """The response as given."""
+
+    @property
+    def provider(self) -> str:
+        """The provider the response came from."""
+        return self.declaration.provider
+
+    def answer(
+        self,
+        outcomes: Sequence[CallOutcome],
+        *,
+        taint: Iterable[str] = (),
+        run_id: str | None = None,
+    ) -> Outcome:
+        """The turn's [`Outcome`][]: each call's outcome shaped for the provider, inside its
+        own failure boundary (a result that cannot be shaped is answered as failed).
+
+        Args:
+            outcomes: one per item, in order (what the pipeline returned).
+            taint: the turn's own taint (what was in the model's context before it).
+            run_id: the run the turn's calls are kept in.
+
+        Raises:
+            ConfigurationError: not one outcome per item, or the provider's answer step
+                itself fails (its options are wrong).
+        """
+        if len(outcomes) != len(self.items):
+            raise ConfigurationError(
+                f"{len(outcomes)} outcomes for a turn of {len(self.items)} calls: each call is "
+                "answered once"
+            )
+        adapter = get_provider(self.provider)
+        options = self.declaration.options
+        return Outcome(
+            results=[_answer(adapter.answer, outcome, options) for outcome in outcomes],
+            halted=any(outcome.halted for outcome in outcomes),
+            calls=list(outcomes),
+            run_id=run_id,
+            provider=self.provider,
+            taint=frozenset(taint) | _taints(outcomes),
+            stopped=None if self.items else adapter.stopped(self.response),
+        )
+
+
+def parse_turn(listing: Listing, response: Any, **answer_options: Any) -> ParsedTurn:
+    """Parse ``response``'s calls against exactly what ``listing`` declared: the first step of
+    [`execute_tool_calls`][], for an engine that runs the rest itself (a workflow that plans
+    the turn, runs each ticket in a step of its own, then answers with
+    [`ParsedTurn.answer`][toolwire.ParsedTurn.answer]). Pure: the same response parses to
+    the same items on every replay.
+
+    Raises:
+        MalformedResponse: the response is not the provider's shape, or is broken.
+        ConfigurationError: ``listing`` is not a listing, or an answer option is unknown or
+            was fixed when the tools were declared.
+    """
+    if not isinstance(listing, Listing):
+        raise ConfigurationError(f"parse_turn takes a toolwire.tools listing, not {listing!r}")
+    return _parsed(listing, (response,), None, answer_options)
+
+
+def _parsed(
+    source: Any, args: tuple[Any, ...], toolset: ToolSet | None, answer_options: dict[str, Any]
+) -> ParsedTurn:
+    """The turn's response parsed against its declaration, its calls resolved to the tools as
+    they are now."""
+    declaration, response = _declaration(source, args, toolset, answer_options)
+    items = get_provider(declaration.provider).parse(response, declaration)
+    if isinstance(source, Listing) and source.source is not None:
+        items = _current(items, source.source)
+    return ParsedTurn(declaration, items, response)
 
 
 def _as_toolset(source: Any) -> ToolSet:
@@ -410,12 +500,11 @@ async def execute_tool_calls(
             "tool_search='local' under a policy needs a listing: toolwire.tools(..., "
             "policy=..., principal=...), whose search names only the tools it shows"
         )
-    declaration, response = _declaration(source, args, toolset, answer_options)
+    turn = _parsed(source, args, toolset, answer_options)
     if isinstance(source, Listing):
         if principal is None:
             principal = source.principal  # the listing was made for them
         policy = _policy_of(source, policy)
-    adapter = get_provider(declaration.provider)
     given_store = store is not None or executor is not None
     paused = _paused_turn(run_id, resume, looked_up=not given_store)
     if paused is not None:
@@ -425,7 +514,7 @@ async def execute_tool_calls(
             store = paused.store()  # where the paused turn kept its run
     if executor is None:
         executor = Executor(
-            declaration.toolset,
+            turn.declaration.toolset,
             policy=policy,
             approver=approver,
             store=store if store is not None else default_store(),
@@ -436,13 +525,10 @@ async def execute_tool_calls(
             on_interrupted=on_interrupted,
             wait_for_running=wait_for_running,
         )
-    items = adapter.parse(response, declaration)
-    if isinstance(source, Listing) and source.source is not None:
-        items = _current(items, source.source)
     taint = frozenset(taint)
     try:
         outcomes = await executor.run(
-            items,
+            turn.items,
             run_id=run_id,
             principal=principal,
             taint=taint,
@@ -455,18 +541,7 @@ async def execute_tool_calls(
         raise
     if paused is not None:
         _PAUSED.forget(paused.run_id)
-    options = declaration.options
-    results = [_answer(adapter.answer, outcome, options) for outcome in outcomes]
-    halted = any(outcome.halted for outcome in outcomes)
-    return Outcome(
-        results=results,
-        halted=halted,
-        calls=outcomes,
-        run_id=run_id,
-        provider=declaration.provider,
-        taint=taint | _taints(outcomes),
-        stopped=None if items else adapter.stopped(response),
-    )
+    return turn.answer(outcomes, taint=taint, run_id=run_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,9 +14,7 @@ import jsonschema_rs
 
 from toolwire._function_schema import json_path
 from toolwire.errors import SchemaConversionError
-from toolwire.schema._base import escape_pointer
-from toolwire.schema._bundle import named_resources
-from toolwire.schema._rewrite import for_validation, short_text
+from toolwire.schema import escape_pointer, for_validation, named_resources, short_text
 
 __all__ = ["LEAVES", "compile_validator", "first_non_finite", "path_order", "plain_json"]
 

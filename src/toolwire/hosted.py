@@ -21,15 +21,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolwire import ledger
 from toolwire._json import NotJson, load_json
 from toolwire.approval import ApprovalPending, ApprovalRequest, Approver, DeferredApproval
 from toolwire.calls import ToolCall, ToolResult, argument_problem
+from toolwire.context import CallContext, Veto
 from toolwire.errors import MalformedResponse
-from toolwire.executor import Executor
+from toolwire.pipeline.executor import Executor
 from toolwire.policy import Policy
-from toolwire.providers._wire import as_data, listed
-from toolwire.store import RunStore, default_store
+from toolwire.providers import as_data, listed
+from toolwire.runs import ledger
+from toolwire.runs.store import RunStore, default_store
 from toolwire.tool import Tool
 from toolwire.toolset import ToolSet
 
@@ -95,6 +96,18 @@ def _approve(**_: Any) -> str:
     return _APPROVED
 
 
+def _as_the_model_sent(context: CallContext) -> Veto | None:
+    """The provider runs a hosted call with the arguments the model sent: an approval of
+    other arguments (a person's edit) approves a call that will never run, so it approves
+    nothing."""
+    if dict(context.arguments) != dict(context.call.arguments):
+        return Veto(
+            "Refused: approved with other arguments than the model's, and the provider runs "
+            "the model's own, which nobody approved."
+        )
+    return None
+
+
 async def answer_hosted_approvals(
     response: Any,
     *,
@@ -149,7 +162,9 @@ async def answer_hosted_approvals(
     # Without an approver, a request the policy asks about waits in its run for a person.
     waits = approver if approver is not None else DeferredApproval()
     kept = store if store is not None else default_store()
-    executor = Executor(toolset, policy=policy, approver=waits, store=kept)
+    executor = Executor(
+        toolset, policy=policy, approver=waits, store=kept, before_call=[_as_the_model_sent]
+    )
     results: dict[str, ToolResult] = {}
     pending: list[ApprovalRequest] = []
     if turn:

@@ -37,8 +37,7 @@ from toolwire.tool import Tool, clean_title, safe_icons
 from toolwire.toolset import ToolSet
 
 if TYPE_CHECKING:
-    from toolwire.mcp._hub import Hub
-    from toolwire.mcp._tokens import TokenStore
+    from toolwire.mcp.client import Hub, TokenStore
 
 __all__ = [
     "OpenedSource",
@@ -166,7 +165,7 @@ async def opened_source(
         import mcp_types  # noqa: F401
     except ImportError:
         raise MissingDependency("mcp", "mcp") from None
-    from toolwire.mcp._hub import Hub
+    from toolwire.mcp.client import Hub
 
     if isinstance(servers, Path):
         hub = Hub.from_config(servers, token_store=token_store)
@@ -200,18 +199,18 @@ def _mcp_servers(source: str, name: str | None = None) -> Mapping[str, Any] | Pa
         argv = shlex.split(source.removeprefix("stdio:"))
         if not argv:
             raise SourceError("stdio: needs a command, e.g. stdio:'python -m my_server'")
-        from toolwire.mcp._specs import StdioServer
+        from toolwire.mcp.client import StdioServer
 
         return {name or _server_name(argv): StdioServer(command=argv[0], args=argv[1:])}
     if source.startswith(("http://", "https://")):
-        from toolwire.mcp._specs import HttpServer, OAuth
+        from toolwire.mcp.client import HttpServer, OAuth
 
         # With the tokens `toolwire mcp login URL` kept, if the server asks for them.
         return {name or "mcp": HttpServer(url=source, auth=OAuth())}
     path = Path(source)
     if path.suffix == ".json" and path.is_file():
         # Read as Hub.from_config reads it: mcpServers or VS Code's servers, comments allowed.
-        from toolwire.mcp._config import is_mcp_config
+        from toolwire.mcp.client import is_mcp_config
 
         if is_mcp_config(path):
             return path

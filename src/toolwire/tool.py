@@ -34,8 +34,7 @@ from toolwire.errors import (
     ToolwireWarning,
 )
 from toolwire.grammar import Grammar, grammar_from_format
-from toolwire.schema._bundle import bundle, unresolved_references
-from toolwire.schema._rewrite import short_text
+from toolwire.schema import bundle, short_text, unresolved_references
 
 __all__ = [
     "NAME_LIMIT",

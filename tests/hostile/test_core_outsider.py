@@ -18,6 +18,7 @@ import toolwire
 from toolwire import (
     ApprovalPending,
     CallContext,
+    ConfigurationError,
     Decision,
     DeferredApproval,
     Executor,
@@ -29,8 +30,8 @@ from toolwire import (
     ledger,
     make_call,
 )
-from toolwire._run import SWAP_ATTEMPTS, Contended, Keep, Lease, update
 from toolwire.calls import ToolCall, ToolResult
+from toolwire.runs._run import SWAP_ATTEMPTS, Contended, Keep, Lease, update
 from toolwire.store import CallRecord
 
 pytestmark = pytest.mark.anyio
@@ -363,29 +364,39 @@ async def test_an_allow_made_for_an_older_definition_is_not_honoured(store: RunS
     assert RAN == []
 
 
-async def test_policy_and_approver_set_after_construction_are_the_ones_asked() -> None:
-    executor = Executor([pay])
-    executor.policy = Policy(Rule("ask", "pay"))
+async def test_an_executor_replaced_with_a_policy_and_approver_asks_them() -> None:
+    given = Executor([pay])
     asked: list[str] = []
 
     def approver(request: Any) -> Decision:
         asked.append(request.exposed_name)
         return Decision("deny", "no")
 
-    executor.approver = approver
+    executor = given.replace(policy=Policy(Rule("ask", "pay")), approver=approver)
     [outcome] = await executor.run([_call(pay, {"amount": 5})])
     assert asked == ["pay"]
     assert outcome.result.error_kind == "approval_denied"
     assert RAN == []
+    assert given.approver is None  # the executor it was made from is unchanged
+    assert executor.store is given.store
 
 
-async def test_the_executors_settings_can_still_be_set_after_construction() -> None:
+async def test_an_executors_settings_are_fixed_and_replace_makes_one_with_others() -> None:
     executor = Executor([pay])
-    executor.after_call = (lambda context, result: "redacted",)
-    executor.max_output_chars = 1000
-    executor.timeout = 5.0
-    [outcome] = await executor.run([_call(pay, {"amount": 5})])
+    with pytest.raises(ConfigurationError, match="replace"):
+        executor.policy = Policy(Rule("deny", "pay"))
+    with pytest.raises(ConfigurationError, match="replace"):
+        executor.after_call = ()
+    changed = executor.replace(
+        after_call=(lambda context, result: "redacted",), max_output_chars=1000, timeout=5.0
+    )
+    [outcome] = await changed.run([_call(pay, {"amount": 5})])
     assert outcome.result.text == "redacted"
+    assert (changed.max_output_chars, changed.timeout) == (1000, 5.0)
+    [plain] = await executor.run([_call(pay, {"amount": 6})])
+    assert plain.result.text != "redacted"
+    with pytest.raises(ConfigurationError, match="no setting"):
+        executor.replace(polcy=Policy())
 
 
 async def test_deciding_a_call_that_keeps_changing_says_to_decide_again() -> None:

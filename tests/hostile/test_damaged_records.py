@@ -22,8 +22,8 @@ from toolwire import Executor, StoreUnavailable, ledger
 from toolwire.approval import ApprovalPending, ApprovalRequest, DeferredApproval, allow
 from toolwire.executor import make_call
 from toolwire.inputs import InputDeferred, InputRequest, accept
+from toolwire.runs.store._base import decode_record, encode_record, pending_since
 from toolwire.store import CallRecord, RunStore, SQLiteStore
-from toolwire.store._base import decode_record, encode_record, pending_since
 
 pytestmark = pytest.mark.anyio
 

@@ -187,12 +187,20 @@ def test_coercion_of_any_schema_and_arguments_is_bounded_and_only_turns_whole_fl
     assert arguments == {"n": value}  # the input is never changed
 
 
-def test_every_walk_on_shapes_built_to_blow_up_finishes_with_a_bounded_output() -> None:
+@pytest.mark.parametrize(
+    "size",
+    [
+        pytest.param("--short", id="short"),
+        pytest.param("--whole", marks=pytest.mark.deep, id="whole"),
+    ],
+)
+def test_every_walk_on_shapes_built_to_blow_up_finishes_with_a_bounded_output(size: str) -> None:
     # Unbounded, the fan-out is 10^30 nodes once inlined and each formerly quadratic step takes
-    # minutes at this size (the slowest passed the bound alone); bounded, the whole run takes
-    # seconds. The bound is generous for a slow, busy machine.
+    # minutes at the whole size (the slowest passed the bound alone); bounded, the whole run
+    # takes seconds. The bound is generous for a slow, busy machine. The README's run builds
+    # the quadratic shapes a quarter as large; the deep run, whole.
     result = subprocess.run(
-        [sys.executable, str(SHAPES_SCRIPT)],
+        [sys.executable, str(SHAPES_SCRIPT), size],
         capture_output=True,
         text=True,
         timeout=120,

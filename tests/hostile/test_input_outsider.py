@@ -507,17 +507,29 @@ async def test_a_redact_failure_on_an_input_wait_keeps_the_answer_it_gave() -> N
     assert again.result.text == first.result.text
 
 
-async def test_answers_given_in_time_are_not_voided_by_the_ttl() -> None:
+class MovableClock(toolwire.MemoryStore):
+    """A memory store whose clock the test moves forward (read afresh at each look)."""
+
+    ahead = 0.0
+
+    async def now(self) -> float:
+        return await super().now() + self.ahead
+
+
+async def test_answers_given_in_time_are_not_voided_by_the_ttl(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("toolwire.runs.store._clock.REFRESH", 0.0)
     scripted = Scripted({"a": asks_then_answers()})
-    store = toolwire.MemoryStore()
+    store = MovableClock()
     async with hub_of(scripted, defer) as hub:
         toolset = hub.as_toolset()
         calls = calls_of(toolset, ("c1", "a", "/a"))
-        executor = toolwire.Executor(toolset, store=store, approval_ttl=0.2)
+        executor = toolwire.Executor(toolset, store=store, approval_ttl=60)
         with pytest.raises(toolwire.ApprovalPending):
             await executor.run(calls, run_id="r1")
         await toolwire.respond("r1", "c1", YES, store=store)  # in time
-        await anyio.sleep(0.3)
+        store.ahead = 61  # then the request's ttl passes, by the store's clock
         (outcome,) = await executor.run(calls, run_id="r1")
     assert outcome.result.text.startswith("a /a got")
 

@@ -25,7 +25,7 @@ from oauth_servers import AuthServer, follow_authorization, oauth_pair, serving
 
 from toolwire._scrub import scrub
 from toolwire.mcp import HttpServer, Hub, MemoryTokenStore, OAuth
-from toolwire.mcp._oauth import callback_result
+from toolwire.mcp.client._oauth import callback_result
 
 pytestmark = pytest.mark.anyio
 

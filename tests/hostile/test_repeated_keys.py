@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from toolwire import ConfigurationError, tool
 from toolwire._jsonfile import RepeatedKey
-from toolwire.mcp._config import read_config
+from toolwire.mcp.client._config import read_config
 from toolwire.policy import PolicyContext
 from toolwire.policy_file import load_policy
 

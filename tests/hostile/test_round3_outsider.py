@@ -29,8 +29,8 @@ from toolwire import (
     ToolwireWarning,
     make_call,
 )
+from toolwire.runs.store._base import decode_record, encode_record
 from toolwire.store import SQLiteStore
-from toolwire.store._base import decode_record, encode_record
 
 BOUND = 60
 RAN: list[Any] = []
@@ -141,8 +141,7 @@ def test_an_executor_whose_policy_changed_after_it_was_built_is_refused() -> Non
 
     over_100 = Policy(Rule("deny", "pay", when=lambda context: context.arguments["amount"] > 100))
     listing = toolwire.tools([pay], "anthropic", policy=over_100)
-    executor = Executor([pay], policy=over_100)
-    executor.policy = Policy()
+    executor = Executor([pay], policy=over_100).replace(policy=Policy())
     response = anthropic.response_for([("t1", "pay", {"amount": 1000})])
     with pytest.raises(ConfigurationError):
         toolwire.execute_tool_calls_sync(listing, response, executor=executor)
@@ -435,8 +434,8 @@ def _long_calls() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def test_two_calls_alike_up_to_a_cut_never_get_the_same_approval_form() -> None:
     from toolwire.approval import ApprovalRequest
-    from toolwire.mcp._forms import fits_a_form as _fits_a_form
-    from toolwire.mcp._forms import form_message as _form_message
+    from toolwire.mcp.server._forms import fits_a_form as _fits_a_form
+    from toolwire.mcp.server._forms import form_message as _form_message
 
     def request(arguments: dict[str, Any]) -> ApprovalRequest:
         return ApprovalRequest(

@@ -17,7 +17,7 @@ import pytest
 
 import toolwire
 from toolwire import ApprovalPending, DeferredApproval, Executor, LoopResult, Policy, Rule
-from toolwire._turns import CallTicket
+from toolwire.pipeline._turns import CallTicket
 from toolwire.providers import gemini
 from toolwire.store import MemoryStore, SQLiteStore, from_url
 
@@ -403,7 +403,7 @@ def test_a_store_url_whose_ttl_is_shorter_than_the_approval_ttl_is_refused(
     with pytest.raises(toolwire.ConfigurationError, match="less than approval_ttl"):
         Executor(_tools([]), store=store, approval_ttl=3600)
     with pytest.raises(toolwire.ConfigurationError, match="approval_ttl must be a positive"):
-        Executor(_tools([]), store=store).approval_ttl = -1
+        Executor(_tools([]), store=store).replace(approval_ttl=-1)
 
 
 # -- a hook that edits the arguments in place ---------------------------------------------------

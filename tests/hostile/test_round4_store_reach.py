@@ -22,8 +22,8 @@ import toolwire
 import toolwire.mcp
 from toolwire import Policy, Rule, StoreUnavailable
 from toolwire.mcp import Gateway
-from toolwire.store._base import without_password
-from toolwire.store._reach import check_reachable
+from toolwire.runs.store._base import without_password
+from toolwire.runs.store._reach import check_reachable
 
 pytestmark = pytest.mark.anyio
 

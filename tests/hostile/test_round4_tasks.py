@@ -27,9 +27,9 @@ from task_client import Client, _text
 
 import toolwire
 from toolwire import Policy, Rule, SQLiteStore
-from toolwire._run import Keep, update
 from toolwire.mcp import TaskSettings
-from toolwire.mcp._sealed import SEALED_KEY
+from toolwire.mcp.server._sealed import SEALED_KEY
+from toolwire.runs._run import Keep, update
 from toolwire.store import CallRecord
 
 pytestmark = pytest.mark.anyio

@@ -30,8 +30,8 @@ from test_oauth_login import Browser, logging_in
 
 from toolwire._scrub import server_key
 from toolwire.mcp import FileTokenStore, HttpServer, Hub, OAuth, SQLiteTokenStore, TokenStore
-from toolwire.mcp._login import _kept_redirect
-from toolwire.mcp._oauth import http_auth
+from toolwire.mcp.client._login import _kept_redirect
+from toolwire.mcp.client._oauth import http_auth
 
 pytestmark = pytest.mark.anyio
 

@@ -37,7 +37,7 @@ mcp = pytest.importorskip("mcp")
 mcp_types = pytest.importorskip("mcp_types")
 
 from toolwire.mcp import Gateway  # noqa: E402  (after the extra's check)
-from toolwire.mcp._forms import form_message as _form_message  # noqa: E402
+from toolwire.mcp.server._forms import form_message as _form_message  # noqa: E402
 
 RLO = "\u202e"
 # Shows as /srv/app/logs/old.log: the override reverses "gol.dlo".

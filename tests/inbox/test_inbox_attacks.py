@@ -12,8 +12,6 @@ import base64
 import json
 import re
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -22,30 +20,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from inbox_tools import API, TOOLS, delete, pause, transfer
+from inbox_tools import console_for as console
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
 import toolwire
-from toolwire import MemoryStore, RunStore, SQLiteStore, make_call
+from toolwire import MemoryStore, RunStore, make_call
 from toolwire._text import visible
 from toolwire.inbox import app
 from toolwire.inbox._serve import COOKIE, TokenGate
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-async def a_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunStore]:
-    if request.param == "memory":
-        yield MemoryStore()
-    else:
-        store = SQLiteStore(tmp_path / "runs.db")
-        yield store
-        store.close()
-
-
-def console(store: RunStore, who: Any = "bob", **options: Any) -> Any:
-    return app(store, authorize=lambda request: who, **options)
 
 
 def client(asgi: Any, **headers: str) -> httpx.AsyncClient:
@@ -383,12 +368,12 @@ async def test_an_id_with_nul_is_a_400_not_another_run() -> None:
 # -- deciding: once, by whom, while it still waits -------------------------------------------------
 
 
-async def test_two_approvers_racing_one_wins_the_other_gets_a_409(a_store: RunStore) -> None:
-    await pause(a_store, "r", [delete(1)])
+async def test_two_approvers_racing_one_wins_the_other_gets_a_409(local_store: RunStore) -> None:
+    await pause(local_store, "r", [delete(1)])
     answers: dict[str, httpx.Response] = {}
 
     async def approve(who: str, kind: str) -> None:
-        async with client(console(a_store, who), **API) as http:
+        async with client(console(local_store, who), **API) as http:
             answers[who] = await http.post(
                 "/api/runs/r/calls/c1/decision", json={"decision": kind, "version": 1}
             )
@@ -399,18 +384,18 @@ async def test_two_approvers_racing_one_wins_the_other_gets_a_409(a_store: RunSt
     codes = sorted(answer.status_code for answer in answers.values())
     assert codes == [200, 409], {who: a.text for who, a in answers.items()}
     [winner] = [who for who, answer in answers.items() if answer.status_code == 200]
-    record = await a_store.get("r", "c1")
+    record = await local_store.get("r", "c1")
     assert record is not None
     assert record.decided_by == winner
     assert record.state == ("approved" if winner == "alice" else "denied")
 
 
 async def test_a_decided_expired_or_finished_call_is_never_decided_again(
-    a_store: RunStore,
+    local_store: RunStore,
 ) -> None:
-    await pause(a_store, "r", [delete(1), delete(2, call_id="c2"), delete(3, call_id="c3")])
-    await edit_request(a_store, "r", "c2", expires_at=time.time() - 1)
-    async with client(console(a_store, {"sub": "alice"}), **API) as http:
+    await pause(local_store, "r", [delete(1), delete(2, call_id="c2"), delete(3, call_id="c3")])
+    await edit_request(local_store, "r", "c2", expires_at=time.time() - 1)
+    async with client(console(local_store, {"sub": "alice"}), **API) as http:
         first = await http.post("/api/runs/r/calls/c1/decision", json={"decision": "deny"})
         assert first.json()["by"] == {"sub": "alice"}
         again = await http.post("/api/runs/r/calls/c1/decision", json={"decision": "allow"})
@@ -423,27 +408,27 @@ async def test_a_decided_expired_or_finished_call_is_never_decided_again(
         assert stale.status_code == 409
         missing = await http.post("/api/runs/r/calls/nope/decision", json={"decision": "allow"})
         assert missing.status_code == 404
-    record = await a_store.get("r", "c1")
+    record = await local_store.get("r", "c1")
     assert record is not None
     assert record.state == "denied"
     assert record.decided_by == {"sub": "alice"}
 
 
-async def test_halting_a_run_touches_only_that_run_and_records_who(a_store: RunStore) -> None:
-    await pause(a_store, "mine", [delete(1), delete(2, call_id="c2")], principal="alice")
-    await pause(a_store, "theirs", [delete(3)], principal="dave")
-    async with client(console(a_store, "carol"), **API) as http:
+async def test_halting_a_run_touches_only_that_run_and_records_who(local_store: RunStore) -> None:
+    await pause(local_store, "mine", [delete(1), delete(2, call_id="c2")], principal="alice")
+    await pause(local_store, "theirs", [delete(3)], principal="dave")
+    async with client(console(local_store, "carol"), **API) as http:
         halted = await http.post(
             "/api/runs/mine/calls/c1/decision",
             json={"decision": "halt", "reason": "stop", "whole_run": True},
         )
         assert halted.status_code == 200
     for call_id in ("c1", "c2"):
-        record = await a_store.get("mine", call_id)
+        record = await local_store.get("mine", call_id)
         assert record is not None
         assert record.decision is not None
         assert (record.decision.kind, record.decided_by) == ("halt", "carol")
-    assert await still_pending(a_store) == {("theirs", "c1")}
+    assert await still_pending(local_store) == {("theirs", "c1")}
 
 
 # -- edited arguments -----------------------------------------------------------------------------
@@ -524,10 +509,10 @@ async def test_deeply_nested_json_is_a_client_error_not_a_crash() -> None:
 
 
 async def test_a_reason_that_is_not_unicode_is_refused_and_the_run_stays_readable(
-    a_store: RunStore,
+    local_store: RunStore,
 ) -> None:
-    await pause(a_store, "r", [delete(1)])
-    async with client(console(a_store), **API) as http:
+    await pause(local_store, "r", [delete(1)])
+    async with client(console(local_store), **API) as http:
         answer = await http.post(
             "/api/runs/r/calls/c1/decision",
             content=b'{"decision": "deny", "reason": "\\udc00 gotcha"}',
@@ -541,12 +526,12 @@ async def test_a_reason_that_is_not_unicode_is_refused_and_the_run_stays_readabl
         "/runs/r/calls/c1": 200,
         "/api/runs/r": 200,
     }
-    assert await still_pending(a_store) == {("r", "c1")}
+    assert await still_pending(local_store) == {("r", "c1")}
 
 
-async def test_edited_arguments_that_are_not_unicode_are_refused(a_store: RunStore) -> None:
-    await pause(a_store, "r", [transfer(5)])
-    async with client(console(a_store), **API) as http:
+async def test_edited_arguments_that_are_not_unicode_are_refused(local_store: RunStore) -> None:
+    await pause(local_store, "r", [transfer(5)])
+    async with client(console(local_store), **API) as http:
         answer = await http.post(
             "/api/runs/r/calls/c1/decision",
             content=b'{"decision": "allow", "arguments": '
@@ -554,7 +539,7 @@ async def test_edited_arguments_that_are_not_unicode_are_refused(a_store: RunSto
         )
         assert answer.status_code == 422
         assert (await http.get("/runs/r")).status_code == 200
-    assert await still_pending(a_store) == {("r", "c1")}
+    assert await still_pending(local_store) == {("r", "c1")}
 
 
 # -- query parameters ---------------------------------------------------------------------------

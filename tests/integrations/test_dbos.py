@@ -3,8 +3,9 @@
 Each test starts the application of ``dbos_app.py`` in processes of its own (DBOS is one
 instance per process): the workflow's process is killed with SIGKILL mid-call and another
 recovers it; a decision taken in this process (which runs no DBOS) wakes the workflow through
-DBOS's client; eight worker processes take calls from a DBOS queue. The tools append a line
-per execution to a ledger file, so every execution is counted, whichever process ran it.
+DBOS's client; worker processes (three; eight in the deep run) take calls from a DBOS queue.
+The tools append a line per execution to a ledger file, so every execution is counted,
+whichever process ran it.
 """
 
 from __future__ import annotations
@@ -141,6 +142,11 @@ async def _decide(env: dict[str, str], request: toolwire.ApprovalRequest, decisi
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize(
+    "app_env",
+    ["sqlite", pytest.param("postgres", marks=pytest.mark.deep)],  # the README's run: one
+    indirect=True,
+)
 async def test_a_workflow_killed_mid_call_is_recovered_and_no_tool_runs_twice(
     app_env: dict[str, str],
 ) -> None:
@@ -183,11 +189,21 @@ async def test_a_denied_call_never_runs_and_the_deny_wakes_the_workflow(
 
 
 @pytest.mark.anyio
-async def test_eight_workers_share_a_queue_and_each_call_runs_once(
-    app_env: dict[str, str],
+@pytest.mark.parametrize(
+    ("app_env", "processes"),
+    [  # the README's run: three workers on each database; the deep run: eight
+        pytest.param("sqlite", 3, id="sqlite-3"),
+        pytest.param("postgres", 3, id="postgres-3"),
+        pytest.param("sqlite", 8, marks=pytest.mark.deep, id="sqlite-8"),
+        pytest.param("postgres", 8, marks=pytest.mark.deep, id="postgres-8"),
+    ],
+    indirect=["app_env"],
+)
+async def test_workers_share_a_queue_and_each_call_runs_once(
+    app_env: dict[str, str], processes: int
 ) -> None:
-    calls = 32
-    workers = [_start(app_env, f"worker-{i}", "worker") for i in range(8)]
+    calls = 4 * processes
+    workers = [_start(app_env, f"worker-{i}", "worker") for i in range(processes)]
     try:
         for worker in workers:
             assert worker.stdout is not None

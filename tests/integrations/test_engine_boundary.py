@@ -18,7 +18,7 @@ import pytest
 
 import toolwire
 from toolwire import Executor, ledger
-from toolwire._turns import CallTicket
+from toolwire.pipeline._turns import CallTicket
 from toolwire.store import MemoryStore, SQLiteStore
 
 pytestmark = pytest.mark.anyio
@@ -595,7 +595,10 @@ async def test_durable_calls_run_inside_a_workflow_only(tmp_path: Path) -> None:
     dbos = pytest.importorskip("toolwire.integrations.dbos")
     executor = Executor(_tools([]), policy=POLICY, store=SQLiteStore(tmp_path / "runs.db"))
     durable = dbos.DurableTools(executor, name="outside")
-    assert isinstance(executor.approver, toolwire.DeferredApproval)  # calls asked about wait
+    # calls asked about wait for a decision; the executor given is left as it was
+    assert isinstance(durable.executor.approver, toolwire.DeferredApproval)
+    assert executor.approver is None
+    assert durable.executor.store is executor.store
     listing = toolwire.tools(executor.toolset, "anthropic", policy=POLICY)
     with pytest.raises(toolwire.ConfigurationError, match="inside a DBOS workflow"):
         await durable.execute_tool_calls(listing, RESPONSE)

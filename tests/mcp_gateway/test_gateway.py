@@ -12,7 +12,7 @@ import pytest
 from gateway_procs import Connect
 
 import toolwire
-from toolwire.mcp._gateway import MCP_CLIENT, run_base
+from toolwire.mcp.server._gateway import MCP_CLIENT, run_base
 from toolwire.store import SQLiteStore
 
 pytestmark = pytest.mark.anyio

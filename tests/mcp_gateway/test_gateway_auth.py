@@ -38,7 +38,8 @@ import toolwire.mcp
 from toolwire import CallContext, ConfigurationError, MemoryStore, Policy, Rule, SQLiteStore
 from toolwire.calls import canonical_json
 from toolwire.errors import InvalidToken
-from toolwire.mcp import Authentication, HttpServer, Hub, Identity, StaticTokens, _auth
+from toolwire.mcp import Authentication, HttpServer, Hub, Identity, StaticTokens
+from toolwire.mcp.server import _auth
 
 pytestmark = pytest.mark.anyio
 
@@ -165,7 +166,7 @@ async def test_a_decision_made_in_the_clients_approval_form_is_recorded_as_its_p
         ):
             paid = await alice.call_tool("pay", {"amount": 5})
     assert paid.is_error is not approve
-    run_id = toolwire.mcp._gateway.run_base("pay", {"amount": 5}, principal="alice")
+    run_id = toolwire.mcp.server._gateway.run_base("pay", {"amount": 5}, principal="alice")
     (trail,) = await toolwire.history(run_id, store=store)
     decided = trail.to_dict()["decided"]
     assert (decided["by"], decided["kind"]) == ("alice", kind)

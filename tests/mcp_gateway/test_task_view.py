@@ -1,4 +1,4 @@
-"""What a task's record says of the task (``toolwire.mcp._tasks.task_view``, a pure reading),
+"""What a task's record says of the task (``toolwire.mcp.server._tasks.task_view``, a pure reading),
 and what a task id says of its principal and age."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ pytest.importorskip("mcp")
 from toolwire.approval import ApprovalRequest
 from toolwire.calls import ToolResult
 from toolwire.mcp._relay import PROTOCOL_ERROR
-from toolwire.mcp._tasks import created_at, new_task_id, task_view
+from toolwire.mcp.server._tasks import created_at, new_task_id, task_view
 from toolwire.store import CallRecord
 
 CREATED = 1_790_000_000.0

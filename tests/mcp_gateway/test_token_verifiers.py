@@ -25,8 +25,8 @@ from toolwire.mcp import (
     JwtVerifier,
     StaticTokens,
     TokenVerifier,
-    _verifiers,
 )
+from toolwire.mcp.server import _verifiers
 
 pytestmark = pytest.mark.anyio
 

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from gateway_procs import HttpGateway, serve_argv
 
+from shared_files import made_once
+
 HERE = Path(__file__).parent
 INSTALL_SECONDS = 300
 RUN_SECONDS = 120
@@ -24,24 +26,28 @@ def ts_sdk(tmp_path_factory: pytest.TempPathFactory) -> Path:
     npm, node = shutil.which("npm"), shutil.which("node")
     if npm is None or node is None:
         pytest.skip("node and npm are needed for the TypeScript client")
-    prefix = tmp_path_factory.mktemp("ts-sdk")
-    try:
-        subprocess.run(
-            [
-                npm,
-                "install",
-                "--prefix",
-                str(prefix),
-                "--no-audit",
-                "--no-fund",
-                "@modelcontextprotocol/sdk@^1",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=INSTALL_SECONDS,
-        )
-    except (subprocess.SubprocessError, OSError) as exc:
-        pytest.skip(f"cannot install @modelcontextprotocol/sdk: {exc}")
+
+    def install(prefix: Path) -> None:
+        try:
+            subprocess.run(
+                [
+                    npm,
+                    "install",
+                    "--prefix",
+                    str(prefix),
+                    "--no-audit",
+                    "--no-fund",
+                    "@modelcontextprotocol/sdk@^1",
+                ],
+                check=True,
+                capture_output=True,
+                timeout=INSTALL_SECONDS,
+            )
+        except (subprocess.SubprocessError, OSError) as exc:
+            pytest.skip(f"cannot install @modelcontextprotocol/sdk: {exc}")
+
+    # installed once for the run, whichever worker asks first
+    prefix = made_once(tmp_path_factory, "ts-sdk", install)
     return prefix / "node_modules" / "@modelcontextprotocol" / "sdk"
 
 

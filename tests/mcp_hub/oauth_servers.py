@@ -354,12 +354,14 @@ class ProtectedServer:
     prm_overrides: dict[str, Any] = field(default_factory=dict)
     seen: list[str | None] = field(default_factory=list)
     """The Authorization header of each MCP request."""
-    mcp: MCPServer = field(default_factory=lambda: _tools())
     json_response: bool = False
     """Answer each request with one JSON response (its headers come with the answer), not a
     stream."""
+    waiting_for_an_add: threading.Event = field(default_factory=threading.Event)
+    """Set once a call of ``wait_for_an_add`` runs (the server runs in a thread of its own)."""
 
     def __post_init__(self) -> None:
+        self.mcp = _tools(self.waiting_for_an_add)
         self.inner = self.mcp.streamable_http_app(json_response=self.json_response)
 
     @property
@@ -402,7 +404,7 @@ class ProtectedServer:
         await self.inner(scope, receive, send)
 
 
-def _tools() -> MCPServer:
+def _tools(waiting_for_an_add: threading.Event) -> MCPServer:
     server = MCPServer("guarded")
 
     added: list[int] = []
@@ -415,6 +417,7 @@ def _tools() -> MCPServer:
     @server.tool(description="Wait (up to a bound) for an add made after it started.")
     async def wait_for_an_add(seconds: float) -> str:
         before = len(added)
+        waiting_for_an_add.set()
         with anyio.move_on_after(seconds):
             while len(added) == before:
                 await anyio.sleep(0.01)

@@ -1,4 +1,4 @@
-"""MCP config files as clients write them, read by ``Hub.from_config`` (``toolwire.mcp._config``).
+"""MCP config files as clients write them, read by ``Hub.from_config`` (``mcp.client._config``).
 
 The published snippets are in tests/data/mcp_configs (see the README there for their sources).
 """
@@ -31,7 +31,7 @@ pytest.importorskip("mcp")
 from mcp_servers import catalogue
 
 from toolwire.mcp import ClientCredentials, HttpServer, Hub, OAuth, SseServer, StdioServer
-from toolwire.mcp._config import is_mcp_config, read_config
+from toolwire.mcp.client._config import is_mcp_config, read_config
 
 pytestmark = pytest.mark.anyio
 CONFIGS = Path(__file__).parents[1] / "data" / "mcp_configs"

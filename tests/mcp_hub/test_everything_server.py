@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from pathlib import Path
 from typing import Any, NoReturn
 
 import anyio
@@ -21,6 +22,7 @@ import toolwire
 
 pytest.importorskip("mcp")
 
+from shared_files import made_once
 from toolwire.mcp import Hub, ProgressContext, StdioServer
 
 pytestmark = pytest.mark.anyio
@@ -40,19 +42,23 @@ def everything(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     npm, node = shutil.which("npm"), shutil.which("node")
     if npm is None or node is None:
         _unavailable(f"the {EVERYTHING} tests need node and npm on the PATH")
-    prefix = tmp_path_factory.mktemp("everything")
-    command = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", EVERYTHING]
-    try:
-        installed = subprocess.run(
-            command, capture_output=True, text=True, timeout=300, check=False
-        )
-    except subprocess.TimeoutExpired:
-        _unavailable(f"npm install {EVERYTHING} did not finish within 300 s")
-    if installed.returncode != 0:
-        _unavailable(
-            f"npm install {EVERYTHING} failed (exit {installed.returncode}):\n"
-            f"{installed.stderr[-2000:]}"
-        )
+
+    def install(prefix: Path) -> None:
+        command = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", EVERYTHING]
+        try:
+            installed = subprocess.run(
+                command, capture_output=True, text=True, timeout=300, check=False
+            )
+        except subprocess.TimeoutExpired:
+            _unavailable(f"npm install {EVERYTHING} did not finish within 300 s")
+        if installed.returncode != 0:
+            _unavailable(
+                f"npm install {EVERYTHING} failed (exit {installed.returncode}):\n"
+                f"{installed.stderr[-2000:]}"
+            )
+
+    # installed once for the run, whichever worker asks first
+    prefix = made_once(tmp_path_factory, "everything", install)
     script = prefix / "node_modules" / "@modelcontextprotocol" / "server-everything"
     script = script / "dist" / "index.js"
     if not script.is_file():

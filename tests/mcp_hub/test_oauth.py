@@ -103,7 +103,9 @@ async def test_calls_to_an_authorized_server_run_side_by_side() -> None:
 
                 async with anyio.create_task_group() as tasks:
                     tasks.start_soon(call, "wait_for_an_add", {"seconds": 10.0})
-                    await anyio.sleep(0.2)  # the slow call is in flight
+                    # the slow call is in flight before the quick one starts
+                    started = protected.waiting_for_an_add.wait
+                    assert await anyio.to_thread.run_sync(started, 20)
                     tasks.start_soon(call, "add", {"a": 1, "b": 2})
         assert answers == {"add": "3", "wait_for_an_add": "an add came while this call ran"}
 

@@ -196,7 +196,7 @@ async def test_listings_of_the_newest_revision_are_checked_tool_by_tool() -> Non
     from mcp.shared.message import SessionMessage
     from mcp.types import JSONRPCRequest, JSONRPCResponse
 
-    from toolwire.mcp._listing import CheckedListings
+    from toolwire.mcp.client._listing import CheckedListings
 
     good = {"name": "good", "inputSchema": {"type": "object"}}
     bad = {"name": "bad", "inputSchema": ["not", "a", "schema"]}

@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shared_files import locked
+
 from .fetch import cache_dir
 from .suite_checks import SuiteRun, json_path, oracle_errors
 
@@ -89,6 +91,12 @@ def install(cache: Path | None = None) -> Path:
         Unavailable: pip failed (its last lines say why).
     """
     root = cache or cache_dir()
+    # one process at a time: the test run's workers share the cache
+    with locked(root / f"bfcl-eval-{VERSION}.lock"):
+        return _install(root)
+
+
+def _install(root: Path) -> Path:
     target = root / f"bfcl-eval-{VERSION}"
     wanted = "\n".join(REQUIREMENTS) + "\n"
     done = target / _DONE

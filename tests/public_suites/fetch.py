@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from shared_files import locked
+
 __all__ = ["cache_dir", "unavailable", "unpacked_sdist"]
 
 
@@ -32,7 +34,13 @@ def unavailable(why: str) -> None:
 
 
 def unpacked_sdist(package: str, version: str) -> Path:
-    """The source distribution of ``package==version``, unpacked in the cache."""
+    """The source distribution of ``package==version``, unpacked in the cache (by one process
+    at a time: the test run's workers share the cache)."""
+    with locked(cache_dir() / f"{package}-{version}.lock"):
+        return _unpacked_sdist(package, version)
+
+
+def _unpacked_sdist(package: str, version: str) -> Path:
     root = cache_dir() / f"{package}-{version}"
     if (root / ".complete").exists():
         return root / f"{package}-{version}"

@@ -11,7 +11,6 @@ arguments, not to the tool; a resuming worker answered a live worker's call "int
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from functools import partial
 from typing import Any
@@ -235,7 +234,6 @@ async def test_pending_lists_across_runs_and_principals_oldest_first(store: RunS
     for n, (run_id, principal) in enumerate([("r1", "alice"), ("r2", "bob"), ("r3", "alice")]):
         with pytest.raises(ApprovalPending):
             await asking(store).run(delete(n + 1), run_id=run_id, principal=principal)
-        await anyio.sleep(0.01)  # distinct request times
     every = await toolwire.pending(store=store)
     assert [(r.run_id, r.principal) for r in every] == [
         ("r1", "alice"),
@@ -405,7 +403,7 @@ def test_a_store_that_forgets_runs_before_their_requests_expire_is_refused(
         Executor(TOOLS, store=MemoryStore(ttl=60), approval_ttl=approval_ttl)
     executor = Executor(TOOLS, store=short, approval_ttl=60)  # as long as the run: kept
     with pytest.raises(toolwire.ConfigurationError, match="less than approval_ttl"):
-        executor.approval_ttl = approval_ttl
+        executor.replace(approval_ttl=approval_ttl)
     assert executor.approval_ttl == 60
     Executor(TOOLS, store=short)  # requests that never expire: the store's ttl is the bound
     Executor(TOOLS, store=toolwire.SQLiteStore(tmp_path / "kept.db", ttl=None), approval_ttl=1e9)
@@ -480,7 +478,7 @@ async def pause_or_raise(store: RunStore, run_id: str) -> None:
 
 async def test_decisions_record_when_and_by_whom(store: RunStore) -> None:
     await pause(store)
-    before = time.time()
+    before = await toolwire.ledger.store_time(store)  # decisions are timed on the store's clock
     await toolwire.decide("r", "c1", deny("no"), store=store, by={"user": "bob", "role": "admin"})
     record = await store.get("r", "c1")
     assert record is not None

@@ -1,9 +1,10 @@
 """Several processes resuming the same runs, on a SQLite file and on a real Redis server.
 
-Worker processes (``workers.py serve``) race to run the same turn, 200 runs per store, with
-random jitter and tool durations; in some runs the worker that runs a chosen call dies right
-after the call takes effect (between "running" and "completed"), and is replaced. A ledger
-written by the tool itself counts every execution, whichever process ran it.
+Worker processes (``workers.py serve``) race to run the same turn, 200 runs per store (the
+README's run races 48 runs on SQLite; the deep run, every store), with random jitter and tool
+durations; in some runs the worker that runs a chosen call dies right after the call takes
+effect (between "running" and "completed"), and is replaced. A ledger written by the tool
+itself counts every execution, whichever process ran it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from workers import ledger_counts, open_store  # noqa: E402
 
 ROUNDS = 200
+SHORT_ROUNDS = 48
+"""The README's run races on one store, in fewer rounds (six workers killed); the deep run
+races on every store."""
 N_WORKERS = 3
 KILL_EVERY = 8
 INTERRUPTED = "it is not run again, so whether it took effect is unknown."
@@ -90,9 +94,17 @@ def gather(workers: list[Worker]) -> dict[int, dict[str, Any] | None]:
     return answers
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "redis", "postgres"])
+@pytest.mark.parametrize(
+    ("kind", "rounds"),
+    [
+        pytest.param("sqlite", SHORT_ROUNDS, id="sqlite-short"),
+        pytest.param("sqlite", ROUNDS, marks=pytest.mark.deep, id="sqlite"),
+        pytest.param("redis", ROUNDS, marks=pytest.mark.deep, id="redis"),
+        pytest.param("postgres", ROUNDS, marks=pytest.mark.deep, id="postgres"),
+    ],
+)
 def test_racing_workers_never_run_a_call_twice_and_answer_every_call(
-    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+    kind: str, rounds: int, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     spec = _spec(kind, tmp_path, request)
     ledger = str(tmp_path / "ledger.db")
@@ -104,7 +116,7 @@ def test_racing_workers_never_run_a_call_twice_and_answer_every_call(
     denied: set[str] = set()
     answers_by_tag: dict[str, list[tuple[str | None, str]]] = {}
     try:
-        for round_ in range(ROUNDS):
+        for round_ in range(rounds):
             run_id = f"race-{round_}"
             calls = [
                 ["effect", f"{round_}/a", "a"],
@@ -152,9 +164,9 @@ def test_racing_workers_never_run_a_call_twice_and_answer_every_call(
             worker.stop()
 
     counts = ledger_counts(ledger)
-    tags = [f"{r}/{c}" for r in range(ROUNDS) for c in "agbc"]
+    tags = [f"{r}/{c}" for r in range(rounds) for c in "agbc"]
     assert max(counts.values()) == 1, Counter(counts.values())  # never twice
-    assert len(killed) == ROUNDS // KILL_EVERY
+    assert len(killed) == rounds // KILL_EVERY
     interrupted: set[str] = set()
     for tag in tags:
         answered = set(answers_by_tag.get(tag, []))

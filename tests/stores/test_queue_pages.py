@@ -11,8 +11,8 @@ import pytest
 
 import toolwire
 from toolwire import RunStore, ledger
+from toolwire.runs.store._base import place_of
 from toolwire.store import CallRecord, DamagedRecord, QueuePlace
-from toolwire.store._base import place_of
 
 pytestmark = pytest.mark.anyio
 

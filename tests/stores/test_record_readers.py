@@ -17,8 +17,8 @@ from toolwire.approval import Decision
 from toolwire.calls import TextContent, ToolResult
 from toolwire.errors import StoreUnavailable
 from toolwire.inputs import InputRequest
+from toolwire.runs.store._base import decode_record, encode_record
 from toolwire.store import CallRecord
-from toolwire.store._base import decode_record, encode_record
 
 JSON_LEAF = st.none() | st.booleans() | st.integers() | st.text(max_size=6)
 JSON_VALUE = st.recursive(

@@ -15,7 +15,7 @@ import pytest
 
 import toolwire
 from toolwire import Executor, SQLiteStore, StoreUnavailable, make_call
-from toolwire.store._base import CallRecord
+from toolwire.runs.store._base import CallRecord
 
 pytestmark = pytest.mark.anyio
 
@@ -106,8 +106,8 @@ async def test_an_answer_that_cannot_be_stored_is_given_logged_and_never_run_aga
     for holder in holders:
         holder.join()
 
-    # a later turn of the same run (another worker, after the lease) never runs it again
-    time.sleep(0.6)
+    # a later turn of the same run (another worker: it waits out the claim's short lease)
+    # never runs it again
     later = Executor([transfer], store=SQLiteStore(path), lease=0.5)
     (again,) = await later.run([call], run_id="run_1")
     assert runs == ["ran"]

@@ -16,7 +16,7 @@ import pytest
 
 import toolwire
 from toolwire import Executor, RunStore, StoreUnavailable, ledger, make_call
-from toolwire.store._clock import REFRESH, StoreClock
+from toolwire.runs.store._clock import REFRESH, StoreClock
 
 pytestmark = pytest.mark.anyio
 SKEW = 300.0
@@ -133,6 +133,41 @@ async def test_an_approval_deadline_is_judged_by_the_store_not_the_deciders_cloc
     await toolwire.decide("run_ttl", "c1", toolwire.allow(), store=two)
     (outcome,) = await Executor([wire_money], store=two).run([call], run_id="run_ttl")
     assert outcome.result.text == "sent 3"
+
+
+async def test_a_calls_trail_is_in_the_stores_time_whatever_the_deciders_clock_says(
+    store_pair: tuple[RunStore, RunStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Requested, decided, claimed and finished are all read on the store's clock, so the
+    trail keeps its order (and a duration is never negative) even when the decider's host
+    clock is minutes behind the store's (the same holds, by less, for the error of a first
+    reading of the store's clock)."""
+    one, two = store_pair
+
+    @toolwire.tool
+    def wire_money(amount: int) -> str:
+        """Send money."""
+        return f"sent {amount}"
+
+    policy = toolwire.Policy(toolwire.Rule("ask", "wire_money"))
+    asking = Executor([wire_money], store=one, policy=policy, approver=toolwire.DeferredApproval())
+    call = make_call(asking.toolset, "wire_money", {"amount": 3}, call_id="c1")
+    with pytest.raises(toolwire.ApprovalPending):
+        await asking.run([call], run_id="run_trail")
+    skewed(monkeypatch, -SKEW)  # every host from here on is five minutes behind the store
+    await toolwire.decide("run_trail", "c1", toolwire.allow(), store=two)
+    (outcome,) = await Executor([wire_money], store=two, policy=policy).run(
+        [call], run_id="run_trail"
+    )
+    assert outcome.result.text == "sent 3"
+    [trail] = await toolwire.history("run_trail", store=two)
+    assert trail.requested is not None
+    assert trail.decided is not None
+    assert trail.claimed is not None
+    assert trail.finished is not None
+    assert trail.requested["at"] <= trail.decided["at"] <= trail.claimed["at"]
+    assert trail.claimed["at"] <= trail.finished["at"]
+    assert trail.finished["duration"] >= 0
 
 
 async def test_the_clock_reads_the_store_once_per_refresh_and_carries_it_forward(

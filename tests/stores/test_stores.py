@@ -42,8 +42,8 @@ from toolwire import (
     make_call,
     tool,
 )
+from toolwire.runs.store._base import decode_record, encode_record
 from toolwire.store import CallRecord
-from toolwire.store._base import decode_record, encode_record
 
 pytestmark = pytest.mark.anyio
 
@@ -459,8 +459,9 @@ async def test_a_store_failing_mid_turn_raises_with_every_answer() -> None:
         make_call(TOOLS, "transfer", {"amount": 5}, call_id="c1"),
         make_call(TOOLS, "transfer", {"amount": 6}, call_id="c2"),
     ]
+    # a short lease: the resume below waits for it to lapse before it answers c1
     with pytest.raises(StoreUnavailable, match="went away") as raised:
-        await Executor(TOOLS, store=store, max_concurrency=1).run(calls, run_id="r")
+        await Executor(TOOLS, store=store, max_concurrency=1, lease=0.2).run(calls, run_id="r")
     outcomes = raised.value.outcomes
     assert outcomes is not None
     assert outcomes[0].result.text == "moved 5"

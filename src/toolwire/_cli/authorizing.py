@@ -64,7 +64,7 @@ def _server(server: str, config: str | None) -> tuple[str, Any]:
     Raises:
         ConfigurationError: no such server, or one that OAuth does not apply to.
     """
-    from toolwire.mcp._specs import HttpServer, OAuth, SseServer
+    from toolwire.mcp.client import HttpServer, OAuth, SseServer
 
     if server.startswith(("http://", "https://")):
         if config is not None:
@@ -74,7 +74,7 @@ def _server(server: str, config: str | None) -> tuple[str, Any]:
         raise ConfigurationError(
             f"SERVER is an http(s):// URL, or the name of a server of --config FILE, not {server!r}"
         )
-    from toolwire.mcp._config import read_config
+    from toolwire.mcp.client import read_config
 
     specs = read_config(Path(config))
     spec = specs.get(server)
@@ -95,7 +95,7 @@ def _token_store(url: str | None) -> Any:
     """The token store in the database of the run store at ``url``, or None (the default)."""
     if url is None:
         return None
-    from toolwire.mcp._tokens import MemoryTokenStore, token_store_for
+    from toolwire.mcp.client import MemoryTokenStore, token_store_for
 
     store = token_store_for(url)
     if isinstance(store, MemoryTokenStore):

@@ -80,13 +80,7 @@ def _terminal_approver(yes: bool) -> Callable[[ApprovalRequest], Awaitable[Decis
                 "gets the characters themselves",
                 file=sys.stderr,
             )
-        print(
-            safe(f"toolwire: {what} needs approval{why}. Run it? [y/N] "),
-            end="",
-            flush=True,
-            file=sys.stderr,
-        )
-        answer = await _read_line()
+        answer = await _read_line(safe(f"toolwire: {what} needs approval{why}. Run it? [y/N] "))
         if answer.strip().lower() in ("y", "yes"):
             return toolwire.allow()
         return toolwire.deny("the user said no")
@@ -94,10 +88,11 @@ def _terminal_approver(yes: bool) -> Callable[[ApprovalRequest], Awaitable[Decis
     return decide
 
 
-async def _read_line() -> str:
-    """A line of stdin, read in a daemon thread while the event loop goes on: Ctrl-C ends the
-    command at once (a worker thread of the loop's pool would keep the process alive until
-    the line came)."""
+async def _read_line(prompt: str) -> str:
+    """A line of stdin, asked for with ``prompt`` and read in a daemon thread while the event
+    loop goes on: Ctrl-C ends the command at once (a worker thread of the loop's pool would
+    keep the process alive until the line came). The question is shown once everything is
+    waiting for the answer, so a Ctrl-C at it finds the command waiting, never setting up."""
     line: list[str] = []
     read = anyio.Event()
     async with anyio.from_thread.BlockingPortal() as portal:
@@ -108,12 +103,13 @@ async def _read_line() -> str:
                 portal.call(read.set)
 
         threading.Thread(target=wait_for_it, daemon=True).start()
+        print(prompt, end="", flush=True, file=sys.stderr)
         await read.wait()
     return line[0]
 
 
 async def run_call(args: argparse.Namespace) -> int:
-    from toolwire.executor import Executor, make_call
+    from toolwire.pipeline.executor import Executor, make_call
     from toolwire.policy_file import load_policy
 
     arguments = arguments_option(args.args)

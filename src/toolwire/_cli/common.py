@@ -80,7 +80,7 @@ def store_at(url: str, *, create: bool = False) -> Any:
     """The store at ``url``. Without ``create``, only one that is already there: commands that
     look at runs made elsewhere refuse a mistyped SQLite path instead of making a new, empty
     database of it."""
-    from toolwire.store import from_url
+    from toolwire.runs.store import from_url
 
     return from_url(url, create=create)
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 import toolwire
-from toolwire import _text, ledger
+from toolwire import _text
 from toolwire._cli.common import (
     arguments_option,
     close_store,
@@ -16,6 +16,7 @@ from toolwire._cli.common import (
     store_at,
 )
 from toolwire.errors import ConfigurationError, ToolwireError
+from toolwire.runs import ledger
 
 __all__ = ["run_decide", "run_history", "run_pending", "run_respond"]
 

@@ -14,7 +14,7 @@ __all__ = ["run_demo", "run_inbox", "run_serve"]
 
 
 async def run_serve(args: argparse.Namespace) -> int:
-    from toolwire.mcp._serve import serve
+    from toolwire.mcp import serve
 
     transport: Literal["stdio", "http"] = "stdio"
     host, port = "127.0.0.1", 8000
@@ -74,8 +74,7 @@ def authentication(args: argparse.Namespace) -> Any:
         return None
     if args.auth_jwks is not None and args.auth_tokens is not None:
         raise ConfigurationError("--auth-jwks and --auth-tokens: give one verifier")
-    from toolwire.mcp._auth import Authentication
-    from toolwire.mcp._verifiers import JwtVerifier, StaticTokens
+    from toolwire.mcp import Authentication, JwtVerifier, StaticTokens
 
     if args.principal is not None:
         raise ConfigurationError(
@@ -105,7 +104,7 @@ def _listening_on_stderr(url: str) -> None:
 
 
 async def run_inbox(args: argparse.Namespace) -> int:
-    from toolwire.inbox._serve import serve
+    from toolwire.inbox import serve
 
     store = store_at(args.store, create=True)  # the console may open before the first run
     try:
@@ -129,7 +128,7 @@ def _check_shared(store: Any) -> None:
     Raises:
         ConfigurationError: saying so.
     """
-    from toolwire.store._reach import in_process
+    from toolwire.runs.store import in_process
 
     if in_process(store):
         raise ConfigurationError(

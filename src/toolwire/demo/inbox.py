@@ -11,10 +11,10 @@ from urllib.parse import quote
 
 import anyio
 
-from toolwire import ledger
 from toolwire._api import Outcome, execute_tool_calls
 from toolwire.approval import ApprovalPending, DeferredApproval
-from toolwire.store import MemoryStore, RunStore
+from toolwire.runs import ledger
+from toolwire.runs.store import MemoryStore, RunStore
 
 __all__ = ["Console", "answer", "console"]
 
@@ -32,7 +32,7 @@ class Console:
 @asynccontextmanager
 async def console(printer: Any) -> AsyncIterator[Console]:
     """The approval console over a fresh store, served on a free loopback port meanwhile."""
-    from toolwire.inbox._serve import serve
+    from toolwire.inbox import serve
 
     store = MemoryStore()
     async with anyio.create_task_group() as group:

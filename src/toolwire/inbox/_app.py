@@ -21,17 +21,17 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from toolwire import _jsonfile, ledger
+from toolwire import _jsonfile
 from toolwire._json import NotJson, load_json
 from toolwire._jsonfile import RepeatedKey
-from toolwire._run import Keep, update
 from toolwire.approval import ApprovalRequest, Decision, allow, deny, halt
 from toolwire.calls import canonical_json, has_lone_surrogate
 from toolwire.errors import ConfigurationError, InvalidArguments, StoreUnavailable, ToolwireError
 from toolwire.inbox import _html
 from toolwire.inbox._types import Listed, Problem
 from toolwire.inputs import accept, cancel, decline
-from toolwire.store import CallRecord, DamagedRecord, QueuePlace, RunStore
+from toolwire.runs import Keep, ledger, update
+from toolwire.runs.store import CallRecord, DamagedRecord, QueuePlace, RunStore
 from toolwire.tool import Tool
 
 __all__ = ["API_HEADER", "Problem", "build"]
@@ -398,7 +398,7 @@ async def decide(
         state="approved" if decision.allowed else "denied",
         decision=decision,
         decided_by=by,
-        decided_at=time.time(),
+        decided_at=now,  # in the store's time, as the request and the claim are
     )
 
     def over_what_was_shown(current: CallRecord | None) -> CallRecord | Keep[None]:

@@ -20,8 +20,8 @@ from urllib.parse import quote, urlencode
 from toolwire._text import hides, json_hides, visible, visible_json, visible_json_text
 from toolwire.approval import ApprovalRequest
 from toolwire.inbox._types import Listed, Problem
-from toolwire.ledger import CallTrail
-from toolwire.store import CallRecord
+from toolwire.runs.ledger import CallTrail
+from toolwire.runs.store import CallRecord
 
 __all__ = [
     "CSS",

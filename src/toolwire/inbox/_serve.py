@@ -15,11 +15,10 @@ from urllib.parse import parse_qsl, quote, urlencode
 import anyio
 import anyio.abc
 
-from toolwire import ledger
 from toolwire._net import is_loopback
 from toolwire.errors import ConfigurationError, MissingDependency, StoreUnavailable
-from toolwire.store import RunStore
-from toolwire.store._reach import check_reachable
+from toolwire.runs import ledger
+from toolwire.runs.store import RunStore, check_reachable
 
 __all__ = ["COOKIE", "Served", "TokenGate", "is_loopback", "load_authorize", "serve"]
 
@@ -145,7 +144,7 @@ async def serve(
         MissingDependency: uvicorn or Starlette is not installed (extra ``toolwire[inbox]``).
         StoreUnavailable: ``store`` cannot be reached (checked before listening).
     """
-    from toolwire.inbox import app
+    from toolwire.inbox._asgi import app
 
     try:
         import uvicorn

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolwire.approval import ApprovalRequest
-from toolwire.store import DamagedRecord
+from toolwire.runs.store import DamagedRecord
 
 __all__ = ["Listed", "Problem"]
 

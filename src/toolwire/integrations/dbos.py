@@ -35,23 +35,21 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolwire import ledger
-from toolwire._api import Listing, Outcome, _answer, _current, _declaration, _taints
-from toolwire._record_json import decode_result, encode_result
-from toolwire._turns import CallOutcome, CallTicket
+from toolwire._api import Listing, Outcome, ParsedTurn, parse_turn
 from toolwire.approval import DeferredApproval
-from toolwire.calls import ToolCall
+from toolwire.calls import RejectedCall, ToolCall
 from toolwire.errors import ConfigurationError, MissingDependency, StoreUnavailable
-from toolwire.executor import Executor
-from toolwire.providers import get_provider
-from toolwire.store import MemoryStore
+from toolwire.pipeline import CallOutcome, CallTicket, TurnPlan, in_groups
+from toolwire.pipeline.executor import Executor
+from toolwire.runs import ledger
+from toolwire.runs.store import MemoryStore
 
 try:
     from dbos import DBOS, DBOSClient
 except ImportError:
     raise MissingDependency("dbos", "dbos") from None
 
-__all__ = ["ENGINE", "DurableTools", "use_system_database"]
+__all__ = ["ENGINE", "DurableTools", "use_system_database", "wake"]
 
 ENGINE = "dbos"
 """How a run's records name the engine whose workflow waits for them."""
@@ -117,7 +115,7 @@ class DurableTools:
                 )
             _NAMED[name] = self
         if executor.approver is None:  # a call the policy asks about waits for a decision
-            executor.approver = DeferredApproval()
+            executor = executor.replace(approver=DeferredApproval())
         self.executor = executor
         self.name = name
         self.queue = queue
@@ -189,53 +187,62 @@ class DurableTools:
             )
         if principal is None:
             principal = listing.principal
-        declaration, response = _declaration(listing, (response,), None, answer_options)
-        adapter = get_provider(declaration.provider)
-        items = adapter.parse(response, declaration)  # pure: the same on every replay
-        if listing.source is not None:
-            items = _current(items, listing.source)
+        parsed = parse_turn(listing, response, **answer_options)  # pure: the same on a replay
         if run_id is None:
             run_id = await DBOS.run_step_async({"name": f"{self.name}.run_id"}, _new_run_id)
         topic = f"toolwire:{run_id}"
         wake = {"engine": ENGINE, "workflow": workflow_id, "topic": topic}
-        turn = {"place": place, "resume": False}
+        again = {"place": place, "resume": False}
         while True:
-            plan = await DBOS.run_step_async(
+            body = await DBOS.run_step_async(
                 {"name": f"{self.name}.plan"},
                 self._plan,
-                items,
+                parsed.items,
                 run_id,
                 principal,
                 tuple(taint),
                 deps,
                 wake,
-                dict(turn),
+                dict(again),
             )
-            answers = dict(plan["answers"])  # (index, answer) pairs
-            for ticket, answer in zip(
-                plan["tickets"], await self._run_tickets(plan["tickets"], deps), strict=True
+            plan = TurnPlan.from_dict(parsed.items, body)
+            answers: dict[int, CallOutcome | tuple[CallOutcome, str]] = dict(plan.answered)
+            for ticket, ran in zip(
+                plan.tickets,
+                await self._run_tickets(parsed.items, plan.tickets, deps),
+                strict=True,
             ):
-                answers[ticket["index"]] = answer
-            if not plan["waiting"]:
+                assert ticket.position is not None  # planned tickets know their place
+                answers[ticket.position] = ran
+            if not plan.waiting:
                 break
             # The others are answered and kept; block until a decision's message (or recheck).
             await DBOS.recv_async(topic, timeout_seconds=self.recheck)
-            turn["resume"] = True  # planned again: the run must still say what ran
-        outcomes = [_outcome_of(items[index], answers[index]) for index in range(len(items))]
-        errors = [answer["store_error"] for answer in answers.values() if answer.get("store_error")]
+            again["resume"] = True  # planned again: the run must still say what ran
+        return self._answer(parsed, answers, taint, run_id)
+
+    def _answer(
+        self,
+        parsed: ParsedTurn,
+        answers: dict[int, CallOutcome | tuple[CallOutcome, str]],
+        taint: Sequence[str],
+        run_id: str,
+    ) -> Outcome:
+        """The turn's outcome, or its answers on a ``StoreUnavailable`` when a call's answer
+        could not be stored."""
+        outcomes, errors = [], []
+        for index in range(len(parsed.items)):
+            answer = answers[index]
+            if isinstance(answer, tuple):
+                answer, error = answer
+                errors.append(error)
+            outcomes.append(answer)
         if errors:
             raise StoreUnavailable(
                 f"{errors[0]} (run {run_id!r}; the turn's answers are in `outcomes`)",
                 outcomes=outcomes,
             )
-        return Outcome(
-            results=[_answer(adapter.answer, outcome, declaration.options) for outcome in outcomes],
-            halted=any(outcome.halted for outcome in outcomes),
-            calls=outcomes,
-            run_id=run_id,
-            provider=declaration.provider,
-            taint=frozenset(taint) | _taints(outcomes),
-        )
+        return parsed.answer(outcomes, taint=taint, run_id=run_id)
 
     # -- the steps -------------------------------------------------------------------------------
 
@@ -249,11 +256,9 @@ class DurableTools:
         wake: Mapping[str, Any],
         again: Mapping[str, Any],
     ) -> dict[str, Any]:
-        """The turn planned and what it decided kept: the answers given without running, a
-        ticket per call to run, and whether some call waits (JSON values: DBOS keeps them).
+        """The turn planned and what it decided kept, as JSON values (DBOS keeps them).
         ``again``: the turn's place, and whether it resumes its run (planned after a wait)."""
-        executor = self.executor
-        turn = await executor.plan_turn(
+        plan = await self.executor.plan(
             items,
             run_id=run_id,
             principal=principal,
@@ -262,31 +267,28 @@ class DurableTools:
             wake=wake,
             place=again.get("place"),
             resume=bool(again.get("resume")),
+            toolset=self.name,
         )
-        await executor.keep_planned(turn, toolset=self.name)
-        waiting = {index for index, _ in turn.waiting}
-        answers = [
-            [index, _answer_json(outcome)]
-            for index, outcome in enumerate(turn.outcomes)
-            if outcome is not None and index not in waiting
-        ]
-        tickets = [
-            {"index": planned.index, **executor.ticket(turn, planned, toolset=self.name).to_dict()}
-            for planned in turn.planned
-        ]
-        return {"answers": answers, "tickets": tickets, "waiting": bool(waiting)}
+        return plan.to_dict()
 
-    async def _run_tickets(self, tickets: list[dict[str, Any]], deps: Any) -> list[dict[str, Any]]:
+    async def _run_tickets(
+        self, items: Sequence[ToolCall | RejectedCall], tickets: Sequence[CallTicket], deps: Any
+    ) -> list[CallOutcome | tuple[CallOutcome, str]]:
         """Each planned call run once, in the plan's order: the calls of a group side by side
         (started in order, as a replay must find them), a tool that is not parallel-safe
-        alone."""
-        answers: list[dict[str, Any]] = []
-        for group in _groups(tickets):
-            answers.extend(await asyncio.gather(*(self._run_one(t, deps) for t in group)))
+        alone. A call whose answer could not be stored comes with the store's error."""
+        answers: list[CallOutcome | tuple[CallOutcome, str]] = []
+        for group in in_groups(tickets, lambda ticket: ticket.alone):
+            ran = await asyncio.gather(*(self._run_one(ticket, deps) for ticket in group))
+            for ticket, body in zip(group, ran, strict=True):
+                assert ticket.position is not None  # planned tickets know their place
+                outcome = CallOutcome.from_dict(items[ticket.position], body)
+                error = body.get("store_error")
+                answers.append((outcome, error) if isinstance(error, str) else outcome)
         return answers
 
-    async def _run_one(self, ticket: dict[str, Any], deps: Any) -> dict[str, Any]:
-        body = {key: value for key, value in ticket.items() if key != "index"}
+    async def _run_one(self, ticket: CallTicket, deps: Any) -> dict[str, Any]:
+        body = ticket.to_dict()
         if self.queue is None:
             return await DBOS.run_step_async(
                 {"name": f"{self.name}.call"}, self._run_here, body, deps
@@ -317,8 +319,8 @@ class DurableTools:
             if not exc.outcomes or len(exc.outcomes) != 1:
                 raise
             [outcome] = exc.outcomes  # answered, but the run may not remember it
-            return {**_answer_json(outcome), "store_error": str(exc)}
-        return _answer_json(outcome)
+            return {**outcome.to_dict(), "store_error": str(exc)}
+        return outcome.to_dict()
 
 
 def use_system_database(url: str | None) -> None:
@@ -336,7 +338,7 @@ _NAMED: dict[str, DurableTools] = {}
 _names_lock = threading.Lock()
 
 
-async def _wake(target: Mapping[str, Any], run_id: str, call_id: str) -> None:
+async def wake(target: Mapping[str, Any], run_id: str, call_id: str) -> None:
     """Send the workflow waiting for ``run_id`` the message its ``recv`` waits for."""
     workflow, topic = target.get("workflow"), target.get("topic")
     if not isinstance(workflow, str) or not isinstance(topic, str):
@@ -369,38 +371,8 @@ def _launched() -> bool:
     return instance is not None and bool(instance._launched)
 
 
-ledger.register_waker(ENGINE, _wake)
+ledger.register_waker(ENGINE, wake)
 
 
 def _new_run_id() -> str:
     return f"run_{uuid.uuid4().hex}"
-
-
-def _answer_json(outcome: CallOutcome) -> dict[str, Any]:
-    return {
-        "result": encode_result(outcome.result),
-        "from_store": outcome.from_store,
-        "halted": outcome.halted,
-        "ran": outcome.ran,
-    }
-
-
-def _outcome_of(item: Any, answer: Mapping[str, Any]) -> CallOutcome:
-    return CallOutcome(
-        item=item,
-        result=decode_result(answer["result"]),
-        from_store=answer["from_store"],
-        halted=answer["halted"],
-        ran=answer["ran"] and isinstance(item, ToolCall),
-    )
-
-
-def _groups(tickets: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Consecutive calls that may run side by side; a call that is not parallel-safe alone."""
-    groups: list[list[dict[str, Any]]] = []
-    for ticket in tickets:
-        if ticket["alone"] or not groups or groups[-1][-1]["alone"]:
-            groups.append([ticket])
-        else:
-            groups[-1].append(ticket)
-    return groups

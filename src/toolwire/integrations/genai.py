@@ -43,7 +43,7 @@ from toolwire.errors import (
     ToolNotFound,
     ToolwireError,
 )
-from toolwire.executor import Executor, make_call
+from toolwire.pipeline.executor import Executor, make_call
 from toolwire.providers import gemini, gemini_interactions, parse_calls
 from toolwire.schema.gemini import inline_gemini_defs
 from toolwire.tool import Tool

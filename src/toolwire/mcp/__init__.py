@@ -20,33 +20,38 @@ from typing import TYPE_CHECKING, Any
 from toolwire.errors import MissingDependency
 
 if TYPE_CHECKING:
-    from toolwire.mcp._auth import Authentication, Identity, TokenVerifier
-    from toolwire.mcp._content import result_from_mcp
-    from toolwire.mcp._gateway import Gateway
-    from toolwire.mcp._hub import Hub
-    from toolwire.mcp._login import login, logout
-    from toolwire.mcp._progress import ProgressContext, ProgressHook
-    from toolwire.mcp._serve import serve
-    from toolwire.mcp._specs import (
+    from toolwire.mcp.client import (
         Authorizer,
         ClientCredentials,
+        FileTokenStore,
         HttpServer,
+        Hub,
         InProcessServer,
+        MemoryTokenStore,
         OAuth,
+        ProgressContext,
+        ProgressHook,
         ServerSpec,
+        SQLiteTokenStore,
         SseServer,
         StdioServer,
-    )
-    from toolwire.mcp._tasks import TaskSettings
-    from toolwire.mcp._tokens import (
-        FileTokenStore,
-        MemoryTokenStore,
-        SQLiteTokenStore,
         TokenStore,
         config_dir,
+        login,
+        logout,
+        result_from_mcp,
         token_store_for,
     )
-    from toolwire.mcp._verifiers import JwtVerifier, StaticTokens
+    from toolwire.mcp.server import (
+        Authentication,
+        Gateway,
+        Identity,
+        JwtVerifier,
+        StaticTokens,
+        TaskSettings,
+        TokenVerifier,
+        serve,
+    )
 
 __all__ = [
     "Authentication",
@@ -79,38 +84,38 @@ __all__ = [
     "token_store_for",
 ]
 
-# Each public name's module, imported on first use: the package itself imports without the
+# Each public name's side, imported on first use: the package itself imports without the
 # SDK, so the command line can tell an MCP config from a file of tool definitions without it
 # and say which extra is missing instead of failing on a module deep inside.
 _HOMES = {
-    "Authorizer": "_specs",
-    "ClientCredentials": "_specs",
-    "FileTokenStore": "_tokens",
-    "Authentication": "_auth",
-    "Gateway": "_gateway",
-    "HttpServer": "_specs",
-    "Hub": "_hub",
-    "Identity": "_auth",
-    "InProcessServer": "_specs",
-    "MemoryTokenStore": "_tokens",
-    "OAuth": "_specs",
-    "JwtVerifier": "_verifiers",
-    "ProgressContext": "_progress",
-    "ProgressHook": "_progress",
-    "SQLiteTokenStore": "_tokens",
-    "ServerSpec": "_specs",
-    "SseServer": "_specs",
-    "StaticTokens": "_verifiers",
-    "StdioServer": "_specs",
-    "TaskSettings": "_tasks",
-    "TokenStore": "_tokens",
-    "config_dir": "_tokens",
-    "login": "_login",
-    "logout": "_login",
-    "TokenVerifier": "_auth",
-    "result_from_mcp": "_content",
-    "serve": "_serve",
-    "token_store_for": "_tokens",
+    "Authentication": "server",
+    "Authorizer": "client",
+    "ClientCredentials": "client",
+    "FileTokenStore": "client",
+    "Gateway": "server",
+    "HttpServer": "client",
+    "Hub": "client",
+    "Identity": "server",
+    "InProcessServer": "client",
+    "JwtVerifier": "server",
+    "MemoryTokenStore": "client",
+    "OAuth": "client",
+    "ProgressContext": "client",
+    "ProgressHook": "client",
+    "SQLiteTokenStore": "client",
+    "ServerSpec": "client",
+    "SseServer": "client",
+    "StaticTokens": "server",
+    "StdioServer": "client",
+    "TaskSettings": "server",
+    "TokenStore": "client",
+    "TokenVerifier": "server",
+    "config_dir": "client",
+    "login": "client",
+    "logout": "client",
+    "result_from_mcp": "client",
+    "serve": "server",
+    "token_store_for": "client",
 }
 
 

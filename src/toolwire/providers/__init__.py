@@ -29,6 +29,8 @@ from toolwire.providers._registry import (
     register_provider,
 )
 from toolwire.providers._wire import StreamLimits
+from toolwire.providers._wire import as_data as as_data  # for hosted approvals: not public API
+from toolwire.providers._wire import listed as listed
 
 __all__ = [
     "Declaration",

@@ -11,9 +11,7 @@ from urllib.parse import urldefrag
 from toolwire.errors import ConfigurationError, SchemaConversionError, ToolwireError
 from toolwire.providers._contract import ProviderProfile, Verdict
 from toolwire.providers._registry import get_provider
-from toolwire.schema._base import ConversionNote
-from toolwire.schema._bundle import bundle
-from toolwire.schema._rewrite import external_references
+from toolwire.schema import ConversionNote, bundle, external_references
 from toolwire.schema.checks import property_paths
 from toolwire.tool import Tool
 

@@ -16,7 +16,7 @@ from toolwire.errors import SchemaConversionError
 from toolwire.providers._assess import assessed, custom_verdict, texts
 from toolwire.providers._contract import Declaration, DeclaredTool, Verdict
 from toolwire.providers._wire import described
-from toolwire.schema._base import ConversionNote
+from toolwire.schema import ConversionNote
 from toolwire.schema.anthropic import to_anthropic_schema
 from toolwire.schema.checks import openai_violations
 from toolwire.schema.openai import NullPath, StrictSchemaError, strict_schema

@@ -64,7 +64,7 @@ from toolwire.providers._wire import (
     resolve_call,
     selected_tools,
 )
-from toolwire.schema._base import ConversionNote
+from toolwire.schema import ConversionNote
 from toolwire.schema.checks import gemini_violations
 from toolwire.schema.gemini import (
     Backend,

@@ -1,0 +1,147 @@
+"""What the gateway serves, in MCP's shapes: its tools as MCP tools, a call's answer as a
+``CallToolResult``."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+import mcp_types as types
+from mcp.server.lowlevel import NotificationOptions, Server
+
+from toolwire._text import clean_description
+from toolwire.calls import (
+    AudioContent,
+    Content,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    ToolResult,
+    canonical_json,
+)
+from toolwire.mcp._relay import Relay, round_for_client
+from toolwire.tool import Tool
+
+__all__ = [
+    "GatewayServer",
+    "client_answer",
+    "error_result",
+    "gateway_version",
+    "mcp_result",
+    "mcp_tool",
+    "served_kind",
+]
+
+
+def served_kind(tool: Tool) -> bool:
+    return tool.kind == "function"  # a custom (free-text) tool has no MCP form
+
+
+def mcp_tool(exposed: str, tool: Tool) -> types.Tool:
+    annotations = None
+    if tool.annotations:
+        try:
+            annotations = types.ToolAnnotations.model_validate(dict(tool.annotations))
+        except ValueError:  # a server's malformed hints are dropped, not served
+            annotations = None
+    return types.Tool(
+        name=exposed,
+        description=clean_description(tool.description) or None,
+        input_schema=dict(tool.input_schema),
+        output_schema=output_schema(tool),
+        annotations=annotations,
+    )
+
+
+def output_schema(tool: Tool) -> dict[str, Any] | None:
+    """The output schema to declare: only an object's (MCP's structured content is an object;
+    a function returning ``int`` answers with text, which a declared schema would fail)."""
+    schema = tool.output_schema
+    if isinstance(schema, Mapping) and schema.get("type") == "object":
+        return dict(schema)
+    return None
+
+
+def error_result(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
+def mcp_result(result: ToolResult) -> types.CallToolResult:
+    structured = dict(result.structured_content) if result.structured_content is not None else None
+    content = [mcp_part(part) for part in result.content]
+    if not content and structured is not None:  # older clients read only the content
+        content = [types.TextContent(text=canonical_json(structured))]
+    return types.CallToolResult(
+        content=content, structured_content=structured, is_error=result.is_error
+    )
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def mcp_part(part: Content) -> types.ContentBlock:
+    match part:
+        case TextContent(text=text):
+            return types.TextContent(text=text)
+        case ImageContent(data=data, mime_type=mime):
+            return types.ImageContent(data=b64(data), mime_type=mime)
+        case AudioContent(data=data, mime_type=mime):
+            return types.AudioContent(data=b64(data), mime_type=mime)
+        case ResourceLink():
+            return types.ResourceLink(
+                uri=part.uri,
+                name=part.name or part.uri,
+                mime_type=part.mime_type,
+                description=part.description,
+            )
+        case EmbeddedResource(text=str() as text):
+            resource: Any = types.TextResourceContents(
+                uri=part.uri, mime_type=part.mime_type, text=text
+            )
+            return types.EmbeddedResource(resource=resource)
+        case EmbeddedResource(blob=blob):
+            resource = types.BlobResourceContents(
+                uri=part.uri, mime_type=part.mime_type, blob=b64(blob or b"")
+            )
+            return types.EmbeddedResource(resource=resource)
+    raise TypeError(f"not a content part: {part!r}")  # pragma: no cover - exhaustive above
+
+
+def client_answer(
+    result: ToolResult, relay: Relay, name: str, digest: str
+) -> types.CallToolResult | types.InputRequiredResult:
+    """The answer to the client: the upstream's protocol error as that error, the upstream's
+    round handed to a 2026-07-28 client, or the call's result.
+
+    Raises:
+        MCPError: the upstream's error for the call.
+    """
+    if relay.protocol_error is not None:
+        raise relay.protocol_error
+    if relay.input_required is not None:
+        handed: types.InputRequiredResult = round_for_client(relay, name, digest)
+        return handed
+    return mcp_result(result)
+
+
+class GatewayServer(Server[Any]):
+    """The SDK's low-level server, declaring ``tools.listChanged`` to handshake-era clients
+    (the gateway tells them when the hub re-lists)."""
+
+    def create_initialization_options(self, *args: Any, **kwargs: Any) -> Any:
+        if not args and kwargs.get("notification_options") is None:
+            kwargs["notification_options"] = NotificationOptions(tools_changed=True)
+        return super().create_initialization_options(*args, **kwargs)
+
+
+def gateway_version() -> str:
+    """toolwire's version, as the gateway tells its clients."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolwire")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0"

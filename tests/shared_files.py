@@ -1,0 +1,56 @@
+"""Files that the suite's processes share: the test run's parallel workers (pytest-xdist), and
+runs after one another (the public suites' cache). What one of them installs or unpacks is
+made once, under an exclusive lock, and only then marked done: another process waits for the
+lock, then finds it done and uses it."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+__all__ = ["locked", "made_once", "run_root"]
+
+DONE = ".done"
+"""Written into a folder once it is made whole."""
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (made if missing) while the block runs: one process
+    of the machine at a time, whichever test run it belongs to."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The temporary folder every worker of this test run shares (each worker's own temporary
+    folders are inside it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def made_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]
+) -> Path:
+    """The folder ``name`` of this test run, made by ``make`` by the first worker that asks;
+    the others wait, then use it. When ``make`` fails (or skips), the folder is not marked
+    done, and the next worker that asks calls ``make`` again (on what the failed attempt
+    left)."""
+    root = run_root(tmp_path_factory)
+    folder = root / name
+    with locked(root / f"{name}.lock"):
+        if not (folder / DONE).exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            make(folder)
+            (folder / DONE).touch()
+    return folder
