@@ -1,7 +1,6 @@
 """Breaks of the governed path's invariants that the state machines of ``tests/model`` found,
-each as the smallest test that shows it (strict xfails until fixed: the machines tolerate
-each one by name, in ``tests/model/machinery.py``), and an outsider's attacks on the
-invariants around them. A failing test names the invariant it breaks in its comment."""
+each as the smallest test that shows it, and an outsider's attacks on the invariants around
+them. A failing test names the invariant it breaks in its comment."""
 
 from __future__ import annotations
 
@@ -61,11 +60,6 @@ async def _paused(executor: Executor, listing: toolwire.Listing, run_id: str) ->
     return paused.value
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a turn halted by an earlier call answers a later call that already ran 'Not run' "
-    "and keeps that over the answer its run kept",
-)
 async def test_a_halt_keeps_the_answer_of_a_call_that_already_ran() -> None:
     # every call answered exactly once: c2 ran and was answered "worked 2"; the run keeps
     # that answer, and a halt decided afterwards for c1 does not take it back.
@@ -83,11 +77,6 @@ async def test_a_halt_keeps_the_answer_of_a_call_that_already_ran() -> None:
     assert kept.result.text == "worked 2"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a turn run again while a call waits tells a request expiring later than the one "
-    "its run keeps and enforces",
-)
 async def test_a_turn_run_again_tells_the_deadline_its_run_keeps() -> None:
     # an approval bound to the exact call: the request a turn hands back is the one its run
     # keeps (the deadline a person is shown is the one that refuses them).
@@ -110,11 +99,6 @@ def _hosted_request(request_id: str, arguments: dict[str, Any]) -> dict[str, Any
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hosted approvals answer an allow with edited arguments 'approve', and the "
-    "provider runs the call with the model's arguments, not the edited ones",
-)
 async def test_a_hosted_request_allowed_with_other_arguments_is_not_approved_as_asked() -> None:
     # an approval bound to the exact call: a person allowed merge_pr(number=8); the provider
     # runs a hosted call with the arguments the model sent (7), so an approval of the request
@@ -283,17 +267,13 @@ class _SlowToAnswerClaims(MemoryStore):
         binding: str | None = None,
     ) -> CallRecord | None:
         written = await super().swap(run_id, expected, record, binding=binding)
-        if written is not None and record.state == "running":
+        claiming = expected is None or expected.state != "running"  # not a lease's renewal
+        if written is not None and record.state == "running" and claiming:
             self.claimed.set()
             await anyio.sleep_forever()  # until the turn is cancelled
         return written
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a turn cancelled while its claim of a call is being written leaves the claim's "
-    "lease held: a resume waits it out (30 s by default) before answering interrupted",
-)
 async def test_a_turn_cancelled_while_claiming_a_call_ends_its_lease() -> None:
     # every call answered at once on resume: a turn cut off mid-call ends its claim's lease,
     # so the resume answers the call interrupted at once (as when the cut comes while the

@@ -3,9 +3,13 @@ four (Redis and PostgreSQL from the suite's servers) in the deep run (``-m deep`
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
 
+import machinery
 import pytest
+from hypothesis import settings
 from machinery import Stores
 
 STORES = [
@@ -41,6 +45,14 @@ def _stores(request: pytest.FixtureRequest, tmp_path: Path, kind: str) -> Stores
 
 
 @pytest.fixture
-def deep(request: pytest.FixtureRequest) -> bool:
-    """Whether this is the deep run (a bigger hypothesis budget)."""
-    return bool(request.node.get_closest_marker("deep"))
+def budget(request: pytest.FixtureRequest) -> Callable[[int, int], settings]:
+    """``budget(examples, steps)``: a machine's hypothesis settings for this run's kind, scaled
+    as the suite's conftest scales every property test (the deep budget for a test marked
+    deep)."""
+    suite = request.config.pluginmanager.get_plugin(
+        str(request.config.rootpath / "tests" / "conftest.py")
+    )
+    assert suite is not None, "the suite's conftest sets the hypothesis budgets"
+    deep = request.node.get_closest_marker("deep") is not None
+    scale = suite.BUDGETS["deep" if deep else suite.RUN_KIND]
+    return functools.partial(machinery.budget, scale=scale, floor=suite.MIN_EXAMPLES, deep=deep)

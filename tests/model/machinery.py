@@ -26,7 +26,7 @@ import functools
 import itertools
 import sys
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +47,9 @@ from provider_turns import answer_text, answered_id
 
 T = TypeVar("T")
 
+Budget = Callable[[int, int], settings]
+"""``budget(examples, steps)``: a machine's settings for the run (the ``budget`` fixture)."""
+
 BOUND = 60.0
 """The most seconds one step may take: a hang fails the step, it never blocks the suite."""
 
@@ -58,22 +61,17 @@ SKEW = 0.25
 connection reads the store's clock now and then and carries it forward (``toolwire.store``),
 so two connections to one store may disagree by a query's latency."""
 
-LEASE = 5.0
-"""Seconds a claim holds without renewal: shorter than the default, so a claim whose lease a
-cut-off turn left held (``tests/hostile/test_round4_invariants.py``, strict xfail) is waited
-out in seconds."""
-
 LIMIT = 90
 """``pay`` of this much or more is denied by the policy, whoever allowed it."""
 
 
-def budget(deep: bool, examples: int = 20, steps: int = 15) -> settings:
-    """The hypothesis budget: ``examples`` sequences of at most ``steps`` steps in the
-    README's test command, five times as many, twice as long, in the deep run. The profile
-    the suite's conftest loads (``ci``: derandomized, so CI replays the same sequences) stays
-    under it."""
+def budget(examples: int, steps: int, *, scale: float, floor: int, deep: bool) -> settings:
+    """A machine's hypothesis budget: ``examples`` sequences of at most ``steps`` steps, the
+    examples scaled as the suite scales every property test's (``scale``, not below
+    ``floor``: see ``tests/conftest.py``), the sequences twice as long in the deep run. The
+    profile the suite loads (derandomized in CI and the deep run) stays under it."""
     return settings(
-        max_examples=examples * 5 if deep else examples,
+        max_examples=max(round(examples * scale), min(floor, examples)),
         stateful_step_count=steps * 2 if deep else steps,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
@@ -221,18 +219,6 @@ DECISIONS = st.one_of(
 NOT_RUN = ("approval_denied", "Not run: an approver halted this turn.")
 EXPIRED = ("approval_denied", "Denied: the approval request expired.")
 TOO_MUCH = ("denied", "Denied: too much.")
-HALT_OVERWRITES_ANSWERS = True
-"""A known break, tolerated here so that the machines go on looking for others (its own test:
-``tests/hostile/test_round4_invariants.py``, strict xfail): a turn halted by a call answers
-each later call of the turn "Not run", and keeps that over the answer the run already kept
-for it, though that call ran. Set to False once fixed."""
-
-RETRY_TELLS_A_NEW_DEADLINE = True
-"""A known break, tolerated here (its own test: ``tests/hostile/test_round4_invariants.py``,
-strict xfail): a turn run again while a call of it waits raises ``ApprovalPending`` with a
-request for that call whose ``expires_at`` is later than the deadline the run keeps and
-enforces. Set to False once fixed."""
-
 Said = tuple[str | None, str]
 """An answer as the model compares it: its error kind (None: not an error) and its text."""
 
@@ -404,8 +390,6 @@ class Model:
         assert call is not None
         halt = run.halt_index()
         if call.kept is not None:
-            if HALT_OVERWRITES_ANSWERS and halt is not None and index > halt:
-                return [call.kept, self.view(NOT_RUN)]
             return [call.kept]
         normal = self._normal(run, call, clock)
         if halt is None:
@@ -509,7 +493,7 @@ class Model:
             call.asked, call.asked_in = True, clock
             if request.expires_at is not None:
                 call.deadlines.add(request.expires_at)
-        elif not RETRY_TELLS_A_NEW_DEADLINE:
+        else:  # asked again: the request its run keeps, deadline included
             check(
                 request.expires_at in call.deadlines | {None},
                 f"{run!r}: call {call.spec} waits until {request.expires_at}; its request "
@@ -557,9 +541,13 @@ class Model:
                 return outcomes | {"kept"}
             if not (earlier.allowed and not decision.allowed):
                 return outcomes | {"refused"}
-        if decision.arguments is not None and not isinstance(decision.arguments.get("n"), int):
+        if decision.arguments is not None and not self.fits(decision.arguments):
             return outcomes | {"refused"}
         return outcomes | {"recorded"}
+
+    def fits(self, arguments: Mapping[str, Any]) -> bool:
+        """Whether a person's edited arguments fit the tool's schema (else no decision)."""
+        return isinstance(arguments.get("n"), int)
 
     def cut_off(self, run: Run) -> None:
         """A turn of ``run`` was cut off without answering: each call it would have run may
@@ -632,6 +620,12 @@ class Model:
         )
 
 
+OTHER_ARGUMENTS = (
+    "Refused: approved with other arguments than the model's, and the provider runs the "
+    "model's own, which nobody approved."
+)
+
+
 class HostedModel(Model):
     """The model as OpenAI's hosted MCP approvals see it: a request answered approved (it
     "runs": the provider runs it) or refused with the reason; ``drop`` is a tool the policy
@@ -645,9 +639,19 @@ class HostedModel(Model):
         kind, text = answer
         return ("approved", "") if kind is None else ("refused", text)
 
+    def fits(self, arguments: Mapping[str, Any]) -> bool:
+        return True  # a hosted tool's schema is the provider's: any object is kept
+
     def _normal(self, run: Run, call: Call, clock: Clock) -> list[Said | None]:
         if call.spec.tool == UNDECLARED:
             return [("denied", "Denied: nothing is dropped.")]
+        decision = call.decision
+        if (
+            decision is not None
+            and decision.arguments is not None
+            and dict(decision.arguments) != call.spec.arguments
+        ):  # the provider runs the model's arguments: an approval of others approves nothing
+            return [("denied", OTHER_ARGUMENTS)]
         return super()._normal(run, call, clock)
 
 

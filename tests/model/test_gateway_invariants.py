@@ -29,12 +29,12 @@ from hypothesis.stateful import initialize, multiple, rule, run_state_machine_as
 from machinery import (
     BOUND,
     GATED,
-    LEASE,
     LIMIT,
     POLICY,
     PRINCIPALS,
     TTL,
     UNDECLARED,
+    Budget,
     Clock,
     Model,
     Ran,
@@ -43,7 +43,6 @@ from machinery import (
     Said,
     Spec,
     Stores,
-    budget,
     check,
     failed_text,
     on,
@@ -111,7 +110,6 @@ class Gatewayed(RunMachine):
                 store=store,
                 principal=principal,
                 approval_ttl=ttl,
-                lease=LEASE,
             )
             for principal in ("alice", "bob")
             for worker, store in enumerate((self.on.store, self.on.other_store))
@@ -306,8 +304,8 @@ class Gatewayed(RunMachine):
         return sorted(answers, key=lambda answer: WAITS.match(answer.content[0].text) is not None)
 
 
-def test_gateway_calls_keep_the_invariants(stores: Stores, deep: bool) -> None:
-    run_state_machine_as_test(on(Gatewayed, stores), settings=budget(deep, 15, 15))
+def test_gateway_calls_keep_the_invariants(stores: Stores, budget: Budget) -> None:
+    run_state_machine_as_test(on(Gatewayed, stores), settings=budget(15, 15))
 
 
 # -- tasks -----------------------------------------------------------------------------------------
@@ -343,7 +341,6 @@ class Tasked(RunMachine):
                     principal=principal,
                     tasks=QUICK,
                     approval_ttl=ttl,
-                    lease=LEASE,
                 ),
             )
             self.clients[principal, worker] = Client(http, url)
@@ -506,5 +503,5 @@ class Tasked(RunMachine):
             )
 
 
-def test_gateway_tasks_keep_the_invariants(stores: Stores, deep: bool) -> None:
-    run_state_machine_as_test(on(Tasked, stores), settings=budget(deep, 6, 12))
+def test_gateway_tasks_keep_the_invariants(stores: Stores, budget: Budget) -> None:
+    run_state_machine_as_test(on(Tasked, stores), settings=budget(6, 12))

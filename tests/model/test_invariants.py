@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -16,20 +15,18 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, multiple, rule, run_state_machine_as_test
 from machinery import (
-    DECISIONS,
-    LEASE,
     LIMIT,
     POLICY,
     PRINCIPALS,
     SPECS,
     TTL,
+    Budget,
     Clock,
     HostedModel,
     Run,
     RunMachine,
     Spec,
     Stores,
-    budget,
     check,
     check_results,
     on,
@@ -42,16 +39,16 @@ from test_hosted_approvals import ANSWER as APPROVAL_ANSWER
 from test_hosted_approvals import request, response
 from toolwire import (
     ApprovalPending,
-    CallOutcome,
-    Decision,
     DeferredApproval,
     Executor,
     Policy,
     Rule,
     RunBindingConflict,
+    ledger,
 )
 from toolwire.executor import CallTicket
 from toolwire.hosted import HostedApprovals, answer_hosted_approvals
+from toolwire.pipeline import TurnPlan, in_groups
 from toolwire.providers import get_provider
 
 CUTS = st.sampled_from(["cancel", "scope"])
@@ -77,7 +74,6 @@ class Facade(RunMachine):
                 approver=DeferredApproval(),
                 store=store,
                 approval_ttl=ttl,
-                lease=LEASE,
             )
             for store in (self.on.store, self.on.other_store)
         ]
@@ -155,8 +151,7 @@ class Facade(RunMachine):
             answers = placed(run, turned.completed, turned.pending)
             self.model.turn(run, answers, turned.pending, clock, cut=cut)
         elif turned is not None:
-            if not isinstance(turned, Answered):
-                check_results(turned)
+            check_results(turned)
             if turned.run_id is not None and run.run_id is None:
                 self.model.alias(run, turned.run_id)
             check(turned.run_id == run.run_id, f"{run!r}: answered as run {turned.run_id!r}")
@@ -303,19 +298,12 @@ class Looped(Facade):
         return {"role": "user", "content": "Go."}
 
 
-@dataclass(frozen=True)
-class Answered:
-    """A turn an engine ran through the engine boundary, every call answered."""
-
-    calls: list[CallOutcome]
-    run_id: str
-
-
 class Engine(Facade):
     """The engine boundary a durable-execution engine drives (``DurableTools``, over DBOS):
-    ``Executor.plan_turn`` and ``keep_planned`` in one step, then each planned call's ticket,
-    through its JSON form, run by ``run_ticket`` on either worker, side by side; a turn with
-    calls waiting is planned again (``resume``) once decided."""
+    ``toolwire.parse_turn``, then ``Executor.plan`` in one step (its ``TurnPlan`` read back from
+    its JSON form, as an engine's checkpoint is), then each ticket, through its JSON form, run
+    by ``run_ticket`` on either worker in ``in_groups`` order; a turn with calls waiting is
+    planned again (``resume``) once decided, and answered by ``ParsedTurn.answer``."""
 
     async def turn(
         self,
@@ -328,33 +316,50 @@ class Engine(Facade):
     ) -> Turned:
         assert run.run_id is not None
         planner = self.workers[worker]
-        items = self.adapter.parse(self.response(specs or run.specs), self.listing.declaration)
-        plan = await planner.plan_turn(
-            items,
+        parsed = toolwire.parse_turn(self.listing, self.response(specs or run.specs))
+        planned = await planner.plan(
+            parsed.items,
             run_id=run.run_id,
             principal=principal or run.principal,
             deps=run.name,
             resume=resume,
         )
-        await planner.keep_planned(plan)
-        tickets = [(p.index, planner.ticket(plan, p).to_dict()) for p in plan.planned]
-        answers = {index: outcome for index, outcome in enumerate(plan.outcomes) if outcome}
-        waiting = [request for _, request in plan.waiting]
-        for index, _ in plan.waiting:
-            answers.pop(index, None)
+        plan = TurnPlan.from_dict(parsed.items, planned.to_dict())
+        answers = dict(plan.answered)
 
-        async def run_one(index: int, ticket: dict[str, Any]) -> None:
-            runner = self.workers[(worker + index) % 2]  # as a queue hands it to any worker
-            answers[index] = await runner.run_ticket(CallTicket.from_dict(ticket), deps=run.name)
+        async def run_one(ticket: CallTicket) -> None:
+            assert ticket.position is not None
+            runner = self.workers[(worker + ticket.position) % 2]  # any worker takes it
+            answers[ticket.position] = await runner.run_ticket(
+                CallTicket.from_dict(ticket.to_dict()), deps=run.name
+            )
 
-        async with anyio.create_task_group() as tasks:
-            for index, ticket in tickets:
-                tasks.start_soon(run_one, index, ticket)
+        for group in in_groups(plan.tickets, lambda ticket: ticket.alone):
+            async with anyio.create_task_group() as tasks:
+                for ticket in group:
+                    tasks.start_soon(run_one, ticket)
+        if not plan.waiting:
+            check(
+                sorted(answers) == list(range(len(parsed.items))),
+                f"{run!r}: a plan waiting for nothing answered {sorted(answers)} only",
+            )
+            return parsed.answer([answers[index] for index in sorted(answers)], run_id=run.run_id)
+        run.paused = True
+        waiting = [
+            await self.request_of(run, parsed.items[index].local_id)
+            for index in range(len(parsed.items))
+            if index not in answers
+        ]
         completed = [answers[index] for index in sorted(answers)]
-        if waiting:
-            run.paused = True
-            return ApprovalPending(run.run_id, waiting, completed=completed, store=planner.store)
-        return Answered(completed, run.run_id)
+        return ApprovalPending(run.run_id, waiting, completed=completed, store=planner.store)
+
+    async def request_of(self, run: Run, call_id: str) -> toolwire.ApprovalRequest:
+        """The request the run keeps for a call its plan left waiting."""
+        assert run.run_id is not None
+        record = await ledger.record(self.on.store, run.run_id, call_id)
+        check(record is not None, f"{run!r}: call {call_id} waits, and its run keeps no record")
+        assert record is not None
+        return ledger.request_of(run.run_id, record)
 
     def resumable(self, run: Run) -> bool:
         return run.paused is not None
@@ -371,9 +376,6 @@ HOSTED_POLICY = Policy(
 )
 HOSTED_SPECS = SPECS.filter(lambda specs: len({s.call_id for s in specs}) == len(specs))
 """A response's approval requests: each its own id (an answer names its request by id alone)."""
-HOSTED_DECISIONS = DECISIONS.filter(lambda decision: decision.arguments is None)
-"""Not an allow with edited arguments: the provider runs a hosted call with the model's (see
-``tests/hostile/test_round4_invariants.py``)."""
 
 
 class Hosted(RunMachine):
@@ -475,23 +477,19 @@ class Hosted(RunMachine):
             with pytest.raises(RunBindingConflict):
                 self.step(lambda: self.answer(run, specs=specs))
 
-    @rule(run=RunMachine.runs, choice=st.integers(0, 7), decision=HOSTED_DECISIONS)
-    def a_person_decides(self, run: Run, choice: int, decision: Decision) -> None:
-        super().a_person_decides(run, choice, decision)
+
+def test_execute_tool_calls_keeps_the_invariants(stores: Stores, budget: Budget) -> None:
+    run_state_machine_as_test(on(Facade, stores), settings=budget(25, 20))
 
 
-def test_execute_tool_calls_keeps_the_invariants(stores: Stores, deep: bool) -> None:
-    run_state_machine_as_test(on(Facade, stores), settings=budget(deep, 25, 20))
-
-
-def test_the_loop_keeps_the_invariants(stores: Stores, deep: bool) -> None:
-    run_state_machine_as_test(on(Looped, stores), settings=budget(deep, 20, 15))
+def test_the_loop_keeps_the_invariants(stores: Stores, budget: Budget) -> None:
+    run_state_machine_as_test(on(Looped, stores), settings=budget(20, 15))
 
 
 @pytest.mark.deep
-def test_the_engine_boundary_keeps_the_invariants(deep_stores: Stores) -> None:
-    run_state_machine_as_test(on(Engine, deep_stores), settings=budget(True, 25, 20))
+def test_the_engine_boundary_keeps_the_invariants(deep_stores: Stores, budget: Budget) -> None:
+    run_state_machine_as_test(on(Engine, deep_stores), settings=budget(25, 20))
 
 
-def test_hosted_approvals_keep_the_invariants(stores: Stores, deep: bool) -> None:
-    run_state_machine_as_test(on(Hosted, stores), settings=budget(deep, 20, 15))
+def test_hosted_approvals_keep_the_invariants(stores: Stores, budget: Budget) -> None:
+    run_state_machine_as_test(on(Hosted, stores), settings=budget(20, 15))
