@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any, Literal, TypeVar
 
-from toolwire.calls import printable
+from toolwire.calls import CallIds, ToolCall, printable
 from toolwire.errors import (
     ConfigurationError,
     NameCollisionError,
@@ -20,7 +20,7 @@ from toolwire.errors import (
 )
 from toolwire.tool import NAME_LIMIT, Tool, exposed_name_for, tool, tool_from_definition
 
-__all__ = ["OnCollision", "ToolLike", "ToolSet"]
+__all__ = ["OnCollision", "ToolLike", "ToolSet", "make_call"]
 
 T = TypeVar("T")
 _NAMES_LISTED = 50
@@ -295,3 +295,23 @@ def _patterns(option: str, patterns: Iterable[str]) -> tuple[str, ...]:
     if not all(isinstance(p, str) for p in chosen):
         raise ConfigurationError(f"{option} takes glob patterns (strings), not {given!r}")
     return chosen
+
+
+def make_call(
+    toolset: ToolSet, name: str, arguments: Mapping[str, Any], *, call_id: str | None = None
+) -> ToolCall:
+    """A [`ToolCall`][toolwire.calls.ToolCall] for the visible tool exposed as ``name``, to run
+    directly.
+
+    Raises:
+        ToolNotFound: when no visible tool has that name.
+    """
+    tool = toolset[name]
+    arguments = dict(arguments)
+    return ToolCall(
+        exposed_name=name,
+        tool=tool,
+        arguments=arguments,
+        call_id=call_id,
+        local_id=call_id or CallIds().make(name, arguments),  # as a parser makes one
+    )

@@ -109,8 +109,9 @@ async def _read_line(prompt: str) -> str:
 
 
 async def run_call(args: argparse.Namespace) -> int:
-    from toolwire.pipeline.executor import Executor, make_call
+    from toolwire.pipeline.executor import Executor
     from toolwire.policy_file import load_policy
+    from toolwire.toolset import make_call
 
     arguments = arguments_option(args.args)
     adapter = get_provider(args.provider)

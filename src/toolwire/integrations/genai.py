@@ -43,11 +43,11 @@ from toolwire.errors import (
     ToolNotFound,
     ToolwireError,
 )
-from toolwire.pipeline.executor import Executor, make_call
+from toolwire.pipeline.executor import Executor
 from toolwire.providers import gemini, gemini_interactions, parse_calls
 from toolwire.schema.gemini import inline_gemini_defs
 from toolwire.tool import Tool
-from toolwire.toolset import ToolSet
+from toolwire.toolset import ToolSet, make_call
 
 if TYPE_CHECKING:
     from google.genai import types as genai_types

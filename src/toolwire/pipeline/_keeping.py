@@ -1,8 +1,11 @@
 """What a turn's run keeps: a call's answer stored at once when it ran, or kept waiting when
 its server asks for input (``pending`` with the server's questions and state); and, as the
-turn closes, the answers decided without running and the calls waiting for a decision."""
+turn closes (or an engine's planning step ends), the answers decided without running and the
+calls waiting for a decision."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from toolwire.approval import ApprovalPending
 from toolwire.calls import ToolCall, ToolResult
@@ -22,7 +25,7 @@ from toolwire.runs import (
 )
 from toolwire.runs.store import RunStore
 
-__all__ = ["close", "keep_waiting", "remember", "store_answer"]
+__all__ = ["close", "keep_planned", "keep_waiting", "remember", "store_answer"]
 
 
 async def keep_waiting(
@@ -130,6 +133,19 @@ async def remember(turn: Turn, run: Run) -> None:
         if seen is not None and seen.state == "pending" and decided_for(seen, item.tool):
             continue  # already waiting in the run, for this tool as it is
         await run.remember_wait(seen, request_record(request, item, seen=seen, wake=turn.wake))
+
+
+async def keep_planned(turn: Turn, run: Run, digests: Sequence[tuple[Planned, str]]) -> None:
+    """Store what a planned turn decided without running (answers, and the calls waiting for
+    a decision), then each planned call's ticket ``digests``, before any call runs."""
+    await remember(turn, run)
+    for index, outcome in enumerate(turn.outcomes):
+        if outcome is not None:
+            turn.kept.add(index)
+    turn.kept.update(index for index, _ in turn.waiting)
+    for planned, digest in digests:
+        call = planned.call
+        await run.keep_ticket(call, turn.fingerprint(call), planned.record, digest)
 
 
 async def close(turn: Turn, run: Run | None, store: RunStore) -> list[CallOutcome]:

@@ -11,16 +11,16 @@ from typing import Any, Literal
 
 import anyio
 
-from toolwire._tracing import tool_span
+from toolwire._tracing import global_tracing, tool_span
 from toolwire.calls import ToolCall, ToolResult
 from toolwire.context import CallContext
-from toolwire.errors import StoreUnavailable
+from toolwire.errors import ConfigurationError, StoreUnavailable
 from toolwire.inputs import InputDeferred
 from toolwire.pipeline._deciding import Decider
 from toolwire.pipeline._keeping import keep_waiting, store_answer
 from toolwire.pipeline._plan import Answer, Refuse, Wait, found, settled
-from toolwire.pipeline._runner import Job, Runner, unanswerable
-from toolwire.pipeline._turns import Planned, Turn
+from toolwire.pipeline._runner import CANCELLED, Job, Runner, unanswerable
+from toolwire.pipeline._turns import CallTicket, Planned, Turn, in_groups
 from toolwire.runs import HOST, UNTIMED_WAIT, CallRecord, Contended, Keep, Run, input_resume
 from toolwire.runs.store import RunStore
 from toolwire.tool import Tool
@@ -61,6 +61,36 @@ class Claims:
         timeout = self.runner.timeout_of(tool)
         return (timeout if timeout is not None else UNTIMED_WAIT) + self.lease
 
+    def run_of_ticket(self, ticket: CallTicket) -> Run:
+        """The run a ticket names, claiming its one call as this executor."""
+        return Run(
+            self.store,
+            ticket.run_id,
+            binding=ticket.binding,
+            worker=self.worker_id,
+            lease=self.lease,
+            positions={ticket.call_id: ticket.position} if ticket.position is not None else {},
+        )
+
+    async def record_of(self, turn: Turn, call: ToolCall) -> CallRecord | None:
+        """The turn's run's record of the call, waited for while another live worker runs it.
+
+        Raises:
+            ConfigurationError: the run holds another call (other arguments) under its id.
+        """
+        known = turn.known.get(call.local_id)
+        if known is None or turn.run is None:
+            return None
+        record: CallRecord | None = known
+        if known.state == "running":  # another worker's, maybe: waited for while it runs
+            record = await turn.run.unless_running(call.local_id, known, self.wait_bound(call.tool))
+        if record is not None and record.fingerprint != turn.fingerprint(call):
+            raise ConfigurationError(
+                f"run {turn.run_id!r} already has a call {call.local_id!r} with other "
+                "arguments; use a new run id for a new turn"
+            )
+        return record
+
     def may_rerun(self, call: ToolCall) -> bool:
         """Whether a call whose worker stopped may run again (an idempotent tool, when the
         executor says so)."""
@@ -78,12 +108,56 @@ class CallRunning:
     """
 
     def __init__(
-        self, *, runner: Runner, decider: Decider, claims: Claims, max_concurrency: int
+        self,
+        *,
+        runner: Runner,
+        decider: Decider,
+        claims: Claims,
+        max_concurrency: int,
+        tracer: Any = None,
+        own_tracer: bool = False,
     ) -> None:
         self.runner = runner
         self.decider = decider
         self.claims = claims
         self.max_concurrency = max_concurrency
+        self.tracer = tracer
+        self.own_tracer = own_tracer
+        self.turns: set[Turn] = set()
+        """The turns running now (what ``cancel`` reaches)."""
+
+    async def run_turn(self, turn: Turn) -> None:
+        """Run the turn's planned calls, in order of their groups (a call of a tool that is
+        not ``parallel_safe`` alone); a call the turn's cancel stopped is answered cancelled."""
+        if not turn.planned:
+            return
+        if self.tracer is not None and (self.own_tracer or global_tracing()):
+            turn.tracer = self.tracer  # checked per turn: a provider installed later counts
+        self.turns.add(turn)
+        try:
+            if len(turn.planned) == 1:  # the common turn: the call's own scope is the turn's
+                await self.execute(turn, turn.planned[0])
+            else:
+                with anyio.CancelScope() as scope:
+                    turn.scope = scope
+                    for group in in_groups(turn.planned, _alone):
+                        await self.run_group(turn, group)
+        finally:
+            turn.scope = None
+            self.turns.discard(turn)
+            # Paused for input, not cancelled (most turns have nothing waiting).
+            waiting = {index for index, _ in turn.waiting} if turn.waiting else ()
+            for planned in turn.planned:  # cancelled before finishing
+                if turn.outcomes[planned.index] is None and planned.index not in waiting:
+                    turn.finish(planned.index, CANCELLED)
+
+    def cancel(self, run_id: str | None = None) -> None:
+        """Cancel the turns running now (only the one named ``run_id``, when given)."""
+        for turn in list(self.turns):
+            if run_id is None or turn.run_id == run_id:
+                turn.cancelled = True  # a call that has not started yet won't
+                if turn.scope is not None:
+                    turn.scope.cancel()
 
     async def run_group(self, turn: Turn, group: list[Planned]) -> None:
         """Run a group's calls concurrently: as many workers as the limit allows, each taking
@@ -254,3 +328,7 @@ class CallRunning:
             turn.apply(index, settled(step))
             return None
         return claimed
+
+
+def _alone(planned: Planned) -> bool:
+    return not planned.call.tool.parallel_safe

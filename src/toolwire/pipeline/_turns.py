@@ -234,6 +234,25 @@ class Turn:
         if step.kept:
             self.kept.add(index)
 
+    def answer_halted(self, index: int, call: ToolCall) -> None:
+        """Answer a call of a halted turn (nobody is asked anything once a turn is halted):
+        the answer its run keeps, if it ran; else "Not run"."""
+        known = self.known.get(call.local_id)
+        if known is not None:
+            self.seen[index] = known  # what the run's answer replaces
+            if known.result is not None:  # answered (it ran): that answer stands
+                self.apply(index, Answer(known.result, from_store=True, kept=True))
+                return
+        self.finish(index, NOT_RUN)
+
+    def end_if_halted(self) -> None:
+        """A halted turn runs nothing: each call planned before the halt is answered "Not
+        run"."""
+        if self.halted:
+            for planned in self.planned:
+                self.finish(planned.index, NOT_RUN)
+            self.planned = []
+
     def fingerprint(self, call: ToolCall) -> str:
         """The call's fingerprint, computed once per turn (calls are keyed by their id)."""
         known = self.fingerprints.get(call.local_id)

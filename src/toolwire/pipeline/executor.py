@@ -15,57 +15,39 @@ already answered there is answered again from it; one still to run is claimed (m
 ``running`` by compare-and-swap, so two workers resuming the run can't both run it) just before
 it runs, and its answer is stored as soon as it returns.
 
-The [`Executor`][] composes its parts and inherits from none of them: the decider
-(``_deciding``: phase 1, carrying out the steps of the planner, ``_plan``, pure functions from a
-call and what its run's record says to a step), the runner (``_runner``: limits, timeout, the
-handler, output caps, after-call hooks), all in ``toolwire.pipeline``, and the run
-(``toolwire.runs``: the turn's reads and writes of its run's records). A turn's state is a
-``_turns.Turn``; what the model is told of a call that did not run is shaped by ``_output``.
+The [`Executor`][] composes its parts and inherits from none of them, all in
+``toolwire.pipeline``: the decider (``_deciding``: phase 1, carrying out the steps of the
+planner, ``_plan``, pure functions from a call and what its run's record says to a step), the
+call running (``_running``: phase 2, each call claimed in its run and run by the runner,
+``_runner``: limits, timeout, the handler, output caps, after-call hooks), and what a turn's run
+keeps (``_keeping``); the run itself is ``toolwire.runs``. A turn's state is a ``_turns.Turn``,
+which a decided step changes in one place (``Turn.apply``); the executor's settings are
+``_settings``; what the model is told of a call that did not run is shaped by ``_output``.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Generic, Literal, TypeVar, cast, overload
+from typing import Any, Literal
 
-import anyio
-
-from toolwire._tracing import global_tracing, make_tracer
+from toolwire._tracing import make_tracer
 from toolwire.approval import ApprovalRequest, Approver, Decision
-from toolwire.calls import CallIds, RejectedCall, ToolCall
+from toolwire.calls import RejectedCall, ToolCall
 from toolwire.context import AfterHook, BeforeHook, CallContext, Veto
 from toolwire.errors import ConfigurationError, ToolNotFound
 from toolwire.pipeline._deciding import Decider
-from toolwire.pipeline._keeping import close, remember
-from toolwire.pipeline._output import (
-    DEFAULT_MEDIA_LIMIT,
-    DEFAULT_OUTPUT_LIMIT,
-)
-from toolwire.pipeline._plan import Answer
-from toolwire.pipeline._runner import CANCELLED, Runner
+from toolwire.pipeline._keeping import close, keep_planned
+from toolwire.pipeline._output import DEFAULT_MEDIA_LIMIT, DEFAULT_OUTPUT_LIMIT
+from toolwire.pipeline._runner import Runner
 from toolwire.pipeline._running import CallRunning, Claims
-from toolwire.pipeline._turns import (
-    NOT_RUN,
-    CallOutcome,
-    CallTicket,
-    Planned,
-    Turn,
-    TurnPlan,
-    in_groups,
-)
+from toolwire.pipeline._settings import Setting, check_settings
+from toolwire.pipeline._turns import CallOutcome, CallTicket, Planned, Turn, TurnPlan
 from toolwire.policy import ALLOW_ALL, Policy
-from toolwire.runs import (
-    CallRecord,
-    check_outlives,
-    checked_wake,
-    ledger,
-    valid_id,
-)
-from toolwire.runs import Run as RunOfTurn
+from toolwire.runs import check_outlives, checked_wake, ledger, valid_id
 from toolwire.runs.store import MemoryStore, RunStore, clock_of
 from toolwire.tool import Tool
-from toolwire.toolset import ToolSet
+from toolwire.toolset import ToolSet, make_call
 
 __all__ = [
     "AfterHook",
@@ -78,53 +60,9 @@ __all__ = [
     "make_call",
 ]
 
-_T = TypeVar("_T")
-
 DEFAULT_LEASE = 30.0
 """Seconds a claim on a running call holds without renewal; the running worker renews it
 every third of that while the call runs."""
-
-
-def make_call(
-    toolset: ToolSet, name: str, arguments: Mapping[str, Any], *, call_id: str | None = None
-) -> ToolCall:
-    """A [`ToolCall`][] for the visible tool exposed as ``name``, to run directly.
-
-    Raises:
-        ToolNotFound: when no visible tool has that name.
-    """
-    tool = toolset[name]
-    arguments = dict(arguments)
-    return ToolCall(
-        exposed_name=name,
-        tool=tool,
-        arguments=arguments,
-        call_id=call_id,
-        local_id=call_id or CallIds().make(name, arguments),  # as a parser makes one
-    )
-
-
-class _Setting(Generic[_T]):
-    """A setting of an executor, read from what it was made with; changed only by making
-    another (``Executor.replace``), since its parts were built from it."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, executor: None, owner: type) -> _Setting[_T]: ...
-    @overload
-    def __get__(self, executor: Executor, owner: type) -> _T: ...
-    def __get__(self, executor: Executor | None, owner: type) -> _T | _Setting[_T]:
-        if executor is None:
-            return self
-        return cast(_T, executor._settings[self.name])
-
-    def __set__(self, executor: Executor, value: _T) -> None:
-        raise ConfigurationError(
-            f"an executor's {self.name} is fixed when it is made (its parts are built from it): "
-            f"executor.replace({self.name}=...) makes one with another"
-        )
 
 
 class Executor:
@@ -199,18 +137,7 @@ class Executor:
         self._settings: dict[str, Any] = {
             name: value for name, value in locals().items() if name not in ("self", "toolset")
         }
-        if on_unknown not in ("answer", "raise"):
-            raise ConfigurationError(f"on_unknown is 'answer' or 'raise', not {on_unknown!r}")
-        if on_interrupted not in ("error", "rerun_idempotent"):
-            raise ConfigurationError(
-                f"on_interrupted is 'error' or 'rerun_idempotent', not {on_interrupted!r}"
-            )
-        if wait_for_running is not None and not wait_for_running >= 0:
-            raise ConfigurationError("wait_for_running must be a number of seconds, 0 or more")
-        if not lease > 0:
-            raise ConfigurationError("lease must be a positive number of seconds")
-        if approval_ttl is not None and not approval_ttl > 0:
-            raise ConfigurationError("approval_ttl must be a positive number of seconds, or None")
+        check_settings(**self._settings)
         self.toolset = ToolSet.of(toolset)
         self.store: RunStore = store if store is not None else MemoryStore()
         self._settings.update(
@@ -251,28 +178,27 @@ class Executor:
             decider=self.decider,
             claims=self.claims,
             max_concurrency=max_concurrency,
+            tracer=make_tracer(tracer_provider),
+            own_tracer=tracer_provider is not None,
         )
-        self._turns: set[Turn] = set()
-        self._tracer = make_tracer(tracer_provider)
-        self._own_tracer = tracer_provider is not None
 
-    policy: _Setting[Policy] = _Setting()
+    policy: Setting[Policy] = Setting()
     """Which calls may run."""
-    approver: _Setting[Approver | Callable[[ApprovalRequest], Any] | None] = _Setting()
+    approver: Setting[Approver | Callable[[ApprovalRequest], Any] | None] = Setting()
     """Decides the calls the policy asks about."""
-    before_call: _Setting[tuple[BeforeHook, ...]] = _Setting()
+    before_call: Setting[tuple[BeforeHook, ...]] = Setting()
     """Hooks run after validation, before policy."""
-    after_call: _Setting[tuple[AfterHook, ...]] = _Setting()
+    after_call: Setting[tuple[AfterHook, ...]] = Setting()
     """Hooks run on each result before it is shaped."""
-    redact: _Setting[Callable[[ApprovalRequest], Mapping[str, Any]] | None] = _Setting()
+    redact: Setting[Callable[[ApprovalRequest], Mapping[str, Any]] | None] = Setting()
     """What a waiting call's request keeps of its arguments."""
-    approval_ttl: _Setting[float | None] = _Setting()
+    approval_ttl: Setting[float | None] = Setting()
     """Seconds a request for approval waits."""
-    timeout: _Setting[float | None] = _Setting()
+    timeout: Setting[float | None] = Setting()
     """Seconds a call may run (a tool's own ``timeout`` wins); None for no limit."""
-    max_output_chars: _Setting[int] = _Setting()
+    max_output_chars: Setting[int] = Setting()
     """Characters of text a result may give the model."""
-    max_media_chars: _Setting[int] = _Setting()
+    max_media_chars: Setting[int] = Setting()
     """Characters of base64-encoded media a result may carry."""
 
     def replace(self, **changes: Any) -> Executor:
@@ -344,7 +270,7 @@ class Executor:
             place=place,
             resume=resume,
         )
-        await self._run_planned(turn)
+        await self.calls.run_turn(turn)
         return await close(turn, self.claims.run_of(turn) if turn.run_id else None, self.store)
 
     async def plan_turn(
@@ -389,10 +315,7 @@ class Executor:
         for index, item in enumerate(turn.items):
             if turn.outcomes[index] is None:  # (not answered on admission)
                 await self._decide(turn, index, item)
-        if turn.halted:
-            for planned in turn.planned:
-                turn.finish(planned.index, NOT_RUN)
-            turn.planned = []
+        turn.end_if_halted()
         return turn
 
     async def plan(
@@ -460,15 +383,7 @@ class Executor:
             (planned, self.ticket(turn, planned, toolset=toolset).digest())
             for planned in turn.planned
         ]
-        await remember(turn, self.claims.run_of(turn))
-        for index, outcome in enumerate(turn.outcomes):
-            if outcome is not None:
-                turn.kept.add(index)
-        turn.kept.update(index for index, _ in turn.waiting)
-        run = self.claims.run_of(turn)
-        for planned, digest in digests:  # each ticket's digest, kept before any is handed out
-            call = planned.call
-            await run.keep_ticket(call, turn.fingerprint(call), planned.record, digest)
+        await keep_planned(turn, self.claims.run_of(turn), digests)
 
     def ticket(self, turn: Turn, planned: Planned, *, toolset: str | None = None) -> CallTicket:
         """What running one planned call of a named run needs, as JSON values: an engine hands
@@ -505,20 +420,13 @@ class Executor:
         tool = self.toolset.get(ticket.name)
         if tool is None:
             raise ToolNotFound(ticket.name)
-        run = RunOfTurn(
-            self.store,
-            ticket.run_id,
-            binding=ticket.binding,
-            worker=self.claims.worker_id,
-            lease=self.claims.lease,
-            positions={ticket.call_id: ticket.position} if ticket.position is not None else {},
-        )
+        run = self.claims.run_of_ticket(ticket)
         known = await run.load([ticket.call_id])  # (a run gone keeps no ticket: refused)
         ticket.check_kept(known.get(ticket.call_id), toolset)
         turn = Turn.of_ticket(ticket, tool, deps)
         turn.run, turn.known = run, known
         await self._decide(turn, 0, turn.items[0], ticketed=ticket.runs_with)
-        await self._run_planned(turn)
+        await self.calls.run_turn(turn)
         [outcome] = await close(turn, self.claims.run_of(turn), self.store)
         return outcome
 
@@ -537,11 +445,7 @@ class Executor:
         still returns one outcome per call. A cancelled answer is not stored: a resumed run
         finds a call that was claimed as ``running`` and answers it ``interrupted``.
         """
-        for turn in list(self._turns):
-            if run_id is None or turn.run_id == run_id:
-                turn.cancelled = True  # a call that has not started yet won't
-                if turn.scope is not None:
-                    turn.scope.cancel()
+        self.calls.cancel(run_id)
 
     # -- phase 1: decide -----------------------------------------------------------------------
 
@@ -558,15 +462,9 @@ class Executor:
         hooks, policy and approver. Nobody is asked anything once the turn is halted."""
         assert isinstance(item, ToolCall)  # rejected calls were answered on admission
         if turn.halted:
-            known = turn.known.get(item.local_id)
-            if known is not None:
-                turn.seen[index] = known  # what the run's answer replaces
-                if known.result is not None:  # answered (it ran): that answer stands
-                    turn.apply(index, Answer(known.result, from_store=True, kept=True))
-                    return
-            turn.finish(index, NOT_RUN)
+            turn.answer_halted(index, item)
             return
-        record = await self._record_of(turn, item) if turn.known else None
+        record = await self.claims.record_of(turn, item) if turn.known else None
         may_rerun = False
         if record is not None:
             turn.seen[index] = record
@@ -575,53 +473,3 @@ class Executor:
             turn, index, item, record, may_rerun=may_rerun, ticketed=ticketed
         )
         turn.apply(index, step, named_run)
-
-    async def _record_of(self, turn: Turn, call: ToolCall) -> CallRecord | None:
-        """The run's record of the call, waited for while another live worker runs it.
-
-        Raises:
-            ConfigurationError: the run holds another call (other arguments) under its id.
-        """
-        known = turn.known.get(call.local_id)
-        if known is None or turn.run is None:
-            return None
-        record: CallRecord | None = known
-        if known.state == "running":  # another worker's, maybe: waited for while it runs
-            record = await turn.run.unless_running(
-                call.local_id, known, self.claims.wait_bound(call.tool)
-            )
-        if record is not None and record.fingerprint != turn.fingerprint(call):
-            raise ConfigurationError(
-                f"run {turn.run_id!r} already has a call {call.local_id!r} with other "
-                "arguments; use a new run id for a new turn"
-            )
-        return record
-
-    # -- phase 2: run ----------------------------------------------------------------------------
-
-    async def _run_planned(self, turn: Turn) -> None:
-        if not turn.planned:
-            return
-        if self._tracer is not None and (self._own_tracer or global_tracing()):
-            turn.tracer = self._tracer  # checked per turn: a provider installed later counts
-        self._turns.add(turn)
-        try:
-            if len(turn.planned) == 1:  # the common turn: the call's own scope is the turn's
-                await self.calls.execute(turn, turn.planned[0])
-            else:
-                with anyio.CancelScope() as scope:
-                    turn.scope = scope
-                    for group in in_groups(turn.planned, _alone):
-                        await self.calls.run_group(turn, group)
-        finally:
-            turn.scope = None
-            self._turns.discard(turn)
-            # Paused for input, not cancelled (most turns have nothing waiting).
-            waiting = {index for index, _ in turn.waiting} if turn.waiting else ()
-            for planned in turn.planned:  # cancelled before finishing
-                if turn.outcomes[planned.index] is None and planned.index not in waiting:
-                    turn.finish(planned.index, CANCELLED)
-
-
-def _alone(planned: Planned) -> bool:
-    return not planned.call.tool.parallel_safe

@@ -106,12 +106,12 @@ from toolwire.mcp.server._tasks import (
     new_task_id,
     task_relay,
 )
-from toolwire.pipeline.executor import Executor, make_call
+from toolwire.pipeline.executor import Executor
 from toolwire.policy import Policy, warn_unmatched_rules
 from toolwire.runs import ledger
 from toolwire.runs.store import MemoryStore, RunStore, in_process
 from toolwire.sources import named_tools
-from toolwire.toolset import ToolSet
+from toolwire.toolset import ToolSet, make_call
 
 try:
     import mcp_types as types
