@@ -835,6 +835,22 @@ class RunMachine(RuleBasedStateMachine):
     def step(self, step: Callable[..., Awaitable[T]], *args: Any) -> T:
         return self.on.steps(step, *args)
 
+    def both_workers(self, act: Callable[[int], Awaitable[T]]) -> tuple[list[T], Clock]:
+        """``act`` by each worker at once, in one step: what each got, and the step's clock."""
+        before = self.on.clock()
+        got: list[Any] = [None, None]
+
+        async def both() -> None:
+            async def one(worker: int) -> None:
+                got[worker] = await act(worker)
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(one, 0)
+                tasks.start_soon(one, 1)
+
+        self.step(both)
+        return got, Clock(before, self.on.clock())
+
     @invariant()
     def nothing_ran_twice_nothing_denied_ran_and_each_gated_run_was_allowed(self) -> None:
         self.model.check_ran(self.in_runs())

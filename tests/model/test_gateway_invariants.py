@@ -275,19 +275,8 @@ class Gatewayed(RunMachine):
     @rule(target=RunMachine.runs, principal=PRINCIPALS, tool=TOOLS, n=AMOUNTS)
     def two_workers_take_the_same_call_at_once(self, principal: str, tool: str, n: int) -> Any:
         asked = Asked(principal, tool, n)
-        before, start, ran = self.on.clock(), self.current(asked.key), len(self.tools.ran)
-        answers: list[Any] = [None, None]
-
-        async def both() -> None:
-            async def one(worker: int) -> None:
-                answers[worker] = await self.call(asked, worker)
-
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(one, 0)
-                tasks.start_soon(one, 1)
-
-        self.step(both)
-        clock = Clock(before, self.on.clock())
+        start, ran = self.current(asked.key), len(self.tools.ran)
+        answers, clock = self.both_workers(lambda worker: self.call(asked, worker))
         waitable = start is not None and None in self.model.expected(start, 0, clock)
         # The answers in either order: one may open the next generation once the other is
         # answered; which went first is not known.

@@ -206,19 +206,7 @@ class Facade(RunMachine):
     def two_workers_at_once(self, run: Run) -> None:
         if not self.again(run):
             return
-        before = self.on.clock()
-        turned: list[Turned] = [None, None]
-
-        async def both() -> None:
-            async def one(worker: int) -> None:
-                turned[worker] = await self.turn(run, worker)
-
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(one, 0)
-                tasks.start_soon(one, 1)
-
-        self.step(both)
-        clock = Clock(before, self.on.clock())
+        turned, clock = self.both_workers(lambda worker: self.turn(run, worker))
         for each in turned:
             self.learn(run, each, clock)
 
@@ -447,19 +435,7 @@ class Hosted(RunMachine):
 
     @rule(run=RunMachine.runs)
     def two_workers_answer_at_once(self, run: Run) -> None:
-        before = self.on.clock()
-        got: list[Any] = [None, None]
-
-        async def both() -> None:
-            async def one(worker: int) -> None:
-                got[worker] = await self.answer(run, worker)
-
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(one, 0)
-                tasks.start_soon(one, 1)
-
-        self.step(both)
-        clock = Clock(before, self.on.clock())
+        got, clock = self.both_workers(lambda worker: self.answer(run, worker))
         for each in got:
             self.learn(run, each, clock)
 
