@@ -5,6 +5,7 @@ JSON and back whole, and a form that is not one is refused with the library's ow
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -107,7 +108,8 @@ def test_a_halting_answer_halts_the_turn_and_its_planned_calls_are_not_run() -> 
     assert turn.halted
     assert turn.planned == []
     assert [o.result if o else None for o in turn.outcomes] == [NOT_RUN, halted]
-    assert turn.outcomes[1] is not None and turn.outcomes[1].halted
+    assert turn.outcomes[1] is not None
+    assert turn.outcomes[1].halted
 
 
 def test_a_halted_turn_answers_what_its_run_kept_else_not_run() -> None:
@@ -143,7 +145,7 @@ def test_admit_answers_a_reused_id_and_a_rejected_call_and_binds_the_run_to_the_
     assert turn.bound_calls() == [("c1", turn.fingerprint(once))]
 
 
-# -- in_groups -------------------------------------------------------------------------------------
+# -- in_groups ------------------------------------------------------------------------------------
 
 
 @given(st.lists(st.booleans(), max_size=12))
@@ -156,11 +158,11 @@ def test_groups_keep_the_order_and_a_call_that_must_run_alone_runs_alone(alone: 
         if any(must for _, must in group):
             assert len(group) == 1
     # side by side whenever they may be: two neighbouring groups are never both shareable
-    for before, after in zip(groups, groups[1:], strict=False):
+    for before, after in itertools.pairwise(groups):
         assert before[-1][1] or after[0][1]
 
 
-# -- CallOutcome's JSON form ------------------------------------------------------------------------
+# -- CallOutcome's JSON form ----------------------------------------------------------------------
 
 RESULTS = st.builds(
     lambda words, kind: text(words) if kind is None else ToolResult.error(kind, words or "failed"),
@@ -207,7 +209,7 @@ def test_a_damaged_outcome_is_refused(damage: dict[str, Any]) -> None:
         CallOutcome.from_dict(call, missing)
 
 
-# -- CallTicket ----------------------------------------------------------------------------------
+# -- CallTicket -----------------------------------------------------------------------------------
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=6),
@@ -285,7 +287,7 @@ def test_a_ticket_runs_only_in_its_toolset_and_where_its_run_keeps_its_digest() 
         ticket.check_kept(None, "a")
 
 
-# -- TurnPlan ------------------------------------------------------------------------------------
+# -- TurnPlan -------------------------------------------------------------------------------------
 
 
 async def test_a_planned_turn_comes_back_from_its_json_form() -> None:
