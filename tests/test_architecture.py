@@ -337,3 +337,33 @@ def test_the_ledger_names_no_engine() -> None:
     assert not reached("toolwire.runs.ledger") & {
         name for name in MODULES if within(name, ("toolwire.integrations",))
     }
+
+
+TESTS = Path(__file__).resolve().parent
+
+
+def mirrored_test(name: str) -> Path:
+    """Where the tests of core module ``name`` are: its path under ``tests``, named after the
+    module without its underscore (``toolwire.runs.store._base``: ``runs/store/test_base.py``)."""
+    *packages, module = name.split(".")[1:]
+    return TESTS.joinpath(*packages, f"test_{module.lstrip('_')}.py")
+
+
+def test_every_module_of_the_core_has_its_mirrored_test_file() -> None:
+    core = [
+        name
+        for name, path in MODULES.items()
+        if within(name, CORE_PACKAGES) and path.name != "__init__.py"
+    ]
+    assert core  # the rule reads the core's modules, not nothing
+    missing = [str(mirrored_test(name).relative_to(TESTS)) for name in core]
+    assert [path for path in missing if not (TESTS / path).is_file()] == []
+
+
+def test_no_two_test_modules_share_a_name() -> None:
+    # pytest imports a test module by its file name (the tests are no package): two files of
+    # one name in two folders would collide, as a mirrored name easily could.
+    names: dict[str, list[str]] = defaultdict(list)
+    for path in TESTS.rglob("test_*.py"):
+        names[path.name].append(str(path.relative_to(TESTS)))
+    assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}

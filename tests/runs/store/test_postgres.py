@@ -1,15 +1,19 @@
-"""How many PostgreSQL connections a worker holds: what ``PostgresStore``'s docstring says,
-counted on a real server in ``pg_stat_activity``."""
+"""``PostgresStore`` on a real server: how many connections a worker holds (what its docstring
+says, counted in ``pg_stat_activity``), and an unreachable server or a missing database as one
+clear error at once. (The contract every store keeps is ``test_store_contract``.)"""
 
 from __future__ import annotations
 
 import itertools
+import logging
 import uuid
 
 import anyio
 import pytest
+from store_kit import RUNS, TOOLS, closed_port
 
 import toolwire
+from toolwire import Executor, StoreUnavailable, make_call
 from toolwire.errors import ConfigurationError
 from toolwire.store import from_url
 
@@ -103,3 +107,42 @@ def test_the_bound_is_given_in_the_url_and_checked() -> None:
     assert store.conninfo == "postgresql://127.0.0.1:1/runs"  # type: ignore[attr-defined]
     with pytest.raises(ConfigurationError, match="max_connections must be a positive integer"):
         from_url("postgresql://127.0.0.1:1/runs?max_connections=0")
+
+
+# -- an unreachable server, a missing database ----------------------------------------------
+
+
+async def test_an_unreachable_postgres_is_one_attempt_one_line_and_no_pool_noise(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from toolwire.store.postgres import PostgresStore
+
+    url = f"postgresql://someone:hunter2@127.0.0.1:{closed_port()}/runs"
+    store = PostgresStore(url, timeout=2)
+    with caplog.at_level(logging.DEBUG, logger="psycopg"):
+        with pytest.raises(StoreUnavailable, match="cannot be used") as raised:
+            await Executor(TOOLS, store=store).run(
+                [make_call(TOOLS, "add", {"a": 1, "b": 2}, call_id="c1")], run_id="r"
+            )
+        await store.aclose()
+    assert isinstance(raised.value, ConnectionError)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "Connection refused" in message
+    assert "hunter2" not in message
+    # The pool never started: no retries, and none of its "error connecting" lines.
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg.pool")] == []
+    assert RUNS["add"] == 0
+
+
+async def test_a_postgres_database_that_is_not_there_is_one_error_at_once(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from toolwire.store.postgres import PostgresStore
+
+    store = PostgresStore(postgres_url.rsplit("/", 1)[0] + "/no_such_database", timeout=2)
+    with caplog.at_level(logging.DEBUG, logger="psycopg"):
+        with pytest.raises(StoreUnavailable, match='"no_such_database" does not exist'):
+            await store.pending()
+        await store.aclose()
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg.pool")] == []

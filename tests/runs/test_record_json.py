@@ -4,6 +4,7 @@ refused with the library's own errors."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from types import MappingProxyType
 from typing import Any
@@ -14,10 +15,10 @@ from hypothesis import strategies as st
 
 from toolwire import ApprovalRequest, ConfigurationError
 from toolwire.approval import Decision
-from toolwire.calls import TextContent, ToolResult
+from toolwire.calls import ImageContent, TextContent, ToolResult
 from toolwire.errors import StoreUnavailable
 from toolwire.inputs import InputRequest
-from toolwire.runs.store._base import decode_record, encode_record
+from toolwire.runs._record_json import decode_record, encode_record
 from toolwire.store import CallRecord
 
 JSON_LEAF = st.none() | st.booleans() | st.integers() | st.text(max_size=6)
@@ -216,3 +217,51 @@ def test_a_request_without_arguments_has_its_own_empty_ones() -> None:
     assert second.arguments == {}
     assert first.arguments is not second.arguments
     assert ApprovalRequest.from_dict({**form, "arguments": None}).arguments == {}
+
+
+# -- results in a record's JSON form ------------------------------------------------------------
+
+
+def stored(**changes: Any) -> CallRecord:
+    """A record of an ``add`` call, with ``changes``."""
+    base = CallRecord(call_id="c1", tool="add", fingerprint="f" * 16, state="pending")
+    return base.with_(**changes)
+
+
+def test_structured_content_that_json_cannot_write_is_kept_as_text() -> None:
+    when = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+    result = ToolResult(structured_content={"when": when, "odd": object.__new__(object)})
+    decoded = decode_record(encode_record(stored(state="completed", result=result)), 3)
+    assert decoded.version == 3
+    assert decoded.result is not None
+    assert decoded.result.structured_content is not None
+    assert decoded.result.structured_content["when"] == "2026-01-02T03:04:05Z"
+    assert decoded.result.structured_content["odd"].startswith("<object object")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text=st.text(),
+    data=st.binary(max_size=64),
+    structured=st.dictionaries(
+        st.text(max_size=8),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+            lambda inner: st.lists(inner, max_size=3),
+            max_leaves=6,
+        ),
+        max_size=4,
+    ),
+    kind=st.sampled_from([None, "failed", "timeout", "approval_denied"]),
+)
+def test_any_result_survives_the_json_form(
+    text: str, data: bytes, structured: dict[str, Any], kind: Any
+) -> None:
+    result = ToolResult(
+        content=(TextContent(text), ImageContent(data, "image/png")),
+        structured_content=structured,
+        is_error=kind is not None,
+        error_kind=kind,
+    )
+    original = stored(state="failed" if kind else "completed", result=result, owner=None)
+    assert decode_record(encode_record(original), 0) == original

@@ -671,39 +671,6 @@ async def test_make_call_runs_one_tool_directly() -> None:
         make_call(TOOLSET, "ghost", {})
 
 
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=12,
-)
-
-
-@settings(max_examples=300, deadline=None)
-@given(value=_JSON, budget=st.integers(min_value=0, max_value=400))
-def test_the_output_cap_size_estimate_never_underestimates(value: Any, budget: int) -> None:
-    from toolwire.calls import canonical_json
-    from toolwire.pipeline._output import _json_fits
-
-    if _json_fits(value, budget):
-        assert len(canonical_json(value)) <= budget
-
-
-@pytest.mark.parametrize(
-    "options",
-    [
-        {"max_concurrency": 0},
-        {"max_concurrency_per_server": 0},
-        {"timeout": 0},
-        {"wait_for_running": -1},
-        {"on_unknown": "ignore"},
-        {"on_interrupted": "retry"},
-    ],
-)
-def test_impossible_options_are_refused(options: dict[str, Any]) -> None:
-    with pytest.raises(ConfigurationError):
-        Executor(TOOLSET, **options)
-
-
 _CANCEL_KINDS = {
     "quick": {None, "cancelled"},
     "hang": {"cancelled"},

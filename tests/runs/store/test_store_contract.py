@@ -1,10 +1,11 @@
-"""The store contract, the same for the in-memory, SQLite and Redis stores, and the executor's
-use of it: resuming, claims, interrupted calls, expiry and unreachable stores."""
+"""The store contract, the same for every store (the ``store`` fixture: memory, SQLite and
+Redis), and the executor's use of it: resuming, claims, interrupted calls, damaged records and
+stores failing mid-turn. One file for every store, as the contract is one: what only one store
+does is tested beside that store's module (``test_memory``, ``test_sqlite``, ``test_redis``,
+``test_postgres``)."""
 
 from __future__ import annotations
 
-import datetime
-import logging
 import sqlite3
 import time
 from collections import Counter
@@ -17,8 +18,8 @@ import anyio.lowlevel
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from store_kit import RUNS, TOOLS, record
 
-import toolwire
 from toolwire import (
     ApprovalPending,
     AudioContent,
@@ -42,46 +43,9 @@ from toolwire import (
     make_call,
     tool,
 )
-from toolwire.runs.store._base import decode_record, encode_record
 from toolwire.store import CallRecord
 
 pytestmark = pytest.mark.anyio
-
-RUNS: Counter[str] = Counter()
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Adds."""
-    RUNS["add"] += 1
-    return a + b
-
-
-@tool(idempotent=True)
-def lookup(key: str) -> str:
-    """Reads a value."""
-    RUNS["lookup"] += 1
-    return key.upper()
-
-
-@tool
-def transfer(amount: int) -> str:
-    """Moves money."""
-    RUNS["transfer"] += 1
-    return f"moved {amount}"
-
-
-TOOLS = ToolSet([add, lookup, transfer])
-
-
-@pytest.fixture(autouse=True)
-def _count() -> None:
-    RUNS.clear()
-
-
-def record(call_id: str = "c1", **changes: Any) -> CallRecord:
-    base = CallRecord(call_id=call_id, tool="add", fingerprint="f" * 16, state="pending")
-    return base.with_(**changes)
 
 
 # -- the contract --------------------------------------------------------------------------------
@@ -147,270 +111,6 @@ async def test_records_keep_every_kind_of_content(store: RunStore) -> None:
     assert await store.get("r", "c1") == stored
     assert stored is not None
     assert stored.result == result
-
-
-async def test_structured_content_that_json_cannot_write_is_kept_as_text() -> None:
-    when = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
-    result = ToolResult(structured_content={"when": when, "odd": object.__new__(object)})
-    decoded = decode_record(encode_record(record(state="completed", result=result)), 3)
-    assert decoded.version == 3
-    assert decoded.result is not None
-    assert decoded.result.structured_content is not None
-    assert decoded.result.structured_content["when"] == "2026-01-02T03:04:05Z"
-    assert decoded.result.structured_content["odd"].startswith("<object object")
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    text=st.text(),
-    data=st.binary(max_size=64),
-    structured=st.dictionaries(
-        st.text(max_size=8),
-        st.recursive(
-            st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-            lambda inner: st.lists(inner, max_size=3),
-            max_leaves=6,
-        ),
-        max_size=4,
-    ),
-    kind=st.sampled_from([None, "failed", "timeout", "approval_denied"]),
-)
-def test_any_result_survives_the_json_form(
-    text: str, data: bytes, structured: dict[str, Any], kind: Any
-) -> None:
-    result = ToolResult(
-        content=(TextContent(text), ImageContent(data, "image/png")),
-        structured_content=structured,
-        is_error=kind is not None,
-        error_kind=kind,
-    )
-    original = record(state="failed" if kind else "completed", result=result, owner=None)
-    assert decode_record(encode_record(original), 0) == original
-
-
-# -- expiry ---------------------------------------------------------------------------------------
-
-
-async def _gone(store: RunStore, run_id: str) -> bool:
-    with anyio.fail_after(10):  # bounded: expiry is a few hundred ms away
-        while await store.get(run_id, "c1") is not None:
-            await anyio.sleep(0.02)
-    return True
-
-
-async def test_memory_runs_expire(monkeypatch: pytest.MonkeyPatch) -> None:
-    store = MemoryStore(ttl=60)
-    await store.swap("r", None, record())
-    now = time.monotonic()
-    monkeypatch.setattr(time, "monotonic", lambda: now + 61)
-    assert await store.get("r", "c1") is None
-    assert await store.swap("r", None, record()) is not None  # a fresh run under the old name
-
-
-async def test_sqlite_runs_expire_and_are_purged(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store = SQLiteStore(tmp_path / "runs.db", ttl=60)
-    await store.swap("old", None, record())
-    now = time.time()
-    monkeypatch.setattr(time, "time", lambda: now + 61)
-    await store.swap("new", None, record())
-    assert await store.get("old", "c1") is None
-    assert await store.get("new", "c1") is not None
-    assert await store.purge() == 1
-    assert await store.swap("old", None, record()) is not None  # the name is free again
-    store.close()
-
-
-async def test_redis_runs_expire(redis_url: str) -> None:
-    from toolwire.store.redis import RedisStore
-
-    async with RedisStore(redis_url, ttl=0.2, prefix="expiry:") as store:
-        first = await store.swap("r", None, record())
-        assert first is not None
-        assert await store.get("r", "c1") == first
-        assert await _gone(store, "r")
-
-
-async def test_sqlite_writes_during_a_long_run_keep_it_alive(tmp_path: Path) -> None:
-    """Expiry counts from a run's last write, whichever call it was."""
-    store = SQLiteStore(tmp_path / "runs.db", ttl=60)
-    await store.swap("r", None, record("c1"))
-    db = sqlite3.connect(tmp_path / "runs.db")
-    [(first,)] = db.execute("SELECT expires_at FROM toolwire_runs").fetchall()
-    await store.swap("r", None, record("c2"))
-    [(second,)] = db.execute("SELECT expires_at FROM toolwire_runs").fetchall()
-    db.close()
-    store.close()
-    assert second >= first
-
-
-# -- unreachable stores ---------------------------------------------------------------------------
-
-
-async def test_a_sqlite_file_that_cannot_be_opened_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(StoreUnavailable, match="cannot be opened"):
-        SQLiteStore(tmp_path / "missing-dir" / "runs.db")
-    not_a_database = tmp_path / "notes.txt"
-    not_a_database.write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(StoreUnavailable, match="not a database"):
-        SQLiteStore(not_a_database)
-
-
-async def test_a_locked_sqlite_store_is_unavailable_and_nothing_runs(tmp_path: Path) -> None:
-    path = tmp_path / "runs.db"
-    store = SQLiteStore(path, busy_timeout=0.05)
-    blocker = sqlite3.connect(path, isolation_level=None)
-    blocker.execute("BEGIN EXCLUSIVE")
-    try:
-        with pytest.raises(StoreUnavailable, match="locked"):
-            await Executor(TOOLS, store=store).run(
-                [make_call(TOOLS, "add", {"a": 1, "b": 2}, call_id="c1")], run_id="r"
-            )
-    finally:
-        blocker.execute("ROLLBACK")
-        blocker.close()
-        store.close()
-    assert RUNS["add"] == 0
-
-
-async def test_an_unreachable_redis_is_a_clear_error_and_nothing_runs() -> None:
-    from toolwire.store.redis import RedisStore
-
-    store = RedisStore(f"redis://127.0.0.1:{closed_port()}/0", timeout=2)
-    with pytest.raises(StoreUnavailable, match="cannot be reached") as raised:
-        await Executor(TOOLS, store=store).run(
-            [make_call(TOOLS, "add", {"a": 1, "b": 2}, call_id="c1")], run_id="r"
-        )
-    await store.aclose()
-    assert isinstance(raised.value, ConnectionError)
-    assert RUNS["add"] == 0
-
-
-async def test_an_unreachable_postgres_is_one_attempt_one_line_and_no_pool_noise(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    from toolwire.store.postgres import PostgresStore
-
-    url = f"postgresql://someone:hunter2@127.0.0.1:{closed_port()}/runs"
-    store = PostgresStore(url, timeout=2)
-    with caplog.at_level(logging.DEBUG, logger="psycopg"):
-        with pytest.raises(StoreUnavailable, match="cannot be used") as raised:
-            await Executor(TOOLS, store=store).run(
-                [make_call(TOOLS, "add", {"a": 1, "b": 2}, call_id="c1")], run_id="r"
-            )
-        await store.aclose()
-    assert isinstance(raised.value, ConnectionError)
-    message = str(raised.value)
-    assert "\n" not in message
-    assert "Connection refused" in message
-    assert "hunter2" not in message
-    # The pool never started: no retries, and none of its "error connecting" lines.
-    assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg.pool")] == []
-    assert RUNS["add"] == 0
-
-
-async def test_a_postgres_database_that_is_not_there_is_one_error_at_once(
-    postgres_url: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    from toolwire.store.postgres import PostgresStore
-
-    store = PostgresStore(postgres_url.rsplit("/", 1)[0] + "/no_such_database", timeout=2)
-    with caplog.at_level(logging.DEBUG, logger="psycopg"):
-        with pytest.raises(StoreUnavailable, match='"no_such_database" does not exist'):
-            await store.pending()
-        await store.aclose()
-    assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg.pool")] == []
-
-
-async def test_an_unreachable_redis_names_it_without_its_password() -> None:
-    from toolwire.store.redis import RedisStore
-
-    store = RedisStore(f"redis://someone:hunter2@127.0.0.1:{closed_port()}/0", timeout=2)
-    with pytest.raises(StoreUnavailable, match="cannot be reached") as raised:
-        await store.pending()
-    await store.aclose()
-    assert "hunter2" not in str(raised.value)
-    assert "\n" not in str(raised.value)
-    assert "someone:***@127.0.0.1" in str(raised.value)
-
-
-# -- opening only a store that is there (create=False) --------------------------------------------
-
-
-async def test_a_sqlite_store_not_to_create_refuses_a_missing_file_and_makes_none(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "typo.db"
-    with pytest.raises(StoreUnavailable, match="no such database file") as raised:
-        SQLiteStore(path, create=False)
-    assert isinstance(raised.value, ConnectionError)
-    assert list(tmp_path.iterdir()) == []
-
-
-@pytest.mark.parametrize(
-    "content",
-    [b"", None],
-    ids=["an empty file", "another application's database"],
-)
-async def test_a_sqlite_store_not_to_create_refuses_a_file_without_runs_and_adds_none(
-    tmp_path: Path, content: bytes | None
-) -> None:
-    path = tmp_path / "other.db"
-    if content is not None:
-        path.write_bytes(content)
-    else:
-        other = sqlite3.connect(path)
-        other.execute("CREATE TABLE notes (text TEXT)")
-        other.commit()
-        other.close()
-    before = path.read_bytes()
-    with pytest.raises(StoreUnavailable, match="holds no run store"):
-        SQLiteStore(path, create=False)
-    assert path.read_bytes() == before
-
-
-async def test_a_sqlite_store_not_to_create_opens_an_existing_one(tmp_path: Path) -> None:
-    path = tmp_path / "runs.db"
-    async with SQLiteStore(path) as made:
-        await made.swap("r", None, record("c1"))
-    store = SQLiteStore(path, create=False)
-    try:
-        assert [r.call_id for r in await store.records("r")] == ["c1"]
-        await store.swap("r", None, record("c2"))  # it still writes: it only makes nothing
-        assert len(await store.records("r")) == 2
-    finally:
-        store.close()
-
-
-@pytest.mark.parametrize(
-    "name", ["with space.db", "what?.db", "hash#tag.db", "per%41cent.db", "ünï.db", "x?mode"]
-)
-async def test_a_sqlite_store_not_to_create_opens_a_file_of_any_name(
-    tmp_path: Path, name: str
-) -> None:
-    path = tmp_path / name
-    async with SQLiteStore(path) as made:
-        await made.swap("r", None, record("c1"))
-    async with SQLiteStore(path, create=False) as store:
-        assert [r.call_id for r in await store.records("r")] == ["c1"]
-    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
-        name
-    ]
-    # and a missing one of the same spelling is still refused, never made
-    path.unlink()
-    with pytest.raises(StoreUnavailable):
-        SQLiteStore(path, create=False)
-    assert not path.exists()
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class FailingAfter:
@@ -634,56 +334,6 @@ async def test_bad_options_are_refused() -> None:
         SQLiteStore(":memory:", synchronous="OFF")  # type: ignore[arg-type]
 
 
-def _claim_in_child(store: SQLiteStore, results: Any) -> None:
-    async def claim() -> None:
-        stored = await store.get("r", "c1")
-        won = await store.swap("r", stored, record(state="running", owner="child"))
-        results.put(won is not None)
-
-    anyio.run(claim)
-
-
-@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
-def test_a_sqlite_store_made_before_a_fork_works_in_the_child(tmp_path: Path) -> None:
-    import multiprocessing
-
-    store = SQLiteStore(tmp_path / "runs.db")
-    anyio.run(store.swap, "r", None, record())
-    context = multiprocessing.get_context("fork")
-    results = context.Queue()
-    child = context.Process(target=_claim_in_child, args=(store, results))
-    child.start()
-    child.join(timeout=60)
-    assert child.exitcode == 0
-    assert results.get(timeout=10) is True
-    stored = anyio.run(store.get, "r", "c1")
-    assert stored is not None
-    assert (stored.state, stored.owner, stored.version) == ("running", "child", 2)
-    store.close()
-
-
-def test_the_redis_store_without_its_extra_names_the_extra() -> None:
-    import subprocess
-    import sys
-
-    program = (
-        "import sys\n"
-        "sys.modules['redis'] = None\n"
-        "import toolwire.store\n"
-        "try:\n"
-        "    toolwire.store.RedisStore\n"
-        "except ImportError as exc:\n"
-        "    print(type(exc).__name__, exc)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=True
-    )
-    assert done.stdout.strip() == (
-        "MissingDependency redis is not installed; install it with: pip install 'toolwire[redis]' "
-        "(from a checkout: pip install -e '.[redis]')"
-    )
-
-
 async def test_a_damaged_record_is_a_clear_error_and_nothing_runs(
     tmp_path: Path, redis_url: str
 ) -> None:
@@ -788,25 +438,3 @@ async def test_operations_cut_off_by_cancellation_leave_the_store_usable(store: 
     stored = await store.swap("after", None, record())
     assert stored is not None
     assert await store.get("after", "c1") == stored
-
-
-async def test_a_redis_pending_index_with_members_it_did_not_write_still_lists(
-    redis_url: str,
-) -> None:
-    import redis.asyncio as aioredis
-
-    from toolwire.store.redis import RedisStore
-
-    async with RedisStore(redis_url, prefix="garbage:") as store:
-        executor = Executor(
-            TOOLS, store=store, policy=Policy(Rule("ask", "*")), approver=DeferredApproval()
-        )
-        with pytest.raises(ApprovalPending):
-            await executor.run(
-                [make_call(TOOLS, "add", {"a": 1, "b": 2}, call_id="c1")], run_id="r"
-            )
-        client = aioredis.Redis.from_url(redis_url)
-        await client.zadd("garbage:\x00pending", {"not json": 0, "[1, 2]": 0, '"x"': 0})
-        await client.aclose()
-        [request] = await toolwire.pending(store=store)
-        assert (request.run_id, request.call_id) == ("r", "c1")

@@ -1,7 +1,8 @@
-"""The approval queue paged by place (keyset pagination), on every store: oldest or newest
-first, one principal's or one run's, each page after the last place of the page before, so
-paging through gives every waiting call once, in order, however deep the page; a damaged
-record keeps its place; ``toolwire.pending`` and ``ledger.waiting`` page the same way."""
+"""``toolwire.runs.store._base``: the queue query every store pages by. The approval queue
+paged by place (keyset pagination), on every store: oldest or newest first, one principal's or
+one run's, each page after the last place of the page before, so paging through gives every
+waiting call once, in order, however deep the page; a damaged record keeps its place;
+``toolwire.pending`` and ``ledger.waiting`` page the same way."""
 
 from __future__ import annotations
 
