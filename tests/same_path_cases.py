@@ -332,6 +332,18 @@ class Stores:
         self.opened.clear()
 
 
+async def kept_requests(store: Any, run_id: str, call_ids: Sequence[str]) -> list[Any]:
+    """The requests ``run_id`` keeps for ``call_ids``, read from their records (expired or not:
+    ``pending`` leaves out a request whose deadline passed, which a busy machine may reach
+    before it reads)."""
+    found = []
+    for call_id in call_ids:
+        kept = await ledger.record(store, run_id, call_id)
+        if kept is not None and kept.request is not None:
+            found.append(ledger.request_of(run_id, kept))
+    return found
+
+
 async def until_expired(store: Any, pending: ApprovalPending | Sequence[Any]) -> None:
     """Wait until the store's time passes every request's deadline."""
     requests = pending.pending if isinstance(pending, ApprovalPending) else pending
@@ -837,7 +849,7 @@ def _gateway(
             seen.ran()
             if waiting is not None:
                 run_id = waiting
-                requests = await toolwire.pending(store=store, run_id=run_id)
+                requests = await kept_requests(store, run_id, ["call"])
                 seen.add("requests", [request_seen(r) for r in requests])
                 await decide_all(seen, store, run_id, requests, approver)
                 await call()
@@ -921,7 +933,7 @@ def _tasked(
             run_id = answer["taskId"]
             seen.run(run_id)
             task_seen(answer)
-            requests = await toolwire.pending(store=store, run_id=run_id)
+            requests = await kept_requests(store, run_id, ["call"])
             seen.add("requests", [request_seen(r) for r in requests])
             if approver == "cancelled":
                 seen.add("cancel", (await client.task("cancel", run_id)).get("result", {}))
@@ -1056,9 +1068,9 @@ async def _waiting(store: Any, run_id: str, handle: Any) -> list[Any]:
     """The requests of ``run_id`` once its workflow waits (none if it ended first)."""
     with anyio.fail_after(60):
         while True:
-            requests = await toolwire.pending(store=store, run_id=run_id)
+            requests = await kept_requests(store, run_id, ["c1"])
             if requests:
-                return list(requests)
+                return requests
             status = await handle.get_status()
             if status.status in ("SUCCESS", "ERROR"):
                 return []
