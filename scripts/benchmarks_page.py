@@ -350,6 +350,27 @@ def render_mcp_instructions(result: dict[str, Any]) -> list[str]:
     ]
 
 
+def render_instructions(result: dict[str, Any]) -> list[str]:
+    figures = result["figures"]
+    counts: dict[str, dict[str, float]] = figures["instructions_per_turn"]
+    before, after = counts["before"], counts["after"]
+    lines = [
+        f"Instructions per turn ({figures['calls_per_turn']} calls a turn), "
+        f"{figures['iterations']} turns counted after {figures['warmup']} of warm-up; before: "
+        f"`{figures['before']}`, after: {figures['after']}.",
+    ]
+    for family, workloads in figures["families"].items():
+        rows = [
+            [f"`{w}`", _num(before[w], 0), _num(after[w], 0), f"{after[w] / before[w]:.4f}"]
+            for w in workloads
+        ]
+        if len(workloads) > 1:
+            b, a = sum(before[w] for w in workloads), sum(after[w] for w in workloads)
+            rows.append([f"**{family}, all**", _num(b, 0), _num(a, 0), f"**{a / b:.4f}**"])
+        lines += ["", *_table(["workload", "before", "after", "after ÷ before"], rows)]
+    return lines
+
+
 def render_store(result: dict[str, Any]) -> list[str]:
     figures = result["figures"]
     lines = [
@@ -686,6 +707,21 @@ BENCHMARKS = (
         "The hub's cost per call counted in instructions by valgrind's callgrind, far steadier "
         "than wall-clock time.",
         render_mcp_instructions,
+    ),
+    Benchmark(
+        "instructions",
+        "Dispatch and run ledger in instructions, before and after",
+        "benchmarks/instructions.py",
+        ("1243433", "--iterations", "100", "--warmup", "20"),
+        (),
+        "Instructions (callgrind's Ir) per turn of the governed path, in the code before the "
+        "core's recomposition (the revision named) and in this checkout: `execute_tool_calls` "
+        "on a response of each provider holding four calls, without a run id and with one (the "
+        "run ledger on the in-memory store); and what a named turn does on `MemoryStore` and "
+        "`SQLiteStore`: run its calls and retry (answered from the store), or pause for an "
+        "approval, `toolwire.decide` and resume. Only the counted turns are counted: start-up, "
+        "imports and warm-up are marked off.",
+        render_instructions,
     ),
     Benchmark(
         "public_suites",

@@ -133,10 +133,17 @@ def cap_output(result: ToolResult, limit: int, media_limit: int) -> ToolResult:
     parts, embedded resources' text, links, structured content as JSON) up to ``limit``
     characters, media (images, audio, resource blobs) up to ``media_limit`` characters of
     base64. Text is cut; a part that cannot be cut and does not fit is left out, named."""
+    content = result.content
     structured = result.structured_content
-    if _fits_as_it_is(result, limit):
-        return result
-    parts = list(result.content)
+    # The common cases, judged without walking the parts (inline: every result passes here):
+    # nothing, or one short text, with structured content that surely fits.
+    if structured is None or _json_fits(structured, limit):
+        if not content:
+            return result
+        only = content[0]
+        if len(content) == 1 and isinstance(only, TextContent) and len(only.text) <= limit:
+            return result
+    parts = list(content)
     if structured is not None:
         encoded = canonical_json(dict(structured))
         if len(encoded) > limit:
@@ -153,18 +160,6 @@ def cap_output(result: ToolResult, limit: int, media_limit: int) -> ToolResult:
         is_error=result.is_error,
         error_kind=result.error_kind,
     )
-
-
-def _fits_as_it_is(result: ToolResult, limit: int) -> bool:
-    """The common cases, judged without walking the parts: nothing, or one short text."""
-    structured = result.structured_content
-    if structured is not None and not _json_fits(structured, limit):
-        return False
-    content = result.content
-    if not content:
-        return True
-    only = content[0]
-    return len(content) == 1 and isinstance(only, TextContent) and len(only.text) <= limit
 
 
 @dataclass(slots=True)

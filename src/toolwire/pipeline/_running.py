@@ -52,6 +52,8 @@ class Claims:
 
     def run_of(self, turn: Turn) -> Run:
         """The turn's run in the store (made once the turn has a run id)."""
+        if turn.run is not None:  # asked for on every step of every call: no worker id made
+            return turn.run
         return turn.run_in(self.store, worker=self.worker_id, lease=self.lease)
 
     def wait_bound(self, tool: Tool | None) -> float:
