@@ -658,3 +658,19 @@ async def test_the_list_reads_a_bounded_number_of_requests() -> None:
         assert (len(older["items"]), older["next"]) == (100, None)
         page = await http.get("/")
         assert page.text.count('class="request"') == 50
+
+
+@pytest.mark.parametrize("odd", [".", ".."])
+async def test_a_call_id_of_dots_alone_is_linked_so_a_client_does_not_resolve_it_away(
+    odd: str,
+) -> None:
+    store = MemoryStore()
+    await pause(store, odd, [delete(1, call_id=odd)])
+    async with client(console(store), **API) as http:
+        listed = await http.get("/")
+        (href,) = re.findall(r'class="open" href="([^"]*)"', listed.text)
+        assert href == "/runs/" + "%2E" * len(odd) + "/calls/" + "%2E" * len(odd)
+        page = await http.get(href)
+        assert page.status_code == 200, page.text[:300]
+        decided = await http.post(f"/api{href}/decision", json={"decision": "deny"})
+        assert (decided.json()["run_id"], decided.json()["call_id"]) == (odd, odd)

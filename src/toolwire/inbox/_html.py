@@ -45,8 +45,10 @@ def _e(value: Any) -> str:
 
 
 def quoted(value: str) -> str:
-    """An id as one path segment."""
-    return quote(value, safe="")
+    """An id as one path segment. A segment of dots alone is written ``%2E``: as ``.`` or
+    ``..`` a browser (or any HTTP client) would resolve it away before sending the link."""
+    segment = quote(value, safe="")
+    return segment.replace(".", "%2E") if segment in (".", "..") else segment
 
 
 def shown(value: Any) -> str:
