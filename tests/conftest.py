@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import shutil
@@ -8,29 +9,21 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
+from budgets import BUDGETS, RUN_KIND, scaled
 from toolwire import MemoryStore, RunStore, SQLiteStore
 
-# Hypothesis budgets per kind of run, chosen by TOOLWIRE_HYPOTHESIS (dev, ci or deep; by
-# default ci where CI is set, dev elsewhere). Each test's example budget (its own max_examples,
-# or the default 100) is scaled by its run's factor: "dev", the README's run, a tenth of it;
-# "ci" the whole of it, and the same examples on every run (a failure there is reproducible
-# and never a coin toss; local runs keep exploring new ones); "deep" five times it. Tests
-# marked deep get the deep budget in any run. No deadline: workers share the cores, so how
-# long one example takes says nothing about the code.
-BUDGETS = {"dev": 0.1, "ci": 1.0, "deep": 5.0}
-MIN_EXAMPLES = 10
-"""A scaled budget never falls below this (nor above the test's own when that is lower)."""
+# Hypothesis budgets per kind of run (see budgets.py). No deadline: workers share the cores,
+# so how long one example takes says nothing about the code.
 settings.register_profile("dev", deadline=None)
 settings.register_profile("ci", derandomize=True, print_blob=True, deadline=None)
 settings.register_profile("deep", derandomize=True, print_blob=True, deadline=None)
-RUN_KIND = os.environ.get("TOOLWIRE_HYPOTHESIS") or ("ci" if os.environ.get("CI") else "dev")
 if RUN_KIND not in BUDGETS:
     raise pytest.UsageError(f"TOOLWIRE_HYPOTHESIS is one of {', '.join(BUDGETS)}, not {RUN_KIND!r}")
 settings.load_profile(RUN_KIND)
@@ -38,18 +31,25 @@ settings.load_profile(RUN_KIND)
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Scale each property test's example budget to its run's kind (see BUDGETS)."""
-    scaled: set[int] = set()  # parametrized items share one function: scale it once
+    done: set[int] = set()  # parametrized items share one function: scale it once
     for item in items:
         test = getattr(item, "obj", None)
-        if not getattr(test, "is_hypothesis_test", False) or id(test) in scaled:
+        if not getattr(test, "is_hypothesis_test", False) or id(test) in done:
             continue
-        scaled.add(id(test))
+        done.add(id(test))
         kind = "deep" if item.get_closest_marker("deep") is not None else RUN_KIND
         # Where @given and @settings keep a test's settings; hypothesis reads them per call.
         own: settings = test._hypothesis_internal_use_settings  # type: ignore[union-attr]
-        budget = round(own.max_examples * BUDGETS[kind])
-        budget = max(budget, min(MIN_EXAMPLES, own.max_examples))
+        budget = scaled(own.max_examples, kind)
         test._hypothesis_internal_use_settings = settings(own, max_examples=budget)  # type: ignore[union-attr]
+
+
+@pytest.fixture
+def examples(request: pytest.FixtureRequest) -> Callable[[int], int]:
+    """``examples(n)``: the budget of a property test written inside a test (out of the
+    collection hook's reach), scaled as every other one is."""
+    kind = "deep" if request.node.get_closest_marker("deep") is not None else RUN_KIND
+    return functools.partial(scaled, kind=kind)
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Callable
 from typing import Any, Literal
 
 import jsonschema.validators
@@ -224,7 +225,7 @@ def _arguments_for(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
 
 @pytest.mark.parametrize("record", _CORPUS_SAMPLE, ids=corpus_id)
 def test_validation_agrees_with_the_reference_validator_on_the_rules_they_share(
-    record: dict[str, Any],
+    record: dict[str, Any], examples: Callable[[int], int]
 ) -> None:
     schema = record["inputSchema"]
     if for_validation(schema) is not schema or any(
@@ -234,7 +235,9 @@ def test_validation_agrees_with_the_reference_validator_on_the_rules_they_share(
     reference = _reference_validator(schema)
     subject = Tool(name="t", input_schema=schema)
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
     @given(_arguments_for(schema))
     def check(arguments: dict[str, Any]) -> None:
         try:

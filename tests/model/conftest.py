@@ -12,6 +12,8 @@ import pytest
 from hypothesis import settings
 from machinery import Stores
 
+from budgets import RUN_KIND
+
 STORES = [
     pytest.param(("memory", False), id="memory"),
     pytest.param(("sqlite", False), id="sqlite"),
@@ -49,10 +51,5 @@ def budget(request: pytest.FixtureRequest) -> Callable[[int, int], settings]:
     """``budget(examples, steps)``: a machine's hypothesis settings for this run's kind, scaled
     as the suite's conftest scales every property test (the deep budget for a test marked
     deep)."""
-    suite = request.config.pluginmanager.get_plugin(
-        str(request.config.rootpath / "tests" / "conftest.py")
-    )
-    assert suite is not None, "the suite's conftest sets the hypothesis budgets"
     deep = request.node.get_closest_marker("deep") is not None
-    scale = suite.BUDGETS["deep" if deep else suite.RUN_KIND]
-    return functools.partial(machinery.budget, scale=scale, floor=suite.MIN_EXAMPLES, deep=deep)
+    return functools.partial(machinery.budget, kind="deep" if deep else RUN_KIND)

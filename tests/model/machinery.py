@@ -39,6 +39,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, precondition, rule
 
 import toolwire
+from budgets import scaled
 from toolwire import CallContext, Decision, Policy, Rule, RunStore, ToolResult, ledger
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hostile"))
@@ -65,13 +66,14 @@ LIMIT = 90
 """``pay`` of this much or more is denied by the policy, whoever allowed it."""
 
 
-def budget(examples: int, steps: int, *, scale: float, floor: int, deep: bool) -> settings:
-    """A machine's hypothesis budget: ``examples`` sequences of at most ``steps`` steps, the
-    examples scaled as the suite scales every property test's (``scale``, not below
-    ``floor``: see ``tests/conftest.py``), the sequences twice as long in the deep run. The
-    profile the suite loads (derandomized in CI and the deep run) stays under it."""
+def budget(examples: int, steps: int, *, kind: str) -> settings:
+    """A machine's hypothesis budget in a run of ``kind``: ``examples`` sequences of at most
+    ``steps`` steps, the examples scaled as the suite scales every property test's (see
+    ``budgets.py``), the sequences twice as long in the deep run. The profile the suite loads
+    (derandomized in CI and the deep run) stays under it."""
+    deep = kind == "deep"
     return settings(
-        max_examples=max(round(examples * scale), min(floor, examples)),
+        max_examples=scaled(examples, kind),
         stateful_step_count=steps * 2 if deep else steps,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],

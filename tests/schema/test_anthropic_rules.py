@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from corpus import ALL_SCHEMAS, STRESS, TOOLS, corpus_id
+from corpus import ALL_SCHEMAS, STRESS, TOOLS, corpus_id, swept
 from toolwire import ConfigurationError, SchemaConversionError, Tool, ToolSet, ToolwireError
 from toolwire.schema._base import ConversionNote
 from toolwire.schema.anthropic import to_anthropic_schema
@@ -31,7 +31,7 @@ from toolwire.schema.checks import (
 sys.path.insert(0, str(Path(__file__).parent.parent / "hostile"))
 from schema_shapes import SHAPES
 
-CASES = [pytest.param(record, id=corpus_id(record)) for record in ALL_SCHEMAS]
+CASES = [pytest.param(record, id=corpus_id(record)) for record in swept(ALL_SCHEMAS)]
 
 
 def lowered(schema: Any) -> dict[str, Any]:

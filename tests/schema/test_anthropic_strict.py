@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from corpus import ALL_SCHEMAS, TOOLS, corpus_id
+from corpus import ALL_SCHEMAS, TOOLS, corpus_id, swept
 from toolwire import SchemaConversionError
 from toolwire.calls import strip_nulls
 from toolwire.schema._base import ConversionNote
@@ -39,7 +39,7 @@ from toolwire.schema.openai import StrictSchemaError
 sys.path.insert(0, str(Path(__file__).parent.parent / "hostile"))
 from schema_shapes import SHAPES
 
-CASES = [pytest.param(record, id=corpus_id(record)) for record in ALL_SCHEMAS]
+CASES = [pytest.param(record, id=corpus_id(record)) for record in swept(ALL_SCHEMAS)]
 
 
 def messages(notes: list[ConversionNote]) -> list[str]:

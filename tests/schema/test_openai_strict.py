@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -10,12 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from corpus import ALL_SCHEMAS, TOOLS, corpus_id
+from corpus import ALL_SCHEMAS, TOOLS, corpus_id, swept
 from toolwire.calls import strip_nulls
 from toolwire.schema.checks import openai_strict_violations
 from toolwire.schema.openai import StrictLimits, StrictSchemaError, strict_schema
 
-CASES = [pytest.param(record, id=corpus_id(record)) for record in ALL_SCHEMAS]
+CASES = [pytest.param(record, id=corpus_id(record)) for record in swept(ALL_SCHEMAS)]
 
 
 @pytest.mark.parametrize("record", CASES)
@@ -225,7 +226,7 @@ SIMPLE = [
     "schema", SIMPLE, ids=lambda s: ",".join(sorted(s.get("properties", {})))[:40]
 )
 def test_filling_nulls_is_strict_valid_and_stripping_them_gives_the_original(
-    schema: dict[str, Any],
+    schema: dict[str, Any], examples: Callable[[int], int]
 ) -> None:
     strict, null_paths = strict_schema(schema)
     original_validator = Draft202012Validator(schema)
@@ -233,7 +234,7 @@ def test_filling_nulls_is_strict_valid_and_stripping_them_gives_the_original(
     paths = tuple(null_paths)
 
     @settings(
-        max_examples=25,
+        max_examples=examples(25),
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     )

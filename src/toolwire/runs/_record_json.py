@@ -10,6 +10,7 @@ be read ([`DamagedRecord`][]) and where a waiting call stands ([`QueuePlace`][])
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from dataclasses import dataclass, fields
 from typing import Annotated, Any, Literal, NotRequired
@@ -100,7 +101,7 @@ def decode_record(text: str | bytes, version: int, *, call_id: str | None = None
         # never holds a lone surrogate: it could not have been written.
         if _names_non_finite(text):
             pydantic_core.from_json(text, allow_inf_nan=False)
-        record: CallRecord = _RECORD_READER.validate_json(text, strict=True)
+        record: CallRecord = _record_reader().validate_json(text, strict=True)
     except pydantic.ValidationError as exc:
         raise StoreUnavailable(f"{which} cannot be read: {_first_error(exc)}") from None
     except (ValueError, TypeError, KeyError, RecursionError) as exc:  # not JSON, bad base64
@@ -336,10 +337,12 @@ class _RecordForm(TypedDict):
     ticket: NotRequired[str | None]
 
 
+@functools.cache
 def _record_reader() -> pydantic_core.SchemaValidator:
     """One validator that checks a record's JSON form whole (``_RecordForm``) and builds the
     ``CallRecord`` as it goes, inside pydantic-core: no dict of the form in between, and no
-    Python constructor call (a queue page reads fifty records; this halves each read)."""
+    Python constructor call (a queue page reads fifty records; this halves each read). Built
+    on first use, as the forms below: a process that keeps no run does not pay for them."""
     generated = pydantic.TypeAdapter(_RecordForm).core_schema
     form = generated["schema"] if generated["type"] == "definitions" else generated
     if form["type"] != "typed-dict":
@@ -370,9 +373,9 @@ def _record_reader() -> pydantic_core.SchemaValidator:
     return pydantic_core.SchemaValidator(reader, config)
 
 
-_RECORD_READER = _record_reader()
-_WAKE_FORM = pydantic.TypeAdapter(_WakeForm)
-_RESULT_FORM = pydantic.TypeAdapter(_ResultForm)
+@functools.cache
+def _form(kind: type) -> pydantic.TypeAdapter[Any]:
+    return pydantic.TypeAdapter(kind)
 
 
 def checked_wake(wake: Any) -> dict[str, Any]:
@@ -383,7 +386,7 @@ def checked_wake(wake: Any) -> dict[str, Any]:
     """
     what = "wake is an object naming its engine, of JSON values"
     try:
-        return dict(_WAKE_FORM.validate_json(json.dumps(wake, allow_nan=False), strict=True))
+        return dict(_form(_WakeForm).validate_json(json.dumps(wake, allow_nan=False), strict=True))
     except pydantic.ValidationError as exc:
         raise ConfigurationError(f"{what} ({_first_error(exc)})") from None
     except (TypeError, ValueError, RecursionError) as exc:  # not JSON values, or too deep
@@ -409,7 +412,7 @@ def checked_result(body: Any) -> ToolResult:
     Raises:
         pydantic.ValidationError: ``body`` is not such a form.
     """
-    return decode_result(_RESULT_FORM.validate_python(body, strict=True))
+    return decode_result(_form(_ResultForm).validate_python(body, strict=True))
 
 
 def decode_result(body: _ResultForm) -> ToolResult:
