@@ -129,11 +129,14 @@ def in_groups(items: Sequence[_T], alone: Callable[[_T], bool]) -> list[list[_T]
     together, and a call that must run ``alone`` (its tool is not ``parallel_safe``) by
     itself, the calls before it done first and those after it started once it is done."""
     groups: list[list[_T]] = []
+    after_alone = True  # (the first call starts a group, as one after a call run alone)
     for item in items:
-        if alone(item) or not groups or alone(groups[-1][-1]):
+        this_alone = alone(item)
+        if this_alone or after_alone:
             groups.append([item])
         else:
             groups[-1].append(item)
+        after_alone = this_alone
     return groups
 
 
