@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corpus import ALL_SCHEMAS, TOOLS, corpus_id, swept
+from corpus import ALL_SCHEMAS, TOOLS, corpus_id
 from toolwire import SchemaConversionError, Tool, ToolSet
 from toolwire.providers import openai_chat
 from toolwire.schema._base import ConversionNote
@@ -34,7 +34,7 @@ def _case(record: dict[str, Any]) -> Any:
     return pytest.param(record, id=corpus_id(record))
 
 
-CASES = [_case(record) for record in swept(ALL_SCHEMAS)]
+CASES = [_case(record) for record in ALL_SCHEMAS]
 
 
 def _declared(tools: Iterable[Tool], strict: bool) -> list[dict[str, Any]]:
