@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import compileall
 import functools
 import itertools
 import os
@@ -8,7 +7,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -18,7 +16,6 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-import toolwire
 from budgets import BUDGETS, RUN_KIND, scaled
 from toolwire import MemoryStore, RunStore, SQLiteStore
 
@@ -30,15 +27,6 @@ settings.register_profile("deep", derandomize=True, print_blob=True, deadline=No
 if RUN_KIND not in BUDGETS:
     raise pytest.UsageError(f"TOOLWIRE_HYPOTHESIS is one of {', '.join(BUDGETS)}, not {RUN_KIND!r}")
 settings.load_profile(RUN_KIND)
-
-# The suite starts a few hundred Python processes that import toolwire (the command line, MCP
-# servers, store workers). Where the environment says not to write bytecode, each of them, and
-# each test worker, compiles the package and the test modules anew: the session compiles
-# toolwire once, here, before its workers start, and lets its processes keep their bytecode.
-if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
-    sys.dont_write_bytecode = False
-    if "PYTEST_XDIST_WORKER" not in os.environ:
-        compileall.compile_dir(Path(toolwire.__file__).parent, quiet=2)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
