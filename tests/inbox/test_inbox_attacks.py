@@ -672,5 +672,7 @@ async def test_a_call_id_of_dots_alone_is_linked_so_a_client_does_not_resolve_it
         assert href == "/runs/" + "%2E" * len(odd) + "/calls/" + "%2E" * len(odd)
         page = await http.get(href)
         assert page.status_code == 200, page.text[:300]
+        (history,) = re.findall(r'href="([^"]*)">The run', page.text)
+        assert (await http.get(history)).status_code == 200
         decided = await http.post(f"/api{href}/decision", json={"decision": "deny"})
         assert (decided.json()["run_id"], decided.json()["call_id"]) == (odd, odd)
