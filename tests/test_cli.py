@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from command_line import console_script, run_cli
 from toolwire.providers import get_provider, provider_names
 
 ROOT = Path(__file__).parent.parent
@@ -19,18 +20,7 @@ EXAMPLE = ROOT / "examples" / "weather_tools.py"
 
 
 def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    exe = shutil.which("toolwire")
-    command = [exe] if exe else [sys.executable, "-m", "toolwire.cli"]
-    return subprocess.run(
-        [*command, *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-        timeout=120,
-        env={**os.environ, "GEMINI_API_KEY": "", "GOOGLE_API_KEY": "", "NO_COLOR": "", **env},
-        stdin=subprocess.DEVNULL,
-    )
+    return run_cli(*args, env=env)
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess[str], message: str) -> None:
@@ -542,8 +532,7 @@ def test_call_asks_on_the_terminal_and_runs_only_on_yes(
 
     source = tmp_path / "tools.py"
     source.write_text(DANGEROUS_TOOLS)
-    exe = shutil.which("toolwire")
-    command = [exe] if exe else [sys.executable, "-m", "toolwire.cli"]
+    command = console_script()
     main_end, terminal = pty.openpty()
     try:
         os.write(main_end, typed.encode() if typed else b"\x04")  # \x04: end of input
@@ -576,8 +565,7 @@ def test_call_s_question_shows_hidden_characters_as_escapes_and_says_so(tmp_path
 
     source = tmp_path / "tools.py"
     source.write_text(DANGEROUS_TOOLS)
-    exe = shutil.which("toolwire")
-    command = [exe] if exe else [sys.executable, "-m", "toolwire.cli"]
+    command = console_script()
     tricky = "/srv/app/\u202egol.dlo"  # shows as /srv/app/old.log on a terminal
     main_end, terminal = pty.openpty()
     try:
@@ -615,8 +603,7 @@ def test_ctrl_c_at_the_question_ends_call_at_once_and_runs_nothing(tmp_path: Pat
 
     source = tmp_path / "tools.py"
     source.write_text(DANGEROUS_TOOLS.replace('return f"deleted {path}"', "return 1 / 0"))
-    exe = shutil.which("toolwire")
-    command = [exe] if exe else [sys.executable, "-m", "toolwire.cli"]
+    command = console_script()
     main_end, terminal = pty.openpty()
     process = subprocess.Popen(
         [*command, "call", str(source), "delete_everything", "--args", '{"path": "/srv"}'],
@@ -866,8 +853,7 @@ def test_a_module_of_the_current_directory_is_a_source(tmp_path: Path) -> None:
 
 
 def test_output_cut_off_by_its_reader_ends_without_a_traceback() -> None:
-    exe = shutil.which("toolwire")
-    command = [exe] if exe else [sys.executable, "-m", "toolwire.cli"]
+    command = console_script()
     process = subprocess.Popen(
         [*command, "declare", str(ROOT / "tests" / "data" / "tools.jsonl")],
         stdout=subprocess.PIPE,

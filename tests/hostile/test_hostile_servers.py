@@ -27,6 +27,7 @@ pytest.importorskip("mcp")
 from hostile_mcp_servers import PNG, stdio_args
 from provider_turns import DECLARATIONS, PROVIDERS, answered_id, response_for
 
+from command_line import run_cli
 from toolwire.mcp import HttpServer, Hub, InProcessServer, StdioServer, result_from_mcp
 from toolwire.providers import get_provider
 
@@ -356,18 +357,8 @@ async def test_closing_a_hub_that_is_not_open_does_nothing_and_opening_twice_is_
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1"}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT / "src"), env.get("PYTHONPATH")] if p)
-    return subprocess.run(
-        [sys.executable, "-m", "toolwire.cli", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-        timeout=120,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
+    python_path = os.pathsep.join(p for p in [str(ROOT / "src"), os.environ.get("PYTHONPATH")] if p)
+    return run_cli(*args, env={"NO_COLOR": "1", "PYTHONPATH": python_path})
 
 
 def mcp_json(tmp_path: Path, **scenarios: str) -> str:

@@ -243,6 +243,7 @@ pytest.importorskip("mcp")
 from hostile_mcp_servers import stdio_args  # noqa: E402
 from provider_turns import PROVIDERS, response_for  # noqa: E402
 
+from command_line import run_cli  # noqa: E402
 from toolwire.mcp import Hub, StdioServer  # noqa: E402
 
 
@@ -288,18 +289,8 @@ async def test_server_annotations_decide_who_is_asked_through_the_pipeline() -> 
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1"}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT / "src"), env.get("PYTHONPATH")] if p)
-    return subprocess.run(
-        [sys.executable, "-m", "toolwire.cli", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-        timeout=120,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
+    python_path = os.pathsep.join(p for p in [str(ROOT / "src"), os.environ.get("PYTHONPATH")] if p)
+    return run_cli(*args, env={"NO_COLOR": "1", "PYTHONPATH": python_path})
 
 
 def test_toolwire_call_asks_for_a_python_tool_annotated_destructive(tmp_path: Path) -> None:

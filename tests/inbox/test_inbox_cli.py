@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import httpx
 import pytest
 from inbox_tools import API, client, delete, pause, served_inbox
 
+from command_line import run_cli
 from toolwire import MemoryStore, SQLiteStore
 from toolwire.inbox._serve import COOKIE, TokenGate, is_loopback
 
@@ -20,14 +20,7 @@ pytestmark = pytest.mark.anyio
 
 
 def inbox(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "toolwire.cli", "inbox", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_cli("inbox", *args)
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10", "::", "example.test"])

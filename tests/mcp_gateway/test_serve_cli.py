@@ -4,13 +4,12 @@ status 2, nothing served."""
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from command_line import run_cli
 from toolwire.cli import main
 
 HERE = Path(__file__).parent
@@ -97,12 +96,9 @@ def test_a_store_that_cannot_be_reached_is_a_one_line_refusal_to_start(
     refusing_port: int, url: str, transport: list[str]
 ) -> None:
     store = url.format(port=refusing_port)
-    ran = subprocess.run(
-        [
-            sys.executable, "-m", "toolwire.cli", "serve", str(HERE / "gateway_tools.py"),
-            "--policy", str(HERE / "policy.toml"), "--store", store, *transport,
-        ],
-        capture_output=True, text=True, check=False, timeout=120, stdin=subprocess.DEVNULL,
+    ran = run_cli(
+        "serve", str(HERE / "gateway_tools.py"), "--policy", str(HERE / "policy.toml"),
+        "--store", store, *transport,
     )  # fmt: skip
     assert ran.returncode == 2, ran.stderr
     (line,) = ran.stderr.splitlines()

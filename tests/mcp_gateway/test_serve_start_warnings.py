@@ -16,6 +16,8 @@ import anyio
 import pytest
 from gateway_procs import TOOLS
 
+from command_line import run_cli
+
 pytest.importorskip("mcp")
 
 import mcp_types as types
@@ -79,13 +81,7 @@ async def _serve_until_listening(source: Any, **options: Any) -> list[str]:
 def _serve_cli(*argv: str) -> subprocess.CompletedProcess[str]:
     """`toolwire serve ARGV` over stdio with no client (its input closed): it starts, says what
     it says, and ends."""
-    return subprocess.run(
-        [sys.executable, "-m", "toolwire.cli", "serve", *argv],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=BOUND,
-    )
+    return run_cli("serve", *argv)
 
 
 # -- rules that match no tool ------------------------------------------------------------------

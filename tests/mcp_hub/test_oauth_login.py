@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ import mcp_types as types
 from mcp.client.streamable_http import streamable_http_client
 from oauth_servers import AuthServer, oauth_pair
 
+from command_line import console_script, run_cli
 from toolwire._scrub import server_key
 from toolwire.mcp import (
     FileTokenStore,
@@ -171,11 +170,6 @@ async def test_a_redirect_uri_off_loopback_cannot_be_listened_on() -> None:
 # -- the command ------------------------------------------------------------------------------
 
 
-def command() -> list[str]:
-    exe = shutil.which("toolwire")
-    return [exe] if exe else [sys.executable, "-m", "toolwire.cli"]
-
-
 async def test_the_login_command_for_a_config_entry(tmp_path: Path) -> None:
     environment = {
         **os.environ,
@@ -188,7 +182,7 @@ async def test_the_login_command_for_a_config_entry(tmp_path: Path) -> None:
         config.write_text(json.dumps({"mcpServers": {"guarded": {"url": protected.url}}}))
         with anyio.fail_after(60):
             process = await anyio.open_process(
-                [*command(), "mcp", "login", "guarded", "--config", str(config)],
+                [*console_script(), "mcp", "login", "guarded", "--config", str(config)],
                 env=environment,
             )
             async with process:
@@ -219,13 +213,13 @@ async def test_the_login_command_for_a_config_entry(tmp_path: Path) -> None:
 
         # `toolwire check` reaches the server with the kept tokens.
         checked = await anyio.run_process(
-            [*command(), "check", str(config), "--json"], env=environment, check=False
+            [*console_script(), "check", str(config), "--json"], env=environment, check=False
         )
         assert checked.returncode == 0, checked.stderr.decode()
         assert "guarded__add" in checked.stdout.decode()
 
         forgot = await anyio.run_process(
-            [*command(), "mcp", "logout", "guarded", "--config", str(config)],
+            [*console_script(), "mcp", "logout", "guarded", "--config", str(config)],
             env=environment,
             check=False,
         )
@@ -244,7 +238,7 @@ async def test_the_login_command_for_a_config_entry(tmp_path: Path) -> None:
         (["mcp", "login", "https://h/mcp", "--config", "{config}"], "not both"),
     ],
 )
-async def test_the_login_command_refuses_what_it_cannot_log_in_to(
+def test_the_login_command_refuses_what_it_cannot_log_in_to(
     tmp_path: Path, arguments: list[str], message: str
 ) -> None:
     config = tmp_path / "mcp.json"
@@ -261,12 +255,11 @@ async def test_the_login_command_refuses_what_it_cannot_log_in_to(
             }
         )
     )
-    result = await anyio.run_process(
-        [*command(), *(a.format(config=config) for a in arguments)],
-        check=False,
-        env={**os.environ, "TOOLWIRE_CONFIG_DIR": str(tmp_path / "config")},
+    result = run_cli(
+        *(a.format(config=config) for a in arguments),
+        env={"TOOLWIRE_CONFIG_DIR": str(tmp_path / "config")},
     )
-    error = result.stderr.decode()
+    error = result.stderr
     assert result.returncode == 2, error
     assert error.startswith("toolwire: error:")
     assert len(error.strip().splitlines()) == 1
@@ -274,24 +267,18 @@ async def test_the_login_command_refuses_what_it_cannot_log_in_to(
     assert "static-token" not in error
 
 
-async def test_tokens_kept_in_a_run_stores_database_need_the_sealing_key(tmp_path: Path) -> None:
-    environment = {**os.environ, "TOOLWIRE_CONFIG_DIR": str(tmp_path / "config")}
-    environment.pop("TOOLWIRE_TOKEN_KEY", None)
+def test_tokens_kept_in_a_run_stores_database_need_the_sealing_key(tmp_path: Path) -> None:
+    environment: dict[str, str | None] = {
+        "TOOLWIRE_CONFIG_DIR": str(tmp_path / "config"),
+        "TOOLWIRE_TOKEN_KEY": None,
+    }
     store = f"sqlite:///{tmp_path / 'runs.db'}"
-    refused = await anyio.run_process(
-        [*command(), "mcp", "logout", "https://h/mcp", "--store", store],
-        env=environment,
-        check=False,
-    )
+    refused = run_cli("mcp", "logout", "https://h/mcp", "--store", store, env=environment)
     assert refused.returncode == 2
-    assert "set TOOLWIRE_TOKEN_KEY" in refused.stderr.decode()
+    assert "set TOOLWIRE_TOKEN_KEY" in refused.stderr
     environment["TOOLWIRE_TOKEN_KEY"] = "mgoZsOdMBuT4PKLzzPmyVCwJ3W7cNH4bK6ZoM3kHm5E="
-    forgot = await anyio.run_process(
-        [*command(), "mcp", "logout", "https://h/mcp", "--store", store],
-        env=environment,
-        check=False,
-    )
-    assert forgot.returncode == 0, forgot.stderr.decode()
+    forgot = run_cli("mcp", "logout", "https://h/mcp", "--store", store, env=environment)
+    assert forgot.returncode == 0, forgot.stderr
 
 
 # -- a gateway on a run store ------------------------------------------------------------------
@@ -318,7 +305,15 @@ async def test_a_gateway_on_a_run_store_uses_the_tokens_logged_in_to_its_databas
 
         with anyio.fail_after(60):
             process = await anyio.open_process(
-                [*command(), "serve", protected.url, "--store", store_url, "--http", "127.0.0.1:0"],
+                [
+                    *console_script(),
+                    "serve",
+                    protected.url,
+                    "--store",
+                    store_url,
+                    "--http",
+                    "127.0.0.1:0",
+                ],
                 env=environment,
             )
             async with process:

@@ -93,13 +93,14 @@ async def run_demo(
     yes: bool = False,
     model: str | None = None,
     scripted: bool = False,
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
     colour: bool = False,
     inbox: bool = False,
 ) -> int:
-    """Run the demo loop, printing each turn; returns an exit status. With ``inbox``, calls
-    that need approval wait for a decision in the approval console it serves."""
-    printer = Printer(out, colour)
+    """Run the demo loop, printing each turn (to ``out``, or standard output as it is then);
+    returns an exit status. With ``inbox``, calls that need approval wait for a decision in the
+    approval console it serves."""
+    printer = Printer(out or sys.stdout, colour)
     adapter = get_provider(provider)
     # Publishing alerts needs approval; so does any server tool not promising to be harmless.
     policy = Policy(Rule("ask", "set_alert"), destructive="ask")

@@ -13,10 +13,11 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import sys
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 import anyio.abc
@@ -92,11 +93,23 @@ def _target(server: ServerState, token_store: TokenStore | None) -> Any:
                 args=list(spec.args),
                 env=dict(spec.env) if spec.env else None,
                 cwd=spec.cwd,
-            )
+            ),
+            errlog=_server_stderr(),
         )
     else:
         transport = remote_transport(server, token_store)
     return CheckedListings(transport, server.refused, server.output_schemas)
+
+
+def _server_stderr() -> TextIO:
+    """Where a stdio server's stderr goes: this program's stderr as it is when the server starts
+    (the SDK's default is the one it found at import), or the process's own where that one is
+    not a file a child can write to (a notebook's, a captured one)."""
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return sys.__stderr__ or sys.stderr
+    return sys.stderr
 
 
 class Hub:
