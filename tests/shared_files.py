@@ -1,7 +1,8 @@
 """Files that the suite's processes share: the test run's parallel workers (pytest-xdist), and
-runs after one another (the public suites' cache). What one of them installs or unpacks is
-made once, under an exclusive lock, and only then marked done: another process waits for the
-lock, then finds it done and uses it."""
+runs after one another (the cache of what the suite fetches: the public suites, and the npm
+packages it installs). What one of them installs or unpacks is made once, under an exclusive
+lock, and only then marked done: another process waits for the lock, then finds it done and
+uses it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["locked", "made_once", "run_root"]
+__all__ = ["cache_dir", "kept", "locked", "made_once", "run_root"]
 
 DONE = ".done"
 """Written into a folder once it is made whole."""
@@ -32,6 +33,15 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def cache_dir() -> Path:
+    """Where what the suite fetches is kept between runs: ``TOOLWIRE_SUITES_CACHE``, by default
+    ``~/.cache/toolwire-suites``."""
+    configured = os.environ.get("TOOLWIRE_SUITES_CACHE")
+    path = Path(configured) if configured else Path.home() / ".cache" / "toolwire-suites"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The temporary folder every worker of this test run shares (each worker's own temporary
     folders are inside it)."""
@@ -46,7 +56,16 @@ def made_once(
     the others wait, then use it. When ``make`` fails (or skips), the folder is not marked
     done, and the next worker that asks calls ``make`` again (on what the failed attempt
     left)."""
-    root = run_root(tmp_path_factory)
+    return _made_in(run_root(tmp_path_factory), name, make)
+
+
+def kept(name: str, make: Callable[[Path], None]) -> Path:
+    """The folder ``name`` of the cache, made by ``make`` by the first process of any run that
+    asks, and kept for the runs after it: ``name`` says the version of what it holds."""
+    return _made_in(cache_dir(), name, make)
+
+
+def _made_in(root: Path, name: str, make: Callable[[Path], None]) -> Path:
     folder = root / name
     with locked(root / f"{name}.lock"):
         if not (folder / DONE).exists():

@@ -1,6 +1,6 @@
 """The gateway driven by the official TypeScript SDK client (`@modelcontextprotocol/sdk` from
-npm), over stdio and streamable HTTP. Skipped without node and npm, or when the install fails
-(no network)."""
+npm, pinned, installed once into the cache the suite keeps between runs), over stdio and
+streamable HTTP. Skipped without node and npm, or when the install fails (no network)."""
 
 from __future__ import annotations
 
@@ -14,15 +14,17 @@ from typing import Any
 import pytest
 from gateway_procs import HttpGateway, serve_argv
 
-from shared_files import made_once
+from shared_files import kept
 
 HERE = Path(__file__).parent
+TS_SDK = "@modelcontextprotocol/sdk@1.32.2"
+"""Pinned, so that one install serves every run after it."""
 INSTALL_SECONDS = 300
 RUN_SECONDS = 120
 
 
 @pytest.fixture(scope="session")
-def ts_sdk(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def ts_sdk() -> Path:
     npm, node = shutil.which("npm"), shutil.which("node")
     if npm is None or node is None:
         pytest.skip("node and npm are needed for the TypeScript client")
@@ -37,7 +39,7 @@ def ts_sdk(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     str(prefix),
                     "--no-audit",
                     "--no-fund",
-                    "@modelcontextprotocol/sdk@^1",
+                    TS_SDK,
                 ],
                 check=True,
                 capture_output=True,
@@ -46,8 +48,8 @@ def ts_sdk(tmp_path_factory: pytest.TempPathFactory) -> Path:
         except (subprocess.SubprocessError, OSError) as exc:
             pytest.skip(f"cannot install @modelcontextprotocol/sdk: {exc}")
 
-    # installed once for the run, whichever worker asks first
-    prefix = made_once(tmp_path_factory, "ts-sdk", install)
+    # installed once, whichever worker asks first, and kept for the runs after
+    prefix = kept("npm-" + TS_SDK.replace("/", "-").lstrip("@"), install)
     return prefix / "node_modules" / "@modelcontextprotocol" / "sdk"
 
 

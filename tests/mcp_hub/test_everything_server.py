@@ -3,8 +3,9 @@
 reports progress through the hub, and its structured content reaches the result. (It has no
 tool that fails with structured content: test_progress.py covers that with a server of ours.)
 
-The server is installed with npm once per session; without node and npm, or when the install
-fails, the tests are skipped, except in CI (``CI`` set), where that fails them.
+The server is installed with npm once, into the cache the suite keeps between runs
+(``TOOLWIRE_SUITES_CACHE``); without node and npm, or when the install fails, the tests are
+skipped, except in CI (``CI`` set), where that fails them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import toolwire
 
 pytest.importorskip("mcp")
 
-from shared_files import made_once
+from shared_files import kept
 from toolwire.mcp import Hub, ProgressContext, StdioServer
 
 pytestmark = pytest.mark.anyio
@@ -37,7 +38,7 @@ def _unavailable(reason: str) -> NoReturn:
 
 
 @pytest.fixture(scope="session")
-def everything(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+def everything() -> list[str]:
     """The command that serves the everything server over stdio, once npm installed it."""
     npm, node = shutil.which("npm"), shutil.which("node")
     if npm is None or node is None:
@@ -57,8 +58,8 @@ def everything(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
                 f"{installed.stderr[-2000:]}"
             )
 
-    # installed once for the run, whichever worker asks first
-    prefix = made_once(tmp_path_factory, "everything", install)
+    # installed once, whichever worker asks first, and kept for the runs after
+    prefix = kept("npm-" + EVERYTHING.replace("/", "-").lstrip("@"), install)
     script = prefix / "node_modules" / "@modelcontextprotocol" / "server-everything"
     script = script / "dist" / "index.js"
     if not script.is_file():

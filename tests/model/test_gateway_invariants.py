@@ -476,6 +476,10 @@ class Tasked(RunMachine):
                 return task, self.tools.held
 
         task, holds = self.step(started)
+        if task["status"] not in TERMINAL and not holds:
+            # It never reached the tool (the policy refused the decided arguments): it ends by
+            # itself, though the read that started it may have found it still working.
+            task = self.step(client.until, run.run_id, *TERMINAL)
         if task["status"] in TERMINAL or not holds:
             self.finished(run, task, Clock(before, self.on.clock()))
             return

@@ -13,17 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from shared_files import locked
+from shared_files import cache_dir, locked
 
 __all__ = ["cache_dir", "unavailable", "unpacked_sdist"]
-
-
-def cache_dir() -> Path:
-    """Where the suites' downloads are kept."""
-    configured = os.environ.get("TOOLWIRE_SUITES_CACHE")
-    path = Path(configured) if configured else Path.home() / ".cache" / "toolwire-suites"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def unavailable(why: str) -> None:
