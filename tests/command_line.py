@@ -5,9 +5,9 @@ Most command-line tests are about what a command prints and the status it ends w
 see it (its own arguments, environment, working directory, empty standard input, Python's
 default warning filters, and a module it imports forgotten afterwards), and answers as
 :func:`subprocess.run` does. Starting an interpreter for each costs most of a second of CPU, and
-the suite runs some hundred of them. :func:`run_cli_process` runs the installed console script
-instead, for what only a process shows: the entry point itself, a terminal, signals, a closed
-pipe, the output of a server the command starts.
+the suite runs some hundred of them. :func:`console_script` is the installed command, for the
+tests of what only a process shows: the entry point itself, a terminal, signals, a closed
+pipe.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ import traceback
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 ROOT = Path(__file__).parent.parent
 
 # What a fresh interpreter starts with (the `warnings` module's documented defaults), in place of
 # the filters pytest sets for the tests themselves.
-_DEFAULT_FILTERS = [
+_DEFAULT_FILTERS: list[tuple[Literal["default", "ignore"], type[Warning], str | None]] = [
     ("default", DeprecationWarning, "__main__"),
     ("ignore", DeprecationWarning, None),
     ("ignore", PendingDeprecationWarning, None),
@@ -90,22 +90,6 @@ def _read(stream: IO[str]) -> str:
     stream.flush()
     stream.seek(0)
     return stream.read()
-
-
-def run_cli_process(
-    *args: str, cwd: Path = ROOT, env: Mapping[str, str] | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    """``toolwire ARGS`` as its own process, standard input empty."""
-    return subprocess.run(
-        [*console_script(), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=cwd,
-        timeout=timeout,
-        env={**os.environ, **_QUIET, **(env or {})},
-        stdin=subprocess.DEVNULL,
-    )
 
 
 @contextlib.contextmanager
