@@ -194,6 +194,41 @@ def test_property_names_are_names_not_keywords() -> None:
     assert lowered["required"] == names
 
 
+def test_json_mode_keeps_the_required_names_of_a_one_branch_anyof_within_the_properties() -> None:
+    # A one-branch anyOf joins the node's own constraints: its required names join the node's
+    # (they were lost when the node had some of its own).
+    branch = {"properties": {"b": {}}, "required": ["b"]}
+    merged = json_mode({**obj(a={}), "required": ["a"], "anyOf": [branch]})
+    assert merged["required"] == ["a", "b"]
+    # Found by test_merged_references: a reference the merge dissolves leaves a branch's
+    # required name without its property; like the node's own, it is pruned (Gemini refuses
+    # a required name that is not a property). json_mode checks Gemini's rules.
+    json_mode(
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "anyOf": [
+                {
+                    "allOf": [
+                        {"type": "object", "additionalProperties": False},
+                        {"$ref": "#/allOf/0", "properties": {"b": {}, "c": {}}},
+                    ],
+                    "required": ["a", "c"],
+                }
+            ],
+            "allOf": [
+                {
+                    "anyOf": [{"type": "object"}, {"$ref": "#/allOf/0/anyOf/0", "required": ["c"]}],
+                    "oneOf": [{"properties": {}}],
+                    "type": "object",
+                    "additionalProperties": False,
+                }
+            ],
+            "$ref": "#/allOf/0/oneOf/0",
+        }
+    )
+
+
 # -- OpenAPI mode ------------------------------------------------------------------------------
 
 

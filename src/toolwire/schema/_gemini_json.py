@@ -218,7 +218,12 @@ class JsonLowering(Lowering):
 
         nullable = ("enum" in node or "const" in node) and self._enum(out, node, path, hints)
         if "properties" in out:
+            # The node's own required names and those a one-branch anyOf brought (see _any_of),
+            # pruned to the properties as they now stand.
             required = self.required_within(node.get("required"), out["properties"], path)
+            merged = self.required_within(out.pop("required", None), out["properties"], path)
+            if merged:
+                required = list(dict.fromkeys([*(required or ()), *merged]))
             if required:
                 out["required"] = required
         if nullable:
