@@ -25,6 +25,7 @@ from toolwire import ToolResult, ToolwireWarning
 
 pytest.importorskip("mcp")
 from hostile_mcp_servers import PNG, stdio_args
+from hostile_mcp_servers import good as good_server
 from provider_turns import DECLARATIONS, PROVIDERS, answered_id, response_for
 
 from command_line import run_cli
@@ -39,8 +40,11 @@ def hostile(scenario: str, **options: Any) -> StdioServer:
     return StdioServer(command=sys.executable, args=stdio_args("hostile", scenario), **options)
 
 
-def good() -> StdioServer:
-    return StdioServer(command=sys.executable, args=stdio_args("good"))
+def good() -> InProcessServer:
+    """The well-behaved server, in this process: what the tests watch is that a hostile one
+    beside it, a process of its own, leaves it working (a process for it too costs a second of
+    CPU a test, and shows nothing more)."""
+    return InProcessServer(server=good_server())
 
 
 @asynccontextmanager

@@ -191,9 +191,9 @@ async def test_a_denied_call_never_runs_and_the_deny_wakes_the_workflow(
 @pytest.mark.anyio
 @pytest.mark.parametrize(
     ("app_env", "processes"),
-    [  # the README's run: three workers on each database; the deep run: eight
+    [  # the README's run: three workers on SQLite; the deep run: three and eight on each
         pytest.param("sqlite", 3, id="sqlite-3"),
-        pytest.param("postgres", 3, id="postgres-3"),
+        pytest.param("postgres", 3, marks=pytest.mark.deep, id="postgres-3"),
         pytest.param("sqlite", 8, marks=pytest.mark.deep, id="sqlite-8"),
         pytest.param("postgres", 8, marks=pytest.mark.deep, id="postgres-8"),
     ],
