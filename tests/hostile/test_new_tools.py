@@ -14,18 +14,20 @@ import pytest
 import toolwire
 
 pytest.importorskip("mcp")
-from hostile_mcp_servers import stdio_args
+from hostile_mcp_servers import good, stdio_args
 from provider_turns import PROVIDERS, response_for
 
-from toolwire.mcp import Hub, StdioServer
+from toolwire.mcp import Hub, InProcessServer, StdioServer
 
 pytestmark = pytest.mark.anyio
 
 
-def servers(scenario: str) -> dict[str, StdioServer]:
+def servers(scenario: str) -> dict[str, StdioServer | InProcessServer]:
+    """The hostile server ``scenario``, a process of its own, and the well-behaved one, in this
+    process."""
     return {
         "evil": StdioServer(command=sys.executable, args=stdio_args("hostile", scenario)),
-        "good": StdioServer(command=sys.executable, args=stdio_args("good")),
+        "good": InProcessServer(server=good()),
     }
 
 
@@ -142,8 +144,8 @@ async def test_a_hub_told_to_trust_new_tools_trusts_them_as_first_seen() -> None
 
 async def test_trust_new_tools_in_a_config(tmp_path: Path) -> None:
     entries = {
-        name: {"command": spec.command, "args": list(spec.args)}
-        for name, spec in servers("healing").items()
+        name: {"command": sys.executable, "args": stdio_args(*scenario)}
+        for name, scenario in {"evil": ("hostile", "healing"), "good": ("good",)}.items()
     }
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": entries}))
