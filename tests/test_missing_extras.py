@@ -5,7 +5,7 @@ only exception Python shows.
 
 This file runs twice. In the development environment, where every extra is installed, each
 case hides its extra's modules from the import system (a finder put first on
-``sys.meta_path`` in the subprocess) and checks the same. ``.ci/run`` runs it again in a
+``sys.meta_path`` in a child process of its own) and checks the same. ``.ci/run`` runs it again in a
 virtual environment holding only ``toolwire[cli]`` (``TOOLWIRE_BARE_VENV=1``), where the extras
 are really absent, so a module-level import that runs before its guard cannot come back.
 
@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +66,42 @@ if argv is not None:
     from toolwire.cli import main
     sys.exit(main(argv))
 exec(compile(code, "<case>", "exec"))
+"""
+
+# Runs once per test worker: toolwire imported once, then each case run by BOOT in a child
+# forked from it, which spares each case an interpreter's start and toolwire's import. Its
+# first line out: the extras' modules importing toolwire brought (a case hiding one of them
+# needs a fresh interpreter, BOOT alone); then a line in per case, and its exit status out.
+FORKING = """
+import json, os, sys, traceback
+import toolwire, toolwire.cli
+
+boot, every = json.loads(sys.argv[1])
+print(json.dumps(sorted(n for n in every if n in sys.modules)), flush=True)
+for line in sys.stdin:
+    case = json.loads(line)
+    child = os.fork()
+    if child == 0:
+        os.chdir(case["cwd"])
+        os.environ.update(case["env"])
+        for fd, path in ((1, case["out"]), (2, case["err"])):
+            os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+        sys.argv = ["-c", case["payload"]]
+        try:
+            exec(compile(boot, "<string>", "exec"), {"__name__": "__main__"})
+            status = 0
+        except SystemExit as exit_:
+            status = exit_.code if isinstance(exit_.code, int) else 1
+            if isinstance(exit_.code, str):
+                print(exit_.code, file=sys.stderr)
+        except BaseException:
+            traceback.print_exc()
+            status = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    _, waited = os.waitpid(child, 0)
+    print(os.waitstatus_to_exitcode(waited), flush=True)
 """
 
 GRAMMAR_TOOL = '''
@@ -152,27 +189,74 @@ LIBRARY = [
 ]
 
 
-def run_case(
-    case: Case, cwd: Path, *, hide: tuple[str, ...] | None = None
-) -> subprocess.CompletedProcess[str]:
-    for name, text in FILES.items():
-        (cwd / name).write_text(text, encoding="utf-8")
-    hidden = MODULES[case.extra] if hide is None else hide
-    payload = json.dumps([list(hidden), list(case.argv) if case.argv else None, case.code])
-    env = {**os.environ, "NO_COLOR": "1", **case.env}
+def _environment(extra: dict[str, str]) -> dict[str, str]:
+    env = {**os.environ, "NO_COLOR": "1", **extra}
     if env.get("PYTHONPATH"):  # the same code as this process imports, from another directory
         entries = env["PYTHONPATH"].split(os.pathsep)
         env["PYTHONPATH"] = os.pathsep.join(str(Path(entry).resolve()) for entry in entries)
-    return subprocess.run(
-        [sys.executable, "-c", BOOT, payload],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    return env
+
+
+class Cases:
+    """Runs each case as BOOT does in a fresh interpreter: forked from a process that has
+    imported toolwire (see FORKING), or, when the case hides a module that import brought,
+    in an interpreter of its own."""
+
+    def __init__(self) -> None:
+        every = sorted({name.split(".")[0] for names in MODULES.values() for name in names})
+        self.forking = subprocess.Popen(
+            [sys.executable, "-c", FORKING, json.dumps([BOOT, every])],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=_environment({}),
+        )
+        self.preloaded = set(json.loads(self._line()))
+
+    def _line(self) -> str:
+        assert self.forking.stdout is not None
+        line = self.forking.stdout.readline()
+        assert line, f"the process running the cases ended: {self.forking.wait()}"
+        return line
+
+    def run(
+        self, case: Case, cwd: Path, *, hide: tuple[str, ...] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        for name, text in FILES.items():
+            (cwd / name).write_text(text, encoding="utf-8")
+        hidden = MODULES[case.extra] if hide is None else hide
+        payload = json.dumps([list(hidden), list(case.argv) if case.argv else None, case.code])
+        if self.preloaded & {name.split(".")[0] for name in hidden}:
+            return subprocess.run(
+                [sys.executable, "-c", BOOT, payload],
+                capture_output=True,
+                text=True,
+                check=False,
+                cwd=cwd,
+                env=_environment(case.env),
+                timeout=120,
+                stdin=subprocess.DEVNULL,
+            )
+        out, err = cwd / "stdout.txt", cwd / "stderr.txt"
+        asked = {"payload": payload, "cwd": str(cwd), "out": str(out), "err": str(err)}
+        asked["env"] = {"NO_COLOR": "1", **case.env}
+        assert self.forking.stdin is not None
+        self.forking.stdin.write(json.dumps(asked) + "\n")
+        self.forking.stdin.flush()
+        status = int(self._line())
+        return subprocess.CompletedProcess(case.argv, status, out.read_text(), err.read_text())
+
+    def close(self) -> None:
+        assert self.forking.stdin is not None
+        self.forking.stdin.close()
+        self.forking.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def cases() -> Iterator[Cases]:
+    running = Cases()
+    yield running
+    running.close()
 
 
 def install_line(extra: str) -> str:
@@ -191,9 +275,9 @@ def test_every_runtime_extra_has_cases() -> None:
 
 @pytest.mark.parametrize("case", COMMANDS, ids=lambda case: case.id)
 def test_a_command_without_its_extra_says_which_to_install_in_one_line(
-    case: Case, tmp_path: Path
+    case: Case, tmp_path: Path, cases: Cases
 ) -> None:
-    result = run_case(case, tmp_path)
+    result = cases.run(case, tmp_path)
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -204,9 +288,9 @@ def test_a_command_without_its_extra_says_which_to_install_in_one_line(
 
 @pytest.mark.parametrize("case", LIBRARY, ids=lambda case: case.id)
 def test_the_library_without_an_extra_raises_missing_dependency_alone(
-    case: Case, tmp_path: Path
+    case: Case, tmp_path: Path, cases: Cases
 ) -> None:
-    result = run_case(case, tmp_path)
+    result = cases.run(case, tmp_path)
     assert result.returncode == 1, result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("toolwire.errors.MissingDependency: "), result.stderr
@@ -221,9 +305,11 @@ def test_the_library_without_an_extra_raises_missing_dependency_alone(
     [("check", "tools.json"), ("declare", "plain_tools.py"), ("demo", "--scripted")],
     ids=" ".join,
 )
-def test_what_needs_no_extra_works_without_any(argv: tuple[str, ...], tmp_path: Path) -> None:
+def test_what_needs_no_extra_works_without_any(
+    argv: tuple[str, ...], tmp_path: Path, cases: Cases
+) -> None:
     every = tuple(name for names in MODULES.values() for name in names)
-    result = run_case(Case("cli", argv), tmp_path, hide=every)
+    result = cases.run(Case("cli", argv), tmp_path, hide=every)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
 
