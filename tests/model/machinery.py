@@ -256,6 +256,9 @@ class Call:
     """The step that answered it."""
     uncertain: bool = False
     """A turn was cut off while it may have been claimed: it may be answered interrupted."""
+    unseen: tuple[float, float] | None = None
+    """A turn cut off may have asked for it, no turn showing the request (it may have expired
+    before the run was read): the earliest and the latest that request would expire at."""
 
     def expires(self) -> tuple[float, float] | None:
         """The earliest and the latest its request may expire at (None: it never expires)."""
@@ -430,7 +433,9 @@ class Model:
             expires = call.expires()
             may_wait = expires is None or clock.before - SKEW < expires[1]
             waits: list[Said | None] = [None] if may_wait else []
-            if expires is not None and expires[0] <= clock.after + SKEW:
+            seen_or_not = expires or call.unseen  # (a request seen tells its own deadline)
+            earliest = seen_or_not[0] if seen_or_not is not None else None
+            if earliest is not None and earliest <= clock.after + SKEW:
                 waits.append(EXPIRED)
             return waits
         if not decision.allowed:
@@ -499,7 +504,7 @@ class Model:
         )
         first = not call.asked or call.asked_in is clock
         if first:
-            call.asked, call.asked_in = True, clock
+            call.asked, call.asked_in, call.unseen = True, clock, None
             if request.expires_at is not None:
                 call.deadlines.add(request.expires_at)
         else:  # asked again: the request its run keeps, deadline included
@@ -558,13 +563,19 @@ class Model:
         """Whether a person's edited arguments fit the tool's schema (else no decision)."""
         return isinstance(arguments.get("n"), int)
 
-    def cut_off(self, run: Run) -> None:
-        """A turn of ``run`` was cut off without answering: each call it would have run may
-        have been claimed, and is answered interrupted if it was."""
+    def cut_off(self, run: Run, clock: Clock, ttl: float | None) -> None:
+        """A turn of ``run`` was cut off in ``clock`` without answering: each call it would
+        have run may have been claimed, and is answered interrupted if it was; each it would
+        have asked for may have a request, expiring ``ttl`` seconds after it was asked."""
         run.told("cut off")
         for call in run.calls.values():
             if call.kept is None:
                 call.uncertain = True
+            if ttl is not None and call.kept is None and not call.asked:
+                earliest, latest = clock.before + ttl, clock.after + ttl
+                if call.unseen is not None:
+                    earliest, latest = min(earliest, call.unseen[0]), max(latest, call.unseen[1])
+                call.unseen = (earliest, latest)
 
     def decided(self, run: Run, index: int, decision: Decision) -> None:
         call = run.calls[run.specs[index].call_id]

@@ -158,7 +158,7 @@ class Facade(RunMachine):
             answers = placed(run, turned.calls, [])
             self.model.turn(run, answers, [], clock, cut=cut)
         elif cut:
-            self.model.cut_off(run)
+            self.model.cut_off(run, clock, self.ttl)
             if run.run_id is not None:  # what the run kept waiting before it was cut off
                 kept = self.step(
                     functools.partial(toolwire.pending, store=self.on.store, run_id=run.run_id)
