@@ -44,7 +44,7 @@ from typing import Any, Literal, get_args
 from toolwire._text import strip_invisible
 from toolwire.calls import DIRECT, Caller, printable
 from toolwire.errors import ConfigurationError
-from toolwire.tool import CallerKind, Tool, _warn_caller, exposed_name_for
+from toolwire.tool import CallerKind, Entity, Tool, _warn_caller, exposed_name_for
 
 __all__ = [
     "Effect",
@@ -130,10 +130,19 @@ class Rule:
     when: Callable[[PolicyContext], bool] | None = field(default=None, kw_only=True)
     reason: str | None = field(default=None, kw_only=True)
     """What a denied call's answer says; a default names the rule."""
+    kind: Entity = field(default="tool", kw_only=True)
+    """What the rule is about: tool calls, or, served by the MCP gateway, reads of servers'
+    resources (``"resource"``: the pattern's server part matches the server, the rest its
+    URI, so ``docs/file:///private/*``) or gets of their prompts (``"prompt"``). A rule
+    matches only calls of its kind: the default policy decides the others."""
 
     def __post_init__(self) -> None:
         if self.effect not in _EFFECTS:
             raise ConfigurationError(f"a rule's effect is allow, ask or deny, not {self.effect!r}")
+        if self.kind not in get_args(Entity):
+            raise ConfigurationError(
+                f"a rule's kind is 'tool', 'resource' or 'prompt', not {self.kind!r}"
+            )
         if not isinstance(self.pattern, str):
             raise ConfigurationError(f"a rule's pattern is a string, not {self.pattern!r}")
         if self.when is not None and not callable(self.when):
@@ -147,6 +156,8 @@ class Rule:
     def _names_match(self, tool: Tool, names: frozenset[str] | None) -> bool:
         """Whether the pattern matches the tool: its identity for allow, any of ``names`` (see
         [`_names_of`][]) for deny and ask."""
+        if tool.entity != self.kind:
+            return False
         if self.effect == "allow":
             return _identity_matches(self.pattern, tool)
         return any(
@@ -643,6 +654,8 @@ def unmatched_rules(
     notes: list[str] = []
     seen: set[tuple[str, str]] = set()
     for rule in _rules_of(policy):
+        if rule.kind != "tool":  # what a server offers besides tools is read when asked for
+            continue
         if (rule.effect, rule.pattern) in seen:
             continue
         seen.add((rule.effect, rule.pattern))

@@ -18,6 +18,11 @@ taint = ["web"]            # optional: only once output from one of these is in 
 callers = ["code"]         # optional: only for calls by these (direct: the model; code: code
                            # the model wrote, programmatic tool calling)
 
+[[rules]]
+resource = "docs/file:///private/*"   # instead of tool: a glob over server/URI of the
+action = "deny"                       # resources the MCP gateway serves
+                                      # (prompt = "server/name": its prompts)
+
 [[requests]]               # what MCP servers may ask the gateway's client within a call
 request = "*/sampling"     # a glob over server/kind (kind: elicitation, sampling or roots)
 action = "deny"            # allow | deny
@@ -43,11 +48,14 @@ from typing import Any, cast
 from toolwire import _jsonfile
 from toolwire.errors import ConfigurationError
 from toolwire.policy import Effect, Policy, PolicyContext, RequestRule, Rule
+from toolwire.tool import Entity
 
 __all__ = ["load_policy", "policy_from_dict"]
 
 _TOP_KEYS = frozenset({"default", "destructive", "rules", "requests"})
-_RULE_KEYS = frozenset({"tool", "action", "reason", "principals", "taint", "callers"})
+_KINDS = ("tool", "resource", "prompt")
+"""The keys a rule names what it matches by, one per kind (see ``Rule.kind``)."""
+_RULE_KEYS = frozenset({*_KINDS, "action", "reason", "principals", "taint", "callers"})
 _REQUEST_KEYS = frozenset({"request", "action", "reason", "principals"})
 _EFFECTS = ("allow", "ask", "deny")
 
@@ -123,12 +131,19 @@ def _rule(entry: Any, where: str) -> Rule:
     if not isinstance(entry, Mapping):
         raise ConfigurationError(f"{where}: a rule is an object (a table)")
     _no_unknown(entry, _RULE_KEYS, where)
-    for key in ("tool", "action"):
-        if key not in entry:
-            raise ConfigurationError(f"{where}: missing {key!r}")
-    pattern, action, reason = entry["tool"], entry["action"], entry.get("reason")
+    kinds = [key for key in _KINDS if key in entry]
+    if not kinds:
+        raise ConfigurationError(f"{where}: missing 'tool' (or 'resource', or 'prompt')")
+    if len(kinds) > 1:
+        raise ConfigurationError(
+            f"{where}: a rule names one of 'tool', 'resource' or 'prompt', not {kinds}"
+        )
+    if "action" not in entry:
+        raise ConfigurationError(f"{where}: missing 'action'")
+    kind = cast(Entity, kinds[0])
+    pattern, action, reason = entry[kind], entry["action"], entry.get("reason")
     if not isinstance(pattern, str) or not pattern:
-        raise ConfigurationError(f"{where}: 'tool' is a non-empty glob, not {pattern!r}")
+        raise ConfigurationError(f"{where}: {kind!r} is a non-empty glob, not {pattern!r}")
     if action not in _EFFECTS:
         raise ConfigurationError(f"{where}: 'action' is allow, ask or deny, not {action!r}")
     if reason is not None and not isinstance(reason, str):
@@ -138,7 +153,8 @@ def _rule(entry: Any, where: str) -> Rule:
     callers = _strings(entry, "callers", where)
     if callers is not None and not (callers and callers <= {"direct", "code"}):
         raise ConfigurationError(f"{where}: 'callers' lists direct and/or code")
-    return Rule(action, pattern, when=_condition(principals, taint, callers), reason=reason)
+    when = _condition(principals, taint, callers)
+    return Rule(action, pattern, when=when, reason=reason, kind=kind)
 
 
 def _strings(entry: Mapping[str, Any], key: str, where: str) -> frozenset[str] | None:

@@ -40,6 +40,7 @@ __all__ = [
     "NAME_LIMIT",
     "CallerKind",
     "CustomFormat",
+    "Entity",
     "Tool",
     "ToolKind",
     "compile_validator",
@@ -60,6 +61,10 @@ T = TypeVar("T")
 ToolKind = Literal["function", "custom"]
 """A function tool takes JSON arguments; a custom tool (OpenAI, GPT-5 and later) takes free
 text, optionally constrained by a grammar."""
+Entity = Literal["tool", "resource", "prompt"]
+"""What a call reaches, as a policy's rules tell them apart (``Rule(kind=)``): a tool, or, for
+the MCP gateway, a server's resource (named by its URI) or prompt."""
+_ENTITIES = frozenset(get_args(Entity))
 CustomFormat = Grammar | Mapping[str, Any] | None
 """A custom tool's input format: None (or ``{"type": "text"}``) for free text, a
 ``Grammar``, or OpenAI's grammar format as a dict."""
@@ -124,6 +129,10 @@ class Tool:
     """``"custom"`` for an OpenAI custom tool: the model writes free text (checked against
     ``format``), which the handler gets as its one string argument. OpenAI is told it is a
     custom tool; every other provider gets a function with that one string parameter."""
+    entity: Entity = "tool"
+    """What its calls reach, for a policy (see [`Entity`][]): ``"resource"`` and ``"prompt"``
+    are the reads and gets the MCP gateway makes of a server's resources and prompts, each
+    a tool of its own named by its URI or prompt name."""
     format: CustomFormat = None
     """A custom tool's input: None for free text, or the ``Grammar`` the text must match
     (OpenAI's ``{"type": "grammar", "syntax", "definition"}`` is read as one); the text is
@@ -191,6 +200,10 @@ class Tool:
             object.__setattr__(self, "is_async", is_async)
         if self.function is not None and self.function.context_parameter is not None:
             object.__setattr__(self, "context_parameter", self.function.context_parameter)
+        if self.entity not in _ENTITIES:
+            raise ConfigurationError(
+                f"tool {self.name!r}: entity is 'tool', 'resource' or 'prompt', not {self.entity!r}"
+            )
         if self.kind == "custom":
             self._set_up_custom()
         elif self.kind != "function":

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import anyio
 import anyio.abc
@@ -28,10 +29,16 @@ from toolwire._limits import acquire
 from toolwire._values import describe_exception
 from toolwire.calls import ToolResult
 from toolwire.context import current_call
-from toolwire.errors import AuthorizationError, ConfigurationError, MissingDependency
+from toolwire.errors import (
+    AuthorizationError,
+    ConfigurationError,
+    MissingDependency,
+    ToolwireError,
+)
 from toolwire.inputs import Elicitor, InputDeferred
 from toolwire.mcp._relay import PROTOCOL_ERROR, let_calls_declare, relaying
 from toolwire.mcp.client._accept import accept
+from toolwire.mcp.client._catalog import Catalog, read_catalog
 from toolwire.mcp.client._content import result_from_mcp
 from toolwire.mcp.client._errors import protocol_error
 from toolwire.mcp.client._input import (
@@ -58,6 +65,9 @@ from toolwire.tool import Tool, compile_validator, exposed_name_for
 from toolwire.toolset import ToolSet
 
 __all__ = ["HttpServer", "Hub", "InProcessServer", "ServerSpec", "SseServer", "StdioServer"]
+
+_log = logging.getLogger("toolwire")
+_T = TypeVar("_T")
 
 _PAGE_CAP = 100
 """Pages of ``tools/list`` read from one server before the listing is cut."""
@@ -264,6 +274,7 @@ class Hub:
         # with trust_new_tools, or approve_definition): any other needs approval.
         self._approved: dict[tuple[str, str], str] = {}
         self._change: anyio.Event | None = None
+        self._watchers: list[Callable[[str, str], Awaitable[None]]] = []
 
     @classmethod
     def from_config(
@@ -412,6 +423,7 @@ class Hub:
                 server.gone = [entry.tool for entry in server.tools]
             server.tools = []
             server.left_out = {}
+            server.catalog = Catalog()
             self._changed()
             server.ready.set()
             failures += 1
@@ -420,9 +432,17 @@ class Hub:
     def _notifications(self, server: ServerState) -> Any:
         mcp = _mcp()
 
+        relisted = (
+            mcp.types.ToolListChangedNotification,
+            mcp.types.ResourceListChangedNotification,
+            mcp.types.PromptListChangedNotification,
+        )
+
         async def handle(message: Any) -> None:
-            if isinstance(message, mcp.types.ToolListChangedNotification):
+            if isinstance(message, relisted):
                 server.wake.set()
+            elif isinstance(message, mcp.types.ResourceUpdatedNotification):
+                await self._updated(server, message.params.uri)
 
         return handle
 
@@ -443,11 +463,11 @@ class Hub:
         try:
             while True:
                 try:
-                    async with client.listen(tools_list_changed=True) as events:
+                    async with client.listen(**_changes_of(client)) as events:
                         if not started:
                             started = True
                             task_status.started()
-                        async for _ in events:  # only tool changes were asked for
+                        async for _ in events:  # only listing changes were asked for
                             lost = 0
                             server.wake.set()
                     return  # closed by the server: no more events come
@@ -482,6 +502,7 @@ class Hub:
             listing = checking()
         server.tools, server.left_out = listing.tools, listing.left_out
         server.declarable = listing.declarable
+        server.catalog = await read_catalog(client)
         # The first listing is trusted as it is; what appears later is new.
         trusted = not server.listed or self.trust_new_tools
         for entry in listing.tools:
@@ -583,6 +604,67 @@ class Hub:
         if server is None:
             raise ConfigurationError(f"the hub has no server {name!r}")
         return server.protocol_version if server.client is not None else None
+
+    # -- what a gateway passes on besides calls -------------------------------------------------
+
+    def catalogs(self) -> dict[str, Catalog]:
+        """Per server that is up, its resources, resource templates and prompts (as its last
+        listing gave them)."""
+        return {name: s.catalog for name, s in self._servers.items() if s.client is not None}
+
+    async def send(self, name: str, request: Callable[[Any], Awaitable[_T]]) -> _T:
+        """``request(client)`` on server ``name``'s connection (an ``mcp.Client``): a resource
+        read, a prompt get, a completion or a subscription, within the server's ``timeout``.
+
+        Raises:
+            ConfigurationError: the hub has no server ``name``.
+            ToolwireError: the server is down, or did not answer in time.
+            MCPError: the server's own error, as it said it.
+        """
+        server = self._servers.get(name)
+        if server is None:
+            raise ConfigurationError(f"the hub has no server {name!r}")
+        client = server.client
+        if client is None:
+            raise ToolwireError(f"Server {name!r} is unavailable: {server.error}.")
+        mcp = _mcp()
+        await acquire(server.limiter)
+        try:
+            with anyio.fail_after(server.spec.timeout):
+                return await request(client)
+        except TimeoutError:
+            raise ToolwireError(
+                f"Server {name!r} did not answer within {server.spec.timeout:g} s."
+            ) from None
+        except (mcp.MCPError, ToolwireError):
+            raise
+        except pydantic.ValidationError as exc:  # a malformed answer on a sound connection
+            raise ToolwireError(
+                f"Server {name!r} answered with a malformed result: {_first_error(exc)}."
+            ) from None
+        except Exception as exc:  # the connection broke
+            if server.client is client:
+                raise ToolwireError(
+                    self._down(server, describe_exception(exc, limit=DESCRIBED))
+                ) from None
+            raise ToolwireError(f"Server {name!r} became unavailable.") from None
+        finally:
+            server.limiter.release()
+
+    def watch_resources(self, watcher: Callable[[str, str], Awaitable[None]]) -> Callable[[], None]:
+        """Have ``watcher(server, uri)`` awaited for each resource a server says was updated
+        (``notifications/resources/updated``); returns what stops it."""
+        self._watchers.append(watcher)
+        return lambda: self._watchers.remove(watcher)
+
+    async def _updated(self, server: ServerState, uri: Any) -> None:
+        if not isinstance(uri, str):
+            return
+        for watcher in list(self._watchers):
+            try:
+                await watcher(server.name, uri)
+            except Exception:  # a watcher's failure is its own: the others are told
+                _log.exception("a resource watcher failed")
 
     def approve_definition(self, exposed_name: str) -> None:
         """Accept the current definition of a tool that needs approval because it is new or
@@ -828,6 +910,18 @@ def _keeping_error(failure: ToolResult, error: Any) -> ToolResult:
         is_error=True,
         error_kind="failed",
     )
+
+
+def _changes_of(client: Any) -> dict[str, bool]:
+    """The listing changes to listen for: those the server declared it tells of."""
+    capabilities = client.server_capabilities
+    return {
+        f"{kind}_list_changed": bool(
+            getattr(getattr(capabilities, kind, None), "list_changed", False)
+        )
+        or kind == "tools"
+        for kind in ("tools", "prompts", "resources")
+    }
 
 
 def _modern_versions() -> tuple[str, ...]:

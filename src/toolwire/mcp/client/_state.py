@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 
+from toolwire.mcp.client._catalog import Catalog
 from toolwire.mcp.client._input import InFlight
 from toolwire.mcp.client._owners import Owners
 from toolwire.mcp.client._specs import ServerSpec
@@ -37,6 +38,8 @@ class ServerState:
     tools: list[Listed] = field(default_factory=list)
     left_out: dict[str, str] = field(default_factory=dict)
     """Tools of the last listing left out, name → why."""
+    catalog: Catalog = field(default_factory=Catalog)
+    """Its resources, resource templates and prompts, as its last listing gave them."""
     refused: dict[str, str] = field(default_factory=dict)
     """Tools the transport took out of a listing as malformed (see ``_listing``), name → why."""
     output_schemas: dict[str, Any] = field(default_factory=dict)

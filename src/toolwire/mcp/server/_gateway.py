@@ -87,6 +87,7 @@ from toolwire.mcp.client import Hub, arguments_digest
 from toolwire.mcp.server._auth import Authentication, request_principal
 from toolwire.mcp.server._forms import FORM_SCHEMA, decision_of, fits_a_form, form_message
 from toolwire.mcp.server._names import check_one_server, run_base
+from toolwire.mcp.server._offers import Escalate, Offers
 from toolwire.mcp.server._shapes import (
     GatewayServer,
     client_answer,
@@ -118,7 +119,14 @@ try:
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
     from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
-    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+    from mcp.server.subscriptions import (
+        InMemorySubscriptionBus,
+        ListenHandler,
+        PromptsListChanged,
+        ResourcesListChanged,
+        ResourceUpdated,
+        ToolsListChanged,
+    )
     from mcp.shared.exceptions import MCPError
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 except ImportError as exc:  # pragma: no cover - the extra is installed in development
@@ -150,8 +158,8 @@ _MAX_PRINCIPALS = 1024
 when it is needed."""
 
 
-class _Escalate(ToolwireError):
-    """The first pass met a call that needs approval: it runs again in a run of the ledger."""
+_Escalate = Escalate
+"""The first pass met a call that needs approval: it runs again in a run of the ledger."""
 
 
 class _Unauthenticated(ToolwireError):
@@ -300,6 +308,16 @@ class Gateway:
         )
         # The handshake-era connections served, told when the listing changes (by connection).
         self._sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._offers = Offers(
+            hub,
+            policy=policy,
+            own_names=own_names,
+            executors=self._executors,
+            run_for=self._run_for,
+            waiting=self._read_waits,
+        )
+        # The sessions subscribed to each upstream resource, by (server, URI).
+        self._subscribers: dict[tuple[str, str], weakref.WeakSet[Any]] = {}
 
     @property
     def elicit(self) -> bool:
@@ -329,11 +347,12 @@ class Gateway:
             for t in toolset
             if served_kind(t)
         }
-        # Two executors, one policy: the first never keeps a run, the second keeps calls
-        # that need approval in the ledger.
-        return _Served(
-            toolset,
-            names,
+        return _Served(toolset, names, *self._executors(toolset))
+
+    def _executors(self, toolset: ToolSet) -> tuple[Executor, Executor]:
+        """Two executors of ``toolset``, one policy: the first never keeps a run, the second
+        keeps calls that need approval in the ledger."""
+        return (
             Executor(toolset, approver=_escalate, store=MemoryStore(), **self._options),
             Executor(toolset, approver=self._approver, store=self.store, **self._options),
         )
@@ -405,6 +424,8 @@ class Gateway:
         server.add_request_handler(
             "logging/setLevel", types.SetLevelRequestParams, set_logging_level
         )
+        if self._upstreams is not None:
+            self._serve_offers(server)
         if self._tasks is not None:
             self._serve_tasks(server)
         server.middleware.append(self._remember_session)
@@ -419,6 +440,107 @@ class Gateway:
         server.middleware.append(RequestStateBoundary(security, default_audience=self.name))
         return server
 
+    def _serve_offers(self, server: Server[Any]) -> None:
+        """Serve the hub's resources, templates, prompts and completions (see ``_offers``)."""
+        offers = self._offers
+
+        def principal(ctx: ServerRequestContext[Any]) -> Any:
+            try:
+                return self.principal_of(ctx)
+            except _Unauthenticated:
+                raise MCPError(
+                    code=types.INVALID_REQUEST, message="The request was not authenticated."
+                ) from None
+
+        async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+            return types.ListResourcesResult(resources=offers.resources(principal(ctx)))
+
+        async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+            templates = offers.templates(principal(ctx))
+            return types.ListResourceTemplatesResult(resource_templates=templates)
+
+        async def read(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
+            return await offers.read(params.uri, principal(ctx))
+
+        async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+            return types.ListPromptsResult(prompts=offers.prompts(principal(ctx)))
+
+        async def get(ctx: Any, params: types.GetPromptRequestParams) -> Any:
+            return await offers.get(params.name, params.arguments, principal(ctx))
+
+        async def complete(ctx: Any, params: types.CompleteRequestParams) -> Any:
+            return await offers.complete(params, principal(ctx))
+
+        async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+            await self._subscribe(ctx.session, params.uri, principal(ctx))
+            return types.EmptyResult()
+
+        async def unsubscribe(
+            ctx: Any, params: types.UnsubscribeRequestParams
+        ) -> types.EmptyResult:
+            await self._unsubscribe(ctx.session, params.uri)
+            return types.EmptyResult()
+
+        for method, params_type, handler in (
+            ("resources/list", types.PaginatedRequestParams, list_resources),
+            ("resources/templates/list", types.PaginatedRequestParams, list_templates),
+            ("resources/read", types.ReadResourceRequestParams, read),
+            ("resources/subscribe", types.SubscribeRequestParams, subscribe),
+            ("resources/unsubscribe", types.UnsubscribeRequestParams, unsubscribe),
+            ("prompts/list", types.PaginatedRequestParams, list_prompts),
+            ("prompts/get", types.GetPromptRequestParams, get),
+            ("completion/complete", types.CompleteRequestParams, complete),
+        ):
+            server.add_request_handler(method, params_type, cast(Any, handler))
+
+    async def _subscribe(self, session: Any, uri: str, principal: Any) -> None:
+        """Subscribe ``session`` to ``uri``: the server is asked once, for every client."""
+        assert self._upstreams is not None
+        server = self._offers.subscribable(uri, principal)
+        key = (server, uri)
+        sessions = self._subscribers.get(key)
+        if sessions is None:
+            try:
+                await self._upstreams.send(server, lambda client: client.subscribe_resource(uri))
+            except ToolwireError as exc:
+                raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+            sessions = self._subscribers.setdefault(key, weakref.WeakSet())
+        sessions.add(session)
+
+    async def _unsubscribe(self, session: Any, uri: str) -> None:
+        """End ``session``'s subscriptions to ``uri``; the server's, once no client has one."""
+        assert self._upstreams is not None
+        for key in [key for key in self._subscribers if key[1] == uri]:
+            sessions = self._subscribers[key]
+            sessions.discard(session)
+            if not sessions:
+                del self._subscribers[key]
+                with contextlib.suppress(Exception):  # it is down: its subscriptions went too
+                    await self._upstreams.send(
+                        key[0], lambda client: client.unsubscribe_resource(uri)
+                    )
+
+    async def _resource_updated(self, server: str, uri: str) -> None:
+        """Tell the clients subscribed to ``uri`` of ``server`` that it was updated."""
+        await self._bus.publish(ResourceUpdated(uri))  # 2026-07-28 listen streams
+        for session in list(self._subscribers.get((server, uri), ())):
+            with contextlib.suppress(Exception):  # a connection gone: the others are told
+                await session.send_resource_updated(uri)
+
+    def _read_waits(self, run_id: str, call_id: str) -> str:
+        """What a client whose read or get waits for approval is told."""
+        text = f"It waits for approval. Run id: {run_id}; call id: {call_id}. "
+        if in_process(self.store):
+            return text + (
+                "It is kept in the gateway's memory (no shared run store), which `toolwire "
+                "decide` and the inbox cannot reach: a gateway served with a shared run store "
+                "(`--store sqlite:///runs.db`, or `store=`) lets it be decided."
+            )
+        return text + (
+            f"Decide it with `toolwire decide {run_id} {call_id} allow --store URL` (the "
+            "inbox), then ask again: it is answered once allowed."
+        )
+
     def _bound_principal(self, ctx: ServerRequestContext[Any]) -> str | None:
         authenticated, principal = request_principal(ctx.request)
         return ledger.principal_key(principal) if authenticated else None
@@ -431,6 +553,8 @@ class Gateway:
         async with contextlib.AsyncExitStack() as running:
             if self._tasks is not None:
                 await running.enter_async_context(self._tasks.running())
+            if self._upstreams is not None:
+                running.callback(self._upstreams.watch_resources(self._resource_updated))
             async with anyio.create_task_group() as tasks:
                 if self._hub is not None:
                     tasks.start_soon(self._announce_changes, self._hub)
@@ -442,10 +566,13 @@ class Gateway:
     async def _announce_changes(self, hub: Hub) -> None:
         while True:
             await hub.listing_changed()
-            await self._bus.publish(ToolsListChanged())  # 2026-07-28 listen streams
+            for event in (ToolsListChanged(), ResourcesListChanged(), PromptsListChanged()):
+                await self._bus.publish(event)  # 2026-07-28 listen streams
             for connection, session in list(self._sessions.items()):
                 try:
                     await session.send_tool_list_changed()
+                    await session.send_resource_list_changed()
+                    await session.send_prompt_list_changed()
                 except Exception:  # a connection gone: it is not told again
                     self._sessions.pop(connection, None)
 

@@ -133,7 +133,9 @@ class GatewayServer(Server[Any]):
 
     def create_initialization_options(self, *args: Any, **kwargs: Any) -> Any:
         if not args and kwargs.get("notification_options") is None:
-            kwargs["notification_options"] = NotificationOptions(tools_changed=True)
+            kwargs["notification_options"] = NotificationOptions(
+                tools_changed=True, resources_changed=True, prompts_changed=True
+            )
         return super().create_initialization_options(*args, **kwargs)
 
 

@@ -1,0 +1,373 @@
+"""What the gateway serves of its hub's servers besides tools: resources, resource templates,
+prompts and completions, each read and get governed as a call.
+
+Names. A prompt is served as a tool is: ``server__prompt`` (its own name with ``own_names``).
+A resource keeps its URI, which is its identity: the server's own content names it (links,
+embedded resources), so a changed URI would point nowhere. A read goes to the server that
+lists the URI, else to the one whose template matches it; a URI two servers offer that way
+is refused as ambiguous rather than guessed.
+
+Governance. Each read is a call of a tool of its own, ``Tool(name=uri, server_id=server,
+entity="resource")``, and each get one of ``Tool(name=prompt, entity="prompt")`` whose
+arguments are the prompt's (strings; the declared ones only): they run through the same two
+executors as tool calls, so a policy allows, asks about or denies them by
+``Rule(kind="resource")`` or ``Rule(kind="prompt")`` (canonical identity ``server/URI``,
+``server/prompt``), an ``ask`` waits in the ledger like a call (decided with
+``toolwire decide``, then asked again), a deny is final, and the listing leaves out what the
+policy denies the principal outright. Both kinds are read-only by the protocol, so
+``destructive="ask"`` asks about neither; a completion only suggests argument values, and is
+answered for what the principal may use.
+
+Errors are JSON-RPC errors, as the protocol has them: the server's own error as it said it,
+``-32602`` for an unknown URI or prompt and for arguments that do not fit, ``-32600`` for a
+read or get denied or waiting for approval (the message says which, with the run to decide),
+``-32603`` when the server is down or did not answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolwire.approval import ApprovalPending
+from toolwire.calls import ToolResult
+from toolwire.errors import ToolwireError
+from toolwire.mcp.client import Hub
+from toolwire.mcp.client._catalog import MAX_URI, Catalog
+from toolwire.pipeline.executor import Executor
+from toolwire.policy import Policy
+from toolwire.tool import Entity, Tool, exposed_name_for
+from toolwire.toolset import ToolSet, make_call
+
+try:
+    import mcp_types as types
+    from mcp.shared.exceptions import MCPError
+except ImportError:  # pragma: no cover - the gateway's module says which extra is missing
+    raise
+
+__all__ = ["Offers"]
+
+_CALL_ID = "call"
+_READ_ONLY = {"readOnlyHint": True, "destructiveHint": False}
+"""What a read and a get are, by the protocol (so ``destructive="ask"`` spares them)."""
+_RESULT = "result"
+"""The key the server's whole answer is kept under, in the call's structured content."""
+MAX_PROMPT_NAME = 256
+
+
+class Escalate(ToolwireError):
+    """The first pass met a read or get that needs approval: it runs again in a run."""
+
+
+Executors = Callable[[ToolSet], tuple[Executor, Executor]]
+"""The two executors of a toolset: the one that keeps no run, and the ledgered one."""
+RunFor = Callable[[str, Mapping[str, Any], Any], Awaitable[str]]
+"""The run a call needing approval belongs to, by its name, arguments and principal."""
+Waiting = Callable[[str, str], str]
+"""What to tell a client whose read or get waits: by its run id and call id."""
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where one read or get goes: the server, the name it knows the thing by, and the tool
+    that stands for it."""
+
+    server: str
+    name: str
+    tool: Tool
+
+
+class Offers:
+    """A hub's resources, templates, prompts and completions, for one gateway."""
+
+    def __init__(
+        self,
+        hub: Hub | None,
+        *,
+        policy: Policy | None,
+        own_names: bool,
+        executors: Executors,
+        run_for: RunFor,
+        waiting: Waiting,
+    ) -> None:
+        self.hub = hub
+        self._policy = policy
+        self._own_names = own_names
+        self._executors = executors
+        self._run_for = run_for
+        self._waiting = waiting
+
+    def _catalogs(self) -> dict[str, Catalog]:
+        return self.hub.catalogs() if self.hub is not None else {}
+
+    def _shown(self, server: str, name: str) -> str:
+        return name if self._own_names else exposed_name_for(name, server)
+
+    def _usable(self, tool: Tool, principal: Any) -> bool:
+        policy = self._policy
+        return policy is None or policy.denies_outright(tool, principal=principal) is None
+
+    # -- listings ---------------------------------------------------------------------------
+
+    def resources(self, principal: Any) -> list[types.Resource]:
+        return [
+            resource
+            for server, catalog in self._catalogs().items()
+            for resource in catalog.resources
+            if self._usable(_read_tool(server, resource.uri), principal)
+        ]
+
+    def templates(self, principal: Any) -> list[types.ResourceTemplate]:
+        return [
+            template
+            for server, catalog in self._catalogs().items()
+            for template in catalog.templates
+            if self._usable(_read_tool(server, template.uri_template), principal)
+        ]
+
+    def prompts(self, principal: Any) -> list[types.Prompt]:
+        return [
+            prompt.model_copy(update={"name": self._shown(server, prompt.name)})
+            for server, catalog in self._catalogs().items()
+            for prompt in catalog.prompts
+            if self._usable(_prompt_tool(server, prompt), principal)
+        ]
+
+    # -- reads and gets ---------------------------------------------------------------------
+
+    def _resource(self, uri: Any, principal: Any) -> _Target:
+        """Where a read of ``uri`` goes.
+
+        Raises:
+            MCPError: the URI is malformed, offered by no server (or none the principal may
+                read), or by several.
+        """
+        if not isinstance(uri, str) or not uri or len(uri) > MAX_URI:
+            raise MCPError(code=types.INVALID_PARAMS, message="The resource URI is malformed.")
+        catalogs = self._catalogs()
+        listing = [s for s, c in catalogs.items() if any(r.uri == uri for r in c.resources)]
+        servers = listing or [s for s, c in catalogs.items() if c.offers(uri)]
+        targets = [_Target(s, uri, _read_tool(s, uri)) for s in servers]
+        targets = [t for t in targets if self._usable(t.tool, principal)]
+        if not targets:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"Resource not found: {_shown_text(uri)}.",
+                data={"uri": uri},
+            )
+        if len(targets) > 1:
+            names = ", ".join(sorted(t.server for t in targets))
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"The resource {_shown_text(uri)} is offered by several servers ({names}).",
+            )
+        return targets[0]
+
+    def _prompt(self, name: Any, principal: Any) -> _Target:
+        """Where a get of the prompt shown as ``name`` goes.
+
+        Raises:
+            MCPError: no such prompt the principal may get.
+        """
+        if isinstance(name, str) and 0 < len(name) <= MAX_PROMPT_NAME:
+            for server, catalog in self._catalogs().items():
+                for prompt in catalog.prompts:
+                    if self._shown(server, prompt.name) == name:
+                        target = _Target(server, prompt.name, _prompt_tool(server, prompt))
+                        if self._usable(target.tool, principal):
+                            return target
+        shown = _shown_text(name) if isinstance(name, str) else "(not a name)"
+        raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt {shown}.")
+
+    async def read(self, uri: Any, principal: Any) -> types.ReadResourceResult:
+        """``resources/read`` of ``uri`` for ``principal``, governed as a call.
+
+        Raises:
+            MCPError: see the module docstring.
+        """
+        target = self._resource(uri, principal)
+        answer = await self._governed(
+            target,
+            {},
+            principal,
+            lambda client: client.read_resource(target.name),
+        )
+        return types.ReadResourceResult.model_validate(answer)
+
+    async def get(
+        self, name: Any, arguments: Mapping[str, Any] | None, principal: Any
+    ) -> types.GetPromptResult:
+        """``prompts/get`` of the prompt shown as ``name`` for ``principal``, governed as a
+        call.
+
+        Raises:
+            MCPError: see the module docstring.
+        """
+        target = self._prompt(name, principal)
+        given = dict(arguments or {})
+        answer = await self._governed(
+            target,
+            given,
+            principal,
+            lambda client: client.get_prompt(target.name, given or None),
+        )
+        return types.GetPromptResult.model_validate(answer)
+
+    async def _governed(
+        self,
+        target: _Target,
+        arguments: dict[str, Any],
+        principal: Any,
+        request: Callable[[Any], Awaitable[Any]],
+    ) -> Any:
+        """The server's answer to ``request``, sent as the call of ``target.tool`` with
+        ``arguments`` through the executors: first without a run, then, when it needs
+        approval, in its run of the ledger."""
+        assert self.hub is not None
+        hub = self.hub
+        said: list[MCPError] = []
+
+        async def send(**_: Any) -> ToolResult:
+            try:
+                answer = await hub.send(target.server, request)
+            except MCPError as exc:  # the server's own error, answered as it said it
+                said.append(exc)
+                return ToolResult.error("failed", str(exc.message))
+            return ToolResult(structured_content={_RESULT: _dumped(answer)})
+
+        tool = _with_handler(target.tool, send)
+        toolset = ToolSet([tool])
+        direct, ledgered = self._executors(toolset)
+        call = make_call(toolset, toolset.exposed_name(tool), arguments, call_id=_CALL_ID)
+        try:
+            (outcome,) = await direct.run([call], principal=principal)
+        except Escalate:
+            run_id = await self._run_for(_run_name(target), arguments, principal)
+            try:
+                (outcome,) = await ledgered.run([call], run_id=run_id, principal=principal)
+            except ApprovalPending as pending:
+                request_ = pending.pending[0]
+                raise MCPError(
+                    code=types.INVALID_REQUEST,
+                    message=self._waiting(request_.run_id, request_.call_id),
+                ) from None
+            except ToolwireError as exc:  # the store is down, say
+                raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+        if said:
+            raise said[0]
+        result = outcome.result
+        if not result.is_error and result.structured_content is not None:
+            return result.structured_content[_RESULT]
+        code = {
+            "denied": types.INVALID_REQUEST,
+            "approval_denied": types.INVALID_REQUEST,
+            "invalid_arguments": types.INVALID_PARAMS,
+        }.get(result.error_kind or "", types.INTERNAL_ERROR)
+        raise MCPError(code=code, message=result.text)
+
+    # -- completion -------------------------------------------------------------------------
+
+    async def complete(
+        self, params: types.CompleteRequestParams, principal: Any
+    ) -> types.CompleteResult:
+        """``completion/complete`` for a prompt's or a template's argument, asked of the
+        server that offers it (nothing suggested when it does not complete).
+
+        Raises:
+            MCPError: the reference is to nothing the principal may use.
+        """
+        ref = params.ref
+        if isinstance(ref, types.PromptReference):
+            target = self._prompt(ref.name, principal)
+            ref = ref.model_copy(update={"name": target.name})
+        else:
+            target = self._template(ref.uri, principal)
+        catalog = self._catalogs().get(target.server)
+        if catalog is None or not catalog.completions:
+            return types.CompleteResult(completion=types.Completion(values=[]))
+        argument = {"name": params.argument.name, "value": params.argument.value}
+        context = dict(params.context.arguments or {}) if params.context is not None else None
+        assert self.hub is not None
+        try:
+            result: types.CompleteResult = await self.hub.send(
+                target.server, lambda client: client.complete(ref, argument, context)
+            )
+        except ToolwireError as exc:
+            raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+        return result
+
+    def _template(self, uri_template: Any, principal: Any) -> _Target:
+        if isinstance(uri_template, str) and len(uri_template) <= MAX_URI:
+            for server, catalog in self._catalogs().items():
+                if catalog.template(uri_template) is not None:
+                    target = _Target(server, uri_template, _read_tool(server, uri_template))
+                    if self._usable(target.tool, principal):
+                        return target
+        shown = _shown_text(uri_template) if isinstance(uri_template, str) else "(not a URI)"
+        raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown resource template {shown}.")
+
+    # -- subscriptions ----------------------------------------------------------------------
+
+    def subscribable(self, uri: Any, principal: Any) -> str:
+        """The server a subscription to ``uri`` goes to (one that declared subscriptions).
+
+        Raises:
+            MCPError: as for a read, or the server takes no subscriptions.
+        """
+        target = self._resource(uri, principal)
+        catalog = self._catalogs().get(target.server)
+        if catalog is None or not catalog.subscribe:
+            raise MCPError(
+                code=types.METHOD_NOT_FOUND,
+                message=f"The server of {_shown_text(target.name)} takes no subscriptions.",
+            )
+        return target.server
+
+
+def _read_tool(server: str, uri: str) -> Tool:
+    return Tool(name=uri, server_id=server, entity="resource", annotations=_READ_ONLY)
+
+
+def _prompt_tool(server: str, prompt: Any) -> Tool:
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for argument in prompt.arguments or ():
+        properties[argument.name] = {"type": "string"}
+        if argument.required:
+            required.append(argument.name)
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    if required:
+        schema["required"] = required
+    return Tool(
+        name=prompt.name,
+        server_id=server,
+        entity="prompt",
+        input_schema=schema,
+        annotations=_READ_ONLY,
+        description=prompt.description,
+    )
+
+
+def _with_handler(tool: Tool, handler: Callable[..., Awaitable[ToolResult]]) -> Tool:
+    import dataclasses
+
+    return dataclasses.replace(tool, handler=handler)
+
+
+def _run_name(target: _Target) -> str:
+    kind: Entity = target.tool.entity
+    return f"{kind}:{target.server}/{target.name}"
+
+
+def _dumped(answer: Any) -> Any:
+    return answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _shown_text(text: str, limit: int = 200) -> str:
+    """``text`` quoted for a message, cut at ``limit`` characters."""
+    return repr(text if len(text) <= limit else text[:limit] + "…")

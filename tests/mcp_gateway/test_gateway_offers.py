@@ -1,0 +1,290 @@
+"""The gateway serves its upstreams' resources, resource templates, prompts and completions,
+each read and get governed as a call (see ``toolwire.mcp.server._offers``)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+import mcp_types as types
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.prompts.base import UserMessage
+from mcp.shared.exceptions import MCPError
+
+import toolwire
+from toolwire.mcp import Gateway, Hub, InProcessServer
+from toolwire.policy import Policy, Rule
+from toolwire.runs.store import SQLiteStore
+
+pytestmark = pytest.mark.anyio
+
+BOUND = 30
+PIXEL = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+)
+
+
+def docs_server() -> MCPServer:
+    """An upstream with resources, a template, prompts and completion."""
+    server = MCPServer("docs")
+
+    @server.resource("file:///docs/readme.txt", name="readme", title="Read me")
+    def readme() -> str:
+        return "the readme"
+
+    @server.resource("file:///docs/logo.png", name="logo", mime_type="image/png")
+    def logo() -> bytes:
+        return PIXEL
+
+    @server.resource("file:///private/keys.txt", name="keys")
+    def keys() -> str:
+        return "secret"
+
+    @server.resource("note://{topic}", name="note")
+    def note(topic: str) -> str:
+        return f"a note on {topic}"
+
+    @server.prompt(title="Greeting")
+    def greet() -> str:
+        """Says hello."""
+        return "Hello!"
+
+    @server.prompt()
+    def review(code: str, language: str = "python") -> list[Any]:
+        """Reviews code."""
+        return [UserMessage(f"Review this {language}: {code}")]
+
+    @server.completion()
+    async def complete(ref: Any, argument: Any, context: Any) -> types.Completion:
+        options = ["python", "pascal", "rust"]
+        return types.Completion(values=[o for o in options if o.startswith(argument.value)])
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    return server
+
+
+@asynccontextmanager
+async def through(
+    *, policy: Policy | None = None, own_names: bool = False, **options: Any
+) -> AsyncIterator[Client]:
+    hub = Hub({"docs": InProcessServer(server=docs_server())})
+    async with hub:
+        gateway = Gateway(hub.as_toolset(), hub=hub, policy=policy, own_names=own_names, **options)
+        async with Client(gateway.server()) as client:
+            yield client
+
+
+async def test_resources_templates_and_prompts_are_listed_as_the_upstream_lists_them() -> None:
+    with anyio.fail_after(BOUND):
+        async with through() as client:
+            resources = (await client.list_resources()).resources
+            templates = (await client.list_resource_templates()).resource_templates
+            prompts = (await client.list_prompts()).prompts
+    by_uri = {r.uri: r for r in resources}
+    assert set(by_uri) == {
+        "file:///docs/readme.txt",
+        "file:///docs/logo.png",
+        "file:///private/keys.txt",
+    }
+    assert by_uri["file:///docs/readme.txt"].title == "Read me"  # nothing lost on the way
+    assert by_uri["file:///docs/logo.png"].mime_type == "image/png"
+    assert [t.uri_template for t in templates] == ["note://{topic}"]
+    assert {p.name for p in prompts} == {"docs__greet", "docs__review"}
+    review = next(p for p in prompts if p.name == "docs__review")
+    assert [(a.name, a.required) for a in review.arguments or ()] == [
+        ("code", True),
+        ("language", False),
+    ]
+    assert next(p for p in prompts if p.name == "docs__greet").title == "Greeting"
+
+
+async def test_reads_text_binary_and_templated_resources() -> None:
+    with anyio.fail_after(BOUND):
+        async with through() as client:
+            text = await client.read_resource("file:///docs/readme.txt")
+            image = await client.read_resource("file:///docs/logo.png")
+            templated = await client.read_resource("note://weather")
+    (content,) = text.contents
+    assert isinstance(content, types.TextResourceContents)
+    assert content.text == "the readme"
+    (blob,) = image.contents
+    assert isinstance(blob, types.BlobResourceContents)
+    assert base64.b64decode(blob.blob) == PIXEL
+    assert blob.mime_type == "image/png"
+    (note,) = templated.contents
+    assert isinstance(note, types.TextResourceContents)
+    assert note.text == "a note on weather"
+
+
+async def test_gets_prompts_with_and_without_arguments() -> None:
+    with anyio.fail_after(BOUND):
+        async with through() as client:
+            simple = await client.get_prompt("docs__greet")
+            review = await client.get_prompt("docs__review", {"code": "x = 1", "language": "py"})
+            with pytest.raises(MCPError) as missing:
+                await client.get_prompt("docs__review", {})
+            with pytest.raises(MCPError) as extra:
+                await client.get_prompt("docs__review", {"code": "x", "nope": "y"})
+    (message,) = simple.messages
+    assert message.role == "user"
+    assert message.content.text == "Hello!"
+    assert review.messages[0].content.text == "Review this py: x = 1"  # type: ignore[union-attr]
+    assert missing.value.code == types.INVALID_PARAMS
+    assert "code" in missing.value.message
+    assert extra.value.code == types.INVALID_PARAMS
+
+
+async def test_own_names_serve_prompts_under_the_upstreams_names() -> None:
+    with anyio.fail_after(BOUND):
+        async with through(own_names=True) as client:
+            prompts = {p.name for p in (await client.list_prompts()).prompts}
+            got = await client.get_prompt("greet")
+    assert prompts == {"greet", "review"}
+    assert got.messages[0].content.text == "Hello!"  # type: ignore[union-attr]
+
+
+async def test_completion_reaches_the_upstream_under_its_own_prompt_name() -> None:
+    with anyio.fail_after(BOUND):
+        async with through() as client:
+            prompt = await client.complete(
+                types.PromptReference(name="docs__review"), {"name": "language", "value": "p"}
+            )
+            template = await client.complete(
+                types.ResourceTemplateReference(uri="note://{topic}"),
+                {"name": "topic", "value": "r"},
+            )
+            with pytest.raises(MCPError) as unknown:
+                await client.complete(
+                    types.PromptReference(name="nope"), {"name": "language", "value": ""}
+                )
+    assert prompt.completion.values == ["python", "pascal"]
+    assert template.completion.values == ["rust"]
+    assert unknown.value.code == types.INVALID_PARAMS
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["file:///nowhere.txt", "", "x" * 10_000, "file:///docs/readme.txt\x00", "note:/x"],
+)
+async def test_an_unknown_malformed_or_huge_uri_is_a_protocol_error(uri: str) -> None:
+    with anyio.fail_after(BOUND):
+        async with through() as client:
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource(uri)
+            still = await client.read_resource("file:///docs/readme.txt")  # the session goes on
+    assert refused.value.code == types.INVALID_PARAMS
+    assert len(refused.value.message) < 400
+    assert still.contents
+
+
+async def test_a_policy_denies_reads_by_uri_and_hides_them_from_the_listing() -> None:
+    policy = Policy(Rule("deny", "docs/file:///private/*", kind="resource"))
+    with anyio.fail_after(BOUND):
+        async with through(policy=policy) as client:
+            listed = {r.uri for r in (await client.list_resources()).resources}
+            with pytest.raises(MCPError) as denied:
+                await client.read_resource("file:///private/keys.txt")
+            tools = {t.name for t in (await client.list_tools()).tools}
+    assert "file:///private/keys.txt" not in listed
+    assert "file:///docs/readme.txt" in listed
+    assert denied.value.code == types.INVALID_PARAMS  # denied outright: as if not there
+    assert tools == {"docs__add"}  # a resource rule does not touch the tools
+
+
+async def test_a_deny_decided_by_the_arguments_is_a_refusal_saying_why() -> None:
+    def removing(context: toolwire.PolicyContext) -> bool:
+        return "rm " in context.arguments.get("code", "")
+
+    policy = Policy(Rule("deny", "docs/review", kind="prompt", when=removing, reason="no rm"))
+    with anyio.fail_after(BOUND):
+        async with through(policy=policy, principal="bob") as client:
+            listed = {p.name for p in (await client.list_prompts()).prompts}
+            with pytest.raises(MCPError) as denied:
+                await client.get_prompt("docs__review", {"code": "rm -rf /"})
+            fine = await client.get_prompt("docs__review", {"code": "ls"})
+    assert "docs__review" in listed  # some gets may pass: it is listed
+    assert denied.value.code == types.INVALID_REQUEST
+    assert "no rm" in denied.value.message
+    assert fine.messages
+
+
+async def test_an_allow_rule_for_tools_does_not_allow_reads() -> None:
+    policy = Policy(Rule("allow", "*/*"), default="deny")
+    with anyio.fail_after(BOUND):
+        async with through(policy=policy) as client:
+            tools = (await client.list_tools()).tools
+            resources = (await client.list_resources()).resources
+            prompts = (await client.list_prompts()).prompts
+    assert [t.name for t in tools] == ["docs__add"]
+    assert resources == []
+    assert prompts == []
+
+
+async def test_an_asked_read_waits_in_the_ledger_and_is_answered_once_allowed(
+    tmp_path: Any,
+) -> None:
+    store = SQLiteStore(tmp_path / "runs.db")
+    policy = Policy(Rule("ask", "docs/file:///docs/*", kind="resource"))
+    with anyio.fail_after(BOUND):
+        async with through(policy=policy, store=store) as client:
+            with pytest.raises(MCPError) as waits:
+                await client.read_resource("file:///docs/readme.txt")
+            (request,) = await toolwire.pending(store=store)
+            assert request.exposed_name.startswith("docs__")
+            await toolwire.decide(request.run_id, request.call_id, toolwire.allow(), store=store)
+            read = await client.read_resource("file:///docs/readme.txt")
+            with pytest.raises(MCPError) as again:  # the next read is a new one: asked again
+                await client.read_resource("file:///docs/readme.txt")
+    assert waits.value.code == types.INVALID_REQUEST
+    assert request.run_id in waits.value.message
+    assert "toolwire decide" in waits.value.message
+    assert read.contents[0].text == "the readme"  # type: ignore[union-attr]
+    assert again.value.code == types.INVALID_REQUEST
+
+
+async def test_a_denied_read_stays_denied(tmp_path: Any) -> None:
+    store = SQLiteStore(tmp_path / "runs.db")
+    policy = Policy(Rule("ask", "docs/*", kind="prompt"))
+    with anyio.fail_after(BOUND):
+        async with through(policy=policy, store=store) as client:
+            with pytest.raises(MCPError):
+                await client.get_prompt("docs__greet")
+            (request,) = await toolwire.pending(store=store)
+            await toolwire.decide(
+                request.run_id, request.call_id, toolwire.deny("not now"), store=store
+            )
+            with pytest.raises(MCPError) as denied:
+                await client.get_prompt("docs__greet")
+    assert denied.value.code == types.INVALID_REQUEST
+    assert "not now" in denied.value.message
+
+
+async def test_destructive_ask_spares_reads_and_gets() -> None:
+    policy = Policy(destructive="ask")
+    with anyio.fail_after(BOUND):
+        async with through(policy=policy) as client:
+            read = await client.read_resource("file:///docs/readme.txt")
+            got = await client.get_prompt("docs__greet")
+    assert read.contents
+    assert got.messages
+
+
+async def test_a_gateway_without_a_hub_serves_no_resources_or_prompts() -> None:
+    tools = toolwire.ToolSet.of(toolwire.tool(lambda: "x", name="x", description="Says x."))
+    with anyio.fail_after(BOUND):
+        async with Client(Gateway(tools).server()) as client:
+            capabilities = client.server_capabilities
+    assert capabilities is not None
+    assert capabilities.resources is None
+    assert capabilities.prompts is None
