@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from toolwire.errors import MissingDependency
 
-# For the library's own use (not public API): reading configs, tokens beside a store.
+# For the library's own use (not public API): reading configs, tokens beside a store, what a
+# server offers besides tools.
+from toolwire.mcp.client._catalog import MAX_URI as MAX_URI
+from toolwire.mcp.client._catalog import Catalog as Catalog
 from toolwire.mcp.client._config import is_mcp_config as is_mcp_config
 from toolwire.mcp.client._config import read_config as read_config
 from toolwire.mcp.client._specs import (

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MAX_URI", "Catalog", "read_catalog"]
+__all__ = ["MAX_URI", "Catalog", "all_pages", "listened_changes", "read_catalog"]
 
 PAGE_CAP = 100
 """Pages of one listing read at most (a server repeating cursors must not loop)."""
@@ -69,7 +69,7 @@ async def read_catalog(client: Any) -> Catalog:
         wanted["prompts"] = client.list_prompts
     for key, list_page in wanted.items():
         try:
-            listed[key] = tuple(await _all_pages(list_page, key))
+            listed[key] = tuple(await all_pages(list_page, _ENTRIES.get(key, key), MAX_LISTED))
         except MCPError:  # declared but refused: that part is empty, the rest is served
             listed[key] = ()
     return Catalog(
@@ -82,19 +82,27 @@ async def read_catalog(client: Any) -> Catalog:
     )
 
 
-async def _all_pages(list_page: Callable[..., Awaitable[Any]], key: str) -> list[Any]:
-    attribute = {"resources": "resources", "resourceTemplates": "resource_templates"}.get(key, key)
-    entries: list[Any] = []
+_ENTRIES = {"resources": "resources", "resourceTemplates": "resource_templates"}
+"""The attribute of a page that holds a listing's entries, where it is not the key's name."""
+
+
+async def all_pages(
+    list_page: Callable[..., Awaitable[Any]], entries: str, limit: int | None = None
+) -> list[Any]:
+    """Every page of a listing (``list_page(cursor=)``), the ``entries`` of each, up to
+    ``limit`` of them."""
+    found: list[Any] = []
     cursor: str | None = None
     seen: set[str] = set()
     for _ in range(PAGE_CAP):
         page = await list_page(cursor=cursor)
-        entries.extend(getattr(page, attribute))
+        found.extend(getattr(page, entries))
         cursor = page.next_cursor
-        if cursor is None or cursor in seen or len(entries) >= MAX_LISTED:
+        # A server repeating a cursor would loop.
+        if cursor is None or cursor in seen or (limit is not None and len(found) >= limit):
             break
         seen.add(cursor)
-    return entries[:MAX_LISTED]
+    return found[:limit]
 
 
 def _unique(entries: Sequence[Any], key: str) -> tuple[Any, ...]:
@@ -115,3 +123,15 @@ def _parsed(templates: Sequence[Any]) -> tuple[Any, ...]:
         except ValueError:  # not RFC 6570 as the SDK reads it: listed, but matches nothing
             continue
     return tuple(parsed)
+
+
+def listened_changes(client: Any) -> dict[str, bool]:
+    """The listing changes to listen for: those the server declared it tells of."""
+    capabilities = client.server_capabilities
+    return {
+        f"{kind}_list_changed": bool(
+            getattr(getattr(capabilities, kind, None), "list_changed", False)
+        )
+        or kind == "tools"
+        for kind in ("tools", "prompts", "resources")
+    }

@@ -36,9 +36,16 @@ from toolwire.errors import (
     ToolwireError,
 )
 from toolwire.inputs import Elicitor, InputDeferred
-from toolwire.mcp._relay import PROTOCOL_ERROR, let_calls_declare, relaying
+from toolwire.mcp._relay import let_calls_declare, relaying
 from toolwire.mcp.client._accept import accept
-from toolwire.mcp.client._catalog import Catalog, read_catalog
+from toolwire.mcp.client._answers import (
+    exposed,
+    first_error,
+    keeping_error,
+    output_problem,
+    stopped,
+)
+from toolwire.mcp.client._catalog import Catalog, all_pages, listened_changes, read_catalog
 from toolwire.mcp.client._content import result_from_mcp
 from toolwire.mcp.client._errors import protocol_error
 from toolwire.mcp.client._input import (
@@ -61,7 +68,7 @@ from toolwire.mcp.client._specs import (
 )
 from toolwire.mcp.client._state import DESCRIBED, ServerState
 from toolwire.mcp.client._tokens import TokenStore
-from toolwire.tool import Tool, compile_validator, exposed_name_for
+from toolwire.tool import Tool, exposed_name_for
 from toolwire.toolset import ToolSet
 
 __all__ = ["HttpServer", "Hub", "InProcessServer", "ServerSpec", "SseServer", "StdioServer"]
@@ -69,7 +76,6 @@ __all__ = ["HttpServer", "Hub", "InProcessServer", "ServerSpec", "SseServer", "S
 _log = logging.getLogger("toolwire")
 _T = TypeVar("_T")
 
-_PAGE_CAP = 100
 """Pages of ``tools/list`` read from one server before the listing is cut."""
 _CHECKED_ON_LOOP = 100
 """Listings with more tools than this are checked in a worker thread, off the event loop."""
@@ -463,7 +469,7 @@ class Hub:
         try:
             while True:
                 try:
-                    async with client.listen(**_changes_of(client)) as events:
+                    async with client.listen(**listened_changes(client)) as events:
                         if not started:
                             started = True
                             task_status.started()
@@ -485,16 +491,7 @@ class Hub:
     async def _list(self, client: Any, server: ServerState) -> None:
         """Read the server's listing, check it tool by tool and take it as the server's tools."""
         server.refused.clear()
-        listed: list[Any] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(_PAGE_CAP):
-            page = await client.list_tools(cursor=cursor)
-            listed.extend(page.tools)
-            cursor = page.next_cursor
-            if cursor is None or cursor in seen:  # a server repeating a cursor would loop
-                break
-            seen.add(cursor)
+        listed = await all_pages(client.list_tools, "tools")
         checking = partial(accept, server, listed, dict(server.refused), call=self._call)
         if len(listed) > _CHECKED_ON_LOOP:  # a big listing is checked off the event loop
             listing = await anyio.to_thread.run_sync(checking)
@@ -640,7 +637,7 @@ class Hub:
             raise
         except pydantic.ValidationError as exc:  # a malformed answer on a sound connection
             raise ToolwireError(
-                f"Server {name!r} answered with a malformed result: {_first_error(exc)}."
+                f"Server {name!r} answered with a malformed result: {first_error(exc)}."
             ) from None
         except Exception as exc:  # the connection broke
             if server.client is client:
@@ -751,17 +748,17 @@ class Hub:
         except InputDeferred:
             raise  # the executor keeps the call waiting in its run
         except InputRefused as exc:
-            return ToolResult.error("failed", f"Tool {_exposed(server, name)!r} stopped: {exc}.")
+            return ToolResult.error("failed", f"Tool {exposed(server, name)!r} stopped: {exc}.")
         except Exception as exc:  # mapped to an answer; nothing leaks to the caller
             if flight.problem is not None and not progress.expired:
                 # A question it asked could not be answered: that is why it failed.
-                return _stopped(server, name, flight.problem, None)
+                return stopped(server, name, flight.problem, None)
             if not progress.expired:
                 failure = self._failure(server, name, exc)
                 if relay is not None:  # the gateway answers its client with the same error
                     relay.protocol_error = protocol_error(exc)
                     if relay.keeps_rounds and relay.protocol_error is not None:
-                        return _keeping_error(failure, relay.protocol_error)
+                        return keeping_error(failure, relay.protocol_error)
                 return failure
         finally:
             calling.reset(sending)
@@ -775,13 +772,13 @@ class Hub:
         await progress.handlers.drained(_DRAIN_SECONDS)
         answer = result_from_mcp(result)
         if flight.problem is not None:  # a question it asked could not be answered
-            return _stopped(server, name, flight.problem, answer.text[:DESCRIBED] or "nothing")
+            return stopped(server, name, flight.problem, answer.text[:DESCRIBED] or "nothing")
         schema = server.output_schemas.get(name)
         if schema is not None and not answer.is_error:
-            problem = _output_problem(server, name, schema, answer.structured_content)
+            problem = output_problem(server, name, schema, answer.structured_content)
             if problem is not None:
                 return ToolResult.error(
-                    "failed", f"Tool {_exposed(server, name)!r} failed: {problem}"
+                    "failed", f"Tool {exposed(server, name)!r} failed: {problem}"
                 )
         return answer
 
@@ -836,7 +833,7 @@ class Hub:
         if isinstance(exc, mcp.MCPError):
             if exc.code == mcp.types.REQUEST_TIMEOUT:
                 return ToolResult.error(
-                    "timeout", f"Tool {_exposed(server, name)!r} timed out on the server."
+                    "timeout", f"Tool {exposed(server, name)!r} timed out on the server."
                 )
             if exc.code == mcp.types.CONNECTION_CLOSED:
                 return self._lost(server, exc)
@@ -846,21 +843,21 @@ class Hub:
                 server.wake.set()
                 return ToolResult.error(
                     "failed",
-                    f"Tool {_exposed(server, name)!r} changed on its server since it was "
+                    f"Tool {exposed(server, name)!r} changed on its server since it was "
                     "listed; the hub is listing it again: call it again.",
                 )
             message = exc.message if isinstance(exc.message, str) else repr(exc.message)
             return ToolResult.error(
-                "failed", f"Tool {_exposed(server, name)!r} failed: {message[:DESCRIBED]}"
+                "failed", f"Tool {exposed(server, name)!r} failed: {message[:DESCRIBED]}"
             )
         if isinstance(exc, RuntimeError):  # e.g. the SDK's output-schema check
             reason = describe_exception(exc, limit=DESCRIBED, named=False)
-            return ToolResult.error("failed", f"Tool {_exposed(server, name)!r} failed: {reason}")
+            return ToolResult.error("failed", f"Tool {exposed(server, name)!r} failed: {reason}")
         if isinstance(exc, pydantic.ValidationError):  # a malformed answer on a sound connection
             return ToolResult.error(
                 "failed",
-                f"Tool {_exposed(server, name)!r} answered with a malformed result: "
-                f"{_first_error(exc)}.",
+                f"Tool {exposed(server, name)!r} answered with a malformed result: "
+                f"{first_error(exc)}.",
             )
         return self._lost(server, exc)  # the connection broke
 
@@ -891,81 +888,8 @@ class _NotTold(Exception):
     run on its session."""
 
 
-def _stopped(server: ServerState, name: str, problem: str, said: str | None) -> ToolResult:
-    """The answer of a call one of whose server's questions could not be answered: failed,
-    saying why, with what the server answered (``said``; None: a JSON-RPC error)."""
-    answered = f" The server answered: {said}" if said is not None else ""
-    return ToolResult.error(
-        "failed", f"Tool {_exposed(server, name)!r} stopped: {problem}.{answered}"
-    )
-
-
-def _keeping_error(failure: ToolResult, error: Any) -> ToolResult:
-    """A task's answer to a call its server answered with a JSON-RPC error: the failure, with
-    the error kept (see ``_relay.kept_error``)."""
-    kept = {"code": error.code, "message": error.message, "data": error.data}
-    return ToolResult(
-        content=failure.content,
-        structured_content={PROTOCOL_ERROR: {k: v for k, v in kept.items() if v is not None}},
-        is_error=True,
-        error_kind="failed",
-    )
-
-
-def _changes_of(client: Any) -> dict[str, bool]:
-    """The listing changes to listen for: those the server declared it tells of."""
-    capabilities = client.server_capabilities
-    return {
-        f"{kind}_list_changed": bool(
-            getattr(getattr(capabilities, kind, None), "list_changed", False)
-        )
-        or kind == "tools"
-        for kind in ("tools", "prompts", "resources")
-    }
-
-
 def _modern_versions() -> tuple[str, ...]:
     """The revisions without the ``initialize`` handshake (2026-07-28 on), as the SDK has them."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
     return tuple(MODERN_PROTOCOL_VERSIONS)
-
-
-def _exposed(server: ServerState, name: str) -> str:
-    """The name the model calls a server's tool by (what its messages name)."""
-    return exposed_name_for(name, server.name)
-
-
-def _output_problem(server: ServerState, name: str, schema: Any, structured: Any) -> str | None:
-    """Why a tool's structured result breaks its output schema, or None: what the SDK checks
-    (it must be there, and match), done by jsonschema-rs, in linear time."""
-    if structured is None:
-        return "it has an output schema but returned no structured content"
-    compiled = server.output_validators.get(name)
-    if compiled is not None and compiled[0] is schema:
-        validator = compiled[1]
-    else:  # first use, or the server listed another schema since
-        validator = (
-            compile_validator(schema)
-            if isinstance(schema, Mapping)
-            else "the output schema is not an object"
-        )
-        server.output_validators[name] = (schema, validator)
-    if isinstance(validator, str):
-        return f"its output schema cannot check results: {validator}"
-    try:
-        error = next(iter(validator.iter_errors(structured)), None)
-    except ValueError as exc:  # not JSON jsonschema-rs reads
-        return f"its structured content is not JSON: {describe_exception(exc, limit=DESCRIBED)}"
-    if error is None:
-        return None
-    return f"its structured content does not match its output schema: {error.message[:DESCRIBED]}"
-
-
-def _first_error(exc: pydantic.ValidationError) -> str:
-    """Where and how a server's answer fails the protocol, from its first validation error."""
-    errors = exc.errors(include_url=False, include_input=False)
-    if not errors:
-        return "it does not match the protocol"
-    where = ".".join(str(part) for part in errors[0]["loc"])
-    return f"{where or 'the result'}: {errors[0]['msg']}"

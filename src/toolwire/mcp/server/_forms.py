@@ -11,7 +11,7 @@ import mcp_types as types
 from toolwire._text import hides, json_hides, visible, visible_json
 from toolwire.approval import ApprovalRequest, Decision, allow, deny
 
-__all__ = ["FORM_SCHEMA", "decision_of", "fits_a_form", "form_message"]
+__all__ = ["FORM_SCHEMA", "decision_of", "fits_a_form", "form_message", "waits_for_approval"]
 
 FORM_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -71,4 +71,37 @@ def form_message(request: ApprovalRequest) -> str:
         f"Warning: {' and '.join(hiding)} hold hidden characters (controls, bidi or zero-width "
         "characters, unusual spaces), shown as escapes such as \\u202e; the call gets the "
         f"characters themselves. {message}"
+    )
+
+
+def waits_for_approval(
+    request: ApprovalRequest, subject: str, again: str, *, shared_store: bool, no_form: str | None
+) -> str:
+    """What a client is told of ``subject`` (``"The call x"``) left waiting for ``request``'s
+    decision: only ways to decide it that can work (a store in the gateway's memory is out of
+    reach of ``toolwire decide``), and then ``again`` (``"make the same call again"``).
+    ``no_form``: why this client cannot approve it in a form, or None when it can."""
+    why = f" ({visible(request.reason)})" if request.reason else ""
+    run, call = request.run_id, request.call_id
+    text = f"{subject} waits for approval{why}. Run id: {run}; call id: {call}. "
+    if shared_store:
+        return text + (
+            f"Decide it with toolwire.decide({run!r}, {call!r}, toolwire.allow() or "
+            f"toolwire.deny(...), store=...) or `toolwire decide {run} {call} allow --store "
+            f"URL` (the inbox), then {again} with the same arguments to learn the decision: "
+            "it runs once allowed."
+        )
+    memory = (
+        "It is kept in the gateway's memory (no shared run store), which `toolwire decide` and "
+        "the inbox cannot reach"
+    )
+    if no_form is None:
+        return text + (
+            f"{memory}: {again} with the same arguments and approve it in the form this client "
+            "is asked."
+        )
+    return text + (
+        f"{memory}, and {no_form}, so it cannot be approved from outside the gateway's process. "
+        "A gateway served with a shared run store (`--store sqlite:///runs.db`, or `store=`) "
+        "lets it be decided from outside it."
     )

@@ -57,7 +57,6 @@ from typing import Any, Literal, cast
 import anyio
 
 from toolwire._json import load_json
-from toolwire._text import visible
 from toolwire.approval import (
     ApprovalPending,
     ApprovalRequest,
@@ -85,7 +84,13 @@ from toolwire.mcp._relay import (
 )
 from toolwire.mcp.client import Hub, arguments_digest
 from toolwire.mcp.server._auth import Authentication, request_principal
-from toolwire.mcp.server._forms import FORM_SCHEMA, decision_of, fits_a_form, form_message
+from toolwire.mcp.server._forms import (
+    FORM_SCHEMA,
+    decision_of,
+    fits_a_form,
+    form_message,
+    waits_for_approval,
+)
 from toolwire.mcp.server._names import check_one_server, run_base
 from toolwire.mcp.server._offers import Escalate, Offers
 from toolwire.mcp.server._shapes import (
@@ -124,7 +129,6 @@ try:
         ListenHandler,
         PromptsListChanged,
         ResourcesListChanged,
-        ResourceUpdated,
         ToolsListChanged,
     )
     from mcp.shared.exceptions import MCPError
@@ -314,10 +318,9 @@ class Gateway:
             own_names=own_names,
             executors=self._executors,
             run_for=self._run_for,
-            waiting=self._read_waits,
+            store=self.store,
+            bus=self._bus,
         )
-        # The sessions subscribed to each upstream resource, by (server, URI).
-        self._subscribers: dict[tuple[str, str], weakref.WeakSet[Any]] = {}
 
     @property
     def elicit(self) -> bool:
@@ -425,7 +428,7 @@ class Gateway:
             "logging/setLevel", types.SetLevelRequestParams, set_logging_level
         )
         if self._upstreams is not None:
-            self._serve_offers(server)
+            self._offers.serve(server, self.principal_of)
         if self._tasks is not None:
             self._serve_tasks(server)
         server.middleware.append(self._remember_session)
@@ -440,107 +443,6 @@ class Gateway:
         server.middleware.append(RequestStateBoundary(security, default_audience=self.name))
         return server
 
-    def _serve_offers(self, server: Server[Any]) -> None:
-        """Serve the hub's resources, templates, prompts and completions (see ``_offers``)."""
-        offers = self._offers
-
-        def principal(ctx: ServerRequestContext[Any]) -> Any:
-            try:
-                return self.principal_of(ctx)
-            except _Unauthenticated:
-                raise MCPError(
-                    code=types.INVALID_REQUEST, message="The request was not authenticated."
-                ) from None
-
-        async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-            return types.ListResourcesResult(resources=offers.resources(principal(ctx)))
-
-        async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
-            templates = offers.templates(principal(ctx))
-            return types.ListResourceTemplatesResult(resource_templates=templates)
-
-        async def read(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
-            return await offers.read(params.uri, principal(ctx))
-
-        async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
-            return types.ListPromptsResult(prompts=offers.prompts(principal(ctx)))
-
-        async def get(ctx: Any, params: types.GetPromptRequestParams) -> Any:
-            return await offers.get(params.name, params.arguments, principal(ctx))
-
-        async def complete(ctx: Any, params: types.CompleteRequestParams) -> Any:
-            return await offers.complete(params, principal(ctx))
-
-        async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
-            await self._subscribe(ctx.session, params.uri, principal(ctx))
-            return types.EmptyResult()
-
-        async def unsubscribe(
-            ctx: Any, params: types.UnsubscribeRequestParams
-        ) -> types.EmptyResult:
-            await self._unsubscribe(ctx.session, params.uri)
-            return types.EmptyResult()
-
-        for method, params_type, handler in (
-            ("resources/list", types.PaginatedRequestParams, list_resources),
-            ("resources/templates/list", types.PaginatedRequestParams, list_templates),
-            ("resources/read", types.ReadResourceRequestParams, read),
-            ("resources/subscribe", types.SubscribeRequestParams, subscribe),
-            ("resources/unsubscribe", types.UnsubscribeRequestParams, unsubscribe),
-            ("prompts/list", types.PaginatedRequestParams, list_prompts),
-            ("prompts/get", types.GetPromptRequestParams, get),
-            ("completion/complete", types.CompleteRequestParams, complete),
-        ):
-            server.add_request_handler(method, params_type, cast(Any, handler))
-
-    async def _subscribe(self, session: Any, uri: str, principal: Any) -> None:
-        """Subscribe ``session`` to ``uri``: the server is asked once, for every client."""
-        assert self._upstreams is not None
-        server = self._offers.subscribable(uri, principal)
-        key = (server, uri)
-        sessions = self._subscribers.get(key)
-        if sessions is None:
-            try:
-                await self._upstreams.send(server, lambda client: client.subscribe_resource(uri))
-            except ToolwireError as exc:
-                raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
-            sessions = self._subscribers.setdefault(key, weakref.WeakSet())
-        sessions.add(session)
-
-    async def _unsubscribe(self, session: Any, uri: str) -> None:
-        """End ``session``'s subscriptions to ``uri``; the server's, once no client has one."""
-        assert self._upstreams is not None
-        for key in [key for key in self._subscribers if key[1] == uri]:
-            sessions = self._subscribers[key]
-            sessions.discard(session)
-            if not sessions:
-                del self._subscribers[key]
-                with contextlib.suppress(Exception):  # it is down: its subscriptions went too
-                    await self._upstreams.send(
-                        key[0], lambda client: client.unsubscribe_resource(uri)
-                    )
-
-    async def _resource_updated(self, server: str, uri: str) -> None:
-        """Tell the clients subscribed to ``uri`` of ``server`` that it was updated."""
-        await self._bus.publish(ResourceUpdated(uri))  # 2026-07-28 listen streams
-        for session in list(self._subscribers.get((server, uri), ())):
-            with contextlib.suppress(Exception):  # a connection gone: the others are told
-                await session.send_resource_updated(uri)
-
-    def _read_waits(self, run_id: str, call_id: str) -> str:
-        """What a client whose read or get waits for approval is told."""
-        text = f"It waits for approval. Run id: {run_id}; call id: {call_id}. "
-        if in_process(self.store):
-            return text + (
-                "It is kept in the gateway's memory (no shared run store), which `toolwire "
-                "decide` and the inbox cannot reach: a gateway served with a shared run store "
-                "(`--store sqlite:///runs.db`, or `store=`) lets it be decided."
-            )
-        return text + (
-            f"Decide it with `toolwire decide {run_id} {call_id} allow --store URL` (the "
-            "inbox), then ask again: it is answered once allowed."
-        )
-
     def _bound_principal(self, ctx: ServerRequestContext[Any]) -> str | None:
         authenticated, principal = request_principal(ctx.request)
         return ledger.principal_key(principal) if authenticated else None
@@ -554,7 +456,7 @@ class Gateway:
             if self._tasks is not None:
                 await running.enter_async_context(self._tasks.running())
             if self._upstreams is not None:
-                running.callback(self._upstreams.watch_resources(self._resource_updated))
+                running.callback(self._upstreams.watch_resources(self._offers.updated))
             async with anyio.create_task_group() as tasks:
                 if self._hub is not None:
                     tasks.start_soon(self._announce_changes, self._hub)
@@ -799,45 +701,23 @@ class Gateway:
     def _waiting(
         self, ctx: ServerRequestContext[Any], request: ApprovalRequest
     ) -> types.CallToolResult:
-        """The answer to a call left waiting for a decision: only ways to decide it that can
-        work (a store in this process's memory is out of reach of ``toolwire decide``)."""
-        why = f" ({visible(request.reason)})" if request.reason else ""
-        text = (
-            f"The call {request.exposed_name} waits for approval{why}. "
-            f"Run id: {request.run_id}; call id: {request.call_id}. "
-        )
-        if not in_process(self.store):
-            text += (
-                f"Decide it with toolwire.decide({request.run_id!r}, {request.call_id!r}, "
-                "toolwire.allow() or toolwire.deny(...), store=...) or "
-                f"`toolwire decide {request.run_id} {request.call_id} allow --store URL` "
-                "(the inbox), then make the same call again with the same arguments to learn "
-                "the decision: it runs once allowed."
+        """The answer to a call left waiting for a decision (see ``waits_for_approval``)."""
+        if not self.elicit:
+            no_form: str | None = (
+                "the gateway asks no client approval forms (elicitation): its calls are "
+                "approved through the ledger"
             )
-        elif self._can_elicit(ctx) and fits_a_form(request):
-            text += (
-                "It is kept in the gateway's memory (no shared run store), which `toolwire "
-                "decide` and the inbox cannot reach: make the same call again with the same "
-                "arguments and approve it in the form this client is asked."
-            )
+        elif not self._can_elicit(ctx):
+            no_form = "this client does not answer approval forms (elicitation)"
+        elif not fits_a_form(request):
+            no_form = "its arguments are too long for an approval form to show them whole"
         else:
-            if not self.elicit:
-                who = (
-                    "the gateway asks no client approval forms (elicitation): its calls are "
-                    "approved through the ledger"
-                )
-            elif not self._can_elicit(ctx):
-                who = "this client does not answer approval forms (elicitation)"
-            else:
-                who = "its arguments are too long for an approval form to show them whole"
-            text += (
-                "It is kept in the gateway's memory (no shared run store), which `toolwire "
-                f"decide` and the inbox cannot reach, and {who}, "
-                "so it cannot be approved from outside the gateway's process. A gateway served "
-                "with a shared run store (`--store sqlite:///runs.db`, or `store=`) lets such "
-                "calls be decided from outside it."
-            )
-        return error_result(text)
+            no_form = None
+        subject, again = f"The call {request.exposed_name}", "make the same call again"
+        shared = not in_process(self.store)
+        return error_result(
+            waits_for_approval(request, subject, again, shared_store=shared, no_form=no_form)
+        )
 
     # -- asking the client ------------------------------------------------------------------
 

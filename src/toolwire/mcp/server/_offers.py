@@ -26,25 +26,27 @@ read or get denied or waiting for approval (the message says which, with the run
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+
+import mcp_types as types
+from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
+from mcp.shared.exceptions import MCPError
 
 from toolwire.approval import ApprovalPending
 from toolwire.calls import ToolResult
 from toolwire.errors import ToolwireError
-from toolwire.mcp.client import Hub
-from toolwire.mcp.client._catalog import MAX_URI, Catalog
+from toolwire.mcp.client import MAX_URI, Catalog, Hub
+from toolwire.mcp.server._forms import waits_for_approval
 from toolwire.pipeline.executor import Executor
 from toolwire.policy import Policy
+from toolwire.runs.store import RunStore, in_process
 from toolwire.tool import Entity, Tool, exposed_name_for
 from toolwire.toolset import ToolSet, make_call
-
-try:
-    import mcp_types as types
-    from mcp.shared.exceptions import MCPError
-except ImportError:  # pragma: no cover - the gateway's module says which extra is missing
-    raise
 
 __all__ = ["Offers"]
 
@@ -64,8 +66,6 @@ Executors = Callable[[ToolSet], tuple[Executor, Executor]]
 """The two executors of a toolset: the one that keeps no run, and the ledgered one."""
 RunFor = Callable[[str, Mapping[str, Any], Any], Awaitable[str]]
 """The run a call needing approval belongs to, by its name, arguments and principal."""
-Waiting = Callable[[str, str], str]
-"""What to tell a client whose read or get waits: by its run id and call id."""
 
 
 @dataclass(frozen=True)
@@ -89,14 +89,72 @@ class Offers:
         own_names: bool,
         executors: Executors,
         run_for: RunFor,
-        waiting: Waiting,
+        store: RunStore,
+        bus: InMemorySubscriptionBus,
     ) -> None:
         self.hub = hub
         self._policy = policy
         self._own_names = own_names
         self._executors = executors
         self._run_for = run_for
-        self._waiting = waiting
+        self._store = store
+        self._bus = bus
+        # The sessions subscribed to each resource, by (server, URI).
+        self._subscribers: dict[tuple[str, str], weakref.WeakSet[Any]] = {}
+
+    def serve(self, server: Any, principal_of: Callable[[Any], Any]) -> None:
+        """Answer the methods of resources, prompts and completion on the SDK's low-level
+        ``server``, for the principal ``principal_of(ctx)`` names (a ``ToolwireError``: the
+        request was not authenticated)."""
+
+        def principal(ctx: Any) -> Any:
+            try:
+                return principal_of(ctx)
+            except ToolwireError:
+                raise MCPError(
+                    code=types.INVALID_REQUEST, message="The request was not authenticated."
+                ) from None
+
+        async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+            return types.ListResourcesResult(resources=self.resources(principal(ctx)))
+
+        async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+            templates = self.templates(principal(ctx))
+            return types.ListResourceTemplatesResult(resource_templates=templates)
+
+        async def read(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
+            return await self.read(params.uri, principal(ctx))
+
+        async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+            return types.ListPromptsResult(prompts=self.prompts(principal(ctx)))
+
+        async def get(ctx: Any, params: types.GetPromptRequestParams) -> Any:
+            return await self.get(params.name, params.arguments, principal(ctx))
+
+        async def complete(ctx: Any, params: types.CompleteRequestParams) -> Any:
+            return await self.complete(params, principal(ctx))
+
+        async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+            await self.subscribe(ctx.session, params.uri, principal(ctx))
+            return types.EmptyResult()
+
+        async def unsubscribe(
+            ctx: Any, params: types.UnsubscribeRequestParams
+        ) -> types.EmptyResult:
+            await self.unsubscribe(ctx.session, params.uri)
+            return types.EmptyResult()
+
+        for method, params_type, handler in (
+            ("resources/list", types.PaginatedRequestParams, list_resources),
+            ("resources/templates/list", types.PaginatedRequestParams, list_templates),
+            ("resources/read", types.ReadResourceRequestParams, read),
+            ("resources/subscribe", types.SubscribeRequestParams, subscribe),
+            ("resources/unsubscribe", types.UnsubscribeRequestParams, unsubscribe),
+            ("prompts/list", types.PaginatedRequestParams, list_prompts),
+            ("prompts/get", types.GetPromptRequestParams, get),
+            ("completion/complete", types.CompleteRequestParams, complete),
+        ):
+            server.add_request_handler(method, params_type, cast(Any, handler))
 
     def _catalogs(self) -> dict[str, Catalog]:
         return self.hub.catalogs() if self.hub is not None else {}
@@ -247,10 +305,8 @@ class Offers:
             try:
                 (outcome,) = await ledgered.run([call], run_id=run_id, principal=principal)
             except ApprovalPending as pending:
-                request_ = pending.pending[0]
                 raise MCPError(
-                    code=types.INVALID_REQUEST,
-                    message=self._waiting(request_.run_id, request_.call_id),
+                    code=types.INVALID_REQUEST, message=self._waits(target, pending.pending[0])
                 ) from None
             except ToolwireError as exc:  # the store is down, say
                 raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
@@ -307,13 +363,26 @@ class Offers:
         shown = _shown_text(uri_template) if isinstance(uri_template, str) else "(not a URI)"
         raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown resource template {shown}.")
 
+    def _waits(self, target: _Target, request: Any) -> str:
+        if target.tool.entity == "resource":
+            subject, again = f"The read of {_shown_text(target.name)}", "read it again"
+        else:
+            subject, again = f"The get of prompt {_shown_text(target.name)}", "get it again"
+        return waits_for_approval(
+            request,
+            subject,
+            again,
+            shared_store=not in_process(self._store),
+            no_form="reads and gets are approved through the ledger only",
+        )
+
     # -- subscriptions ----------------------------------------------------------------------
 
-    def subscribable(self, uri: Any, principal: Any) -> str:
-        """The server a subscription to ``uri`` goes to (one that declared subscriptions).
+    async def subscribe(self, session: Any, uri: Any, principal: Any) -> None:
+        """Subscribe ``session`` to ``uri``: its server is asked once, for every client.
 
         Raises:
-            MCPError: as for a read, or the server takes no subscriptions.
+            MCPError: as for a read, or the server takes no subscriptions or is down.
         """
         target = self._resource(uri, principal)
         catalog = self._catalogs().get(target.server)
@@ -322,7 +391,33 @@ class Offers:
                 code=types.METHOD_NOT_FOUND,
                 message=f"The server of {_shown_text(target.name)} takes no subscriptions.",
             )
-        return target.server
+        key = (target.server, target.name)
+        sessions = self._subscribers.get(key)
+        if sessions is None:
+            assert self.hub is not None
+            try:
+                await self.hub.send(target.server, lambda c: c.subscribe_resource(target.name))
+            except ToolwireError as exc:
+                raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+            sessions = self._subscribers.setdefault(key, weakref.WeakSet())
+        sessions.add(session)
+
+    async def unsubscribe(self, session: Any, uri: Any) -> None:
+        """End ``session``'s subscriptions to ``uri``; its server's, once no client has one."""
+        for key in [key for key in self._subscribers if key[1] == uri]:
+            sessions = self._subscribers[key]
+            sessions.discard(session)
+            if not sessions and self.hub is not None:
+                del self._subscribers[key]
+                with contextlib.suppress(Exception):  # it is down: its subscriptions went too
+                    await self.hub.send(key[0], lambda c: c.unsubscribe_resource(uri))
+
+    async def updated(self, server: str, uri: str) -> None:
+        """Tell the clients subscribed to ``uri`` of ``server`` that it was updated."""
+        await self._bus.publish(ResourceUpdated(uri))  # 2026-07-28 listen streams
+        for session in list(self._subscribers.get((server, uri), ())):
+            with contextlib.suppress(Exception):  # a connection gone: the others are told
+                await session.send_resource_updated(uri)
 
 
 def _read_tool(server: str, uri: str) -> Tool:
@@ -354,8 +449,6 @@ def _prompt_tool(server: str, prompt: Any) -> Tool:
 
 
 def _with_handler(tool: Tool, handler: Callable[..., Awaitable[ToolResult]]) -> Tool:
-    import dataclasses
-
     return dataclasses.replace(tool, handler=handler)
 
 
