@@ -710,7 +710,7 @@ def _answer(answer: Callable[..., Any], outcome: CallOutcome, options: Any) -> A
         return item.answer
     assert isinstance(item, ToolCall)
     try:
-        return answer(item, outcome.result, options)
+        return answer(item, outcome.result.for_model(), options)
     except Exception as exc:  # the call keeps an answer, saying its result could not be shaped
         failure = ToolResult.error(
             "failed",

@@ -76,6 +76,8 @@ class TextContent:
     """Plain text returned by a tool."""
 
     text: str
+    annotations: Mapping[str, Any] | None = field(default=None, kw_only=True, hash=False)
+    """Its MCP annotations (``audience``, ``priority``...), as its server gave them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +86,8 @@ class ImageContent:
 
     data: bytes
     mime_type: str
+    annotations: Mapping[str, Any] | None = field(default=None, kw_only=True, hash=False)
+    """Its MCP annotations (``audience``, ``priority``...), as its server gave them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,8 @@ class AudioContent:
 
     data: bytes
     mime_type: str
+    annotations: Mapping[str, Any] | None = field(default=None, kw_only=True, hash=False)
+    """Its MCP annotations (``audience``, ``priority``...), as its server gave them."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,6 +108,8 @@ class ResourceLink:
     name: str | None = None
     mime_type: str | None = None
     description: str | None = None
+    annotations: Mapping[str, Any] | None = field(default=None, kw_only=True, hash=False)
+    """Its MCP annotations (``audience``, ``priority``...), as its server gave them."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,10 +120,22 @@ class EmbeddedResource:
     mime_type: str | None = None
     text: str | None = None
     blob: bytes | None = None
+    annotations: Mapping[str, Any] | None = field(default=None, kw_only=True, hash=False)
+    """Its MCP annotations (``audience``, ``priority``...), as its server gave them."""
 
 
 Content = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
 _CONTENT_TYPES = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
+
+
+def _for_the_model(part: Content) -> bool:
+    """Whether ``part`` may be put before a model: not one whose MCP ``audience`` leaves the
+    assistant out."""
+    annotations = part.annotations
+    if annotations is None:
+        return True
+    audience = annotations.get("audience")
+    return not isinstance(audience, list | tuple) or "assistant" in audience
 
 
 def placeholder(part: Content) -> str:
@@ -223,6 +243,17 @@ class ToolResult:
             return cls(content=tuple(_checked_part(v) for v in value))
         safe = json_safe(value)
         return cls(content=(TextContent(canonical_json(safe)),), value=safe)
+
+    def for_model(self) -> ToolResult:
+        """The result as a model is shown it: without the parts whose annotations say they
+        are for the user only (an ``audience`` without ``"assistant"``); a result left with
+        nothing says so."""
+        kept = tuple(part for part in self.content if _for_the_model(part))
+        if len(kept) == len(self.content):
+            return self
+        if not kept and self.structured_content is None:
+            kept = (TextContent("[content for the user only]"),)
+        return replace(self, content=kept)
 
     @property
     def text(self) -> str:

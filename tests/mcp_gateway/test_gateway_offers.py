@@ -18,6 +18,7 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.prompts.base import UserMessage
 from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel
 
 import toolwire
 from toolwire.mcp import Gateway, Hub, InProcessServer
@@ -71,7 +72,45 @@ def docs_server() -> MCPServer:
     def add(a: int, b: int) -> int:
         return a + b
 
+    @server.tool(
+        title="Weather report",
+        annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        icons=[types.Icon(src="https://example.com/sun.png", mime_type="image/png")],
+        meta={"example.com/team": "weather"},
+    )
+    def weather(city: str) -> Report:
+        """Reports the weather."""
+        return Report(city=city, celsius=21)
+
+    @server.tool()
+    def split() -> list[types.ContentBlock]:
+        """Answers with one part for the model and one for the user only."""
+        return [
+            types.TextContent(text="for both", annotations=types.Annotations(priority=0.9)),
+            types.TextContent(
+                text="for the user", annotations=types.Annotations(audience=["user"])
+            ),
+        ]
+
     return server
+
+
+GEMINI_SPLIT = {
+    "candidates": [
+        {
+            "content": {
+                "role": "model",
+                "parts": [{"functionCall": {"name": "docs__split", "args": {}}}],
+            }
+        }
+    ]
+}
+"""A Gemini response calling the tool whose answer has a part for the user only."""
+
+
+class Report(BaseModel):
+    city: str
+    celsius: int
 
 
 @asynccontextmanager
@@ -199,7 +238,7 @@ async def test_a_policy_denies_reads_by_uri_and_hides_them_from_the_listing() ->
     assert "file:///private/keys.txt" not in listed
     assert "file:///docs/readme.txt" in listed
     assert denied.value.code == types.INVALID_PARAMS  # denied outright: as if not there
-    assert tools == {"docs__add"}  # a resource rule does not touch the tools
+    assert tools == {"docs__add", "docs__weather", "docs__split"}  # a resource rule: no tools
 
 
 async def test_a_deny_decided_by_the_arguments_is_a_refusal_saying_why() -> None:
@@ -226,7 +265,7 @@ async def test_an_allow_rule_for_tools_does_not_allow_reads() -> None:
             tools = (await client.list_tools()).tools
             resources = (await client.list_resources()).resources
             prompts = (await client.list_prompts()).prompts
-    assert [t.name for t in tools] == ["docs__add"]
+    assert [t.name for t in tools] == ["docs__add", "docs__weather", "docs__split"]
     assert resources == []
     assert prompts == []
 
@@ -288,3 +327,36 @@ async def test_a_gateway_without_a_hub_serves_no_resources_or_prompts() -> None:
     assert capabilities is not None
     assert capabilities.resources is None
     assert capabilities.prompts is None
+
+
+async def test_a_tools_title_icons_annotations_meta_and_output_schema_pass_through() -> None:
+    hub = Hub({"docs": InProcessServer(server=docs_server())})
+    with anyio.fail_after(BOUND):
+        async with hub, Client(docs_server()) as direct:
+            upstream = {t.name: t for t in (await direct.list_tools()).tools}["weather"]
+            async with Client(Gateway(hub.as_toolset(), hub=hub).server()) as client:
+                served = {t.name: t for t in (await client.list_tools()).tools}["docs__weather"]
+                result = await client.call_tool("docs__weather", {"city": "Oslo"})
+    assert served.title == upstream.title == "Weather report"
+    assert served.annotations == upstream.annotations
+    assert served.icons == upstream.icons
+    assert served.meta == upstream.meta
+    assert served.output_schema == upstream.output_schema
+    assert result.structured_content == {"city": "Oslo", "celsius": 21}
+
+
+async def test_content_annotations_pass_through_and_user_only_parts_never_reach_a_model() -> None:
+    hub = Hub({"docs": InProcessServer(server=docs_server())})
+    with anyio.fail_after(BOUND):
+        async with hub, Client(Gateway(hub.as_toolset(), hub=hub).server()) as client:
+            served = await client.call_tool("docs__split", {})
+            outcome = await toolwire.execute_tool_calls(hub, "gemini", GEMINI_SPLIT)
+    both, user = served.content
+    assert both.annotations == types.Annotations(priority=0.9)
+    assert user.annotations == types.Annotations(audience=["user"])
+    assert user.text == "for the user"  # type: ignore[union-attr]
+    (answer,) = outcome.results
+    assert "for both" in str(answer)
+    assert "for the user" not in str(answer)
+    # The run's own record keeps both: only the model's answer leaves the user's part out.
+    assert [p.text for p in outcome.calls[0].result.content] == ["for both", "for the user"]  # type: ignore[union-attr]

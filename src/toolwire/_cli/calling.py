@@ -133,7 +133,7 @@ async def run_call(args: argparse.Namespace) -> int:
             timeout=args.timeout,
         )
         (outcome,) = await executor.run([call])
-    answer = adapter.answer(call, outcome.result, None)
+    answer = adapter.answer(call, outcome.result.for_model(), None)
     if args.json:
         print_json(
             {

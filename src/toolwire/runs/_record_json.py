@@ -10,6 +10,7 @@ be read ([`DamagedRecord`][]) and where a waiting call stands ([`QueuePlace`][])
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 import json
 from dataclasses import dataclass, fields
@@ -218,12 +219,14 @@ class _DecisionForm(TypedDict):
 class _TextForm(TypedDict):
     type: Literal["text"]
     text: str
+    annotations: NotRequired[dict[str, Any]]
 
 
 class _MediaForm(TypedDict):
     type: Literal["image", "audio"]
     data: str
     mime_type: str
+    annotations: NotRequired[dict[str, Any]]
 
 
 class _LinkForm(TypedDict):
@@ -232,6 +235,7 @@ class _LinkForm(TypedDict):
     name: str | None
     mime_type: str | None
     description: str | None
+    annotations: NotRequired[dict[str, Any]]
 
 
 class _ResourceForm(TypedDict):
@@ -240,6 +244,7 @@ class _ResourceForm(TypedDict):
     mime_type: str | None
     text: str | None
     blob: str | None
+    annotations: NotRequired[dict[str, Any]]
 
 
 _PartForm = Annotated[
@@ -430,6 +435,13 @@ def _b64(data: bytes) -> str:
 
 
 def _encode_part(part: Content) -> dict[str, Any]:
+    encoded = _encode_body(part)
+    if part.annotations is not None:
+        encoded["annotations"] = dict(part.annotations)
+    return encoded
+
+
+def _encode_body(part: Content) -> dict[str, Any]:
     match part:
         case TextContent(text=text):
             return {"type": "text", "text": text}
@@ -457,6 +469,12 @@ def _encode_part(part: Content) -> dict[str, Any]:
 
 
 def _decode_part(body: _PartForm) -> Content:
+    part = _decode_body(body)
+    annotations = body.get("annotations")
+    return part if annotations is None else dataclasses.replace(part, annotations=annotations)
+
+
+def _decode_body(body: _PartForm) -> Content:
     if body["type"] == "text":
         return TextContent(body["text"])
     if body["type"] == "image":

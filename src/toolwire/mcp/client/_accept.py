@@ -149,6 +149,11 @@ def _definition(
             server.task_support[name] = support
         else:
             server.task_support.pop(name, None)
+        meta = getattr(listed, "meta", None)
+        if isinstance(meta, Mapping) and meta:
+            server.tool_meta[name] = dict(meta)
+        else:
+            server.tool_meta.pop(name, None)
     except ToolwireError as exc:
         raise _LeftOut(str(exc)) from None
     except Exception as exc:  # e.g. a schema too deep to encode

@@ -109,9 +109,21 @@ def _content(block: Any) -> Content:
     return TextContent(f"[unsupported content: {_shown(kind)}]")
 
 
+def _annotations(block: Any) -> dict[str, Any] | None:
+    """A block's MCP annotations as a JSON object (None: none, or not an object)."""
+    value = _field(block, "annotations")
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(by_alias=True, exclude_none=True)
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        return None
+    return dict(value) or None
+
+
 def _mapped(block: Any) -> Content:
     try:
-        return _content(block)
+        part = _content(block)
+        annotations = _annotations(block)
+        return part if annotations is None else dataclasses.replace(part, annotations=annotations)
     except _Unreadable as exc:
         return TextContent(str(exc))
     except Exception:  # e.g. an object whose attributes raise: still one placeholder

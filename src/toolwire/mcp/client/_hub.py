@@ -574,6 +574,11 @@ class Hub:
         server = self._servers.get(tool.server_id or "")
         return server.task_support.get(tool.name) if server is not None else None
 
+    def listed_meta(self, tool: Tool) -> dict[str, Any] | None:
+        """The ``_meta`` ``tool``'s server listed it with (None: none, or not this hub's)."""
+        server = self._servers.get(tool.server_id or "")
+        return server.tool_meta.get(tool.name) if server is not None else None
+
     def as_toolset(self) -> ToolSet:
         """The tools of the servers that are up, as ``server__tool``; rebuilt after changes."""
         if self._toolset is None:

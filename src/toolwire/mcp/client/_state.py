@@ -51,6 +51,9 @@ class ServerState:
     task_support: dict[str, str] = field(default_factory=dict)
     """What the last listing declared of its tools' ``execution.taskSupport`` (``optional``,
     ``required``), by tool name; a tool not in it declared none (``forbidden``)."""
+    tool_meta: dict[str, Any] = field(default_factory=dict)
+    """The ``_meta`` its last listing gave each tool that had one, by tool name, as given (a
+    gateway passes it on)."""
     listed: bool = False
     """A listing succeeded once: tools that appear after it are new, not trusted."""
     error: str | None = "not connected yet"

@@ -400,7 +400,8 @@ class Gateway:
                 principal = self.principal_of(ctx)
             except _Unauthenticated:
                 return types.ListToolsResult(tools=[])
-            return types.ListToolsResult(tools=self.list_tools(principal))
+            modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+            return types.ListToolsResult(tools=self.list_tools(principal, modern=modern))
 
         async def call_tool(
             ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -496,15 +497,23 @@ class Gateway:
 
         return refuses
 
-    def list_tools(self, principal: Any = _OWN) -> list[types.Tool]:
+    def list_tools(self, principal: Any = _OWN, *, modern: bool = True) -> list[types.Tool]:
         """The served tools as MCP tools, in the toolset's order: those the policy does not
-        deny ``principal`` (by default the gateway's own) outright."""
+        deny ``principal`` (by default the gateway's own) outright, as a client of a
+        2026-07-28 session (``modern``) or a handshake-era one is shown them."""
         if principal is _OWN:
             principal = self.principal
         served = self._for(principal)
         shown = {exposed: name for name, exposed in served.names.items()}
+        hub = self._upstreams
         return [
-            mcp_tool(shown[name], t)
+            mcp_tool(
+                shown[name],
+                t,
+                meta=hub.listed_meta(t) if hub is not None else None,
+                task_support=hub.task_support(t) if hub is not None else None,
+                modern=modern,
+            )
             for name, t in zip(served.toolset.exposed_names, served.toolset, strict=True)
             if name in shown
         ]

@@ -22,6 +22,7 @@ from toolwire.calls import (
     canonical_json,
 )
 from toolwire.mcp._relay import Relay, round_for_client
+from toolwire.mcp.server._tasks import EXTENSION as TASKS
 from toolwire.tool import Tool
 
 __all__ = [
@@ -39,19 +40,47 @@ def served_kind(tool: Tool) -> bool:
     return tool.kind == "function"  # a custom (free-text) tool has no MCP form
 
 
-def mcp_tool(exposed: str, tool: Tool) -> types.Tool:
+def mcp_tool(
+    exposed: str,
+    tool: Tool,
+    *,
+    meta: Mapping[str, Any] | None = None,
+    task_support: str | None = None,
+    modern: bool = True,
+) -> types.Tool:
+    """``tool`` as the gateway lists it under ``exposed``: what its server listed passed on
+    (title, icons, annotations, output schema, ``_meta``), and ``task_support`` (its server's
+    ``execution.taskSupport``) where the client's revision has it: ``execution`` on a
+    handshake-era session, the tasks extension's ``_meta`` key on a 2026-07-28 one
+    (``modern``)."""
     annotations = None
     if tool.annotations:
         try:
             annotations = types.ToolAnnotations.model_validate(dict(tool.annotations))
         except ValueError:  # a server's malformed hints are dropped, not served
             annotations = None
+    icons = None
+    if tool.icons:
+        try:
+            icons = [types.Icon.model_validate(dict(icon)) for icon in tool.icons]
+        except ValueError:  # shown only: a malformed one is dropped, not served
+            icons = None
+    meta = dict(meta) if meta else {}
+    execution = None
+    if task_support is not None and modern:
+        meta[TASKS] = {**(meta.get(TASKS) or {}), "taskSupport": task_support}
+    elif task_support is not None:
+        execution = types.ToolExecution.model_validate({"taskSupport": task_support})
     return types.Tool(
         name=exposed,
+        title=tool.title,
         description=clean_description(tool.description) or None,
         input_schema=dict(tool.input_schema),
         output_schema=output_schema(tool),
         annotations=annotations,
+        icons=icons,
+        execution=execution,
+        _meta=meta or None,
     )
 
 
@@ -83,6 +112,17 @@ def b64(data: bytes) -> str:
 
 
 def mcp_part(part: Content) -> types.ContentBlock:
+    block = _block(part)
+    if part.annotations is not None:
+        try:
+            annotations = types.Annotations.model_validate(dict(part.annotations))
+        except ValueError:  # a server's malformed annotations are dropped, not served
+            return block
+        block = block.model_copy(update={"annotations": annotations})
+    return block
+
+
+def _block(part: Content) -> types.ContentBlock:
     match part:
         case TextContent(text=text):
             return types.TextContent(text=text)
