@@ -247,7 +247,12 @@ def _parser() -> argparse.ArgumentParser:
     inbox.set_defaults(run=run_inbox)
 
     serve = commands.add_parser(
-        "serve", help="serve SOURCE's tools as an MCP server, every call governed"
+        "serve",
+        help="serve SOURCE's tools as an MCP server, every call governed",
+        description="Serve SOURCE's tools as an MCP server, every call governed (validation, "
+        "policy, approval, timeouts). In front of MCP servers (an mcp.json, a URL, stdio:CMD), "
+        "their resources, resource templates, prompts and completions are served too, each "
+        "read and get governed as a call (policy rules with resource = or prompt =).",
     )
     serve.add_argument("source", help=source_help)
     _name_option(serve)
@@ -271,8 +276,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--own-names",
         action="store_true",
-        help="serve the tools of SOURCE's one MCP server under their own names, without the "
-        "server__ prefix",
+        help="serve the tools and prompts of SOURCE's one MCP server under their own names, "
+        "without the server__ prefix",
     )
     serve.add_argument(
         "--state-key-env",

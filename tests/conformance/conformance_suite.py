@@ -48,11 +48,18 @@ EXTENSION = "extension"
 """The revision column of an extension scenario's run (run without a ``--spec-version``)."""
 
 SERVER_SCENARIOS = (
+    # lifecycle and transport
     "server-initialize",
+    "server-session-lifecycle",
     "server-stateless",
     "ping",
     "dns-rebinding-protection",
     "http-header-validation",
+    "http-custom-header-server-validation",
+    "server-sse-polling",
+    "server-sse-multiple-streams",
+    "caching",
+    # tools
     "tools-list",
     "tools-call-simple-text",
     "tools-call-image",
@@ -65,6 +72,24 @@ SERVER_SCENARIOS = (
     "tools-call-sampling",
     "tools-call-elicitation",
     "json-schema-2020-12",
+    "elicitation-sep1034-defaults",
+    "elicitation-sep1330-enums",
+    # resources, prompts, completion, logging
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "resources-subscribe",
+    "resources-unsubscribe",
+    "sep-2164-resource-not-found",
+    "prompts-list",
+    "prompts-get-simple",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
+    "completion-complete",
+    "logging-set-level",
+    # input-required results (2026-07-28)
     "input-required-result-basic-elicitation",
     "input-required-result-basic-sampling",
     "input-required-result-basic-list-roots",
@@ -79,8 +104,10 @@ SERVER_SCENARIOS = (
     "input-required-result-capability-check",
     "input-required-result-ignore-extra-params",
     "input-required-result-validate-input",
+    # No sep-2640-skills-*: they test the skills extension, which no server here offers.
 )
-"""The tools and transport scenarios the gateway is measured with."""
+"""Every server scenario of the suite but the extensions' (the tasks ones are
+``TASK_SCENARIOS``), each run at the revisions of ``VERSIONS`` it applies to."""
 
 CLIENT_SCENARIOS = (
     "initialize",

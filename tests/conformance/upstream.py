@@ -1,6 +1,7 @@
-"""The upstream MCP server of the conformance runs: the tools the suite's tools and transport
-scenarios call, written with the ``mcp`` SDK's low-level server, served over streamable HTTP on
-127.0.0.1 (``python upstream.py``: it prints ``listening at URL`` on stdout once it listens).
+"""The upstream MCP server of the conformance runs: everything the suite's server scenarios ask
+of a server (tools, resources, prompts, completion, logging, resumable SSE streams), written with
+the ``mcp`` SDK's low-level server, served over streamable HTTP on 127.0.0.1 (``python
+upstream.py``: it prints ``listening at URL`` on stdout once it listens).
 
 It speaks both eras. On a 2026-07-28 request its questions (elicitation, sampling, roots) come
 back as an ``InputRequiredResult``; on a handshake-era session they are requests sent to the
@@ -11,10 +12,14 @@ says.
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import socket
 import sys
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 import anyio
@@ -23,6 +28,7 @@ import uvicorn
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ListenHandler,
@@ -32,6 +38,8 @@ from mcp.server.subscriptions import (
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 # A one-pixel PNG and a silent WAV, as the content scenarios ask for.
 PIXEL = (
@@ -326,6 +334,114 @@ async def streaming_elicitation(ctx: Ctx, params: Params) -> Answer:
     return text(f"Hello, {content_of(answer).get('name', 'stranger')}!")
 
 
+# The elicitation schema scenarios (handshake era only) read the form's schema, not the answer.
+
+DEFAULTS_FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {
+            "type": "string",
+            "enum": ["active", "inactive", "pending"],
+            "default": "active",
+        },
+        "verified": {"type": "boolean", "default": True},
+    },
+}
+
+
+def choices(*pairs: tuple[str, str]) -> list[dict[str, str]]:
+    return [{"const": value, "title": title} for value, title in pairs]
+
+
+# The five enum shapes of SEP-1330: untitled and titled single choice, the deprecated
+# `enumNames`, and untitled and titled multiple choice.
+ENUMS_FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {
+            "type": "string",
+            "oneOf": choices(
+                ("value1", "First Option"), ("value2", "Second Option"), ("value3", "Third Option")
+            ),
+        },
+        "legacyEnum": {
+            "type": "string",
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"],
+        },
+        "untitledMulti": {
+            "type": "array",
+            "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        },
+        "titledMulti": {
+            "type": "array",
+            "items": {
+                "anyOf": choices(
+                    ("value1", "First Choice"),
+                    ("value2", "Second Choice"),
+                    ("value3", "Third Choice"),
+                )
+            },
+        },
+    },
+}
+
+
+async def elicit_schema(
+    ctx: Ctx, params: Params, message: str, schema: Mapping[str, Any]
+) -> Answer:
+    request = form(message, schema)
+    answer = await ask(ctx, params, "form", request, "elicitation")
+    if answer is None:
+        return required("form", request)
+    content = json.dumps(dict(content_of(answer)), sort_keys=True)
+    return text(f"Elicitation completed: action={answer.action}, content={content}")
+
+
+@tool("test_elicitation_sep1034_defaults", "Asks a form whose every field has a default.")
+async def elicit_defaults(ctx: Ctx, params: Params) -> Answer:
+    return await elicit_schema(ctx, params, "Please review your details.", DEFAULTS_FORM)
+
+
+@tool("test_elicitation_sep1330_enums", "Asks a form with each kind of enum field.")
+async def elicit_enums(ctx: Ctx, params: Params) -> Answer:
+    return await elicit_schema(ctx, params, "Please choose your options.", ENUMS_FORM)
+
+
+# -- transport --------------------------------------------------------------------------------
+
+
+@tool(
+    "test_reconnection",
+    "Closes its SSE stream mid-call: the answer comes on the stream the client resumes.",
+)
+async def reconnection(ctx: Ctx, params: Params) -> Answer:
+    # Offered only on a handshake-era session at 2025-11-25 or later, whose client got a
+    # priming event to resume from (the server-sse-polling scenario).
+    if ctx.close_sse_stream is not None:
+        await ctx.close_sse_stream()
+        await anyio.sleep(0.2)
+    return text("Reconnection test completed")
+
+
+@tool(
+    "test_custom_header",
+    "Echoes a region the client mirrors into the Mcp-Param-Region header.",
+    {
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+        "required": ["region"],
+    },
+)
+async def custom_header(ctx: Ctx, params: Params) -> Answer:
+    # The SDK checks the header against the argument before the call gets here (SEP-2243).
+    return text(f"region: {(params.arguments or {}).get('region')}")
+
+
 # -- 2026-07-28 input-required rounds (answered by the retried call) ----------------------------
 
 
@@ -410,11 +526,6 @@ async def irr_capabilities(ctx: Ctx, params: Params) -> Answer:
     return types.InputRequiredResult(input_requests=requests, request_state="capability-gated")
 
 
-# -- a prompt that asks first (the non-tool-request scenario) -------------------------------------
-
-PROMPT = types.Prompt(name="test_input_required_result_prompt", description="Asks for context.")
-
-
 # -- the tasks scenarios' tools (the gateway serves them as tasks) -----------------------------
 
 NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -488,24 +599,320 @@ async def tool_with_task(ctx: Ctx, params: Params) -> Answer:
     return text(f"Hello, {content_of(answer).get('name', '?')}: the task is done.")
 
 
-async def list_prompts(
+# -- resources ----------------------------------------------------------------------------------
+
+RESOURCES: dict[
+    str, tuple[types.Resource, types.TextResourceContents | types.BlobResourceContents]
+] = {
+    resource.uri: (resource, contents)
+    for resource, contents in (
+        (
+            types.Resource(
+                uri="test://static-text",
+                name="static-text",
+                description="A text resource.",
+                mime_type="text/plain",
+            ),
+            types.TextResourceContents(
+                uri="test://static-text",
+                mime_type="text/plain",
+                text="This is the content of the static text resource.",
+            ),
+        ),
+        (
+            types.Resource(
+                uri="test://static-binary",
+                name="static-binary",
+                description="A binary resource: a PNG image.",
+                mime_type="image/png",
+            ),
+            types.BlobResourceContents(
+                uri="test://static-binary", mime_type="image/png", blob=PIXEL
+            ),
+        ),
+        (
+            types.Resource(
+                uri="test://watched-resource",
+                name="watched-resource",
+                description="A resource clients subscribe to.",
+                mime_type="text/plain",
+            ),
+            types.TextResourceContents(
+                uri="test://watched-resource",
+                mime_type="text/plain",
+                text="This resource is watched for updates.",
+            ),
+        ),
+    )
+}
+
+TEMPLATE = types.ResourceTemplate(
+    uri_template="test://template/{id}/data",
+    name="template-data",
+    description="Data for an id, read from the template with the id filled in.",
+    mime_type="application/json",
+)
+TEMPLATED = re.compile(r"test://template/(?P<id>[^/]+)/data")
+
+subscribed: dict[str | None, set[str]] = {}
+"""Session → the URIs it subscribed to (handshake era: 2026-07-28 has subscriptions/listen)."""
+
+
+def read(uri: str) -> types.TextResourceContents | types.BlobResourceContents:
+    """A resource's contents, or the error SEP-2164 asks for (-32602, the URI in ``data``)."""
+    if uri in RESOURCES:
+        return RESOURCES[uri][1]
+    match = TEMPLATED.fullmatch(uri)
+    if match is not None:
+        body = {"id": match["id"], "templateTest": True, "data": f"Data for ID: {match['id']}"}
+        return types.TextResourceContents(
+            uri=uri, mime_type="application/json", text=json.dumps(body)
+        )
+    raise MCPError(code=types.INVALID_PARAMS, message="Resource not found", data={"uri": uri})
+
+
+async def list_resources(
     ctx: Ctx, params: types.PaginatedRequestParams | None
-) -> types.ListPromptsResult:
-    return types.ListPromptsResult(prompts=[PROMPT])
+) -> types.ListResourcesResult:
+    return types.ListResourcesResult(resources=[resource for resource, _ in RESOURCES.values()])
 
 
-async def get_prompt(
-    ctx: Ctx, params: types.GetPromptRequestParams
-) -> types.GetPromptResult | types.InputRequiredResult:
-    if params.name != PROMPT.name:
-        raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {params.name}")
+async def list_templates(
+    ctx: Ctx, params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    return types.ListResourceTemplatesResult(resource_templates=[TEMPLATE])
+
+
+async def read_resource(
+    ctx: Ctx, params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    return types.ReadResourceResult(contents=[read(params.uri)])
+
+
+def session_of(ctx: Ctx) -> str | None:
+    request = ctx.request
+    return request.headers.get("mcp-session-id") if request is not None else None
+
+
+async def subscribe(ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
+    read(params.uri)  # only a resource there is can be subscribed to
+    subscribed.setdefault(session_of(ctx), set()).add(params.uri)
+    return types.EmptyResult()
+
+
+async def unsubscribe(ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+    subscribed.get(session_of(ctx), set()).discard(params.uri)
+    return types.EmptyResult()
+
+
+# -- prompts ------------------------------------------------------------------------------------
+
+PromptParams = types.GetPromptRequestParams
+PromptAnswer = types.GetPromptResult | types.InputRequiredResult
+PromptHandler = Callable[[Ctx, PromptParams], Awaitable[PromptAnswer]]
+
+prompts: dict[str, tuple[types.Prompt, PromptHandler]] = {}
+
+
+def prompt(
+    name: str, description: str, *arguments: tuple[str, str]
+) -> Callable[[PromptHandler], PromptHandler]:
+    """Register a prompt; ``arguments`` are its (required) arguments' names and descriptions."""
+
+    def register(handler: PromptHandler) -> PromptHandler:
+        listed = types.Prompt(
+            name=name,
+            description=description,
+            arguments=[
+                types.PromptArgument(name=argument, description=said, required=True)
+                for argument, said in arguments
+            ]
+            or None,
+        )
+        prompts[name] = (listed, handler)
+        return handler
+
+    return register
+
+
+def said(*content: types.TextContent | types.ImageContent | types.EmbeddedResource) -> PromptAnswer:
+    """A prompt of user messages, one per content block."""
+    return types.GetPromptResult(
+        messages=[types.PromptMessage(role="user", content=part) for part in content]
+    )
+
+
+@prompt("test_simple_prompt", "A prompt without arguments.")
+async def simple_prompt(ctx: Ctx, params: PromptParams) -> PromptAnswer:
+    return said(types.TextContent(text="This is a simple prompt for testing."))
+
+
+@prompt(
+    "test_prompt_with_arguments",
+    "A prompt that says its two arguments.",
+    ("arg1", "First test argument"),
+    ("arg2", "Second test argument"),
+)
+async def prompt_with_arguments(ctx: Ctx, params: PromptParams) -> PromptAnswer:
+    given = params.arguments or {}
+    return said(
+        types.TextContent(
+            text=f"Prompt with arguments: arg1='{given['arg1']}', arg2='{given['arg2']}'"
+        )
+    )
+
+
+@prompt(
+    "test_prompt_with_embedded_resource",
+    "A prompt that embeds a resource.",
+    ("resourceUri", "URI of the resource to embed"),
+)
+async def prompt_with_resource(ctx: Ctx, params: PromptParams) -> PromptAnswer:
+    uri = (params.arguments or {})["resourceUri"]
+    return said(
+        embedded(uri, "text/plain", "Embedded resource content for testing."),
+        types.TextContent(text="Please process the embedded resource above."),
+    )
+
+
+@prompt("test_prompt_with_image", "A prompt with an image.")
+async def prompt_with_image(ctx: Ctx, params: PromptParams) -> PromptAnswer:
+    return said(
+        types.ImageContent(data=PIXEL, mime_type="image/png"),
+        types.TextContent(text="Please analyze the image above."),
+    )
+
+
+@prompt("test_input_required_result_prompt", "Asks for context (the non-tool-request scenario).")
+async def prompt_asking_first(ctx: Ctx, params: PromptParams) -> PromptAnswer:
     given = (params.input_responses or {}).get("user_context")
     if given is None:
         schema = {"type": "object", "properties": {"context": {"type": "string"}}}
         return required("user_context", form("What context should the prompt use?", schema))
-    said = content_of(given).get("context", "?")
-    message = types.PromptMessage(role="user", content=types.TextContent(text=f"Context: {said}"))
-    return types.GetPromptResult(messages=[message])
+    return said(types.TextContent(text=f"Context: {content_of(given).get('context', '?')}"))
+
+
+async def list_prompts(
+    ctx: Ctx, params: types.PaginatedRequestParams | None
+) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[listed for listed, _ in prompts.values()])
+
+
+async def get_prompt(ctx: Ctx, params: PromptParams) -> PromptAnswer:
+    found = prompts.get(params.name)
+    if found is None:
+        raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {params.name}")
+    listed, handler = found
+    missing = [a.name for a in listed.arguments or () if a.name not in (params.arguments or {})]
+    if missing:
+        raise MCPError(code=types.INVALID_PARAMS, message=f"Missing arguments: {missing}")
+    return await handler(ctx, params)
+
+
+# -- completion ---------------------------------------------------------------------------------
+
+SUGGESTIONS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("test_prompt_with_arguments", "arg1"): ("hello", "help", "testValue1", "testValue2"),
+    ("test_prompt_with_arguments", "arg2"): ("world", "work", "testValue1", "testValue2"),
+    (TEMPLATE.uri_template, "id"): ("123", "124", "456"),
+}
+"""(prompt name or template URI, argument) → the values it offers, completed by prefix."""
+
+
+async def complete(ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
+    ref = params.ref
+    if isinstance(ref, types.PromptReference):
+        if ref.name not in prompts:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {ref.name}")
+        known = ref.name
+    elif ref.uri == TEMPLATE.uri_template:
+        known = ref.uri
+    else:
+        raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown template: {ref.uri}")
+    typed = params.argument.value.lower()
+    values = [
+        v for v in SUGGESTIONS.get((known, params.argument.name), ()) if v.lower().startswith(typed)
+    ]
+    return types.CompleteResult(
+        completion=types.Completion(values=values, total=len(values), has_more=False)
+    )
+
+
+# -- resumable SSE streams ----------------------------------------------------------------------
+
+owner: ContextVar[object | None] = ContextVar("owner", default=None)
+"""The key of the session whose request (or server task) this is (see ``SessionKeys``)."""
+
+
+class SessionKeys:
+    """ASGI middleware: each request runs with its session's key in ``owner``. The SDK shares
+    one event store among its sessions and names a stream by its request's id, which every
+    session reuses; the key keeps each session's events apart. A session's server task starts
+    in its opening request's context, so the events it stores carry the key as well."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.keys: dict[str, object] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        session = Headers(scope=scope).get("mcp-session-id")
+        key = self.keys.get(session, object()) if session else object()
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start" and session is None:
+                issued = Headers(raw=message.get("headers", [])).get("mcp-session-id")
+                if issued:
+                    self.keys[issued] = key
+            await send(message)
+
+        token = owner.set(key)
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            owner.reset(token)
+            if session and scope.get("method") == "DELETE":
+                self.keys.pop(session, None)
+
+
+class SessionEventStore(EventStore):
+    """The handshake era's SSE events, kept so a client that resumes a stream with
+    ``Last-Event-ID`` gets what it missed (the server-sse-polling scenario); only its own
+    session's, and only the latest ``limit`` events."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self.limit = limit
+        self.ids = itertools.count(1)
+        self.events: OrderedDict[
+            EventId, tuple[object | None, StreamId, types.JSONRPCMessage | None]
+        ]
+        self.events = OrderedDict()
+
+    async def store_event(
+        self, stream_id: StreamId, message: types.JSONRPCMessage | None
+    ) -> EventId:
+        event_id = str(next(self.ids))
+        self.events[event_id] = (owner.get(), stream_id, message)
+        while len(self.events) > self.limit:
+            self.events.popitem(last=False)
+        return event_id
+
+    async def replay_events_after(
+        self, last_event_id: EventId, send_callback: EventCallback
+    ) -> StreamId | None:
+        found = self.events.get(last_event_id)
+        if found is None or found[0] is not owner.get():
+            return None
+        key, stream, _ = found
+        # A copy: sending awaits, and the session goes on storing events meanwhile.
+        events = list(self.events.items())
+        after = [event for event, _ in events].index(last_event_id) + 1
+        for event_id, (held_by, on, message) in events[after:]:
+            if held_by is key and on == stream and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream
 
 
 # -- the server ---------------------------------------------------------------------------------
@@ -524,6 +931,12 @@ async def call_tool(ctx: Ctx, params: Params) -> Answer:
     return await found[1](ctx, params)
 
 
+def input_schema(name: str) -> Mapping[str, Any] | None:
+    """A tool's input schema, for the SDK's check of ``Mcp-Param-*`` headers (2026-07-28)."""
+    found = tools.get(name)
+    return found[0].input_schema if found is not None else None
+
+
 async def set_level(ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
     return types.EmptyResult()
 
@@ -532,10 +945,17 @@ def server() -> Server[Any]:
     made: Server[Any] = Server(
         "conformance-upstream",
         version="1.0.0",
+        get_tool_input_schema=input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+        on_subscribe_resource=subscribe,
+        on_unsubscribe_resource=unsubscribe,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
+        on_completion=complete,
         on_subscriptions_listen=ListenHandler(bus),
     )
     # logging/setLevel, which handshake-era clients send before asking for logs (deprecated in
@@ -557,8 +977,12 @@ async def main() -> None:
         allowed_hosts=["127.0.0.1:*", "localhost:*"],
         allowed_origins=["http://127.0.0.1:*", "http://localhost:*"],
     )
-    app = server().streamable_http_app(transport_security=security)
-    config = uvicorn.Config(app, log_level="warning")
+    # An event store makes the handshake era's SSE streams resumable: each starts with a
+    # priming event (an id, and how long to wait before reconnecting).
+    app = server().streamable_http_app(
+        transport_security=security, event_store=SessionEventStore(), retry_interval=500
+    )
+    config = uvicorn.Config(SessionKeys(app), log_level="warning")
     print(f"listening at http://127.0.0.1:{port}/mcp", flush=True)
     await uvicorn.Server(config).serve(sockets=[sock])
 

@@ -50,7 +50,7 @@ import contextlib
 import functools
 import logging
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -91,7 +91,7 @@ from toolwire.mcp.server._forms import (
     form_message,
     waits_for_approval,
 )
-from toolwire.mcp.server._names import check_one_server, run_base
+from toolwire.mcp.server._names import CALL_ID, check_one_server, run_base, run_for
 from toolwire.mcp.server._offers import Escalate, Offers
 from toolwire.mcp.server._shapes import (
     GatewayServer,
@@ -148,11 +148,8 @@ APPROVERS = ("ledger", "client")
 """Who may decide a call the policy asks about (``approve_by``): a person through the ledger
 only, or also the client that made the call."""
 
-_CALL_ID = "call"
-"""The one call of a gateway run."""
 _INPUT_KEY = "toolwire_approval"
 """The key of the approval form in an ``InputRequiredResult``."""
-_MAX_GENERATIONS = 10_000
 _OWN: Any = object()
 """The gateway's own principal, as ``list_tools``' default."""
 _BACKGROUND = "toolwire.background"
@@ -317,7 +314,7 @@ class Gateway:
             policy=policy,
             own_names=own_names,
             executors=self._executors,
-            run_for=self._run_for,
+            run_for=functools.partial(run_for, self.store),
             store=self.store,
             bus=self._bus,
         )
@@ -391,7 +388,8 @@ class Gateway:
     # -- the MCP server ---------------------------------------------------------------------
 
     def server(self) -> Server[Any]:
-        """A low-level MCP ``Server`` answering ``tools/list`` and ``tools/call``."""
+        """A low-level MCP ``Server`` answering ``tools/list`` and ``tools/call`` (and, with a
+        hub, its servers' resources, prompts and completions: see ``_offers``)."""
 
         async def list_tools(
             ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -571,7 +569,7 @@ class Gateway:
         principal: Any,
     ) -> types.CallToolResult | types.InputRequiredResult:
         direct = served.direct  # this request's, if the hub changes
-        call = make_call(direct.toolset, params.name, arguments, call_id=_CALL_ID)
+        call = make_call(direct.toolset, params.name, arguments, call_id=CALL_ID)
         digest = arguments_digest(arguments)
         key = ledger.principal_key(principal)
         owner = owner_of(ctx, key)
@@ -660,7 +658,7 @@ class Gateway:
         ledgered = served.ledgered
         arguments = dict(call.arguments)
         digest = arguments_digest(arguments)
-        run_id = await self._run_for(params.name, arguments, principal)
+        run_id = await run_for(self.store, params.name, arguments, principal)
         answered = await self._answer_from_input(ctx, params, run_id, principal)
         try:
             (outcome,) = await ledgered.run([call], run_id=run_id, principal=principal)
@@ -684,17 +682,6 @@ class Gateway:
         return self._waiting(ctx, request)
 
     # -- runs -------------------------------------------------------------------------------
-
-    async def _run_for(self, name: str, arguments: Mapping[str, Any], principal: Any) -> str:
-        """The run an identical call of ``principal`` needing approval belongs to: the first
-        generation whose call has not been answered yet."""
-        base = run_base(name, arguments, principal=principal)
-        for generation in range(1, _MAX_GENERATIONS):
-            run_id = base if generation == 1 else f"{base}.{generation}"
-            record = await ledger.record(self.store, run_id, _CALL_ID)
-            if record is None or record.result is None:
-                return run_id
-        raise ConfigurationError(f"run {base!r} has more than {_MAX_GENERATIONS} generations")
 
     async def _record(self, request: ApprovalRequest, decision: Decision, principal: Any) -> bool:
         """Record the client's decision, as made by the authenticated ``principal`` of the
@@ -771,7 +758,7 @@ class Gateway:
         if not self.elicit or params.request_state is None or not params.input_responses:
             return False
         state = load_json(params.request_state)
-        if state != {"run": run_id, "call": _CALL_ID}:
+        if state != {"run": run_id, "call": CALL_ID}:
             return False  # another call's state, or an older generation's
         answer = params.input_responses.get(_INPUT_KEY)
         if not isinstance(answer, types.ElicitResult):
@@ -780,7 +767,7 @@ class Gateway:
         if decision is not None:
             request = ApprovalRequest(
                 run_id=run_id,
-                call_id=_CALL_ID,
+                call_id=CALL_ID,
                 tool=None,
                 exposed_name=params.name,
                 arguments={},
@@ -824,7 +811,7 @@ class Gateway:
                 return error_result(f"The call was refused: {busy}; try again once some end.")
             else:
                 task_id = new_task_id(principal)
-                call = make_call(served.ledgered.toolset, params.name, arguments, call_id=_CALL_ID)
+                call = make_call(served.ledgered.toolset, params.name, arguments, call_id=CALL_ID)
                 owner = owner_of(ctx, ledger.principal_key(principal))
                 relay = task_relay(
                     relay_for(ctx, self._refusals(principal), pass_back=False, owner=owner)
@@ -887,7 +874,7 @@ class Gateway:
         if served.toolset.get(request.exposed_name) is None:
             return None
         call = make_call(
-            served.ledgered.toolset, request.exposed_name, dict(request.arguments), call_id=_CALL_ID
+            served.ledgered.toolset, request.exposed_name, dict(request.arguments), call_id=CALL_ID
         )
         relay = Relay(
             capabilities={"elicitation": {"form": {}}},

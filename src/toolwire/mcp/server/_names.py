@@ -14,8 +14,13 @@ from toolwire.toolset import ToolSet
 
 if TYPE_CHECKING:
     from toolwire.mcp.client import Hub
+    from toolwire.runs.store import RunStore
 
-__all__ = ["check_one_server", "run_base"]
+__all__ = ["CALL_ID", "check_one_server", "run_base", "run_for"]
+
+CALL_ID = "call"
+"""The one call of a gateway run."""
+_MAX_GENERATIONS = 10_000
 
 
 def run_base(name: str, arguments: Mapping[str, Any], *, principal: Any = None) -> str:
@@ -24,6 +29,18 @@ def run_base(name: str, arguments: Mapping[str, Any], *, principal: Any = None) 
     key = canonical_json([ledger.principal_key(principal), name, dict(arguments)])
     digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     return f"mcp-{digest}"
+
+
+async def run_for(store: RunStore, name: str, arguments: Mapping[str, Any], principal: Any) -> str:
+    """The run an identical call of ``principal`` needing approval belongs to: the first
+    generation whose call has not been answered yet."""
+    base = run_base(name, arguments, principal=principal)
+    for generation in range(1, _MAX_GENERATIONS):
+        run_id = base if generation == 1 else f"{base}.{generation}"
+        record = await ledger.record(store, run_id, CALL_ID)
+        if record is None or record.result is None:
+            return run_id
+    raise ConfigurationError(f"run {base!r} has more than {_MAX_GENERATIONS} generations")
 
 
 def check_one_server(toolset: ToolSet, hub: Hub | None) -> None:

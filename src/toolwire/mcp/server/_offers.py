@@ -42,6 +42,7 @@ from toolwire.calls import ToolResult
 from toolwire.errors import ToolwireError
 from toolwire.mcp.client import MAX_URI, Catalog, Hub
 from toolwire.mcp.server._forms import waits_for_approval
+from toolwire.mcp.server._names import CALL_ID
 from toolwire.pipeline.executor import Executor
 from toolwire.policy import Policy
 from toolwire.runs.store import RunStore, in_process
@@ -50,7 +51,6 @@ from toolwire.toolset import ToolSet, make_call
 
 __all__ = ["Offers"]
 
-_CALL_ID = "call"
 _READ_ONLY = {"readOnlyHint": True, "destructiveHint": False}
 """What a read and a get are, by the protocol (so ``destructive="ask"`` spares them)."""
 _RESULT = "result"
@@ -297,7 +297,7 @@ class Offers:
         tool = _with_handler(target.tool, send)
         toolset = ToolSet([tool])
         direct, ledgered = self._executors(toolset)
-        call = make_call(toolset, toolset.exposed_name(tool), arguments, call_id=_CALL_ID)
+        call = make_call(toolset, toolset.exposed_name(tool), arguments, call_id=CALL_ID)
         try:
             (outcome,) = await direct.run([call], principal=principal)
         except Escalate:
