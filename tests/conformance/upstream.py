@@ -601,9 +601,9 @@ async def tool_with_task(ctx: Ctx, params: Params) -> Answer:
 
 # -- resources ----------------------------------------------------------------------------------
 
-RESOURCES: dict[
-    str, tuple[types.Resource, types.TextResourceContents | types.BlobResourceContents]
-] = {
+Contents = types.TextResourceContents | types.BlobResourceContents
+
+RESOURCES: dict[str, tuple[types.Resource, Contents]] = {
     resource.uri: (resource, contents)
     for resource, contents in (
         (
@@ -658,7 +658,7 @@ subscribed: dict[str | None, set[str]] = {}
 """Session → the URIs it subscribed to (handshake era: 2026-07-28 has subscriptions/listen)."""
 
 
-def read(uri: str) -> types.TextResourceContents | types.BlobResourceContents:
+def read(uri: str) -> Contents:
     """A resource's contents, or the error SEP-2164 asks for (-32602, the URI in ``data``)."""
     if uri in RESOURCES:
         return RESOURCES[uri][1]
@@ -724,8 +724,8 @@ def prompt(
             name=name,
             description=description,
             arguments=[
-                types.PromptArgument(name=argument, description=said, required=True)
-                for argument, said in arguments
+                types.PromptArgument(name=argument, description=about, required=True)
+                for argument, about in arguments
             ]
             or None,
         )
@@ -877,6 +877,10 @@ class SessionKeys:
                 self.keys.pop(session, None)
 
 
+Stored = tuple[object | None, StreamId, types.JSONRPCMessage | None]
+"""An event: its session's key, its stream, its message (None for a priming event)."""
+
+
 class SessionEventStore(EventStore):
     """The handshake era's SSE events, kept so a client that resumes a stream with
     ``Last-Event-ID`` gets what it missed (the server-sse-polling scenario); only its own
@@ -885,10 +889,7 @@ class SessionEventStore(EventStore):
     def __init__(self, limit: int = 10_000) -> None:
         self.limit = limit
         self.ids = itertools.count(1)
-        self.events: OrderedDict[
-            EventId, tuple[object | None, StreamId, types.JSONRPCMessage | None]
-        ]
-        self.events = OrderedDict()
+        self.events: OrderedDict[EventId, Stored] = OrderedDict()
 
     async def store_event(
         self, stream_id: StreamId, message: types.JSONRPCMessage | None

@@ -10,6 +10,7 @@ another tool or server.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import logging
@@ -45,7 +46,7 @@ from toolwire.mcp.client._answers import (
     output_problem,
     stopped,
 )
-from toolwire.mcp.client._catalog import Catalog, all_pages, listened_changes, read_catalog
+from toolwire.mcp.client._catalog import Catalog, all_pages, read_catalog
 from toolwire.mcp.client._content import result_from_mcp
 from toolwire.mcp.client._errors import protocol_error
 from toolwire.mcp.client._input import (
@@ -56,6 +57,7 @@ from toolwire.mcp.client._input import (
     legacy_callback,
     relayed_callbacks,
 )
+from toolwire.mcp.client._listen import listen
 from toolwire.mcp.client._owners import HUB
 from toolwire.mcp.client._progress import CallProgress, ProgressHook
 from toolwire.mcp.client._remote import authorization_error, check_remote, remote_transport
@@ -396,7 +398,14 @@ class Hub:
                             # Each call says what its client can answer (see _relay).
                             let_calls_declare(client.session)
                             # Subscribed before the first listing: no change falls between.
-                            await watching.start(self._listen, client, server)
+                            listening = partial(
+                                listen, backoff=self.max_backoff, updated=self._updated
+                            )
+                            await watching.start(listening, client, server)
+                        else:  # a new session: its subscriptions are made again
+                            for uri in sorted(server.subscriptions):
+                                with contextlib.suppress(mcp.MCPError):  # it refuses it now
+                                    await client.subscribe_resource(uri)
                         while True:
                             server.wake = anyio.Event()
                             await self._list(client, server)
@@ -447,46 +456,13 @@ class Hub:
         async def handle(message: Any) -> None:
             if isinstance(message, relisted):
                 server.wake.set()
-            elif isinstance(message, mcp.types.ResourceUpdatedNotification):
+            elif (
+                isinstance(message, mcp.types.ResourceUpdatedNotification)
+                and server.protocol_version not in _modern_versions()  # else: see _listen
+            ):
                 await self._updated(server, message.params.uri)
 
         return handle
-
-    async def _listen(
-        self,
-        client: Any,
-        server: ServerState,
-        *,
-        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """Hold a ``subscriptions/listen`` stream open (2026-07-28 on, where change
-        notifications come only that way): each ``ToolsListChanged`` wakes a re-listing."""
-        from mcp.client.subscriptions import SubscriptionLost
-
-        mcp = _mcp()
-        started = False
-        lost = 0
-        try:
-            while True:
-                try:
-                    async with client.listen(**listened_changes(client)) as events:
-                        if not started:
-                            started = True
-                            task_status.started()
-                        async for _ in events:  # only listing changes were asked for
-                            lost = 0
-                            server.wake.set()
-                    return  # closed by the server: no more events come
-                except SubscriptionLost:
-                    # Events may have been missed: re-list, then listen again, backing off.
-                    server.wake.set()
-                    lost += 1
-                    await anyio.sleep(min(self.max_backoff, 0.1 * 2 ** min(lost, 16)))
-        except mcp.MCPError:
-            pass  # a server without subscriptions: its listing is read at each connection
-        finally:
-            if not started:
-                task_status.started()
 
     async def _list(self, client: Any, server: ServerState) -> None:
         """Read the server's listing, check it tool by tool and take it as the server's tools."""
@@ -652,6 +628,31 @@ class Hub:
             raise ToolwireError(f"Server {name!r} became unavailable.") from None
         finally:
             server.limiter.release()
+
+    async def subscribe(self, name: str, uri: str, *, on: bool = True) -> None:
+        """Have server ``name`` tell of updates to resource ``uri`` (``on=False``: no longer),
+        passed to the watchers (see [`watch_resources`][]): by ``resources/subscribe`` on a
+        handshake-era connection, on the ``subscriptions/listen`` stream on a 2026-07-28 one
+        (kept across reconnections there).
+
+        Raises:
+            ConfigurationError: the hub has no server ``name``.
+            ToolwireError, MCPError: as [`send`][] does.
+        """
+        server = self._servers.get(name)
+        if server is None:
+            raise ConfigurationError(f"the hub has no server {name!r}")
+        (server.subscriptions.add if on else server.subscriptions.discard)(uri)
+        if server.protocol_version in _modern_versions():
+            opened = server.listened = anyio.Event()
+            server.relisten.set()
+            if on:  # subscribed once the stream asking for it is open
+                with anyio.move_on_after(server.spec.timeout):
+                    await opened.wait()
+        elif on:
+            await self.send(name, lambda client: client.subscribe_resource(uri))
+        else:
+            await self.send(name, lambda client: client.unsubscribe_resource(uri))
 
     def watch_resources(self, watcher: Callable[[str, str], Awaitable[None]]) -> Callable[[], None]:
         """Have ``watcher(server, uri)`` awaited for each resource a server says was updated

@@ -40,6 +40,14 @@ class ServerState:
     """Tools of the last listing left out, name → why."""
     catalog: Catalog = field(default_factory=Catalog)
     """Its resources, resource templates and prompts, as its last listing gave them."""
+    subscriptions: set[str] = field(default_factory=set)
+    """The resources it is asked to tell of updates to: on the ``subscriptions/listen`` stream
+    of a 2026-07-28 connection (see ``_listen``), subscribed again on each new handshake-era
+    one."""
+    relisten: anyio.Event = field(default_factory=anyio.Event)
+    """Set to open that stream again (its subscriptions changed)."""
+    listened: anyio.Event = field(default_factory=anyio.Event)
+    """Set once that stream is open again (after ``relisten``)."""
     refused: dict[str, str] = field(default_factory=dict)
     """Tools the transport took out of a listing as malformed (see ``_listing``), name → why."""
     output_schemas: dict[str, Any] = field(default_factory=dict)

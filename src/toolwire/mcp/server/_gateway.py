@@ -418,7 +418,11 @@ class Gateway:
             on_list_tools=list_tools,
             on_call_tool=call_tool,
             # 2026-07-28 clients hear of a changed listing on subscriptions/listen streams.
-            on_subscriptions_listen=ListenHandler(self._bus),
+            on_subscriptions_listen=self._offers.listening(
+                ListenHandler(self._bus), self.principal_of
+            )
+            if self._upstreams is not None
+            else ListenHandler(self._bus),
             lifespan=self._announcing,
         )
         # Handshake-era clients set the level of the log messages they get (2026-07-28 ones

@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+import anyio
 import mcp_types as types
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
 from mcp.shared.exceptions import MCPError
@@ -56,6 +57,8 @@ _READ_ONLY = {"readOnlyHint": True, "destructiveHint": False}
 _RESULT = "result"
 """The key the server's whole answer is kept under, in the call's structured content."""
 MAX_PROMPT_NAME = 256
+MAX_STREAM_URIS = 256
+"""Resources one ``subscriptions/listen`` stream is subscribed to at most."""
 
 
 class Escalate(ToolwireError):
@@ -99,8 +102,9 @@ class Offers:
         self._run_for = run_for
         self._store = store
         self._bus = bus
-        # The sessions subscribed to each resource, by (server, URI).
-        self._subscribers: dict[tuple[str, str], weakref.WeakSet[Any]] = {}
+        # Who is subscribed to each resource, by (server, URI): each connection (while it
+        # lasts), with the session that tells it.
+        self._subscribers: dict[tuple[str, str], weakref.WeakKeyDictionary[Any, Any]] = {}
 
     def serve(self, server: Any, principal_of: Callable[[Any], Any]) -> None:
         """Answer the methods of resources, prompts and completion on the SDK's low-level
@@ -135,13 +139,13 @@ class Offers:
             return await self.complete(params, principal(ctx))
 
         async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
-            await self.subscribe(ctx.session, params.uri, principal(ctx))
+            await self.subscribe(_connection(ctx), ctx.session, params.uri, principal(ctx))
             return types.EmptyResult()
 
         async def unsubscribe(
             ctx: Any, params: types.UnsubscribeRequestParams
         ) -> types.EmptyResult:
-            await self.unsubscribe(ctx.session, params.uri)
+            await self.unsubscribe(_connection(ctx), params.uri)
             return types.EmptyResult()
 
         for method, params_type, handler in (
@@ -378,8 +382,9 @@ class Offers:
 
     # -- subscriptions ----------------------------------------------------------------------
 
-    async def subscribe(self, session: Any, uri: Any, principal: Any) -> None:
-        """Subscribe ``session`` to ``uri``: its server is asked once, for every client.
+    async def subscribe(self, connection: Any, session: Any, uri: Any, principal: Any) -> None:
+        """Subscribe ``connection`` to ``uri`` (``session`` tells it of updates): its server
+        is asked once, for every client.
 
         Raises:
             MCPError: as for a read, or the server takes no subscriptions or is down.
@@ -396,28 +401,69 @@ class Offers:
         if sessions is None:
             assert self.hub is not None
             try:
-                await self.hub.send(target.server, lambda c: c.subscribe_resource(target.name))
+                await self.hub.subscribe(target.server, target.name)
             except ToolwireError as exc:
                 raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
-            sessions = self._subscribers.setdefault(key, weakref.WeakSet())
-        sessions.add(session)
+            sessions = self._subscribers.setdefault(key, weakref.WeakKeyDictionary())
+        sessions[connection] = session
 
-    async def unsubscribe(self, session: Any, uri: Any) -> None:
-        """End ``session``'s subscriptions to ``uri``; its server's, once no client has one."""
+    async def unsubscribe(self, connection: Any, uri: Any) -> None:
+        """End ``connection``'s subscriptions to ``uri``; its server's, once no client has
+        one."""
         for key in [key for key in self._subscribers if key[1] == uri]:
             sessions = self._subscribers[key]
-            sessions.discard(session)
+            sessions.pop(connection, None)
             if not sessions and self.hub is not None:
                 del self._subscribers[key]
                 with contextlib.suppress(Exception):  # it is down: its subscriptions went too
-                    await self.hub.send(key[0], lambda c: c.unsubscribe_resource(uri))
+                    await self.hub.subscribe(key[0], key[1], on=False)
+
+    def listening(
+        self, handler: Callable[[Any, Any], Awaitable[Any]], principal_of: Callable[[Any], Any]
+    ) -> Callable[[Any, Any], Awaitable[Any]]:
+        """``handler`` (the SDK's ``ListenHandler``) serving ``subscriptions/listen``, with the
+        resources a stream asks updates of subscribed on their servers while it is open (those
+        the stream's principal may read; the others are never told of)."""
+
+        async def listen(ctx: Any, params: types.SubscriptionsListenRequestParams) -> Any:
+            stream = _Stream()
+            wanted = list(params.notifications.resource_subscriptions or ())[:MAX_STREAM_URIS]
+            try:
+                principal = principal_of(ctx)
+            except ToolwireError:  # not authenticated: told of nothing
+                wanted = []
+            subscribed = []
+            for uri in wanted:
+                with contextlib.suppress(MCPError):
+                    await self.subscribe(stream, stream, uri, principal)
+                    subscribed.append(uri)
+            try:
+                return await handler(ctx, params)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    for uri in subscribed:
+                        await self.unsubscribe(stream, uri)
+
+        return listen
 
     async def updated(self, server: str, uri: str) -> None:
         """Tell the clients subscribed to ``uri`` of ``server`` that it was updated."""
         await self._bus.publish(ResourceUpdated(uri))  # 2026-07-28 listen streams
-        for session in list(self._subscribers.get((server, uri), ())):
+        for session in list(self._subscribers.get((server, uri), {}).values()):
             with contextlib.suppress(Exception):  # a connection gone: the others are told
                 await session.send_resource_updated(uri)
+
+
+def _connection(ctx: Any) -> Any:
+    """The connection a request came on (a session object lives as long as its request)."""
+    return getattr(ctx.session, "_connection", None) or ctx.session
+
+
+class _Stream:
+    """A ``subscriptions/listen`` stream, as a subscriber: the bus tells it of updates."""
+
+    async def send_resource_updated(self, uri: str) -> None:
+        pass
 
 
 def _read_tool(server: str, uri: str) -> Tool:
