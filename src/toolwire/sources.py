@@ -27,7 +27,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, runtime_checkable
 
 from toolwire import _jsonfile, _text
 from toolwire._values import describe_exception
@@ -132,6 +132,7 @@ async def opened_source(
     warn_left_out: bool = True,
     token_store: TokenStore | None = None,
     server_name: str | None = None,
+    all_down: Literal["fail", "wait"] = "fail",
 ) -> AsyncIterator[OpenedSource]:
     """SOURCE opened: its tools, with any MCP servers connected while the context is open, and
     what came with them (a Python module's own policy, an MCP source's hub and the tools it
@@ -142,6 +143,9 @@ async def opened_source(
     An MCP server that is down while others are up is named on stderr with the reason, as is
     (with ``warn_left_out``) a tool a server lists but its hub leaves out. ``token_store`` is
     where an MCP source's hub keeps its OAuth tokens (None: the default file store).
+    ``all_down="wait"`` opens an MCP source whose servers are all down, naming each on stderr
+    (its hub goes on reconnecting them: what a gateway started before its upstreams wants);
+    by default that is an error.
 
     Raises:
         SourceError: for a SOURCE that cannot be loaded, or whose servers cannot be reached.
@@ -173,11 +177,12 @@ async def opened_source(
         hub = Hub(servers, token_store=token_store)
     async with hub:
         down = {name: why for name, why in hub.status.items() if why is not None}
-        if len(down) == len(hub.status):
+        if len(down) == len(hub.status) and all_down == "fail":
             reasons = "; ".join(f"{name}: {why}" for name, why in down.items())
             raise SourceError(f"cannot reach the MCP server(s) of {source} ({reasons})")
+        later = " (reconnecting: its tools are served once it is up)" if all_down == "wait" else ""
         for name, why in down.items():
-            _warn(f"MCP server {name!r} is down: {_text.escaped(why)}")
+            _warn(f"MCP server {name!r} is down: {_text.escaped(why)}{later}")
         left_out = {name: tools for name, tools in hub.left_out.items() if tools}
         if warn_left_out:
             for server, tools in left_out.items():

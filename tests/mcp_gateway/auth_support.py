@@ -245,13 +245,15 @@ def served_in_thread(source: Any, **options: Any) -> Iterator[str]:
 
 
 @contextmanager
-def served_app(app: Any) -> Iterator[str]:
+def served_app(app: Any, listener: socket.socket | None = None) -> Iterator[str]:
     """An ASGI app (an MCP server's ``streamable_http_app()``) served on 127.0.0.1 by uvicorn
-    in a thread while open; yields its ``/mcp`` URL."""
+    in a thread while open, on ``listener`` (a socket bound, not yet listening: its port
+    refuses connections until then) or a port of its own; yields its ``/mcp`` URL."""
     import uvicorn
 
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
+    if listener is None:
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
     listener.listen()
     port = listener.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)

@@ -6,6 +6,7 @@ names say they delete, send or pay. Each is one line from `toolwire serve`."""
 from __future__ import annotations
 
 import shlex
+import socket
 import subprocess
 import sys
 import warnings
@@ -14,6 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
+from auth_support import client, served, served_app
 from gateway_procs import TOOLS
 
 from command_line import run_cli
@@ -162,3 +164,26 @@ def test_toolwire_serve_without_a_policy_names_them_in_one_line() -> None:
         "otherwise; give a policy (--policy FILE) that asks about them or denies them "
         '(destructive = "ask" asks about every tool not declared harmless)'
     ]
+
+
+async def test_a_gateway_whose_upstreams_are_all_down_serves_and_picks_them_up(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Containers start in any order: the gateway serves, says which server is down, and
+    serves its tools once it is up."""
+    listener = socket.socket()  # bound, not listening: the upstream's port refuses for now
+    listener.bind(("127.0.0.1", 0))
+    upstream = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+    with anyio.fail_after(BOUND):
+        async with served(upstream) as url, client(url, None) as connected:
+            before = [tool.name for tool in (await connected.list_tools()).tools]
+            with served_app(notes_server().streamable_http_app(), listener=listener):
+                after: list[str] = []
+                while not after:  # the hub reconnects, backing off
+                    await anyio.sleep(0.1)
+                    after = [tool.name for tool in (await connected.list_tools()).tools]
+    warned = capsys.readouterr().err
+    assert before == []
+    assert "mcp__read_note" in after
+    assert "MCP server 'mcp' is down" in warned
+    assert "reconnecting" in warned

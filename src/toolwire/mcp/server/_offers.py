@@ -31,12 +31,13 @@ import dataclasses
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import anyio
 import mcp_types as types
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolwire.approval import ApprovalPending
 from toolwire.calls import ToolResult
@@ -56,6 +57,7 @@ _READ_ONLY = {"readOnlyHint": True, "destructiveHint": False}
 """What a read and a get are, by the protocol (so ``destructive="ask"`` spares them)."""
 _RESULT = "result"
 """The key the server's whole answer is kept under, in the call's structured content."""
+_R = TypeVar("_R", types.ReadResourceResult, types.GetPromptResult)
 MAX_PROMPT_NAME = 256
 MAX_STREAM_URIS = 256
 """Resources one ``subscriptions/listen`` stream is subscribed to at most."""
@@ -127,13 +129,14 @@ class Offers:
             return types.ListResourceTemplatesResult(resource_templates=templates)
 
         async def read(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
-            return await self.read(params.uri, principal(ctx))
+            return await self.read(params.uri, principal(ctx), _round(ctx, params))
 
         async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
             return types.ListPromptsResult(prompts=self.prompts(principal(ctx)))
 
         async def get(ctx: Any, params: types.GetPromptRequestParams) -> Any:
-            return await self.get(params.name, params.arguments, principal(ctx))
+            round_ = _round(ctx, params)
+            return await self.get(params.name, params.arguments, principal(ctx), round_)
 
         async def complete(ctx: Any, params: types.CompleteRequestParams) -> Any:
             return await self.complete(params, principal(ctx))
@@ -242,39 +245,66 @@ class Offers:
         shown = _shown_text(name) if isinstance(name, str) else "(not a name)"
         raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt {shown}.")
 
-    async def read(self, uri: Any, principal: Any) -> types.ReadResourceResult:
-        """``resources/read`` of ``uri`` for ``principal``, governed as a call.
+    async def read(
+        self, uri: Any, principal: Any, round_: Round | None = None
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
+        """``resources/read`` of ``uri`` for ``principal``, governed as a call; with
+        ``round_`` (a 2026-07-28 client's request), the server's ``InputRequiredResult`` is
+        handed to the client, whose retry continues the server's round.
 
         Raises:
             MCPError: see the module docstring.
         """
         target = self._resource(uri, principal)
-        answer = await self._governed(
-            target,
-            {},
-            principal,
-            lambda client: client.read_resource(target.name),
-        )
-        return types.ReadResourceResult.model_validate(answer)
+
+        def request(client: Any) -> Awaitable[Any]:
+            if round_ is None:  # the hub's client answers any round itself
+                return cast(Awaitable[Any], client.read_resource(target.name))
+            return cast(
+                Awaitable[Any],
+                client.session.read_resource(
+                    target.name,
+                    input_responses=round_.responses,
+                    request_state=round_.state,
+                    allow_input_required=True,
+                ),
+            )
+
+        answer = await self._governed(target, {}, principal, request)
+        return _answer(answer, types.ReadResourceResult)
 
     async def get(
-        self, name: Any, arguments: Mapping[str, Any] | None, principal: Any
-    ) -> types.GetPromptResult:
+        self,
+        name: Any,
+        arguments: Mapping[str, Any] | None,
+        principal: Any,
+        round_: Round | None = None,
+    ) -> types.GetPromptResult | types.InputRequiredResult:
         """``prompts/get`` of the prompt shown as ``name`` for ``principal``, governed as a
-        call.
+        call (``round_`` as for [`read`][]).
 
         Raises:
             MCPError: see the module docstring.
         """
         target = self._prompt(name, principal)
         given = dict(arguments or {})
-        answer = await self._governed(
-            target,
-            given,
-            principal,
-            lambda client: client.get_prompt(target.name, given or None),
-        )
-        return types.GetPromptResult.model_validate(answer)
+
+        def request(client: Any) -> Awaitable[Any]:
+            if round_ is None:
+                return cast(Awaitable[Any], client.get_prompt(target.name, given or None))
+            return cast(
+                Awaitable[Any],
+                client.session.get_prompt(
+                    target.name,
+                    given or None,
+                    input_responses=round_.responses,
+                    request_state=round_.state,
+                    allow_input_required=True,
+                ),
+            )
+
+        answer = await self._governed(target, given, principal, request)
+        return _answer(answer, types.GetPromptResult)
 
     async def _governed(
         self,
@@ -452,6 +482,30 @@ class Offers:
         for session in list(self._subscribers.get((server, uri), {}).values()):
             with contextlib.suppress(Exception):  # a connection gone: the others are told
                 await session.send_resource_updated(uri)
+
+
+@dataclass(frozen=True)
+class Round:
+    """What a 2026-07-28 client's read or get carries of a server's round: its answers to the
+    server's input requests, and the server's state (unsealed by the gateway's boundary)."""
+
+    responses: Any = None
+    state: str | None = None
+
+
+def _round(ctx: Any, params: Any) -> Round | None:
+    """The round a request continues, for a 2026-07-28 client (None for a handshake-era one,
+    which cannot be handed a round: the hub's client answers it, declining)."""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return None
+    return Round(params.input_responses, params.request_state)
+
+
+def _answer(answer: Mapping[str, Any], kind: type[_R]) -> _R | types.InputRequiredResult:
+    """The server's answer as it was dumped: an ``InputRequiredResult``, or a ``kind``."""
+    if answer.get("resultType") == "input_required":
+        return types.InputRequiredResult.model_validate(answer)
+    return kind.model_validate(answer)
 
 
 def _connection(ctx: Any) -> Any:

@@ -216,8 +216,9 @@ async def open_served(
         async with source:
             yield OpenedSource(source.as_toolset(), hub=source)
     elif isinstance(source, str | Path):
+        # Containers start in any order: upstreams all down at start are waited for.
         async with opened_source(
-            str(source), token_store=token_store, server_name=server_name
+            str(source), token_store=token_store, server_name=server_name, all_down="wait"
         ) as opened:
             yield opened
     elif isinstance(source, ModuleType):
