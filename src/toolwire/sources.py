@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, runtime_che
 
 from toolwire import _jsonfile, _text
 from toolwire._values import describe_exception
-from toolwire.errors import MissingDependency, ToolwireError
+from toolwire.errors import AuthorizationRequired, MissingDependency, ToolwireError
 from toolwire.policy import Policy
 from toolwire.tool import Tool, clean_title, safe_icons
 from toolwire.toolset import ToolSet
@@ -144,8 +144,8 @@ async def opened_source(
     (with ``warn_left_out``) a tool a server lists but its hub leaves out. ``token_store`` is
     where an MCP source's hub keeps its OAuth tokens (None: the default file store).
     ``all_down="wait"`` opens an MCP source whose servers are all down, naming each on stderr
-    (its hub goes on reconnecting them: what a gateway started before its upstreams wants);
-    by default that is an error.
+    (its hub goes on reconnecting them: what a gateway started before its upstreams wants),
+    unless one waits for a person to log in; by default that is an error.
 
     Raises:
         SourceError: for a SOURCE that cannot be loaded, or whose servers cannot be reached.
@@ -177,7 +177,9 @@ async def opened_source(
         hub = Hub(servers, token_store=token_store)
     async with hub:
         down = {name: why for name, why in hub.status.items() if why is not None}
-        if len(down) == len(hub.status) and all_down == "fail":
+        # A server waiting for a person's login does not come up by waiting: said at once.
+        login = any(isinstance(e, AuthorizationRequired) for e in hub.authorization_errors.values())
+        if len(down) == len(hub.status) and (all_down == "fail" or login):
             reasons = "; ".join(f"{name}: {why}" for name, why in down.items())
             raise SourceError(f"cannot reach the MCP server(s) of {source} ({reasons})")
         later = " (reconnecting: its tools are served once it is up)" if all_down == "wait" else ""

@@ -5,6 +5,7 @@ names say they delete, send or pay. Each is one line from `toolwire serve`."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import socket
 import subprocess
@@ -187,3 +188,34 @@ async def test_a_gateway_whose_upstreams_are_all_down_serves_and_picks_them_up(
     assert "mcp__read_note" in after
     assert "MCP server 'mcp' is down" in warned
     assert "reconnecting" in warned
+
+
+async def refusing(scope: Any, receive: Any, send: Any) -> None:
+    """An HTTP server refusing every request: 401 under ``/k401``, 403 elsewhere."""
+    if scope["type"] != "http":
+        return
+    status = 401 if scope["path"].startswith("/k401") else 403
+    headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": b'{"error": "invalid_token"}'})
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_an_upstream_refusing_its_token_is_reported_as_such_without_the_token(
+    status: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with served_app(refusing) as url:
+        config = tmp_path / "mcp.json"
+        upstream = {
+            "url": url.replace("/mcp", f"/k{status}/mcp"),
+            "headers": {"Authorization": "Bearer SECRET-9f3a"},
+        }
+        config.write_text(json.dumps({"mcpServers": {"billing": upstream}}))
+        with anyio.fail_after(BOUND):
+            async with served(str(config)) as gateway_url, client(gateway_url, None) as connected:
+                listed = (await connected.list_tools()).tools
+    warned = capsys.readouterr().err
+    assert listed == []
+    refused = f"Server 'billing' refused the hub's credentials (HTTP {status}"
+    assert f"MCP server 'billing' is down: {refused}" in warned
+    assert "SECRET-9f3a" not in warned

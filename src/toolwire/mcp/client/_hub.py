@@ -420,7 +420,7 @@ class Hub:
                                 break
                         watching.cancel_scope.cancel()
                 except Exception as exc:  # a server that fails in any way is down
-                    refused = server.authorization_error = authorization_error(exc)
+                    refused = server.authorization_error = authorization_error(exc, server)
                     server.error = (
                         str(refused)[:DESCRIBED]
                         if refused is not None
@@ -870,7 +870,7 @@ class Hub:
     def _lost(self, server: ServerState, exc: BaseException) -> ToolResult:
         # A connection the authorization broke (its transport failed with the error the
         # call only sees as a closed connection): say why.
-        refused = authorization_error(exc) or getattr(server.oauth, "failure", None)
+        refused = authorization_error(exc, server) or getattr(server.oauth, "failure", None)
         if isinstance(refused, AuthorizationError):
             server.authorization_error = refused
             return ToolResult.error("unavailable", self._down(server, str(refused)[:DESCRIBED]))

@@ -30,12 +30,8 @@ def remote_transport(server: ServerState, token_store: TokenStore | None) -> Any
         return sse_client(spec.url, httpx_client_factory=partial(_http_client, server, token_store))
     from mcp.client.streamable_http import streamable_http_client
 
-    if spec.headers or spec.auth is not None:
-        # A fresh client per connection attempt, closed with it.
-        return _closing(
-            _http_client(server, token_store), partial(streamable_http_client, spec.url)
-        )
-    return streamable_http_client(spec.url)  # the SDK makes (and closes) its own
+    # A fresh client per connection attempt, closed with it.
+    return _closing(_http_client(server, token_store), partial(streamable_http_client, spec.url))
 
 
 def _http_client(
@@ -52,9 +48,16 @@ def _http_client(
 
     spec = server.spec
     assert isinstance(spec, HttpServer | SseServer)
+    server.refused_status = None
+
+    async def refused(response: Any) -> None:  # what the SDK's error leaves out
+        code = response.status_code
+        server.refused_status = code if code in _REFUSED else None
+
     options: dict[str, Any] = {
         "headers": dict(spec.headers) if spec.headers else None,
         "timeout": timeout if timeout is not None else httpx2.Timeout(30.0, read=300.0),
+        "event_hooks": {"response": [refused]},
     }
     if isinstance(spec.auth, OAuth | ClientCredentials):
         from toolwire.mcp.client._oauth import http_auth
@@ -75,9 +78,28 @@ async def _closing(client: Any, transport: Any) -> AsyncIterator[Any]:
         yield streams
 
 
-def authorization_error(exc: BaseException) -> AuthorizationError | None:
+_REFUSED = {
+    401: "HTTP 401: its token is missing, expired or not one it accepts",
+    403: "HTTP 403: its token does not let it in",
+}
+"""What an HTTP server's refusal of the hub's credentials says (never the token itself)."""
+
+
+def authorization_error(
+    exc: BaseException, server: ServerState | None = None
+) -> AuthorizationError | None:
     """The ``AuthorizationError`` a connection failed with, however deep in the SDK's task
-    groups; None when it failed otherwise."""
+    groups, or, for ``server``, the refusal of its credentials its last HTTP answer gave
+    (401, 403); None when it failed otherwise."""
+    found = _authorization_error(exc)
+    if found is None and server is not None and server.refused_status is not None:
+        why = _REFUSED[server.refused_status]
+        message = f"Server {server.name!r} refused the hub's credentials ({why})"
+        found = AuthorizationError(server.name, "token_refused", message)
+    return found
+
+
+def _authorization_error(exc: BaseException) -> AuthorizationError | None:
     seen: set[int] = set()
     waiting = [exc]
     while waiting and len(seen) < 64:

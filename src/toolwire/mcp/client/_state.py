@@ -84,6 +84,9 @@ class ServerState:
     ``_owners``)."""
     oauth: Any = None
     """The OAuth provider of the latest connection, if the server has one."""
+    refused_status: int | None = None
+    """The HTTP status (401, 403) with which its server last refused the hub's credentials,
+    on the current connection attempt (see ``_remote``)."""
     authorization_error: Exception | None = None
     """Why the last connection attempt failed, when its authorization did (an
     ``AuthorizationError``); None otherwise."""
