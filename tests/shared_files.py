@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
-__all__ = ["cache_dir", "kept", "locked", "made_once", "run_root"]
+__all__ = ["cache_dir", "kept", "locked", "made_once", "npm_package", "run_root", "unavailable"]
 
 DONE = ".done"
 """Written into a folder once it is made whole."""
+NPM_SECONDS = 300
+"""How long one npm install may take."""
 
 
 @contextmanager
@@ -73,3 +78,35 @@ def _made_in(root: Path, name: str, make: Callable[[Path], None]) -> Path:
             make(folder)
             (folder / DONE).touch()
     return folder
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip a test whose outside tool (node, npm, a package) cannot be had; in CI (``CI``
+    set), fail it: CI installs everything."""
+    if os.environ.get("CI"):
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
+
+
+def npm_package(spec: str) -> Path:
+    """The folder of npm package ``spec`` (pinned, ``@scope/name@version``), installed once
+    into the cache and kept for the runs after (see [`unavailable`][] when it cannot be)."""
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        unavailable(f"{spec} needs node and npm on the PATH")
+
+    def install(prefix: Path) -> None:
+        command = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", spec]
+        try:
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=NPM_SECONDS, check=False
+            )
+        except (subprocess.SubprocessError, OSError) as exc:
+            unavailable(f"npm install {spec} did not finish: {exc}")
+        if done.returncode != 0:
+            unavailable(
+                f"npm install {spec} failed (exit {done.returncode}):\n{done.stderr[-2000:]}"
+            )
+
+    prefix = kept("npm-" + spec.replace("/", "-").lstrip("@"), install)
+    return prefix / "node_modules" / spec.rsplit("@", 1)[0]

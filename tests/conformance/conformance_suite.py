@@ -504,6 +504,20 @@ def table(
     return "\n".join(lines)
 
 
+DOCS = HERE.parent.parent / "docs" / "conformance.md"
+"""The page whose tables are the conformance runs'."""
+
+
+def documented(header: str, page: Path = DOCS) -> str:
+    """The Markdown table of ``page`` that starts with the line ``header``, or ``""``."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    if header not in lines:
+        return ""
+    rows = lines[lines.index(header) :]
+    end = next((i for i, line in enumerate(rows) if not line.startswith("|")), len(rows))
+    return "\n".join(rows[:end])
+
+
 def main() -> int:
     suite = install(cache_dir())
     baseline = Baseline.read()

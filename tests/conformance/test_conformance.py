@@ -43,9 +43,11 @@ def test_the_gateway_passes_every_scenario_its_upstream_passes(
         with suite.gateway(upstream.url) as gateway:
             through = suite.run_server(installed, gateway.url, tmp_path / "gateway", tasks=True)
     roles = {"upstream alone": "upstream", "through the gateway": "gateway"}
-    print(
-        "\n"
-        + suite.table({"upstream alone": alone, "through the gateway": through}, baseline, roles)
+    shown = suite.table({"upstream alone": alone, "through the gateway": through}, baseline, roles)
+    print("\n" + shown)
+    rows = shown.split("\n\n", 1)[0]
+    assert suite.documented(rows.split("\n", 1)[0]) == rows, (
+        "docs/conformance.md's server table is not this run's: put the table above in it"
     )
     tasks = {(name, suite.EXTENSION) for name in suite.TASK_SCENARIOS}
     assert set(alone) == set(through) - tasks

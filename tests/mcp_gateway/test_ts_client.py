@@ -14,43 +14,17 @@ from typing import Any
 import pytest
 from gateway_procs import HttpGateway, serve_argv
 
-from shared_files import kept
+from shared_files import npm_package
 
 HERE = Path(__file__).parent
 TS_SDK = "@modelcontextprotocol/sdk@1.32.2"
 """Pinned, so that one install serves every run after it."""
-INSTALL_SECONDS = 300
 RUN_SECONDS = 120
 
 
 @pytest.fixture(scope="session")
 def ts_sdk() -> Path:
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if npm is None or node is None:
-        pytest.skip("node and npm are needed for the TypeScript client")
-
-    def install(prefix: Path) -> None:
-        try:
-            subprocess.run(
-                [
-                    npm,
-                    "install",
-                    "--prefix",
-                    str(prefix),
-                    "--no-audit",
-                    "--no-fund",
-                    TS_SDK,
-                ],
-                check=True,
-                capture_output=True,
-                timeout=INSTALL_SECONDS,
-            )
-        except (subprocess.SubprocessError, OSError) as exc:
-            pytest.skip(f"cannot install @modelcontextprotocol/sdk: {exc}")
-
-    # installed once, whichever worker asks first, and kept for the runs after
-    prefix = kept("npm-" + TS_SDK.replace("/", "-").lstrip("@"), install)
-    return prefix / "node_modules" / "@modelcontextprotocol" / "sdk"
+    return npm_package(TS_SDK)
 
 
 @pytest.fixture

@@ -4,17 +4,13 @@ reports progress through the hub, and its structured content reaches the result.
 tool that fails with structured content: test_progress.py covers that with a server of ours.)
 
 The server is installed with npm once, into the cache the suite keeps between runs
-(``TOOLWIRE_SUITES_CACHE``); without node and npm, or when the install fails, the tests are
-skipped, except in CI (``CI`` set), where that fails them.
+(``TOOLWIRE_SUITES_CACHE``; see ``shared_files.npm_package``).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import anyio
 import pytest
@@ -23,7 +19,7 @@ import toolwire
 
 pytest.importorskip("mcp")
 
-from shared_files import kept
+from shared_files import npm_package, unavailable
 from toolwire.mcp import Hub, ProgressContext, StdioServer
 
 pytestmark = pytest.mark.anyio
@@ -31,40 +27,13 @@ EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
 """Pinned: its tools' names have changed between releases."""
 
 
-def _unavailable(reason: str) -> NoReturn:
-    if os.environ.get("CI"):
-        pytest.fail(reason, pytrace=False)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="session")
 def everything() -> list[str]:
     """The command that serves the everything server over stdio, once npm installed it."""
-    npm, node = shutil.which("npm"), shutil.which("node")
-    if npm is None or node is None:
-        _unavailable(f"the {EVERYTHING} tests need node and npm on the PATH")
-
-    def install(prefix: Path) -> None:
-        command = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", EVERYTHING]
-        try:
-            installed = subprocess.run(
-                command, capture_output=True, text=True, timeout=300, check=False
-            )
-        except subprocess.TimeoutExpired:
-            _unavailable(f"npm install {EVERYTHING} did not finish within 300 s")
-        if installed.returncode != 0:
-            _unavailable(
-                f"npm install {EVERYTHING} failed (exit {installed.returncode}):\n"
-                f"{installed.stderr[-2000:]}"
-            )
-
-    # installed once, whichever worker asks first, and kept for the runs after
-    prefix = kept("npm-" + EVERYTHING.replace("/", "-").lstrip("@"), install)
-    script = prefix / "node_modules" / "@modelcontextprotocol" / "server-everything"
-    script = script / "dist" / "index.js"
+    script = npm_package(EVERYTHING) / "dist" / "index.js"
     if not script.is_file():
-        _unavailable(f"npm installed {EVERYTHING}, but without dist/index.js")
-    return [node, str(script), "stdio"]
+        unavailable(f"npm installed {EVERYTHING}, but without dist/index.js")
+    return [str(shutil.which("node")), str(script), "stdio"]
 
 
 def server(command: list[str], **options: Any) -> StdioServer:

@@ -145,7 +145,7 @@ def _definition(
         )
         fingerprint = tool.definition_hash  # what approve_definition records
         support = _task_support(listed)
-        if support in ("optional", "required"):
+        if support in ("forbidden", "optional", "required"):
             server.task_support[name] = support
         else:
             server.task_support.pop(name, None)

@@ -546,7 +546,8 @@ class Hub:
 
     def task_support(self, tool: Tool) -> str | None:
         """What ``tool``'s server declared of running it as a task (``execution.taskSupport``
-        in its listing): ``optional``, ``required``, or None (forbidden, or not this hub's)."""
+        in its listing): ``forbidden``, ``optional``, ``required``, or None (it declared
+        nothing, or it is not this hub's)."""
         server = self._servers.get(tool.server_id or "")
         return server.task_support.get(tool.name) if server is not None else None
 

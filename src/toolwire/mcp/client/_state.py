@@ -57,8 +57,8 @@ class ServerState:
     """By tool name: the output schema last compiled, and its validator (or why it has none)."""
     declarable: dict[tuple[str, str], str | None] = field(default_factory=dict)
     task_support: dict[str, str] = field(default_factory=dict)
-    """What the last listing declared of its tools' ``execution.taskSupport`` (``optional``,
-    ``required``), by tool name; a tool not in it declared none (``forbidden``)."""
+    """What the last listing declared of its tools' ``execution.taskSupport`` (``forbidden``,
+    ``optional``, ``required``), by tool name; a tool not in it declared none."""
     tool_meta: dict[str, Any] = field(default_factory=dict)
     """The ``_meta`` its last listing gave each tool that had one, by tool name, as given (a
     gateway passes it on)."""
