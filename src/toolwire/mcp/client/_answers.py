@@ -15,7 +15,46 @@ from toolwire.mcp._relay import PROTOCOL_ERROR
 from toolwire.mcp.client._state import DESCRIBED, ServerState
 from toolwire.tool import compile_validator, exposed_name_for
 
-__all__ = ["exposed", "first_error", "keeping_error", "output_problem", "stopped"]
+__all__ = ["exposed", "failure_of", "first_error", "keeping_error", "output_problem", "stopped"]
+
+
+def failure_of(server: ServerState, name: str, exc: Exception) -> ToolResult | None:
+    """The answer of a call of tool ``name`` that failed with ``exc`` on a sound connection
+    (the server's error, a timeout it reported, a malformed answer), or None when the
+    connection broke."""
+    import mcp
+
+    while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]  # the SDK's task groups wrap single errors
+    if isinstance(exc, mcp.MCPError):
+        if exc.code == mcp.types.REQUEST_TIMEOUT:
+            return ToolResult.error(
+                "timeout", f"Tool {exposed(server, name)!r} timed out on the server."
+            )
+        if exc.code == mcp.types.CONNECTION_CLOSED:
+            return None
+        if exc.code == mcp.types.HEADER_MISMATCH:
+            # The call was sent for the definition the hub listed, which the server no
+            # longer has: re-list (a changed definition then needs approval), don't resend.
+            server.wake.set()
+            return ToolResult.error(
+                "failed",
+                f"Tool {exposed(server, name)!r} changed on its server since it was "
+                "listed; the hub is listing it again: call it again.",
+            )
+        message = exc.message if isinstance(exc.message, str) else repr(exc.message)
+        return ToolResult.error(
+            "failed", f"Tool {exposed(server, name)!r} failed: {message[:DESCRIBED]}"
+        )
+    if isinstance(exc, RuntimeError):  # e.g. the SDK's output-schema check
+        reason = describe_exception(exc, limit=DESCRIBED, named=False)
+        return ToolResult.error("failed", f"Tool {exposed(server, name)!r} failed: {reason}")
+    if isinstance(exc, pydantic.ValidationError):  # a malformed answer on a sound connection
+        return ToolResult.error(
+            "failed",
+            f"Tool {exposed(server, name)!r} answered with a malformed result: {first_error(exc)}.",
+        )
+    return None  # the connection broke
 
 
 def stopped(server: ServerState, name: str, problem: str, said: str | None) -> ToolResult:

@@ -41,6 +41,7 @@ from toolwire.mcp._relay import let_calls_declare, relaying
 from toolwire.mcp.client._accept import accept
 from toolwire.mcp.client._answers import (
     exposed,
+    failure_of,
     first_error,
     keeping_error,
     output_problem,
@@ -834,39 +835,10 @@ class Hub:
             server.checking = False
 
     def _failure(self, server: ServerState, name: str, exc: Exception) -> ToolResult:
-        mcp = _mcp()
-        while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
-            exc = exc.exceptions[0]  # the SDK's task groups wrap single errors
-        if isinstance(exc, mcp.MCPError):
-            if exc.code == mcp.types.REQUEST_TIMEOUT:
-                return ToolResult.error(
-                    "timeout", f"Tool {exposed(server, name)!r} timed out on the server."
-                )
-            if exc.code == mcp.types.CONNECTION_CLOSED:
-                return self._lost(server, exc)
-            if exc.code == mcp.types.HEADER_MISMATCH:
-                # The call was sent for the definition the hub listed, which the server no
-                # longer has: re-list (a changed definition then needs approval), don't resend.
-                server.wake.set()
-                return ToolResult.error(
-                    "failed",
-                    f"Tool {exposed(server, name)!r} changed on its server since it was "
-                    "listed; the hub is listing it again: call it again.",
-                )
-            message = exc.message if isinstance(exc.message, str) else repr(exc.message)
-            return ToolResult.error(
-                "failed", f"Tool {exposed(server, name)!r} failed: {message[:DESCRIBED]}"
-            )
-        if isinstance(exc, RuntimeError):  # e.g. the SDK's output-schema check
-            reason = describe_exception(exc, limit=DESCRIBED, named=False)
-            return ToolResult.error("failed", f"Tool {exposed(server, name)!r} failed: {reason}")
-        if isinstance(exc, pydantic.ValidationError):  # a malformed answer on a sound connection
-            return ToolResult.error(
-                "failed",
-                f"Tool {exposed(server, name)!r} answered with a malformed result: "
-                f"{first_error(exc)}.",
-            )
-        return self._lost(server, exc)  # the connection broke
+        """The answer of a call that failed with ``exc``: the server's (see ``failure_of``),
+        or, its connection broken, ``unavailable``."""
+        answer = failure_of(server, name, exc)
+        return answer if answer is not None else self._lost(server, exc)
 
     def _lost(self, server: ServerState, exc: BaseException) -> ToolResult:
         # A connection the authorization broke (its transport failed with the error the
