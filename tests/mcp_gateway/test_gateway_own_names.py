@@ -102,3 +102,18 @@ async def test_the_cli_serves_own_names_with_the_flag() -> None:
             result = await client.call_tool("steps", {"n": 2})
     assert listed == ["steps", "hang", "guarded"]
     assert result.content[0].text == "done after 2 steps"
+
+
+async def test_the_gateways_own_texts_name_the_tools_as_the_client_was_shown_them() -> None:
+    policy = toolwire.Policy(toolwire.Rule("ask", "up/delete"))
+    hub = Hub({"up": InProcessServer(server=upstream())})
+    with anyio.fail_after(BOUND):
+        async with hub:
+            gateway = Gateway(hub.as_toolset(), hub=hub, own_names=True, policy=policy)
+            async with Client(gateway.server()) as client:
+                invalid = await client.call_tool("files.read", {"path": 3})
+                waiting = await client.call_tool("delete", {"path": "a.txt"})
+    invalid_text, waiting_text = invalid.content[0].text, waiting.content[0].text  # type: ignore[union-attr]
+    assert invalid_text.startswith("Invalid arguments for 'files.read': ")
+    assert waiting_text.startswith("The call delete waits for approval")
+    assert "up__" not in invalid_text + waiting_text

@@ -100,6 +100,7 @@ from toolwire.mcp.server._shapes import (
     gateway_version,
     mcp_result,
     mcp_tool,
+    named_as_shown,
     served_kind,
 )
 from toolwire.mcp.server._tasks import (
@@ -534,7 +535,7 @@ class Gateway:
         tool = served.toolset.get(exposed) if exposed is not None else None
         if tool is None or exposed is None:
             return error_result(f"Unknown tool {params.name!r}.")
-        params = params.model_copy(update={"name": exposed})
+        shown, params = params.name, params.model_copy(update={"name": exposed})
         arguments = dict(params.arguments or {})
         required = self._hub is not None and self._hub.task_support(tool) == "required"
         if self._tasks is not None and self._tasks.available and declares_tasks(ctx):
@@ -542,13 +543,14 @@ class Gateway:
         if required and self._tasks is not None:
             raise MCPError(
                 code=types.MISSING_REQUIRED_CLIENT_CAPABILITY,
-                message=f"the tool {params.name} runs only as a task: declare {EXTENSION}",
+                message=f"the tool {shown} runs only as a task: declare {EXTENSION}",
                 data={"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
             )
         with anyio.CancelScope() as call:
             self._calls.add(call)
             try:
-                return await self._call(ctx, params, arguments, served, principal)
+                answer = await self._call(ctx, params, arguments, served, principal)
+                return named_as_shown(answer, exposed, shown)
             except StoreUnavailable as exc:  # its run's store failed: said, never a traceback
                 return error_result(f"The call could not run: {exc}")
             finally:

@@ -32,6 +32,7 @@ __all__ = [
     "gateway_version",
     "mcp_result",
     "mcp_tool",
+    "named_as_shown",
     "served_kind",
 ]
 
@@ -165,6 +166,28 @@ def client_answer(
         handed: types.InputRequiredResult = round_for_client(relay, name, digest)
         return handed
     return mcp_result(result)
+
+
+def named_as_shown(answer: Any, exposed: str, shown: str) -> Any:
+    """``answer`` (a ``CallToolResult``) with the tool its texts name by its exposed name
+    (``'up__search'``, ``the call up__search``) named as its client was shown it
+    (``--own-names``: ``search``); anything else as it is."""
+    if shown == exposed or not isinstance(answer, types.CallToolResult) or not answer.is_error:
+        return answer
+    pairs = ((repr(exposed), repr(shown)), (f"call {exposed} ", f"call {shown} "))
+
+    def renamed(text: str) -> str:
+        for old, new in pairs:
+            text = text.replace(old, new)
+        return text
+
+    content = [
+        part.model_copy(update={"text": renamed(part.text)})
+        if isinstance(part, types.TextContent)
+        else part
+        for part in answer.content
+    ]
+    return answer.model_copy(update={"content": content})
 
 
 class GatewayServer(Server[Any]):
