@@ -360,3 +360,42 @@ async def test_content_annotations_pass_through_and_user_only_parts_never_reach_
     assert "for the user" not in str(answer)
     # The run's own record keeps both: only the model's answer leaves the user's part out.
     assert [p.text for p in outcome.calls[0].result.content] == ["for both", "for the user"]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("topic", "outcome"),
+    [
+        ("a" * 7000, "read"),
+        ("{topic}", "read"),
+        ("\u202etxt.exe", "read"),
+        ("..%2F..%2Fetc%2Fpasswd", "Unknown resource"),  # the server's own refusal
+        ("%00", "Unknown resource"),
+        ("x?y=1#z", "Resource not found"),  # the gateway's: its template does not match
+    ],
+)
+async def test_a_template_read_with_hostile_parameters_is_the_servers_to_answer(
+    topic: str, outcome: str
+) -> None:
+    with anyio.fail_after(BOUND):
+        async with through() as client:
+            if outcome == "read":
+                (content,) = (await client.read_resource(f"note://{topic}")).contents
+                assert isinstance(content, types.TextResourceContents)
+                assert content.text == f"a note on {topic}"
+            else:
+                with pytest.raises(MCPError) as refused:
+                    await client.read_resource(f"note://{topic}")
+                assert refused.value.code == types.INVALID_PARAMS
+                assert refused.value.message.startswith(outcome)
+            still = await client.read_resource("file:///docs/readme.txt")
+    assert still.contents
+
+
+@pytest.mark.parametrize("name", ["", "x" * 100_000, "docs__greet\x00", "../docs__greet", "🙂"])
+async def test_a_malformed_huge_or_unlisted_prompt_name_is_a_protocol_error(name: str) -> None:
+    with anyio.fail_after(BOUND):
+        async with through() as client:
+            with pytest.raises(MCPError) as refused:
+                await client.get_prompt(name)
+    assert refused.value.code == types.INVALID_PARAMS
+    assert len(refused.value.message) < 400
