@@ -20,7 +20,12 @@ served on loopback, fetched once): as configured by default (an accepted token i
 for a minute) and with every request's token verified (``remember_seconds=0``), each called
 by a bare ``mcp.Client``.
 
-    python benchmarks/mcp_overhead.py [--calls 1000] [--gateway-only | --auth-only] [--json FILE]
+Then resource reads and prompt gets: the same server's resource read and prompt got by a bare
+``mcp.Client`` directly and through the gateway in front of it (each read and get governed as
+a call), in process and over stdio.
+
+    python benchmarks/mcp_overhead.py [--calls 1000]
+        [--gateway-only | --auth-only | --tasks-only | --offers-only] [--json FILE]
 
 With ``--json FILE`` the figures are also written to FILE as JSON.
 """
@@ -179,7 +184,14 @@ async def compare(name: str, target: Any, spec: Any, calls: int) -> None:
     }
 
 
-async def _add_name(client: Any) -> str:
+async def _name_for(client: Any, operation: Any) -> str:
+    """The name ``operation`` asks for (the ``add`` tool, or the ``summarize`` prompt), as
+    ``client`` is listed it."""
+    if operation is get_summarize:
+        listing = await client.list_prompts()
+        return next(p.name for p in listing.prompts if p.name.endswith("summarize"))
+    if operation is read_today:
+        return ""
     listing = await client.list_tools()
     return next(t.name for t in listing.tools if t.name.endswith("add"))
 
@@ -192,17 +204,33 @@ async def compare_gateway(name: str, direct: Any, gateway: Any, calls: int) -> N
     )
 
 
+async def call_add(client: Any, tool: str, i: int) -> None:
+    result = await client.call_tool(tool, {"a": i, "b": 1})
+    assert not result.is_error, result
+
+
+async def read_today(client: Any, tool: str, i: int) -> None:
+    assert (await client.read_resource("file:///notes/today.txt")).contents
+
+
+async def get_summarize(client: Any, prompt: str, i: int) -> None:
+    assert (await client.get_prompt(prompt, {"text": f"day {i}"})).messages
+
+
 async def compare_clients(
     name: str,
     targets: dict[str, Any],
     calls: int,
     *,
     options: dict[str, dict[str, Any]] | None = None,
+    operation: Any = call_add,
 ) -> None:
     """Bare clients of each of ``targets`` (label: what ``mcp.Client`` connects to, with
     ``options[label]``, a handshake-era client by default), all open at once, alternating
-    blocks, medians (as [`compare`][]); each compared with the first. The CPU time is this
-    process's: the client's, and an in-process server's too."""
+    blocks, medians (as [`compare`][]); each compared with the first. Each request is
+    ``operation(client, name, i)`` (by default a call of the ``add`` tool; the name is the
+    one it is listed under). The CPU time is this process's: the client's, and an in-process
+    server's too."""
     latency: dict[str, list[float]] = {label: [] for label in targets}
     cpu: dict[str, list[float]] = {label: [] for label in targets}
     batch: dict[str, list[float]] = {label: [] for label in targets}
@@ -211,19 +239,18 @@ async def compare_clients(
         for label, target in targets.items():
             given = {"mode": "legacy", **(options or {}).get(label, {})}
             client = await stack.enter_async_context(mcp.Client(target, cache=None, **given))
-            clients[label] = (client, await _add_name(client))
+            clients[label] = (client, await _name_for(client, operation))
 
         async def block(kind: str) -> None:
             client, tool = clients[kind]
             for i in range(BLOCK):
-                result = await client.call_tool(tool, {"a": i, "b": 1})
-                assert not result.is_error, result
+                await operation(client, tool, i)
 
         async def burst(kind: str) -> None:
             client, tool = clients[kind]
             async with anyio.create_task_group() as tasks:
                 for i in range(BATCH):
-                    tasks.start_soon(client.call_tool, tool, {"a": i, "b": 1})
+                    tasks.start_soon(operation, client, tool, i)
 
         for _ in range(max(1, calls // BLOCK)):
             for kind in latency:
@@ -286,6 +313,29 @@ async def gateway_async(calls: int) -> None:
         mcp.StdioServerParameters(command=served[0], args=served[1:]),
         calls,
     )
+
+
+async def offers_async(calls: int) -> None:
+    """A resource read and a prompt get, directly and through the gateway in front of the
+    server (every read and get governed as a call), in process and over stdio."""
+    from toolwire.mcp import Gateway
+
+    stdio = [sys.executable, str(SERVERS), "catalogue"]
+    served = [sys.executable, "-m", "toolwire.cli", "serve", "stdio:" + shlex.join(stdio)]
+    async with Hub({"s": InProcessServer(server=catalogue(), max_concurrency=BATCH)}) as h:
+        in_front = Gateway(h.as_toolset(), hub=h, max_concurrency=BATCH).server()
+        for what, operation in (("resources/read", read_today), ("prompts/get", get_summarize)):
+            targets = {"direct mcp.Client": catalogue(), "through gateway": in_front}
+            await compare_clients(
+                f"gateway, in process, {what}", targets, calls, operation=operation
+            )
+            stdio_targets = {
+                "direct mcp.Client": mcp.StdioServerParameters(command=stdio[0], args=stdio[1:]),
+                "through gateway": mcp.StdioServerParameters(command=served[0], args=served[1:]),
+            }
+            await compare_clients(
+                f"gateway, stdio, {what}", stdio_targets, calls, operation=operation
+            )
 
 
 @contextlib.contextmanager
@@ -440,7 +490,11 @@ async def gateway_tasks_async(calls: int) -> None:
 
 
 async def main_async(
-    calls: int, gateway_only: bool = False, auth_only: bool = False, tasks_only: bool = False
+    calls: int,
+    gateway_only: bool = False,
+    auth_only: bool = False,
+    tasks_only: bool = False,
+    offers_only: bool = False,
 ) -> None:
     stdio = [sys.executable, str(SERVERS), "catalogue"]
     print(f"{calls} calls one at a time (blocks of {BLOCK}), then batches of {BATCH}; medians\n")
@@ -450,10 +504,14 @@ async def main_async(
     if tasks_only:
         await gateway_tasks_async(calls)
         return
+    if offers_only:
+        await offers_async(calls)
+        return
     if gateway_only:
         await gateway_async(calls)
         await gateway_auth_async(calls)
         await gateway_tasks_async(calls)
+        await offers_async(calls)
         return
     await compare(
         "in process",
@@ -470,6 +528,7 @@ async def main_async(
     await gateway_async(calls)
     await gateway_auth_async(calls)
     await gateway_tasks_async(calls)
+    await offers_async(calls)
 
 
 def main() -> None:
@@ -482,9 +541,21 @@ def main() -> None:
     parser.add_argument(
         "--tasks-only", action="store_true", help="only what serving tasks adds to a call"
     )
+    parser.add_argument(
+        "--offers-only",
+        action="store_true",
+        help="only resource reads and prompt gets, directly and through the gateway",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE as JSON")
     args = parser.parse_args()
-    anyio.run(main_async, args.calls, args.gateway_only, args.auth_only, args.tasks_only)
+    anyio.run(
+        main_async,
+        args.calls,
+        args.gateway_only,
+        args.auth_only,
+        args.tasks_only,
+        args.offers_only,
+    )
     if args.json is not None:
         figures = {"calls": args.calls, "block": BLOCK, "batch": BATCH, "comparisons": FIGURES}
         with open(args.json, "w", encoding="utf-8") as f:

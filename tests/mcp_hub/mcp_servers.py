@@ -60,6 +60,14 @@ def catalogue() -> MCPServer:
             ),
         ]
 
+    @server.resource("file:///notes/today.txt", name="today", mime_type="text/plain")
+    def today() -> str:
+        return "nothing planned"
+
+    @server.prompt(description="Summarize a text.")
+    def summarize(text: str) -> str:
+        return f"Summarize: {text}"
+
     @server.tool(description="Always refuses.")
     def refuse(reason: str) -> str:
         raise ToolError(f"refused: {reason}")
