@@ -103,5 +103,5 @@ def waits_for_approval(
     return text + (
         f"{memory}, and {no_form}, so it cannot be approved from outside the gateway's process. "
         "A gateway served with a shared run store (`--store sqlite:///runs.db`, or `store=`) "
-        "lets it be decided from outside it."
+        "lets such calls be decided from outside it."
     )
