@@ -280,6 +280,12 @@ def _parser() -> argparse.ArgumentParser:
         "without the server__ prefix",
     )
     serve.add_argument(
+        "--console",
+        metavar="URL",
+        help="the approval console (toolwire inbox) on --store: a waiting call's answer is sent "
+        "its page there (by URL-mode elicitation to clients that take them)",
+    )
+    serve.add_argument(
         "--state-key-env",
         metavar="NAME",
         help="the environment variable holding the secret that seals approval forms' state "

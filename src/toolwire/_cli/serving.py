@@ -45,6 +45,7 @@ async def run_serve(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         approve_by=args.approve_by,
         own_names=args.own_names,
+        console=args.console,
         server_name=args.name,
         on_listening=_listening_on_stderr,
         **options,

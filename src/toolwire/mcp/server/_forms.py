@@ -4,14 +4,30 @@ carries."""
 
 from __future__ import annotations
 
+import contextlib
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 import mcp_types as types
+from mcp.shared.exceptions import MCPError
 
 from toolwire._text import hides, json_hides, visible, visible_json
 from toolwire.approval import ApprovalRequest, Decision, allow, deny
+from toolwire.errors import ConfigurationError, ToolwireError
+from toolwire.runs import ledger
 
-__all__ = ["FORM_SCHEMA", "decision_of", "fits_a_form", "form_message", "waits_for_approval"]
+__all__ = [
+    "FORM_SCHEMA",
+    "Console",
+    "decide_by_form",
+    "decision_of",
+    "fits_a_form",
+    "form_message",
+    "takes_urls",
+    "task_form",
+    "waits_for_approval",
+]
 
 FORM_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -74,6 +90,31 @@ def form_message(request: ApprovalRequest) -> str:
     )
 
 
+def task_form(request: ApprovalRequest, *, asks: bool) -> dict[str, Any] | None:
+    """The approval form of a task waiting for a decision, as an ``elicitation/create``
+    request (None when the gateway ``asks`` no forms, or the call is too long to show)."""
+    if not asks or not fits_a_form(request):
+        return None
+    params = {"mode": "form", "message": form_message(request), "requestedSchema": FORM_SCHEMA}
+    return {"method": "elicitation/create", "params": params}
+
+
+async def decide_by_form(store: Any, request: ApprovalRequest, value: Any, by: Any) -> None:
+    """Record in ``store`` a task's approval form's answer (``tasks/update``), as given ``by``.
+
+    Raises:
+        ToolwireError: the answer is no elicitation result.
+    """
+    try:
+        answer = types.ElicitResult.model_validate(value)
+    except ValueError:
+        raise ToolwireError("the approval form's answer is not an elicitation result") from None
+    decision = decision_of(answer)
+    if decision is not None:
+        with contextlib.suppress(ToolwireError):  # decided meanwhile: the run knows
+            await ledger.decide(store, request.run_id, request.call_id, decision, by=by)
+
+
 def waits_for_approval(
     request: ApprovalRequest, subject: str, again: str, *, shared_store: bool, no_form: str | None
 ) -> str:
@@ -105,3 +146,57 @@ def waits_for_approval(
         "A gateway served with a shared run store (`--store sqlite:///runs.db`, or `store=`) "
         "lets such calls be decided from outside it."
     )
+
+
+@dataclass(frozen=True)
+class Console:
+    """The approval console (``toolwire inbox`` on the gateway's store) at ``url``: where a
+    person decides a waiting call. Its page for a call is sent to the client that made it (a
+    URL to follow, by URL-mode elicitation where the client declared it, else in the text of
+    its answer); following it approves nothing by itself, since the console asks who decides.
+
+    Raises:
+        ConfigurationError: ``url`` is not an http(s) URL.
+    """
+
+    url: str
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ConfigurationError(f"the console is an http(s) URL, not {self.url!r}")
+
+    def page(self, request: ApprovalRequest) -> str:
+        """The console's page of ``request``'s call."""
+        run, call = quote(request.run_id, safe=""), quote(request.call_id, safe="")
+        return f"{self.url.rstrip('/')}/runs/{run}/calls/{call}"
+
+    def said(self, request: ApprovalRequest) -> str:
+        """What an answer's text says of it."""
+        return f" Approve or deny it in the console: {self.page(request)} (it asks who decides)."
+
+    def elicitation(self, request: ApprovalRequest, subject: str) -> types.ElicitRequestURLParams:
+        """The URL-mode elicitation sending a client to the console's page of ``request``."""
+        return types.ElicitRequestURLParams(
+            mode="url",
+            message=f"{subject} waits for a person's approval in the console.",
+            url=self.page(request),
+            elicitation_id=f"{request.run_id}/{request.call_id}",
+        )
+
+    def required(self, request: ApprovalRequest, subject: str) -> MCPError:
+        """The error telling a handshake-era client that declared URL-mode elicitation to
+        send its user to the console, then call again (``URL_ELICITATION_REQUIRED``)."""
+        elicitation = self.elicitation(request, subject)
+        data = types.ElicitationRequiredErrorData(elicitations=[elicitation])
+        return MCPError(
+            code=types.URL_ELICITATION_REQUIRED,
+            message=elicitation.message + self.said(request),
+            data=data.model_dump(by_alias=True, mode="json", exclude_none=True),
+        )
+
+
+def takes_urls(capabilities: Any) -> bool:
+    """Whether a client's declared capabilities take URL-mode elicitation."""
+    elicitation = getattr(capabilities, "elicitation", None)
+    return elicitation is not None and getattr(elicitation, "url", None) is not None

@@ -86,9 +86,13 @@ from toolwire.mcp.client import Hub, arguments_digest
 from toolwire.mcp.server._auth import Authentication, request_principal
 from toolwire.mcp.server._forms import (
     FORM_SCHEMA,
+    Console,
+    decide_by_form,
     decision_of,
     fits_a_form,
     form_message,
+    takes_urls,
+    task_form,
     waits_for_approval,
 )
 from toolwire.mcp.server._names import CALL_ID, check_one_server, run_base, run_for
@@ -229,6 +233,12 @@ class Gateway:
             the policy asks about, one still running after ``TaskSettings.after`` seconds, or
             one of a tool its server requires tasks for, kept in ``store``; None serves no
             tasks.
+        console: the URL of the approval console (``toolwire inbox``) on ``store``: a call
+            waiting for a person's decision is answered with its page there, sent as a
+            URL-mode elicitation to a client that declared those (an ``InputRequiredResult``
+            on a 2026-07-28 session, the ``URL_ELICITATION_REQUIRED`` error on an older one),
+            else in the text of its answer, and a task waiting names it in its status. The
+            console asks who decides: following the URL approves nothing by itself.
         executor_options: more [`Executor`][toolwire.Executor] options (``max_output_chars``,
             ``approval_ttl``, ``redact``...).
 
@@ -252,6 +262,7 @@ class Gateway:
         auth: Authentication | None = None,
         own_names: bool = False,
         tasks: TaskSettings | None = TaskSettings(),  # noqa: B008 - frozen, never changed
+        console: str | None = None,
         **executor_options: Any,
     ) -> None:
         if auth is not None and principal is not None:
@@ -271,6 +282,7 @@ class Gateway:
         if own_names:
             check_one_server(toolset, hub)
         self.own_names = own_names
+        self.console = Console(console) if console is not None else None
         if state_keys is not None and (
             isinstance(state_keys, str | bytes)
             or not state_keys
@@ -299,11 +311,12 @@ class Gateway:
             Tasks(
                 self.store,
                 tasks,
-                form=self._task_form,
+                form=functools.partial(task_form, asks=approve_by == "client"),
                 answer=mcp_result,
-                decide=self._decide_by_form,
+                decide=functools.partial(decide_by_form, self.store),
                 resume=self._resumed,
                 keys=self._state_keys,
+                console=self.console.page if self.console is not None else None,
             )
             if tasks is not None
             else None
@@ -318,6 +331,7 @@ class Gateway:
             run_for=functools.partial(run_for, self.store),
             store=self.store,
             bus=self._bus,
+            console=self.console,
         )
 
     @property
@@ -702,8 +716,13 @@ class Gateway:
 
     def _waiting(
         self, ctx: ServerRequestContext[Any], request: ApprovalRequest
-    ) -> types.CallToolResult:
-        """The answer to a call left waiting for a decision (see ``waits_for_approval``)."""
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """The answer to a call left waiting for a decision (see ``waits_for_approval``): with
+        a console, its page, sent as a URL-mode elicitation to a client that takes them.
+
+        Raises:
+            MCPError: ``URL_ELICITATION_REQUIRED``, for a handshake-era client that takes them.
+        """
         if not self.elicit:
             no_form: str | None = (
                 "the gateway asks no client approval forms (elicitation): its calls are "
@@ -716,10 +735,16 @@ class Gateway:
         else:
             no_form = None
         subject, again = f"The call {request.exposed_name}", "make the same call again"
+        console = self.console
+        if console is not None and takes_urls(ctx.session.client_capabilities):
+            if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                raise console.required(request, subject)
+            url = types.ElicitRequest(params=console.elicitation(request, subject))
+            state = canonical_json({"run": request.run_id, "call": request.call_id})
+            return types.InputRequiredResult(input_requests={_INPUT_KEY: url}, request_state=state)
         shared = not in_process(self.store)
-        return error_result(
-            waits_for_approval(request, subject, again, shared_store=shared, no_form=no_form)
-        )
+        text = waits_for_approval(request, subject, again, shared_store=shared, no_form=no_form)
+        return error_result(text + (console.said(request) if console is not None else ""))
 
     # -- asking the client ------------------------------------------------------------------
 
@@ -848,30 +873,6 @@ class Gateway:
         its authenticated principal, or ``MCP_CLIENT`` when the gateway authenticates
         nobody."""
         return principal if self.auth is not None else MCP_CLIENT
-
-    def _task_form(self, request: ApprovalRequest) -> dict[str, Any] | None:
-        """The approval form of a task waiting for a decision, as an ``elicitation/create``
-        request (None when the gateway asks no forms, or the call is too long to show)."""
-        if not self.elicit or not fits_a_form(request):
-            return None
-        message = form_message(request)
-        params = {"mode": "form", "message": message, "requestedSchema": FORM_SCHEMA}
-        return {"method": "elicitation/create", "params": params}
-
-    async def _decide_by_form(self, request: ApprovalRequest, value: Any, by: Any) -> None:
-        """Record a task's approval form's answer (``tasks/update``), as given ``by``.
-
-        Raises:
-            ToolwireError: the answer is no elicitation result.
-        """
-        try:
-            answer = types.ElicitResult.model_validate(value)
-        except ValueError:
-            raise ToolwireError("the approval form's answer is not an elicitation result") from None
-        decision = decision_of(answer)
-        if decision is not None:
-            with contextlib.suppress(ToolwireError):  # decided meanwhile: the run knows
-                await ledger.decide(self.store, request.run_id, request.call_id, decision, by=by)
 
     def _resumed(self, task_id: str, request: ApprovalRequest) -> Any:
         """A kept task's call, rebuilt from its kept request to run it again in its run."""

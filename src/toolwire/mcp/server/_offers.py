@@ -43,7 +43,7 @@ from toolwire.approval import ApprovalPending
 from toolwire.calls import ToolResult
 from toolwire.errors import ToolwireError
 from toolwire.mcp.client import MAX_URI, Catalog, Hub
-from toolwire.mcp.server._forms import waits_for_approval
+from toolwire.mcp.server._forms import Console, waits_for_approval
 from toolwire.mcp.server._names import CALL_ID
 from toolwire.pipeline.executor import Executor
 from toolwire.policy import Policy
@@ -96,6 +96,7 @@ class Offers:
         run_for: RunFor,
         store: RunStore,
         bus: InMemorySubscriptionBus,
+        console: Console | None = None,
     ) -> None:
         self.hub = hub
         self._policy = policy
@@ -104,6 +105,7 @@ class Offers:
         self._run_for = run_for
         self._store = store
         self._bus = bus
+        self._console = console
         # Who is subscribed to each resource, by (server, URI): each connection (while it
         # lasts), with the session that tells it.
         self._subscribers: dict[tuple[str, str], weakref.WeakKeyDictionary[Any, Any]] = {}
@@ -402,13 +404,14 @@ class Offers:
             subject, again = f"The read of {_shown_text(target.name)}", "read it again"
         else:
             subject, again = f"The get of prompt {_shown_text(target.name)}", "get it again"
-        return waits_for_approval(
+        text = waits_for_approval(
             request,
             subject,
             again,
             shared_store=not in_process(self._store),
             no_form="reads and gets are approved through the ledger only",
         )
+        return text + (self._console.said(request) if self._console is not None else "")
 
     # -- subscriptions ----------------------------------------------------------------------
 

@@ -348,8 +348,10 @@ class Tasks:
         decide: Callable[[ApprovalRequest, Any, Any], Any],
         resume: Resume,
         keys: Sequence[str | bytes] | None = None,
+        console: Callable[[ApprovalRequest], str] | None = None,
     ) -> None:
         self.store = store
+        self._console = console
         self.settings = settings
         self._form = form
         self._answer = answer
@@ -652,6 +654,9 @@ class Tasks:
         }
         if view.message is not None:
             shown["statusMessage"] = view.message
+            if view.approval is not None and self._console is not None:
+                page = self._console(view.approval)
+                shown["statusMessage"] += f"; or approve or deny it in the console: {page}"
         if view.answer is not None:
             shown["result"] = self._answer(view.answer).model_dump(
                 by_alias=True, mode="json", exclude_none=True
