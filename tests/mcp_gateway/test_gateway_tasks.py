@@ -614,3 +614,28 @@ async def test_an_expired_task_decided_outside_is_answered_too(tmp_path: Path) -
             done = await client.until(task_id, "completed")
             assert "expired" in _text(done["result"])
     assert paid == []
+
+
+async def test_a_task_its_client_abandons_stops_waiting_for_a_person_when_it_ends(
+    tmp_path: Path,
+) -> None:
+    """Its request for approval expires with the task (``ttl``): the inbox does not keep
+    asking a person about a call no client will ever read the answer of."""
+    short = TaskSettings(after=0.2, poll=0.05, ttl=1.0)
+    with anyio.fail_after(BOUND):
+        async with (
+            sqlite_store(tmp_path) as store,
+            gateway(store, tasks=short) as url,
+            httpx2.AsyncClient(timeout=BOUND) as http,
+        ):
+            task_id = (await Client(http, url).call("pay", amount=4))["taskId"]
+            (waiting,) = await toolwire.pending(store=store)
+            while await toolwire.pending(store=store):  # nobody reads the task again
+                await anyio.sleep(0.1)
+            with pytest.raises(toolwire.ToolwireError):
+                await toolwire.decide(
+                    waiting.run_id, waiting.call_id, toolwire.allow(), store=store
+                )
+    assert waiting.run_id == task_id
+    assert waiting.expires_at is not None
+    assert paid == []

@@ -531,7 +531,7 @@ class Tasks:
                         [call], run_id=task_id, principal=principal, resume=resume
                     )
                 except ApprovalPending:  # it waits in its run; tasks/get says so
-                    await self._keep_arguments(task_id, call)
+                    await self._keep_waiting(task_id, call)
                     return
                 job.result = outcome.result
                 # Every answer of a task is its answer: one a run keeps for no other call
@@ -617,25 +617,33 @@ class Tasks:
             return None
         return self._start(task_id, call, principal, executor, relay, resume=True)
 
-    async def _keep_arguments(self, task_id: str, call: ToolCall) -> None:
-        """Keep the call's own arguments, sealed, beside its waiting request, where the run
-        keeps them otherwise (``redact``): a later reader rebuilds the call from them.
+    async def _keep_waiting(self, task_id: str, call: ToolCall) -> None:
+        """Keep beside a waiting task's request the call's own arguments, sealed, where the
+        run keeps them otherwise (``redact``: a later reader rebuilds the call from them), and
+        make the request expire with the task (its ``ttl``) if it would outlive it: a task its
+        client abandoned does not wait for a person forever.
 
         Raises:
             StoreUnavailable: the run store cannot be reached.
         """
         own = principal_json(call.arguments)
         sealed = self._seal.close(task_id, call.arguments)
+        deadline = await ledger.store_time(self.store) + self.settings.ttl
 
         def kept(current: CallRecord | None) -> CallRecord | Keep[None]:
             request = current.request if current is not None else None
             if current is None or current.result is not None or request is None:
                 return Keep(None)
-            if request.get("arguments") == own:  # kept as they are
-                return Keep(None)
-            if self._seal.open(task_id, request.get(SEALED_KEY)) == own:
-                return Keep(None)
-            return current.with_(request={**request, SEALED_KEY: sealed})
+            wanted = dict(request)
+            if (
+                request.get("arguments") != own
+                and self._seal.open(task_id, request.get(SEALED_KEY)) != own
+            ):
+                wanted[SEALED_KEY] = sealed
+            expires = request.get("expires_at")
+            if not (isinstance(expires, int | float) and expires <= deadline):
+                wanted["expires_at"] = deadline
+            return Keep(None) if wanted == request else current.with_(request=wanted)
 
         await update(self.store, task_id, CALL_ID, kept)
 
