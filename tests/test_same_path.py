@@ -153,6 +153,12 @@ def _task_answered(result: dict[str, Any]) -> Callable[[Path_, Any, Any], bool]:
     return check
 
 
+def _expires_with_its_task(path: Path_, before: Any, now: Any) -> bool:
+    """A task's request for approval expires with the task (before, the request of a task
+    its client abandoned waited for a person forever)."""
+    return path[-1] == "expires" and (before, now) == (False, True)
+
+
 @dataclass(frozen=True)
 class Intended:
     """A difference made on purpose: the fix (``why``), the cases it shows in, and what it
@@ -207,6 +213,14 @@ INTENDED = [
         _task_answered({"is_error": True, "text": "Denied: the approval request expired."}),
     ),
 ]
+
+INTENDED.append(
+    Intended(
+        "a task's request for approval expires with the task",
+        re.compile(r"tasks/pay/ask/(allowed|cancelled|denied|edited|halted)/"),
+        _expires_with_its_task,
+    )
+)
 
 REGRESSIONS: dict[str, str] = {}
 """Cases whose difference is not on purpose, by case: what differs (none found)."""
