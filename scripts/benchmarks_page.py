@@ -673,7 +673,9 @@ BENCHMARKS = (
         "against a client of a toolwire gateway in front of it; then the gateway over HTTP "
         "without and with authentication (JWT access tokens); then what serving tasks adds to a "
         "call answered at once (a 2026-07-28 client declaring the tasks extension, each of its "
-        "calls kept in a run, against one that does not).",
+        "calls kept in a run, against one that does not); last, a resource read and a prompt "
+        "get of the server, directly and through the gateway in front of it (each read and get "
+        "governed as a call), in process and over stdio.",
         render_mcp_overhead,
     ),
     Benchmark(
