@@ -165,3 +165,10 @@ async def test_a_waiting_task_names_the_consoles_page_in_its_status(tmp_path: Pa
 def test_a_console_that_is_no_http_url_is_refused(url: str) -> None:
     with pytest.raises(ConfigurationError, match="http"):
         Gateway(toolwire.ToolSet([pay]), console=url)
+
+
+@pytest.mark.parametrize("url", ["https://x/inbox?tenant=a", "https://x/inbox#top"])
+def test_a_console_url_with_a_query_or_fragment_is_refused(url: str) -> None:
+    """Its pages go after its path: a query or fragment would swallow them."""
+    with pytest.raises(ConfigurationError, match="no query or fragment"):
+        Gateway(toolwire.ToolSet([pay]), console=url)

@@ -45,9 +45,17 @@ def docs_server() -> MCPServer:
     def logo() -> bytes:
         return PIXEL
 
+    @server.resource("file:///docs/big.txt", name="big")
+    def big() -> str:
+        return "x" * 5000
+
     @server.resource("file:///private/keys.txt", name="keys")
     def keys() -> str:
         return "secret"
+
+    @server.resource("broken://{what}", name="broken")
+    def broken(what: str) -> str:
+        raise ValueError(f"no {what} here")
 
     @server.resource("note://{topic}", name="note")
     def note(topic: str) -> str:
@@ -134,11 +142,12 @@ async def test_resources_templates_and_prompts_are_listed_as_the_upstream_lists_
     assert set(by_uri) == {
         "file:///docs/readme.txt",
         "file:///docs/logo.png",
+        "file:///docs/big.txt",
         "file:///private/keys.txt",
     }
     assert by_uri["file:///docs/readme.txt"].title == "Read me"  # nothing lost on the way
     assert by_uri["file:///docs/logo.png"].mime_type == "image/png"
-    assert [t.uri_template for t in templates] == ["note://{topic}"]
+    assert [t.uri_template for t in templates] == ["broken://{what}", "note://{topic}"]
     assert {p.name for p in prompts} == {"docs__greet", "docs__review"}
     review = next(p for p in prompts if p.name == "docs__review")
     assert [(a.name, a.required) for a in review.arguments or ()] == [
@@ -368,8 +377,8 @@ async def test_content_annotations_pass_through_and_user_only_parts_never_reach_
         ("a" * 7000, "read"),
         ("{topic}", "read"),
         ("\u202etxt.exe", "read"),
-        ("..%2F..%2Fetc%2Fpasswd", "Unknown resource"),  # the server's own refusal
-        ("%00", "Unknown resource"),
+        ("..%2F..%2Fetc%2Fpasswd", "The resource URI"),  # the gateway's: not plain
+        ("%00", "The resource URI"),
         ("x?y=1#z", "Resource not found"),  # the gateway's: its template does not match
     ],
 )
@@ -399,3 +408,123 @@ async def test_a_malformed_huge_or_unlisted_prompt_name_is_a_protocol_error(name
                 await client.get_prompt(name)
     assert refused.value.code == types.INVALID_PARAMS
     assert len(refused.value.message) < 400
+
+
+# -- an outside attack's findings, each failing before its fix -----------------------------------
+
+
+@pytest.mark.parametrize("uri", ["note://%73ecret", "note://secre%74", "note://./secret"])
+async def test_a_templated_uri_spelt_otherwise_than_plainly_is_refused(uri: str) -> None:
+    """The SDK decodes a template's variables: ``note://%73ecret`` would read ``secret``
+    while the policy judged another URI."""
+    policy = Policy(Rule("deny", "docs/note://secret", kind="resource"))
+    with anyio.fail_after(BOUND):
+        async with through(policy=policy) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource(uri)
+            with pytest.raises(MCPError) as denied:
+                await client.read_resource("note://secret")
+    assert refused.value.code == denied.value.code == types.INVALID_PARAMS
+    assert "not plain" in refused.value.message
+
+
+async def test_a_deny_on_one_server_never_sends_the_read_to_another() -> None:
+    policy = Policy(Rule("deny", "docs/file:///docs/*", kind="resource"))
+    hub = Hub(
+        {
+            "docs": InProcessServer(server=docs_server()),
+            "mirror": InProcessServer(server=docs_server()),
+        }
+    )
+    with anyio.fail_after(BOUND):
+        async with hub, Client(Gateway(hub.as_toolset(), hub=hub, policy=policy).server()) as c:
+            with pytest.raises(MCPError) as refused:
+                await c.read_resource("file:///docs/readme.txt")
+    assert "offered by several servers (docs, mirror)" in refused.value.message
+
+
+async def test_an_answer_past_the_output_cap_is_refused_without_its_content() -> None:
+    with anyio.fail_after(BOUND):
+        async with through(max_output_chars=1000) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource("file:///docs/big.txt")
+            fine = await client.read_resource("file:///docs/readme.txt")  # small enough
+    assert refused.value.code == types.INTERNAL_ERROR
+    assert "max_output_chars" in refused.value.message
+    assert len(refused.value.message) < 200
+    assert fine.contents
+
+
+async def test_a_server_offering_resources_only_is_served() -> None:
+    server = MCPServer("shelf")
+
+    @server.resource("file:///shelf/book.txt", name="book")
+    def book() -> str:
+        return "a book"
+
+    hub = Hub({"shelf": InProcessServer(server=server)})
+    with anyio.fail_after(BOUND):
+        async with hub, Client(Gateway(hub.as_toolset(), hub=hub).server()) as client:
+            read = await client.read_resource("file:///shelf/book.txt")
+    assert hub.status == {"shelf": None} or hub.status.get("shelf") is None
+    assert read.contents[0].text == "a book"  # type: ignore[union-attr]
+
+
+async def test_a_server_asking_for_input_forever_fails_that_request_only() -> None:
+    from mcp.server.lowlevel import Server
+
+    ask = types.ElicitRequest(
+        params=types.ElicitRequestFormParams(
+            message="again?", requested_schema={"type": "object", "properties": {}}
+        )
+    )
+
+    async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[types.Prompt(name="forever")])
+
+    async def get(ctx: Any, params: Any) -> types.InputRequiredResult:
+        return types.InputRequiredResult(input_requests={"q": ask}, request_state="s")
+
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[types.Resource(uri="doc://a", name="a")])
+
+    async def read(ctx: Any, params: Any) -> types.ReadResourceResult:
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri="doc://a", text="A")]
+        )
+
+    upstream = Server(
+        "up",
+        on_list_prompts=list_prompts,
+        on_get_prompt=get,
+        on_list_resources=list_resources,
+        on_read_resource=read,
+    )
+    hub = Hub({"up": InProcessServer(server=upstream)})
+    with anyio.fail_after(BOUND):
+        async with hub:
+            gateway = Gateway(hub.as_toolset(), hub=hub)
+            async with (
+                Client(gateway.server(), mode="legacy") as old,
+                Client(gateway.server()) as new,
+            ):
+                with pytest.raises(MCPError) as failed:
+                    await old.get_prompt("up__forever")
+                read = await new.read_resource("doc://a")
+    assert failed.value.code == types.INTERNAL_ERROR
+    assert "kept asking for input" in failed.value.message
+    assert read.contents[0].text == "A"  # type: ignore[union-attr]
+
+
+async def test_a_servers_own_error_for_a_read_reaches_the_client_as_it_said_it() -> None:
+    with anyio.fail_after(BOUND):
+        async with Client(docs_server()) as direct:
+            with pytest.raises(MCPError) as directly:
+                await direct.read_resource("broken://thing")
+        async with through() as client:
+            with pytest.raises(MCPError) as through_gateway:
+                await client.read_resource("broken://thing")
+    assert (through_gateway.value.code, through_gateway.value.message) == (
+        directly.value.code,
+        directly.value.message,
+    )

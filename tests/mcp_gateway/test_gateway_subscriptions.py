@@ -124,3 +124,19 @@ async def test_a_subscription_to_a_resource_the_policy_denies_is_refused() -> No
     assert refused.value.code == types.INVALID_PARAMS
     assert unknown.value.code == types.INVALID_PARAMS
     assert listed == {WATCHED, OTHER}
+
+
+async def test_a_stream_is_never_told_of_a_resource_its_principal_may_not_read() -> None:
+    policy = Policy(Rule("deny", "up/test://hidden", kind="resource"))
+    with anyio.fail_after(BOUND):
+        async with (
+            gateway(policy) as served,
+            Client(served.server(), mode="legacy") as other,
+            Client(served.server()) as client,
+            client.listen(resource_subscriptions=[HIDDEN, WATCHED]) as events,
+        ):
+            await other.call_tool("up__touch", {"uri": HIDDEN})
+            await client.call_tool("up__touch", {"uri": WATCHED})
+            first = await anext(aiter(events))
+    assert isinstance(first, ResourceUpdated)
+    assert first.uri == WATCHED

@@ -468,7 +468,10 @@ class Hub:
     async def _list(self, client: Any, server: ServerState) -> None:
         """Read the server's listing, check it tool by tool and take it as the server's tools."""
         server.refused.clear()
-        listed = await all_pages(client.list_tools, "tools")
+        # A server may offer resources or prompts only: its tools are listed when it has some.
+        capabilities = client.server_capabilities
+        has_tools = capabilities is None or capabilities.tools is not None
+        listed = await all_pages(client.list_tools, "tools") if has_tools else []
         checking = partial(accept, server, listed, dict(server.refused), call=self._call)
         if len(listed) > _CHECKED_ON_LOOP:  # a big listing is checked off the event loop
             listing = await anyio.to_thread.run_sync(checking)
@@ -618,6 +621,10 @@ class Hub:
             ) from None
         except (mcp.MCPError, ToolwireError):
             raise
+        except mcp.InputRequiredRoundsExceededError:  # this request's, not the connection's
+            raise ToolwireError(
+                f"Server {name!r} kept asking for input past the rounds a client answers."
+            ) from None
         except pydantic.ValidationError as exc:  # a malformed answer on a sound connection
             raise ToolwireError(
                 f"Server {name!r} answered with a malformed result: {first_error(exc)}."

@@ -165,6 +165,11 @@ class Console:
         parts = urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ConfigurationError(f"the console is an http(s) URL, not {self.url!r}")
+        if parts.query or parts.fragment or "?" in self.url or "#" in self.url:
+            raise ConfigurationError(
+                f"the console's URL has no query or fragment (its pages go after its path), "
+                f"not {self.url!r}"
+            )
 
     def page(self, request: ApprovalRequest) -> str:
         """The console's page of ``request``'s call."""

@@ -59,6 +59,8 @@ _RESULT = "result"
 """The key the server's whole answer is kept under, in the call's structured content."""
 _R = TypeVar("_R", types.ReadResourceResult, types.GetPromptResult)
 MAX_PROMPT_NAME = 256
+_MESSAGE = 1000
+"""Characters of an error's message passed on at most."""
 MAX_STREAM_URIS = 256
 """Resources one ``subscriptions/listen`` stream is subscribed to at most."""
 
@@ -214,7 +216,21 @@ class Offers:
             raise MCPError(code=types.INVALID_PARAMS, message="The resource URI is malformed.")
         catalogs = self._catalogs()
         listing = [s for s, c in catalogs.items() if any(r.uri == uri for r in c.resources)]
+        if not listing and not _plain(uri):
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"The resource URI {_shown_text(uri)} is not plain: a URI no server "
+                "lists is read through a template only without percent-encoding and dot "
+                "segments (which a template would read as another resource than the policy "
+                "judged).",
+            )
         servers = listing or [s for s, c in catalogs.items() if c.offers(uri)]
+        if len(servers) > 1:  # judged before the policy: a deny never moves a read elsewhere
+            names = ", ".join(sorted(servers))
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"The resource {_shown_text(uri)} is offered by several servers ({names}).",
+            )
         targets = [_Target(s, uri, _read_tool(s, uri)) for s in servers]
         targets = [t for t in targets if self._usable(t.tool, principal)]
         if not targets:
@@ -222,12 +238,6 @@ class Offers:
                 code=types.INVALID_PARAMS,
                 message=f"Resource not found: {_shown_text(uri)}.",
                 data={"uri": uri},
-            )
-        if len(targets) > 1:
-            names = ", ".join(sorted(t.server for t in targets))
-            raise MCPError(
-                code=types.INVALID_PARAMS,
-                message=f"The resource {_shown_text(uri)} is offered by several servers ({names}).",
             )
         return targets[0]
 
@@ -349,14 +359,23 @@ class Offers:
         if said:
             raise said[0]
         result = outcome.result
-        if not result.is_error and result.structured_content is not None:
-            return result.structured_content[_RESULT]
+        if not result.is_error:
+            kept = result.structured_content
+            if kept is not None and _RESULT in kept:
+                return kept[_RESULT]
+            raise MCPError(  # the executor's output cap cut it: said, never passed on cut
+                code=types.INTERNAL_ERROR,
+                message=f"{_subject(target)} answered more than the gateway passes on "
+                "(its max_output_chars).",
+            )
         code = {
             "denied": types.INVALID_REQUEST,
             "approval_denied": types.INVALID_REQUEST,
             "invalid_arguments": types.INVALID_PARAMS,
         }.get(result.error_kind or "", types.INTERNAL_ERROR)
-        raise MCPError(code=code, message=result.text)
+        named = f"Tool {toolset.exposed_name(tool)!r}"  # the executor's name for it
+        message = result.text.replace(named, _subject(target))
+        raise MCPError(code=code, message=message[:_MESSAGE])
 
     # -- completion -------------------------------------------------------------------------
 
@@ -391,19 +410,22 @@ class Offers:
 
     def _template(self, uri_template: Any, principal: Any) -> _Target:
         if isinstance(uri_template, str) and len(uri_template) <= MAX_URI:
-            for server, catalog in self._catalogs().items():
-                if catalog.template(uri_template) is not None:
-                    target = _Target(server, uri_template, _read_tool(server, uri_template))
-                    if self._usable(target.tool, principal):
-                        return target
+            offering = [
+                server
+                for server, catalog in self._catalogs().items()
+                if catalog.template(uri_template) is not None
+            ]
+            if len(offering) == 1:  # (two servers offering it: which one is not guessed)
+                server = offering[0]
+                target = _Target(server, uri_template, _read_tool(server, uri_template))
+                if self._usable(target.tool, principal):
+                    return target
         shown = _shown_text(uri_template) if isinstance(uri_template, str) else "(not a URI)"
         raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown resource template {shown}.")
 
     def _waits(self, target: _Target, request: Any) -> str:
-        if target.tool.entity == "resource":
-            subject, again = f"The read of {_shown_text(target.name)}", "read it again"
-        else:
-            subject, again = f"The get of prompt {_shown_text(target.name)}", "get it again"
+        again = "read it again" if target.tool.entity == "resource" else "get it again"
+        subject = _subject(target)
         text = waits_for_approval(
             request,
             subject,
@@ -470,6 +492,11 @@ class Offers:
                 with contextlib.suppress(MCPError):
                     await self.subscribe(stream, stream, uri, principal)
                     subscribed.append(uri)
+            # The stream is told of what its principal may read only.
+            notifications = params.notifications.model_copy(
+                update={"resource_subscriptions": subscribed or None}
+            )
+            params = params.model_copy(update={"notifications": notifications})
             try:
                 return await handler(ctx, params)
             finally:
@@ -505,7 +532,12 @@ def _round(ctx: Any, params: Any) -> Round | None:
 
 
 def _answer(answer: Mapping[str, Any], kind: type[_R]) -> _R | types.InputRequiredResult:
-    """The server's answer as it was dumped: an ``InputRequiredResult``, or a ``kind``."""
+    """The server's answer as it was dumped: an ``InputRequiredResult``, or a ``kind``; without
+    what the server's SDK says of the server in its ``_meta`` (the gateway is the server)."""
+    meta = answer.get("_meta")
+    if isinstance(meta, Mapping) and types.SERVER_INFO_META_KEY in meta:
+        rest = {k: v for k, v in meta.items() if k != types.SERVER_INFO_META_KEY}
+        answer = {**answer, "_meta": rest or None}
     if answer.get("resultType") == "input_required":
         return types.InputRequiredResult.model_validate(answer)
     return kind.model_validate(answer)
@@ -553,6 +585,20 @@ def _prompt_tool(server: str, prompt: Any) -> Tool:
 
 def _with_handler(tool: Tool, handler: Callable[..., Awaitable[ToolResult]]) -> Tool:
     return dataclasses.replace(tool, handler=handler)
+
+
+def _subject(target: _Target) -> str:
+    """How messages name a read or get."""
+    if target.tool.entity == "resource":
+        return f"The read of {_shown_text(target.name)}"
+    return f"The get of prompt {_shown_text(target.name)}"
+
+
+def _plain(uri: str) -> bool:
+    """Whether ``uri`` has no percent-encoding and no dot segments: a template reads it as
+    the resource it spells (the SDK decodes a template's variables)."""
+    after_scheme = uri.split(":", 1)[-1]
+    return "%" not in uri and not any(s in (".", "..") for s in after_scheme.split("/"))
 
 
 def _run_name(target: _Target) -> str:
