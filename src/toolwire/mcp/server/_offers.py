@@ -4,8 +4,10 @@ prompts and completions, each read and get governed as a call.
 Names. A prompt is served as a tool is: ``server__prompt`` (its own name with ``own_names``).
 A resource keeps its URI, which is its identity: the server's own content names it (links,
 embedded resources), so a changed URI would point nowhere. A read goes to the server that
-lists the URI, else to the one whose template matches it; a URI two servers offer that way
-is refused as ambiguous rather than guessed.
+lists the URI, else to the one whose template matches it (only for a plain URI: no
+percent-encoding, no dot segments, which the SDK's template matching would decode into
+another resource than the one judged); a URI two servers offer is refused as ambiguous
+rather than guessed, before the policy is asked.
 
 Governance. Each read is a call of a tool of its own, ``Tool(name=uri, server_id=server,
 entity="resource")``, and each get one of ``Tool(name=prompt, entity="prompt")`` whose
@@ -59,6 +61,7 @@ _RESULT = "result"
 """The key the server's whole answer is kept under, in the call's structured content."""
 _R = TypeVar("_R", types.ReadResourceResult, types.GetPromptResult)
 MAX_PROMPT_NAME = 256
+"""Characters of a prompt's name looked up at most."""
 _MESSAGE = 1000
 """Characters of an error's message passed on at most."""
 MAX_STREAM_URIS = 256
@@ -66,7 +69,8 @@ MAX_STREAM_URIS = 256
 
 
 class Escalate(ToolwireError):
-    """The first pass met a read or get that needs approval: it runs again in a run."""
+    """The first pass met a call (a tool call, a read, a get) that needs approval: it runs
+    again in a run of the ledger."""
 
 
 Executors = Callable[[ToolSet], tuple[Executor, Executor]]
