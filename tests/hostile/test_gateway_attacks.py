@@ -22,6 +22,7 @@ pytest.importorskip("uvicorn")
 import httpx
 import mcp
 import mcp_types as types
+from auth_support import served
 
 import toolwire
 import toolwire.mcp
@@ -196,7 +197,6 @@ async def test_a_request_naming_another_host_is_refused_on_every_loopback_addres
     # DNS rebinding: a web page whose name its attacker resolves to 127.0.0.2 must not reach
     # the tools from the victim's browser (the SDK's own protection covers only 127.0.0.1,
     # localhost and ::1).
-    listened: list[str] = []
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -214,27 +214,13 @@ async def test_a_request_naming_another_host_is_refused_on_every_loopback_addres
         except OSError:
             pytest.skip("only 127.0.0.1 is a loopback address here")
     with anyio.fail_after(BOUND):
-        async with anyio.create_task_group() as tasks:
-            ready = anyio.Event()
-
-            def on_listening(url: str) -> None:
-                listened.append(url)
-                ready.set()
-
-            tasks.start_soon(
-                lambda: toolwire.mcp.serve(
-                    [search], transport="http", host="127.0.0.2", port=0, on_listening=on_listening
-                )
-            )
-            await ready.wait()
-            (url,) = listened
+        async with served([search], host="127.0.0.2") as url:
             port = url.rsplit(":", 1)[1].split("/")[0]
             async with httpx.AsyncClient() as http:
                 rebound = await http.post(
                     url, json=initialize, headers={**headers, "host": f"evil.example:{port}"}
                 )
                 honest = await http.post(url, json=initialize, headers=headers)
-            tasks.cancel_scope.cancel()
     assert rebound.status_code in (403, 421)
     assert honest.status_code == 200
 

@@ -8,7 +8,6 @@ import os
 import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +16,10 @@ import pytest
 pytest.importorskip("mcp")
 pytest.importorskip("uvicorn")
 
-import anyio
-from gateway_procs import STARTUP_SECONDS, Connect, serve_argv
+from auth_support import served
+from gateway_procs import Connect, serve_argv
 from mcp import Client, StdioServerParameters
 
-import toolwire.mcp
 from toolwire import ToolwireWarning
 from toolwire.cli import _parser
 
@@ -85,27 +83,6 @@ async def _served(transport: str, argv: list[str]) -> AsyncIterator[Any]:
 @asynccontextmanager
 async def _serving_http(args: Any) -> AsyncIterator[str]:
     """`toolwire serve`'s parsed ``args`` served over HTTP in this event loop; its URL."""
-    listening: list[str] = []
-    async with anyio.create_task_group() as serving:
-        heard = anyio.Event()
-
-        def on_listening(url: str) -> None:
-            listening.append(url)
-            heard.set()
-
-        serving.start_soon(
-            partial(
-                toolwire.mcp.serve,
-                args.source,
-                policy=args.policy,
-                store=args.store,
-                approve_by=args.approve_by,
-                transport="http",
-                port=0,
-                on_listening=on_listening,
-            )
-        )
-        with anyio.fail_after(STARTUP_SECONDS):
-            await heard.wait()
-        yield listening[0]
-        serving.cancel_scope.cancel()
+    options = {"policy": args.policy, "store": args.store, "approve_by": args.approve_by}
+    async with served(args.source, **options) as url:
+        yield url

@@ -70,14 +70,8 @@ async def _serve_until_listening(source: Any, **options: Any) -> list[str]:
     """Serve ``source`` over HTTP until it listens, then stop; the toolwire warnings said."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with anyio.fail_after(BOUND), anyio.CancelScope() as serving:
-            await toolwire.mcp.serve(
-                source,
-                transport="http",
-                port=0,
-                on_listening=lambda url: serving.cancel(),
-                **options,
-            )
+        async with served(source, **options):
+            pass
     return _toolwire_notes(caught)
 
 
