@@ -1,8 +1,9 @@
 """What an MCP server offers besides its tools: its resources, resource templates and prompts,
 read at each listing, and which server a resource URI belongs to.
 
-A listing that fails with the server's own error (a server that declares resources and then
-refuses to list them) leaves that part empty: the server's tools stay served.
+A listing that fails, with the server's own error (a server that declares resources and then
+refuses to list them) or with an answer that is no listing, leaves that part empty: the
+server's tools stay served.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class Catalog:
 async def read_catalog(client: Any) -> Catalog:
     """What the server on ``client`` (an ``mcp.Client``) offers besides tools, by its declared
     capabilities."""
+    import pydantic
     from mcp.shared.exceptions import MCPError
 
     capabilities = client.server_capabilities
@@ -70,8 +72,8 @@ async def read_catalog(client: Any) -> Catalog:
     for key, list_page in wanted.items():
         try:
             listed[key] = tuple(await all_pages(list_page, _ENTRIES.get(key, key), MAX_LISTED))
-        except MCPError:  # declared but refused: that part is empty, the rest is served
-            listed[key] = ()
+        except (MCPError, pydantic.ValidationError):  # refused, or garbage: that part is empty,
+            listed[key] = ()  # the rest (its tools) is served
     return Catalog(
         resources=_unique(listed.get("resources", ()), "uri"),
         templates=_unique(listed.get("resourceTemplates", ()), "uri_template"),

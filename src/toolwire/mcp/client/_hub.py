@@ -79,7 +79,6 @@ __all__ = ["HttpServer", "Hub", "InProcessServer", "ServerSpec", "SseServer", "S
 _log = logging.getLogger("toolwire")
 _T = TypeVar("_T")
 
-"""Pages of ``tools/list`` read from one server before the listing is cut."""
 _CHECKED_ON_LOOP = 100
 """Listings with more tools than this are checked in a worker thread, off the event loop."""
 _DRAIN_SECONDS = 1.0
