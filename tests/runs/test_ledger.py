@@ -671,3 +671,16 @@ async def test_a_halt_recorded_between_planning_and_claiming_halts_the_call() ->
     [again] = await asking(store).run(delete(8), run_id="r", principal="alice")
     assert again.halted
     assert again.result == outcome.result
+
+
+async def test_a_call_planned_to_run_cannot_be_decided(store: RunStore) -> None:
+    """An engine's plan keeps each call it will run (``approved``, with its ticket) before any
+    runs: nobody asked about it, so a decision of it is refused (a deny recorded there would
+    answer a call the policy lets run as denied, once its turn was cut before the ticket)."""
+    toolset = ToolSet([DELETE])
+    call = make_call(toolset, DELETE.name, {"customer": 7}, call_id="c5")
+    plan = await Executor(toolset, store=store).plan([call], run_id="planned")
+    assert [ticket.call_id for ticket in plan.tickets] == ["c5"]
+    with pytest.raises(ToolwireError, match="no call 'c5' waiting for approval"):
+        await toolwire.decide("planned", "c5", deny("not this one"), store=store)
+    assert not RAN

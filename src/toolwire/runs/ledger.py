@@ -236,6 +236,7 @@ async def decide(
             record is None
             or record.result is not None
             or record.state not in ("pending", "approved", "denied")
+            or record.request is None  # never asked about (a call given back, say)
         ):
             raise ToolwireError(f"run {run_id!r} has no call {call_id!r} waiting for approval")
         if expired(record, now):
