@@ -22,6 +22,9 @@ pytest.importorskip("uvicorn")
 import httpx
 import mcp
 import mcp_types as types
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp_gateway"))
+
 from auth_support import served
 
 import toolwire
