@@ -19,12 +19,21 @@ const transport = new StdioClientTransport({ command, args, env: process.env, st
 await client.connect(transport);
 // What reached the client, in wire order: the SDK runs a notification's handler a little later
 // than it answers a response, so its onprogress may miss the last reports before an answer.
+// Each report's progress token, and the token each call asked with: a report the SDK's
+// onprogress never ran for still shows it was the call's own.
 const wire = [];
+const asked = [];
 const received = transport.onmessage;
 transport.onmessage = (message) => {
-  if (message.method === "notifications/progress") wire.push(["progress", message.params.progress]);
-  else if (message.id !== undefined) wire.push(["answer", message.id]);
+  if (message.method === "notifications/progress") {
+    wire.push(["progress", message.params.progress, message.params.progressToken]);
+  } else if (message.id !== undefined) wire.push(["answer", message.id]);
   received(message);
+};
+const send = transport.send.bind(transport);
+transport.send = (message, options) => {
+  if (message.method === "tools/call") asked.push(message.params?._meta?.progressToken);
+  return send(message, options);
 };
 const text = (result) => result.content.filter((p) => p.type === "text").map((p) => p.text).join("\n");
 const say = (step, value) => process.stdout.write(JSON.stringify({ step, ...value }) + "\n");
@@ -33,7 +42,13 @@ const progress = [];
 const steps = await client.callTool({ name: "upstream_server__steps", arguments: { n: 3 } }, CallToolResultSchema, {
   onprogress: (p) => progress.push([p.progress, p.total ?? null, p.message ?? null]),
 });
-say("progress", { text: text(steps), progress, wire: wire.map(([kind, value]) => kind === "answer" ? kind : value) });
+say("progress", {
+  text: text(steps),
+  progress,
+  wire: wire.map(([kind, value]) => (kind === "answer" ? kind : value)),
+  tokens: wire.filter(([kind]) => kind === "progress").map(([, , token]) => token),
+  asked: asked[0],
+});
 
 const abort = new AbortController();
 let aborted = "not aborted";
