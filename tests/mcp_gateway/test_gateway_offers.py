@@ -528,3 +528,12 @@ async def test_a_servers_own_error_for_a_read_reaches_the_client_as_it_said_it()
         directly.value.code,
         directly.value.message,
     )
+
+
+def test_a_servers_garbled_tasks_meta_never_breaks_the_listing() -> None:
+    from toolwire.mcp.server._shapes import mcp_tool
+
+    tasks = "io.modelcontextprotocol/tasks"
+    tool = toolwire.Tool(name="t", server_id="s", description="A tool.")
+    listed = mcp_tool("s__t", tool, meta={tasks: "garbage"}, task_support="required")
+    assert listed.meta == {tasks: {"taskSupport": "required"}}

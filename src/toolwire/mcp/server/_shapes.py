@@ -69,7 +69,11 @@ def mcp_tool(
     meta = dict(meta) if meta else {}
     execution = None
     if task_support is not None and modern:
-        meta[TASKS] = {**(meta.get(TASKS) or {}), "taskSupport": task_support}
+        declared = meta.get(TASKS)  # a server's own: anything, not always an object
+        meta[TASKS] = {
+            **(declared if isinstance(declared, Mapping) else {}),
+            "taskSupport": task_support,
+        }
     elif task_support is not None:
         execution = types.ToolExecution.model_validate({"taskSupport": task_support})
     return types.Tool(
