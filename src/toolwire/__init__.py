@@ -65,7 +65,8 @@ from toolwire.executor import CallContext, CallOutcome, Executor, Veto, make_cal
 from toolwire.grammar import Grammar
 from toolwire.inputs import InputAnswer, InputRequest
 from toolwire.ledger import CallTrail
-from toolwire.policy import Policy, Rule, called_by, tainted_by
+from toolwire.policy import Policy, Rule, called_by, from_untrusted, tainted_by
+from toolwire.provenance import Origins, Provenance
 from toolwire.providers import Stopped
 from toolwire.store import MemoryStore, RunStore, SQLiteStore
 from toolwire.tool import Tool, tool
@@ -107,9 +108,11 @@ __all__ = [
     "MemoryStore",
     "MissingDependency",
     "NameCollisionError",
+    "Origins",
     "Outcome",
     "ParsedTurn",
     "Policy",
+    "Provenance",
     "RejectedCall",
     "ResourceLink",
     "Rule",
@@ -137,6 +140,7 @@ __all__ = [
     "deny",
     "execute_tool_calls",
     "execute_tool_calls_sync",
+    "from_untrusted",
     "halt",
     "history",
     "loop",

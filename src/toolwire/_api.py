@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import warnings
 import weakref
@@ -20,6 +21,7 @@ from toolwire.errors import ConfigurationError, RunNotFound, ToolwireWarning
 from toolwire.inputs import InputAnswer
 from toolwire.pipeline.executor import AfterHook, BeforeHook, CallOutcome, Executor
 from toolwire.policy import Policy, warn_unmatched_rules
+from toolwire.provenance import Provenance, result_output
 from toolwire.providers import (
     Declaration,
     Stopped,
@@ -132,6 +134,10 @@ class Outcome:
     stopped: Stopped | None = None
     """For a response with no calls: why it holds no answer, when it was blocked (a safety
     filter), refused by the model, or empty. None for an ordinary final answer."""
+    provenance: Provenance | None = None
+    """What the model has read and was trustingly told, this turn's answers included (see
+    [`toolwire.provenance`][]); None when the turn kept none. Pass it as the next turn's
+    ``provenance``."""
 
     def followup(self, response: Any) -> list[Any]:
         """What to append to the conversation after ``response`` (the model's turn these
@@ -176,6 +182,7 @@ class ParsedTurn:
         *,
         taint: Iterable[str] = (),
         run_id: str | None = None,
+        provenance: Provenance | None = None,
     ) -> Outcome:
         """The turn's [`Outcome`][]: each call's outcome shaped for the provider, inside its
         own failure boundary (a result that cannot be shaped is answered as failed).
@@ -184,6 +191,8 @@ class ParsedTurn:
             outcomes: one per item, in order (what the pipeline returned).
             taint: the turn's own taint (what was in the model's context before it).
             run_id: the run the turn's calls are kept in.
+            provenance: the turn's own provenance (what the model had read and was told
+                before it): the outcome's adds what this turn's answers carry.
 
         Raises:
             ConfigurationError: not one outcome per item, or the provider's answer step
@@ -204,6 +213,7 @@ class ParsedTurn:
             provider=self.provider,
             taint=frozenset(taint) | _taints(outcomes),
             stopped=None if self.items else adapter.stopped(self.response),
+            provenance=None if provenance is None else _read(provenance, outcomes),
         )
 
 
@@ -393,6 +403,8 @@ async def execute_tool_calls(
     toolset: ToolSet | None = None,
     principal: Any = None,
     taint: Iterable[str] = (),
+    provenance: Provenance | None = None,
+    trusted: Iterable[Any] | None = None,
     run_id: str | None = None,
     approver: Approver | Callable[[ApprovalRequest], Any] | None = None,
     policy: Policy | None = None,
@@ -427,6 +439,12 @@ async def execute_tool_calls(
             listing's principal when None).
         taint: sources whose output is already in the model's context (the previous
             outcome's ``taint``).
+        provenance: what the model has read and was trustingly told (the previous
+            outcome's ``provenance``; see [`toolwire.provenance`][]): the policy sees where
+            each call's arguments came from. None, without ``trusted``: nothing is kept, and
+            a rule asking where an argument came from holds for every call.
+        trusted: trusted inputs, added to ``provenance`` (or to a new one): the user's
+            words, the application's own values (texts or JSON values).
         run_id: names the turn so a retry answers completed calls from the store.
         approver: decides the calls the policy asks about (see [`Executor`][]).
         policy: which calls may run (see [`Policy`][toolwire.policy.Policy]); with a listing
@@ -526,12 +544,14 @@ async def execute_tool_calls(
             wait_for_running=wait_for_running,
         )
     taint = frozenset(taint)
+    provenance = _provenance(provenance, trusted, run_id)
     try:
         outcomes = await executor.run(
             turn.items,
             run_id=run_id,
             principal=principal,
             taint=taint,
+            provenance=provenance,
             deps=deps,
             place=place,
             resume=paused is not None,
@@ -541,7 +561,38 @@ async def execute_tool_calls(
         raise
     if paused is not None:
         _PAUSED.forget(paused.run_id)
-    return turn.answer(outcomes, taint=taint, run_id=run_id)
+    return turn.answer(outcomes, taint=taint, run_id=run_id, provenance=provenance)
+
+
+def _provenance(
+    given: Provenance | None, trusted: Iterable[Any] | None, run_id: str | None
+) -> Provenance | None:
+    """The turn's provenance: ``given``, trusting ``trusted`` too. A new one (for
+    ``trusted`` alone) is keyed after its run, so a retry of the turn is bound to the same."""
+    if given is not None and not isinstance(given, Provenance):
+        raise ConfigurationError(f"provenance is a toolwire.Provenance, not {given!r}")
+    if trusted is None:
+        return given
+    if isinstance(trusted, str | bytes) or not isinstance(trusted, Iterable):
+        raise ConfigurationError("trusted is a list of texts or JSON values")
+    if given is None:
+        key = None if run_id is None else hashlib.sha256(f"provenance:{run_id}".encode()).digest()
+        given = Provenance.start(key=None if key is None else key[:16])
+    return given.trusting(*trusted)
+
+
+def _read(provenance: Provenance, outcomes: Sequence[CallOutcome]) -> Provenance:
+    """``provenance`` after the model reads the turn's answers: every call that ran or was
+    answered from its run, of a tool not declared ``trusted``."""
+    for outcome in outcomes:
+        item = outcome.item
+        if not isinstance(item, ToolCall) or item.tool.trusted:
+            continue
+        if outcome.ran or outcome.from_store:
+            provenance = provenance.reading(
+                item.exposed_name, result_output(outcome.result.for_model())
+            )
+    return provenance
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from toolwire._values import canonical_json
 from toolwire.approval import ApprovalPending
 from toolwire.context import CallContext
 from toolwire.errors import ConfigurationError, ToolwireError
+from toolwire.provenance import Provenance, user_texts
 from toolwire.providers import Stopped, get_provider
 
 __all__ = ["LoopEvent", "LoopResult", "TurnLimit", "loop", "loop_events"]
@@ -71,6 +72,9 @@ class LoopResult:
     taint: frozenset[str] = frozenset()
     """The sources whose output is in the model's context (pass it on with the result)."""
     provider: str | None = None
+    provenance: Provenance | None = None
+    """What the model has read and was trustingly told (see [`toolwire.provenance`][]):
+    carried from turn to turn, and on with the result."""
 
     @property
     def done(self) -> bool:
@@ -117,6 +121,7 @@ async def loop(
     run_id: str | Callable[[int], str] | None = None,
     principal: Any = None,
     taint: Iterable[str] = (),
+    trusted: Iterable[Any] | None = None,
     **options: Any,
 ) -> LoopResult:
     """Send, run the calls, answer, repeat: the loop of a governed tool-calling program.
@@ -147,6 +152,10 @@ async def loop(
         principal: who the loop runs for (the listing's when None).
         taint: sources whose output is already in the model's context; carried from turn to
             turn.
+        trusted: what the loop trusts (texts or JSON values): the texts of the user, system
+            and developer messages of ``messages`` when None. Each call's arguments are
+            traced to it and to the tools' output the model read (``result.provenance``;
+            see [`toolwire.provenance`][]), so a policy can ask where they came from.
         options: anything else [`execute_tool_calls`][toolwire.execute_tool_calls] takes
             (``policy``, ``approver``, ``store``, ``executor``, ``deps``, ``timeout``...).
 
@@ -166,7 +175,7 @@ async def loop(
         ConfigurationError: a listing of no known provider, or a bad option.
     """
     naming = _naming(conversation, run_id)
-    state = _start(listing, messages, max_turns, taint)
+    state = _start(listing, messages, max_turns, taint, trusted)
     while True:
         response = state.carried_response()
         if response is None:
@@ -189,6 +198,7 @@ async def loop_events(
     run_id: str | Callable[[int], str] | None = None,
     principal: Any = None,
     taint: Iterable[str] = (),
+    trusted: Iterable[Any] | None = None,
     **options: Any,
 ) -> AsyncIterator[LoopEvent]:
     """[`loop`][] over streamed responses: ``send`` returns the SDK's stream of events (an
@@ -201,7 +211,7 @@ async def loop_events(
         TurnLimit: as [`loop`][].
     """
     naming = _naming(conversation, run_id)
-    state = _start(listing, messages, max_turns, taint)
+    state = _start(listing, messages, max_turns, taint, trusted)
     adapter = get_provider(listing.provider)
     while True:
         response = state.carried_response()
@@ -308,6 +318,11 @@ class _Loop:
     ) -> Outcome | None:
         """The turn's calls run; None when the loop stops here (a call waits)."""
         named = options.get("run_id")
+        if "provenance" in options:
+            raise ConfigurationError(
+                "loop keeps the conversation's provenance itself (result.provenance); give "
+                "what it trusts as trusted="
+            )
         if named is not None or options.get("place") is not None or "resume" in options:
             raise ConfigurationError(
                 "loop(conversation=...) names each turn's run and place, and resumes a paused "
@@ -326,6 +341,7 @@ class _Loop:
                 response,
                 principal=principal,
                 taint=self.result.taint,
+                provenance=self.result.provenance,
                 **turn,
                 **options,
             )
@@ -335,6 +351,7 @@ class _Loop:
         self.result.pending = None
         self.result.outcomes.append(outcome)
         self.result.taint = outcome.taint
+        self.result.provenance = outcome.provenance
         return outcome
 
     def finished(self, response: Any, outcome: Outcome) -> bool:
@@ -353,7 +370,11 @@ class _Loop:
 
 
 def _start(
-    listing: Listing, messages: Sequence[Any] | LoopResult, max_turns: int, taint: Iterable[str]
+    listing: Listing,
+    messages: Sequence[Any] | LoopResult,
+    max_turns: int,
+    taint: Iterable[str],
+    trusted: Iterable[Any] | None = None,
 ) -> _Loop:
     if not isinstance(listing, Listing):
         raise ConfigurationError("loop takes a listing: toolwire.tools(source, provider)")
@@ -371,8 +392,15 @@ def _start(
         raise ConfigurationError(
             "messages is a list of the provider's messages (e.g. [{'role': 'user', ...}])"
         )
+    if trusted is None:
+        trusted = user_texts(list(messages))
+    elif isinstance(trusted, str | bytes) or not isinstance(trusted, Iterable):
+        raise ConfigurationError("trusted is a list of texts or JSON values")
     result = LoopResult(
-        conversation=list(messages), provider=listing.provider, taint=frozenset(taint)
+        conversation=list(messages),
+        provider=listing.provider,
+        taint=frozenset(taint),
+        provenance=Provenance.start().trusting(*trusted),
     )
     return _Loop(listing, result, 0, unsent=messages)
 

@@ -44,6 +44,7 @@ from typing import Any, Literal, get_args
 from toolwire._text import strip_invisible
 from toolwire.calls import DIRECT, Caller, printable
 from toolwire.errors import ConfigurationError
+from toolwire.provenance import NO_ORIGINS, Origins
 from toolwire.tool import CallerKind, Entity, Tool, _warn_caller, exposed_name_for
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "RequestRule",
     "Rule",
     "called_by",
+    "from_untrusted",
     "tainted_by",
 ]
 
@@ -76,6 +78,9 @@ class PolicyContext:
     caller: Caller = DIRECT
     """Who made the call: the model (``kind == "direct"``) or code it wrote in the
     provider's code-execution container (``kind == "code"``, programmatic tool calling)."""
+    origins: Origins = NO_ORIGINS
+    """Which arguments carry a value from untrusted output and from no trusted input (see
+    [`toolwire.provenance`][]); none when the turn keeps no provenance."""
 
     @property
     def qualified_name(self) -> str:
@@ -186,6 +191,45 @@ def tainted_by(*sources: str) -> Callable[[PolicyContext], bool]:
     """A ``when`` that holds once output from any of ``sources`` is in the model's context."""
     wanted = frozenset(sources)
     return lambda context: bool(wanted & context.taint)
+
+
+def from_untrusted(*arguments: str) -> Callable[[PolicyContext], bool]:
+    """A ``when`` that holds when any of the call's ``arguments`` (any argument, without
+    names) carries a value that came from a tool's untrusted output and from no trusted
+    input (see [`toolwire.provenance`][]), or when the conversation's provenance is full::
+
+        Rule("ask", "send_money", when=from_untrusted("recipient"))
+    """
+    for name in arguments:
+        if not isinstance(name, str):
+            raise ConfigurationError(f"from_untrusted takes argument names, not {name!r}")
+    return lambda context: context.origins.untrusted(*arguments)
+
+
+def untrusted_reason(tool: Tool, origins: Origins) -> str | None:
+    """Why ``Policy(provenance=...)`` governs a call of ``tool`` with these ``origins``, or
+    None: a call that may act (its annotations do not promise it only reads) with any
+    argument from untrusted output, and a call that reaches outside (``openWorldHint``),
+    even a read, whose argument saying where to go came from untrusted output."""
+    if not origins.untrusted():
+        return None
+    if not _declared_read_only(tool):
+        return origins.describe()
+    if _reaches_outside(tool) and origins.steered():
+        return f"it reaches outside, and {origins.describe()}"
+    return None
+
+
+def _declared_read_only(tool: Tool) -> bool:
+    """Whether ``tool``'s annotations promise it only reads (``readOnlyHint``, and no
+    ``destructiveHint`` beside it): a tool that says nothing may act."""
+    hints = tool.annotations if isinstance(tool.annotations, Mapping) else {}
+    return hints.get("readOnlyHint") is True and hints.get("destructiveHint") is not True
+
+
+def _reaches_outside(tool: Tool) -> bool:
+    hints = tool.annotations if isinstance(tool.annotations, Mapping) else {}
+    return hints.get("openWorldHint") is True
 
 
 def called_by(*kinds: CallerKind) -> Callable[[PolicyContext], bool]:
@@ -312,6 +356,13 @@ class Policy:
         requests: [`RequestRule`][] objects, in order: which requests of MCP servers
             (elicitation, sampling, roots) the gateway passes on to its client. The first
             that matches decides; without one, they pass (when the client can answer them).
+        provenance: ``"ask"`` or ``"deny"`` at least for a call that may act (its
+            annotations do not declare it read-only) with an argument whose value came from
+            a tool's untrusted output and from no trusted input, and for a call that reaches
+            outside (``openWorldHint``), even a read, whose argument saying where to go (a
+            URL, a host, an address) came so (see [`toolwire.provenance`][]). An ask tells
+            the approver which argument came from which output. ``"ignore"`` (the default)
+            leaves provenance to the rules (``from_untrusted``).
     """
 
     def __init__(
@@ -320,6 +371,7 @@ class Policy:
         default: Effect = "allow",
         destructive: Literal["ask", "ignore"] = "ignore",
         requests: Iterable[RequestRule] = (),
+        provenance: Effect | Literal["ignore"] = "ignore",
     ) -> None:
         if default not in _EFFECTS:
             raise ConfigurationError(f"default is allow, ask or deny, not {default!r}")
@@ -336,7 +388,15 @@ class Policy:
         self._matches_names = any(rule.effect != "allow" for rule in self.rules)
         self.default: Effect = default
         self.destructive = destructive
-        self.allows_everything = not self.rules and default == "allow" and destructive == "ignore"
+        if provenance not in ("ask", "deny", "ignore"):
+            raise ConfigurationError(f"provenance is ask, deny or ignore, not {provenance!r}")
+        self.provenance = provenance
+        self.allows_everything = (
+            not self.rules
+            and default == "allow"
+            and destructive == "ignore"
+            and provenance == "ignore"
+        )
         """True when no call can be asked or denied (the executor then skips evaluation, unless
         the tool itself needs approval)."""
 
@@ -419,7 +479,13 @@ class Policy:
         if verdict.effect == "allow" and self.destructive == "ask":
             why = _destructive_reason(context.tool)
             if why is not None:
-                return Verdict("ask", why)
+                verdict = Verdict("ask", why)
+        if self.provenance != "ignore" and verdict.effect != "deny":
+            why = untrusted_reason(context.tool, context.origins)
+            if why is not None and (self.provenance == "deny" or verdict.effect == "allow"):
+                return Verdict(self.provenance, why)
+            if why is not None:  # already asked: the approver is told where it came from
+                return Verdict("ask", f"{verdict.reason}; {why}" if verdict.reason else why)
         return verdict
 
 
@@ -467,6 +533,16 @@ class _UnknownTaint(frozenset[str]):
     __hash__ = frozenset.__hash__
 
 
+class _UnknownOrigins(Origins):
+    """The origins of a call not made yet: reading them raises [`_CallDependent`][]."""
+
+    def untrusted(self, *names: str) -> bool:
+        raise _CallDependent
+
+    def steered(self, *names: str) -> bool:
+        raise _CallDependent
+
+
 def denies_outright(
     policy: Policy, tool: Tool, *, principal: Any = None, exposed_name: str | None = None
 ) -> str | None:
@@ -489,6 +565,7 @@ def _before_any_call(tool: Tool, principal: Any, exposed_name: str | None) -> Po
         arguments=_UnknownArguments(),
         principal=principal,
         taint=_UnknownTaint(),
+        origins=_UnknownOrigins(),
         exposed_name=exposed_name,
         # a tool only the model calls has a known caller
         caller=DIRECT if tool.callers == {"direct"} else _UnknownCaller(),  # type: ignore[arg-type]
@@ -550,8 +627,10 @@ def _asked_by_rules(
     else:
         if policy.default == "ask":
             return "the policy's default asks"
-    if policy.destructive == "ask":
-        return _destructive_reason(tool)
+    if policy.destructive == "ask" and (why := _destructive_reason(tool)) is not None:
+        return why
+    if policy.provenance == "ask" and (not _declared_read_only(tool) or _reaches_outside(tool)):
+        return "a call's arguments may come from untrusted output"
     return None
 
 

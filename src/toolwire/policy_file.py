@@ -4,6 +4,9 @@
 default = "allow"          # allow | ask | deny: when no rule matches (default "allow")
 destructive = "ask"        # ask | ignore: what tools that may be destructive by their
                            # annotations (destructiveHint) get at least (default "ignore")
+provenance = "ask"         # ask | deny | ignore: what a call that acts with an argument from
+                           # untrusted output gets at least (default "ignore"; see
+                           # toolwire.provenance)
 
 [[rules]]
 tool = "files/delete_*"    # a glob over tool names (see toolwire.policy for which names)
@@ -17,6 +20,8 @@ principals = ["alice"]     # optional: only for these principals (compared as st
 taint = ["web"]            # optional: only once output from one of these is in the context
 callers = ["code"]         # optional: only for calls by these (direct: the model; code: code
                            # the model wrote, programmatic tool calling)
+untrusted = ["recipient"]  # optional: only when one of these arguments (any, for []) carries
+                           # a value from untrusted output and no trusted input
 
 [[rules]]
 resource = "docs/file:///private/*"   # instead of tool: a glob over server/URI of the
@@ -52,10 +57,10 @@ from toolwire.tool import Entity
 
 __all__ = ["load_policy", "policy_from_dict"]
 
-_TOP_KEYS = frozenset({"default", "destructive", "rules", "requests"})
+_TOP_KEYS = frozenset({"default", "destructive", "provenance", "rules", "requests"})
 _KINDS = ("tool", "resource", "prompt")
 """The keys a rule names what it matches by, one per kind (see ``Rule.kind``)."""
-_RULE_KEYS = frozenset({*_KINDS, "action", "reason", "principals", "taint", "callers"})
+_RULE_KEYS = frozenset({*_KINDS, "action", "reason", "principals", "taint", "callers", "untrusted"})
 _REQUEST_KEYS = frozenset({"request", "action", "reason", "principals"})
 _EFFECTS = ("allow", "ask", "deny")
 
@@ -98,6 +103,11 @@ def policy_from_dict(data: Any, *, where: str = "policy") -> Policy:
     destructive = data.get("destructive", "ignore")
     if destructive not in ("ask", "ignore"):
         raise ConfigurationError(f"{where}: 'destructive' is ask or ignore, not {destructive!r}")
+    provenance = data.get("provenance", "ignore")
+    if provenance not in ("ask", "deny", "ignore"):
+        raise ConfigurationError(
+            f"{where}: 'provenance' is ask, deny or ignore, not {provenance!r}"
+        )
     rules = data.get("rules", [])
     if not isinstance(rules, list):
         raise ConfigurationError(f"{where}: 'rules' is a list of rules")
@@ -106,7 +116,13 @@ def policy_from_dict(data: Any, *, where: str = "policy") -> Policy:
     if not isinstance(requests, list):
         raise ConfigurationError(f"{where}: 'requests' is a list of request rules")
     asked = [_request(entry, f"{where}: requests[{n}]") for n, entry in enumerate(requests)]
-    return Policy(*built, default=cast(Effect, default), destructive=destructive, requests=asked)
+    return Policy(
+        *built,
+        default=cast(Effect, default),
+        destructive=destructive,
+        requests=asked,
+        provenance=provenance,
+    )
 
 
 def _request(entry: Any, where: str) -> RequestRule:
@@ -153,7 +169,8 @@ def _rule(entry: Any, where: str) -> Rule:
     callers = _strings(entry, "callers", where)
     if callers is not None and not (callers and callers <= {"direct", "code"}):
         raise ConfigurationError(f"{where}: 'callers' lists direct and/or code")
-    when = _condition(principals, taint, callers)
+    untrusted = _strings(entry, "untrusted", where)
+    when = _condition(principals, taint, callers, untrusted)
     return Rule(action, pattern, when=when, reason=reason, kind=kind)
 
 
@@ -170,15 +187,18 @@ def _condition(
     principals: frozenset[str] | None,
     taint: frozenset[str] | None,
     callers: frozenset[str] | None = None,
+    untrusted: frozenset[str] | None = None,
 ) -> Callable[[PolicyContext], bool] | None:
     """The rule's ``when``: every condition the file gave must hold."""
-    if principals is None and taint is None and callers is None:
+    if principals is None and taint is None and callers is None and untrusted is None:
         return None
 
     def when(context: PolicyContext) -> bool:
         if principals is not None and str(context.principal) not in principals:
             return False
         if callers is not None and context.caller.kind not in callers:
+            return False
+        if untrusted is not None and not context.origins.untrusted(*sorted(untrusted)):
             return False
         return taint is None or bool(taint & context.taint)
 

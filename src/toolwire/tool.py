@@ -123,6 +123,10 @@ class Tool:
     taints: frozenset[str] | None = None
     """The sources its output brings into the model's context (see ``Outcome.taint``); None
     means its server's name for a server's tool, nothing for the developer's own."""
+    trusted: bool = False
+    """Its output is trusted input (the application's own data, not text anyone else wrote):
+    values it brings into the model's context count as trusted (see
+    [`toolwire.provenance`][]). False (the default): its output is untrusted."""
     function: FunctionSchema | None = field(default=None, repr=False)
     """Set by ``@tool`` for tools made from a function: pydantic validates their arguments."""
     kind: ToolKind = "function"
@@ -520,6 +524,7 @@ def tool(
     input_examples: Iterable[Mapping[str, Any]] = (),
     callers: Iterable[CallerKind] = ("direct",),
     deferred: bool = False,
+    trusted: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -538,6 +543,7 @@ def tool(
     input_examples: Iterable[Mapping[str, Any]] = (),
     callers: Iterable[CallerKind] = ("direct",),
     deferred: bool = False,
+    trusted: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a [`Tool`][] from a function, sync or async.
 
@@ -547,7 +553,8 @@ def tool(
 
     Use bare (``@tool``) or with options (``@tool(name="search", parallel_safe=False)``);
     ``taints=("web",)`` names the sources its output brings into the model's context (see
-    ``Outcome.taint``).
+    ``Outcome.taint``); ``trusted=True`` says its output is trusted input (see
+    ``Tool.trusted``).
     A ``functools.partial`` is a tool of the function it wraps, without the arguments it binds.
 
     ``custom=True`` makes an OpenAI custom tool of a function of one required ``str``
@@ -611,6 +618,7 @@ def tool(
             input_examples=tuple(input_examples),
             callers=_caller_kinds(callers),
             deferred=deferred,
+            trusted=trusted,
         )
 
     return build(func) if func is not None else build

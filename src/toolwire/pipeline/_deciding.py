@@ -242,6 +242,7 @@ class Decider:
                     taint=turn.taint,
                     exposed_name=call.exposed_name,
                     caller=call.caller,
+                    origins=turn.origins(arguments),
                 )
             )
         except Exception as exc:  # fail closed

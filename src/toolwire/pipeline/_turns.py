@@ -31,6 +31,7 @@ from toolwire.errors import (
 )
 from toolwire.inputs import InputDeferred
 from toolwire.pipeline._plan import Answer, Wait
+from toolwire.provenance import UNKNOWN_ORIGINS, Origins, Provenance
 from toolwire.runs import (
     CallRecord,
     Run,
@@ -169,6 +170,10 @@ class Turn:
     taint: frozenset[str]
     deps: Any = None
     """What the turn's tools and hooks are given as ``CallContext.deps``; never stored."""
+    provenance: Provenance | None = None
+    """What the model read and was trustingly told before the turn (None: nothing kept)."""
+    fixed_origins: Origins | None = None
+    """A ticket's turn: the origins its call was planned with (its ticket carries them)."""
     outcomes: list[CallOutcome | None] = field(default_factory=list)
     planned: list[Planned] = field(default_factory=list)
     waiting: list[tuple[int, ApprovalRequest]] = field(default_factory=list)
@@ -284,6 +289,9 @@ class Turn:
             deps=deps,
             outcomes=[None],
             admitted=[call],
+            fixed_origins=(
+                UNKNOWN_ORIGINS if ticket.origins is None else Origins.from_dict(ticket.origins)
+            ),
         )
 
     def admit(self, *, raise_unknown: bool) -> list[str]:
@@ -328,7 +336,12 @@ class Turn:
             self.run = Run(
                 store,
                 self.run_id,
-                binding=binding_for(self.principal, self.bound_calls(), self.place),
+                binding=binding_for(
+                    self.principal,
+                    self.bound_calls(),
+                    self.place,
+                    None if self.provenance is None else self.provenance.fingerprint(),
+                ),
                 worker=worker,
                 lease=lease,
                 positions={
@@ -338,6 +351,14 @@ class Turn:
                 },
             )
         return self.run
+
+    def origins(self, arguments: Mapping[str, Any]) -> Origins:
+        """Where the call's ``arguments`` came from (see ``toolwire.provenance``)."""
+        if self.fixed_origins is not None:
+            return self.fixed_origins
+        if self.provenance is None:
+            return UNKNOWN_ORIGINS
+        return self.provenance.origins(arguments)
 
     def bound_calls(self) -> list[tuple[str, str]]:
         """The ``(id, fingerprint)`` of each admitted call: what the turn's run is bound to
@@ -400,6 +421,9 @@ class CallTicket:
     """The tool is not ``parallel_safe``: nothing else of the turn runs beside it."""
     position: int | None = None
     """Where the call stands among its turn's calls."""
+    origins: Mapping[str, Any] | None = None
+    """Where the arguments it runs with came from (``Origins.to_dict``), when its turn kept
+    a provenance: the policy sees the same where the ticket runs."""
 
     @classmethod
     def of(
@@ -435,6 +459,7 @@ class CallTicket:
             caller=call.caller.to_dict() if call.caller.kind != "direct" else None,
             alone=not call.tool.parallel_safe,
             position=planned.index,
+            origins=_origins_form(turn.origins(runs_with)),
         )
 
     def digest(self) -> str:
@@ -490,6 +515,8 @@ class CallTicket:
             "caller": dict(self.caller) if self.caller is not None else None,
             "alone": self.alone,
             "position": self.position,
+            # (left out when none: a ticket of a turn without provenance keeps its digest)
+            **({"origins": dict(self.origins)} if self.origins is not None else {}),
         }
 
     @classmethod
@@ -520,7 +547,12 @@ class CallTicket:
             caller=form.get("caller"),
             alone=form.get("alone", False),
             position=form.get("position"),
+            origins=form.get("origins"),
         )
+
+
+def _origins_form(origins: Origins) -> dict[str, Any] | None:
+    return None if origins is UNKNOWN_ORIGINS else origins.to_dict()
 
 
 @dataclass(frozen=True, slots=True)
@@ -602,6 +634,7 @@ class _TicketForm(TypedDict):
     caller: NotRequired[dict[str, Any] | None]
     alone: NotRequired[bool]
     position: NotRequired[Annotated[int, pydantic.Field(ge=0)] | None]
+    origins: NotRequired[dict[str, Any] | None]
 
 
 _TICKET_FORM = pydantic.TypeAdapter(_TicketForm)

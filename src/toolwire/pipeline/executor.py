@@ -44,6 +44,7 @@ from toolwire.pipeline._running import CallRunning, Claims
 from toolwire.pipeline._settings import Setting, check_settings
 from toolwire.pipeline._turns import CallOutcome, CallTicket, Planned, Turn, TurnPlan
 from toolwire.policy import ALLOW_ALL, Policy
+from toolwire.provenance import Provenance
 from toolwire.runs import check_outlives, checked_wake, ledger, valid_id
 from toolwire.runs.store import MemoryStore, RunStore, clock_of
 from toolwire.tool import Tool
@@ -230,6 +231,7 @@ class Executor:
         run_id: str | None = None,
         principal: Any = None,
         taint: Iterable[str] = (),
+        provenance: Provenance | None = None,
         deps: Any = None,
         place: str | None = None,
         resume: bool = False,
@@ -242,6 +244,10 @@ class Executor:
                 calls that already ran from the store instead of running them again.
             principal: who the turn runs for; policies, approvers and hooks see it.
             taint: sources whose output is already in the model's context.
+            provenance: what the model read and was trustingly told before the turn (see
+                [`toolwire.provenance`][]): the policy sees where each call's arguments
+                came from. None: nothing is kept, and a rule asking where an argument came
+                from holds for every call (it fails closed).
             deps: the application's dependencies (a database, a client, settings...): what
                 tools asking for a [`CallContext`][] and hooks see as its ``deps``. Never
                 stored, fingerprinted or shown to the model.
@@ -266,6 +272,7 @@ class Executor:
             run_id=run_id,
             principal=principal,
             taint=taint,
+            provenance=provenance,
             deps=deps,
             place=place,
             resume=resume,
@@ -280,6 +287,7 @@ class Executor:
         run_id: str | None = None,
         principal: Any = None,
         taint: Iterable[str] = (),
+        provenance: Provenance | None = None,
         deps: Any = None,
         wake: Mapping[str, Any] | None = None,
         place: str | None = None,
@@ -303,6 +311,7 @@ class Executor:
             run_id=run_id,
             principal=principal,
             taint=frozenset(taint),
+            provenance=provenance,
             deps=deps,
             wake=checked_wake(wake) if wake is not None else None,
             place=place,
@@ -325,6 +334,7 @@ class Executor:
         run_id: str,
         principal: Any = None,
         taint: Iterable[str] = (),
+        provenance: Provenance | None = None,
         deps: Any = None,
         wake: Mapping[str, Any] | None = None,
         place: str | None = None,
@@ -348,6 +358,7 @@ class Executor:
             run_id=run_id,
             principal=principal,
             taint=taint,
+            provenance=provenance,
             deps=deps,
             wake=wake,
             place=place,

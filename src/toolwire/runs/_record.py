@@ -274,14 +274,22 @@ def principal_key(principal: Any) -> str:
 _NO_PRINCIPAL = hashlib.sha256(b"null").hexdigest()[:32]
 
 
-def binding_for(principal: Any, calls: Iterable[tuple[str, str]], place: str | None = None) -> str:
+def binding_for(
+    principal: Any,
+    calls: Iterable[tuple[str, str]],
+    place: str | None = None,
+    provenance: str | None = None,
+) -> str:
     """What a run is for: its principal's key, its calls' ``(id, fingerprint)`` pairs, and,
-    when the caller names it, the turn's place in its conversation (hashed)."""
+    when the caller names them, the turn's place in its conversation (hashed) and its
+    provenance's fingerprint (``Provenance.fingerprint``)."""
     listed = canonical_json(sorted(calls))
     digest = hashlib.sha256(listed.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     bound = {"principal": principal_key(principal), "calls": digest}
     if place is not None:
         bound["place"] = hashlib.sha256(place.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    if provenance is not None:
+        bound["provenance"] = provenance
     return canonical_json(bound)
 
 
@@ -299,8 +307,9 @@ def check_binding(run_id: str, stored: str | None, wanted: str) -> None:
         now = pydantic_core.from_json(wanted)
         other_principal = before.get("principal") != now.get("principal")
         other_place = before.get("place") != now.get("place")
+        other_provenance = before.get("provenance") != now.get("provenance")
     except (ValueError, AttributeError):
-        other_principal = other_place = False
+        other_principal = other_place = other_provenance = False
     if other_principal:
         raise RunBindingConflict(
             f"run {run_id!r} belongs to another principal; a run is resumed only by the "
@@ -311,6 +320,11 @@ def check_binding(run_id: str, stored: str | None, wanted: str) -> None:
             f"run {run_id!r} was started for another turn of its conversation (another "
             "place); a run answers only the turn it was started for: name each turn's run "
             "on its own"
+        )
+    if other_provenance:
+        raise RunBindingConflict(
+            f"run {run_id!r} was started under another provenance (what the model had read "
+            "and was told before the turn); resume a turn with the provenance it started with"
         )
     raise RunBindingConflict(
         f"run id {run_id!r} already used for another model response (other calls); choose "
