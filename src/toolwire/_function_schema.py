@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
@@ -20,7 +20,15 @@ import pydantic
 
 from toolwire.errors import ConfigurationError, InvalidArguments
 
-__all__ = ["CONTEXT_FIELDS", "FunctionSchema", "InjectedContext", "function_schema", "json_path"]
+__all__ = [
+    "CONTEXT_FIELDS",
+    "FunctionSchema",
+    "InjectedContext",
+    "Supplied",
+    "Supplier",
+    "function_schema",
+    "json_path",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +50,13 @@ class FunctionSchema:
     untyped: tuple[str, ...] = ()
     """The arguments without a type hint: the model is told no type for them, and any value
     passes (``Any`` said explicitly is a hint)."""
+    supplied: tuple[tuple[str, Callable[[Any], Any]], ...] = ()
+    """The parameters the application supplies (``@tool(supplied=...)``), each with what
+    makes its value from the call's context: no arguments, never shown to the model."""
+    unknown_markers: tuple[tuple[str, str], ...] = ()
+    """Arguments whose ``Annotated`` metadata neither pydantic nor toolwire understands (a
+    framework's own marker, such as a dependency it injects), with the marker: each is
+    still an argument the model is asked for, which ``@tool`` warns about."""
 
     def validate(self, tool_name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Validate and convert ``arguments``; returns the keyword arguments for the function.
@@ -68,13 +83,25 @@ def json_path(loc: Sequence[int | str]) -> str:
     return path
 
 
+Supplier = Callable[[Any], Any]
+"""What makes a supplied parameter's value from the call's ``CallContext``."""
+Supplied = Mapping[str, Supplier] | Callable[[inspect.Parameter], Supplier | None]
+"""Which parameters the application supplies: by name, or a callable of each parameter
+(its annotation as resolved, ``Annotated`` metadata included) giving its supplier or None."""
+
+
 def function_schema(
-    func: Callable[..., Any], *, name: str | None = None, description: str | None = None
+    func: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    supplied: Supplied | None = None,
 ) -> FunctionSchema:
     """Build the schema and validator of ``func`` from its type hints and docstring.
 
     ``func`` may be a function, a method or a ``functools.partial`` of one (its bound
     arguments are no tool arguments; name, hints and docstring are the wrapped function's).
+    ``supplied`` names the parameters the application supplies (see [`Supplied`][]).
 
     Raises:
         ConfigurationError: for ``*args``/``**kwargs``, positional-only parameters, more than
@@ -94,9 +121,17 @@ def function_schema(
     untyped: list[str] = []
     context_parameter: str | None = None
     context_type: type[Any] | None = None
+    suppliers: list[tuple[str, Supplier]] = []
+    markers: list[tuple[str, str]] = []
     for param in inspect.signature(func).parameters.values():
         if param.name in bound:
             continue  # set by the partial
+        supplier = _supplier(
+            func_name, param.replace(annotation=hints.get(param.name, Any)), supplied
+        )
+        if supplier is not None:
+            suppliers.append((param.name, supplier))
+            continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise ConfigurationError(
                 f"{func_name!r}: parameter {param.name!r} must be a keyword parameter to be a "
@@ -114,6 +149,9 @@ def function_schema(
             continue
         if param.name not in hints:
             untyped.append(param.name)
+        marker = _unknown_marker(annotation)
+        if marker is not None:
+            markers.append((param.name, marker))
         default = ... if param.default is param.empty else param.default
         # Fields are named p0, p1, ... with the parameter as alias, so parameter names such as
         # `schema` or `model_config` cannot clash with BaseModel's attributes.
@@ -152,7 +190,55 @@ def function_schema(
         context_parameter=context_parameter,
         context_type=context_type,
         untyped=tuple(untyped),
+        supplied=tuple(suppliers),
+        unknown_markers=tuple(markers),
     )
+
+
+def _supplier(
+    func_name: str, param: inspect.Parameter, supplied: Supplied | None
+) -> Supplier | None:
+    if supplied is None:
+        return None
+    if isinstance(supplied, Mapping):
+        found = supplied.get(param.name)
+    else:
+        try:
+            found = supplied(param)
+        except Exception as exc:
+            raise ConfigurationError(
+                f"{func_name!r}: supplied= raised {type(exc).__name__} for parameter "
+                f"{param.name!r}: {exc}"
+            ) from exc
+    if found is not None and not callable(found):
+        raise ConfigurationError(
+            f"{func_name!r}: the supplier of parameter {param.name!r} is a callable of the "
+            f"call's context, not {found!r}"
+        )
+    return found
+
+
+# Metadata pydantic reads (constraints, validators, fields, JSON Schema) and documentation.
+_UNDERSTOOD_MODULES = ("pydantic", "annotated_types", "typing", "typing_extensions", "toolwire")
+
+
+def _unknown_marker(annotation: Any) -> str | None:
+    """The first ``Annotated`` metadata of ``annotation`` that neither pydantic nor toolwire
+    understands, as text; None when there is none."""
+    if get_origin(annotation) is not Annotated:
+        return None
+    for meta in annotation.__metadata__:
+        if isinstance(meta, str | int | float | bool | type(None)):
+            continue  # a note (pydantic lets it be)
+        if hasattr(meta, "__get_pydantic_core_schema__") or hasattr(
+            meta, "__get_pydantic_json_schema__"
+        ):
+            continue
+        module = (getattr(type(meta), "__module__", "") or "").split(".", 1)[0]
+        if module in _UNDERSTOOD_MODULES:
+            continue
+        return repr(meta)[:120]
+    return None
 
 
 class InjectedContext:

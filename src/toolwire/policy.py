@@ -208,13 +208,22 @@ def from_untrusted(*arguments: str) -> Callable[[PolicyContext], bool]:
 
 def untrusted_reason(tool: Tool, origins: Origins) -> str | None:
     """Why ``Policy(provenance=...)`` governs a call of ``tool`` with these ``origins``, or
-    None: a call that may act (its annotations do not promise it only reads) with any
-    argument from untrusted output, and a call that reaches outside (``openWorldHint``),
-    even a read, whose argument saying where to go came from untrusted output."""
+    None. A tool may act unless its annotations promise it only reads (``readOnlyHint``),
+    and may reach outside unless they say ``openWorldHint: false`` (MCP's defaults):
+
+    - a call that may act and reach outside, with any argument from untrusted output;
+    - a call that may act inside only, with an argument whose untrusted value was found
+      inside a longer text (where an injection puts what it wants copied), not only as a
+      whole field it was shown (a choice among the channels, files, events listed);
+    - a read that may reach outside, whose argument saying where to go (a URL, a host, an
+      address) came from untrusted output.
+    """
     if not origins.untrusted():
         return None
     if not _declared_read_only(tool):
-        return origins.describe()
+        if _reaches_outside(tool) or origins.untrusted(in_text=True):
+            return origins.describe()
+        return None  # a choice among the fields it was shown, by a tool that stays inside
     if _reaches_outside(tool) and origins.steered():
         return f"it reaches outside, and {origins.describe()}"
     return None
@@ -228,8 +237,9 @@ def _declared_read_only(tool: Tool) -> bool:
 
 
 def _reaches_outside(tool: Tool) -> bool:
+    """Whether ``tool`` may reach outside: MCP's default, unless ``openWorldHint`` is false."""
     hints = tool.annotations if isinstance(tool.annotations, Mapping) else {}
-    return hints.get("openWorldHint") is True
+    return hints.get("openWorldHint") is not False
 
 
 def called_by(*kinds: CallerKind) -> Callable[[PolicyContext], bool]:
@@ -536,7 +546,7 @@ class _UnknownTaint(frozenset[str]):
 class _UnknownOrigins(Origins):
     """The origins of a call not made yet: reading them raises [`_CallDependent`][]."""
 
-    def untrusted(self, *names: str) -> bool:
+    def untrusted(self, *names: str, in_text: bool = False) -> bool:
         raise _CallDependent
 
     def steered(self, *names: str) -> bool:

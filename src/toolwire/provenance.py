@@ -49,11 +49,13 @@ import pydantic_core
 from toolwire.errors import ConfigurationError
 
 __all__ = [
+    "IN_TEXT",
     "MAX_TEXT",
     "MAX_UNITS",
     "MAX_UNITS_PER_OUTPUT",
     "NO_ORIGINS",
     "UNKNOWN_ORIGINS",
+    "WHERE",
     "Origins",
     "Provenance",
     "units_of_argument",
@@ -99,6 +101,9 @@ _DATE_OR_TIME = re.compile(
     r"\d{4}-\d{1,2}-\d{1,2}(?:[ t]\d{1,2}:\d{2}(?::\d{2})?)?|\d{1,2}:\d{2}(?::\d{2})?|"
     r"\d{1,2}[/.]\d{1,2}[/.]\d{2,4}"
 )
+_QUOTED = re.compile(
+    r"(?<!\w)['\"\u2018\u201c]([^'\"\u2018\u2019\u201c\u201d\n]{1,200})['\"\u2019\u201d](?!\w)"
+)
 _WORD = re.compile(r"[^\W_](?:[\w'&.-]*[^\W_])?")
 _TRAILING = ".,;:!?)]}>'\"`"
 _SPACES = re.compile(r"\s+")
@@ -114,8 +119,14 @@ def _normal(text: str) -> str:
     )
 
 
-def _meaningful(unit: str) -> bool:
-    if len(unit) < MIN_LENGTH or unit in COMMON_WORDS:
+def _meaningful(unit: str, quoted: bool = False) -> bool:
+    """Whether ``unit`` can say where a value came from: not a common word, and at least
+    [`MIN_LENGTH`][] long (2 for a value quoted or whole, which someone meant as one)."""
+    if unit in COMMON_WORDS:
+        return False
+    if quoted:
+        return len(unit) >= 2
+    if len(unit) < MIN_LENGTH:
         return False
     digits = unit.replace(".", "").replace(",", "").replace("-", "").lstrip("+")
     return not (digits.isdigit() and len(digits) < 5)
@@ -176,30 +187,47 @@ def _leaves(value: Any, depth: int = 0) -> Iterator[str]:
                 yield from _leaves(item, depth + 1)
 
 
+WHERE = 1
+"""A unit's flag: it says where to go (a URL, a host, an address)."""
+IN_TEXT = 2
+"""A unit's flag: it was found inside a longer text (a name, a phrase, a quote), not only as
+a value whole (a field of a structured output): where an injection's values are."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Units:
-    """The units of one output or input: each with whether it says where to go, and whether
-    a bound was reached while finding them."""
+    """The units of one output or input, each with its flags ([`WHERE`][], [`IN_TEXT`][]),
+    and whether a bound was reached while finding them."""
 
-    found: dict[str, bool]
+    found: dict[str, int]
     full: bool = False
 
 
 def _collect(texts: Iterable[str], *, phrases: bool, limit: int) -> _Units:
-    found: dict[str, bool] = {}
+    """The units of ``texts``: each whole (a value as given), the names inside it, and, with
+    ``phrases`` (text someone wrote: an output, a trusted input), its phrases and what it
+    quotes."""
+    found: dict[str, int] = {}
     budget = MAX_TEXT
     for text in texts:
         if len(text) > budget:
             return _Units(found, full=True)
         budget -= len(text)
-        candidates: Iterable[tuple[str, bool]] = [(text, False), *_names(text)]
+        candidates: list[tuple[str, int, bool]] = [(text, 0, True)]
+        candidates += [
+            (name, IN_TEXT | (WHERE if where else 0), False) for name, where in _names(text)
+        ]
         if phrases:
-            candidates = [*candidates, *((phrase, False) for phrase in _phrases(text))]
-        for raw, where in candidates:
+            candidates += [(phrase, IN_TEXT, False) for phrase in _phrases(text)]
+            candidates += [(match.group(1), IN_TEXT, True) for match in _QUOTED.finditer(text)]
+        itself = _normal(text)
+        for raw, flags, whole in candidates:
             unit = _normal(raw)
-            if not _meaningful(unit):
+            if unit == itself:
+                flags &= ~IN_TEXT  # (the whole value, found again as a name of itself)
+            if not _meaningful(unit, quoted=whole):
                 continue
-            found[unit] = found.get(unit, False) or where
+            found[unit] = found.get(unit, 0) | flags
             if len(found) > limit:
                 return _Units(found, full=True)
     return _Units(found)
@@ -230,6 +258,10 @@ class Origins:
     steering: frozenset[str] = frozenset()
     """The arguments among them whose untrusted value says where to go (a URL, a host, an
     address)."""
+    in_text: frozenset[str] = frozenset()
+    """The arguments among them whose untrusted value was found inside a longer text (a
+    name, a phrase, a quote in a message, a page, a file: where an injection puts the
+    values it wants copied), not only as a whole field of a structured output."""
     full: bool = False
     """The conversation's provenance reached its bound, or none is kept: every argument
     counts as untrusted."""
@@ -237,14 +269,16 @@ class Origins:
     """False when the turn keeps no provenance (then ``full``): nothing can show an argument
     clean, so a rule asking where one came from holds (it fails closed)."""
 
-    def untrusted(self, *names: str) -> bool:
+    def untrusted(self, *names: str, in_text: bool = False) -> bool:
         """Whether any of the arguments ``names`` (any argument, without names) carries an
-        untrusted value; always true when the provenance is full."""
+        untrusted value (with ``in_text``, one found inside a longer text); always true when
+        the provenance is full."""
         if self.full:
             return True
+        flagged = self.in_text if in_text else self.arguments.keys()
         if not names:
-            return bool(self.arguments)
-        return any(name in self.arguments for name in names)
+            return bool(flagged)
+        return any(name in flagged for name in names)
 
     def steered(self, *names: str) -> bool:
         """Whether any of the arguments ``names`` (any, without names) says where to go with a
@@ -276,6 +310,7 @@ class Origins:
         return {
             "arguments": {name: list(sources) for name, sources in self.arguments.items()},
             "steering": sorted(self.steering),
+            "in_text": sorted(self.in_text),
             "full": self.full,
         }
 
@@ -292,12 +327,13 @@ class Origins:
                 for name, sources in form["arguments"].items()
             }
             steering = frozenset(str(name) for name in form["steering"])
+            in_text = frozenset(str(name) for name in form["in_text"])
             full = form["full"]
             if not isinstance(full, bool):
                 raise TypeError("full is a boolean")
         except (KeyError, TypeError, AttributeError) as exc:
             raise ConfigurationError(f"not a call's origins: {exc}") from None
-        return cls(arguments, steering, full)
+        return cls(arguments, steering, in_text, full)
 
 
 NO_ORIGINS = Origins()
@@ -326,9 +362,9 @@ class Provenance:
     key: bytes
     """The digests' key: the digests say nothing of a value to whoever lacks it."""
     trusted: frozenset[int] = frozenset()
-    untrusted: Mapping[int, tuple[str, bool]] = field(default_factory=dict)
-    """For each unit from untrusted output: the first source it came from, and whether it
-    says where to go."""
+    untrusted: Mapping[int, tuple[str, int]] = field(default_factory=dict)
+    """For each unit from untrusted output: the first source it came from, and its flags
+    ([`WHERE`][], [`IN_TEXT`][]) as every output gave them."""
     full: bool = False
     """A bound was reached: no argument can be shown clean any more."""
 
@@ -364,11 +400,14 @@ class Provenance:
         if self.full:
             return self
         units = units_of_output(output)
-        new = {
-            digest: (source, where)
-            for unit, where in units.found.items()
-            if (digest := _digest(self.key, unit)) not in self.untrusted
-        }
+        new: dict[int, tuple[str, int]] = {}
+        for unit, flags in units.found.items():
+            digest = _digest(self.key, unit)
+            seen = self.untrusted.get(digest)
+            if seen is None:
+                new[digest] = (source, flags)
+            elif seen[1] | flags != seen[1]:
+                new[digest] = (seen[0], seen[1] | flags)
         full = units.full or len(self.trusted) + len(self.untrusted) + len(new) > MAX_UNITS
         if not new and not full:
             return self
@@ -383,6 +422,7 @@ class Provenance:
             return NO_ORIGINS
         found: dict[str, tuple[str, ...]] = {}
         steering: set[str] = set()
+        in_text: set[str] = set()
         for name, value in arguments.items():
             units = units_of_argument(value)
             if units.full:
@@ -395,13 +435,15 @@ class Provenance:
                     continue
                 if seen[0] not in sources:
                     sources.append(seen[0])
-                if seen[1]:
+                if seen[1] & WHERE:
                     steering.add(name)
+                if seen[1] & IN_TEXT:
+                    in_text.add(name)
             if sources:
                 found[name] = tuple(sources)
         if not found:
             return NO_ORIGINS
-        return Origins(found, frozenset(steering))
+        return Origins(found, frozenset(steering), frozenset(in_text))
 
     def fingerprint(self) -> str:
         """A digest of the whole provenance: what a run is bound to, so a resume under
@@ -411,18 +453,18 @@ class Provenance:
         for digest in sorted(self.trusted):
             body.update(digest.to_bytes(8, "big"))
         body.update(b"|")
-        for digest, (source, where) in sorted(self.untrusted.items()):
+        for digest, (source, flags) in sorted(self.untrusted.items()):
             body.update(digest.to_bytes(8, "big") + source.encode("utf-8", "surrogatepass"))
-            body.update(b"1" if where else b"0")
+            body.update(bytes((flags,)))
         return body.hexdigest()[:32]
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (an engine's workflow argument): the key and the digests, no text."""
         sources: dict[str, int] = {}
         untrusted = []
-        for digest, (source, where) in self.untrusted.items():
+        for digest, (source, flags) in self.untrusted.items():
             index = sources.setdefault(source, len(sources))
-            untrusted.append([f"{digest:016x}", index, where])
+            untrusted.append([f"{digest:016x}", index, flags])
         return {
             "key": self.key.hex(),
             "trusted": [f"{digest:016x}" for digest in self.trusted],
@@ -442,8 +484,8 @@ class Provenance:
             sources = [str(source) for source in form["sources"]]
             trusted = frozenset(int(digest, 16) for digest in form["trusted"])
             untrusted = {
-                int(digest, 16): (sources[index], bool(where))
-                for digest, index, where in form["untrusted"]
+                int(digest, 16): (sources[index], int(flags) & (WHERE | IN_TEXT))
+                for digest, index, flags in form["untrusted"]
             }
             full = form["full"]
             if not isinstance(full, bool):
@@ -491,10 +533,21 @@ def _texts_of(value: Any, found: list[str], depth: int) -> None:
 
 
 def result_output(result: Any) -> Any:
-    """What of a ``ToolResult`` the model reads: its texts, structured content and value."""
+    """What of a ``ToolResult`` the model reads: its texts (a text that is JSON, such as a
+    list or an object rendered, as the values it holds: its strings are fields, not prose),
+    structured content and value."""
     texts = [getattr(part, "text", None) for part in getattr(result, "content", ())]
     return [
-        [text for text in texts if isinstance(text, str)],
+        [_as_json(text) for text in texts if isinstance(text, str)],
         pydantic_core.to_jsonable_python(getattr(result, "structured_content", None), fallback=str),
         getattr(result, "value", None),
     ]
+
+
+def _as_json(text: str) -> Any:
+    if text[:1] not in ("{", "[") or len(text) > MAX_TEXT:
+        return text
+    try:
+        return pydantic_core.from_json(text)
+    except ValueError:
+        return text

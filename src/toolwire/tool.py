@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar, get_args, overload
 
 import jsonschema_rs
 
-from toolwire._function_schema import FunctionSchema, function_schema, json_path
+from toolwire._function_schema import FunctionSchema, Supplied, function_schema, json_path
 from toolwire._text import clean_description
 from toolwire._validation import (
     LEAVES,
@@ -172,6 +172,9 @@ class Tool:
     context_parameter: str | None = field(default=None, init=False, repr=False)
     """The handler's parameter passed the call's [`CallContext`][toolwire.CallContext], for a
     function that asks for it (no argument: the model is never told of it)."""
+    needs_context: bool = field(default=False, init=False, repr=False)
+    """Its calls are given their context: the handler asks for it, or the application
+    supplies some of its parameters (``@tool(supplied=...)``)."""
     _definition_hash: str | None = field(default=None, init=False, repr=False)
     _declared_schema: Mapping[str, Any] | None = field(default=None, init=False, repr=False)
 
@@ -204,6 +207,8 @@ class Tool:
             object.__setattr__(self, "is_async", is_async)
         if self.function is not None and self.function.context_parameter is not None:
             object.__setattr__(self, "context_parameter", self.function.context_parameter)
+        if self.function is not None and (self.context_parameter or self.function.supplied):
+            object.__setattr__(self, "needs_context", True)
         if self.entity not in _ENTITIES:
             raise ConfigurationError(
                 f"tool {self.name!r}: entity is 'tool', 'resource' or 'prompt', not {self.entity!r}"
@@ -525,6 +530,7 @@ def tool(
     callers: Iterable[CallerKind] = ("direct",),
     deferred: bool = False,
     trusted: bool = False,
+    supplied: Supplied | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -544,6 +550,7 @@ def tool(
     callers: Iterable[CallerKind] = ("direct",),
     deferred: bool = False,
     trusted: bool = False,
+    supplied: Supplied | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a [`Tool`][] from a function, sync or async.
 
@@ -585,7 +592,14 @@ def tool(
     """
 
     def build(f: Callable[..., Any]) -> Tool:
-        schema = function_schema(f, name=name, description=description)
+        schema = function_schema(f, name=name, description=description, supplied=supplied)
+        for parameter, marker in schema.unknown_markers:
+            _warn_caller(
+                f"tool {schema.name!r}: parameter {parameter!r} is annotated with {marker}, "
+                "which toolwire does not understand: the model is asked for it as an "
+                "argument. If the application supplies it (a framework's dependency), say "
+                f"so: @tool(supplied={{{parameter!r}: lambda context: ...}})"
+            )
         if custom is not False and _text_property(schema.input_schema) is None:
             raise ConfigurationError(
                 f"custom tool {schema.name!r}: the function must take exactly one required "

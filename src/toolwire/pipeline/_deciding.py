@@ -132,7 +132,7 @@ class Decider:
         tool = call.tool
         call, arguments, prefix = _arguments_to_run(call, go, ticketed)
         kwargs = _validated(call, tool, arguments, prefix)
-        wanted = self.hooked or tool.context_parameter is not None
+        wanted = self.hooked or tool.needs_context
         context = turn.context(call, arguments) if wanted else None
         if self.before_call and ticketed is None:  # (a ticket's ran when it was planned)
             arguments, kwargs, context = await self._before(turn, call, arguments, kwargs, context)

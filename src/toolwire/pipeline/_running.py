@@ -12,6 +12,7 @@ from typing import Any, Literal
 import anyio
 
 from toolwire._tracing import global_tracing, tool_span
+from toolwire._values import describe_exception
 from toolwire.calls import ToolCall, ToolResult
 from toolwire.context import CallContext
 from toolwire.errors import ConfigurationError, StoreUnavailable
@@ -231,8 +232,11 @@ class CallRunning:
     async def _answer_of(self, turn: Turn, planned: Planned) -> ToolResult:
         call = planned.call
         kwargs = planned.kwargs
-        if call.tool.context_parameter is not None:
-            kwargs = self._injected(turn, planned)
+        if call.tool.needs_context:
+            try:
+                kwargs = self._injected(turn, planned)
+            except _NotSupplied as exc:
+                return ToolResult.error("failed", str(exc))
         job = Job(
             call=call,
             kwargs=kwargs,
@@ -254,15 +258,18 @@ class CallRunning:
             return unanswerable(call, exc)
 
     def _injected(self, turn: Turn, planned: Planned) -> dict[str, Any]:
-        """The keyword arguments of a tool whose function asks for its call's context: the
-        validated ones and the context, made as the call runs (a run id may have been made for
-        the turn since the call was planned)."""
+        """The keyword arguments of a tool whose function asks for its call's context, or
+        whose parameters the application supplies: the validated ones, the context, and the
+        supplied values, made as the call runs (a run id may have been made for the turn
+        since the call was planned).
+
+        Raises:
+            _NotSupplied: a supplier failed (the call is answered so; the tool never ran).
+        """
         context, function = planned.context, planned.call.tool.function
         assert context is not None  # made whenever the tool's function asks for it
         assert function is not None
-        assert function.context_parameter is not None
-        assert function.context_type is not None
-        kind = function.context_type
+        kind = function.context_type or context.__class__
         if (
             context.__class__ is not kind
             or context.run_id != turn.run_id
@@ -277,7 +284,18 @@ class CallRunning:
                 deps=turn.deps,
                 resume=planned.resume,
             )
-        return {**planned.kwargs, function.context_parameter: context}
+        kwargs = dict(planned.kwargs)
+        if function.context_parameter is not None:
+            kwargs[function.context_parameter] = context
+        for parameter, supplier in function.supplied:
+            try:
+                kwargs[parameter] = supplier(context)
+            except Exception as exc:  # the application's code: the model is told, not raised
+                raise _NotSupplied(
+                    f"The application could not supply parameter {parameter!r} "
+                    f"({describe_exception(exc)[:200]}); the tool did not run."
+                ) from None
+        return kwargs
 
     @staticmethod
     def _in_flight(turn: Turn, planned: Planned) -> CallContext:
@@ -334,3 +352,7 @@ class CallRunning:
 
 def _alone(planned: Planned) -> bool:
     return not planned.call.tool.parallel_safe
+
+
+class _NotSupplied(Exception):
+    """A parameter the application supplies could not be made."""
