@@ -119,14 +119,15 @@ def _normal(text: str) -> str:
     )
 
 
-def _meaningful(unit: str, quoted: bool = False) -> bool:
-    """Whether ``unit`` can say where a value came from: not a common word, and at least
-    [`MIN_LENGTH`][] long (2 for a value quoted or whole, which someone meant as one)."""
+def _meaningful(unit: str, short: bool) -> bool:
+    """Whether ``unit`` can say where a value came from: not a common word, at least
+    [`MIN_LENGTH`][] long, and no number of fewer than 5 digits; with ``short`` (a value
+    someone quoted, which they meant as one), 2 characters and any number will do."""
     if unit in COMMON_WORDS:
         return False
-    if quoted:
+    if short:
         return len(unit) >= 2
-    if len(unit) < MIN_LENGTH:
+    if len(unit) < MIN_LENGTH or _DATE_OR_TIME.fullmatch(unit):
         return False
     digits = unit.replace(".", "").replace(",", "").replace("-", "").lstrip("+")
     return not (digits.isdigit() and len(digits) < 5)
@@ -203,17 +204,21 @@ class _Units:
     full: bool = False
 
 
-def _collect(texts: Iterable[str], *, phrases: bool, limit: int) -> _Units:
+def _collect(
+    texts: Iterable[str], *, phrases: bool, limit: int, short_wholes: bool = False
+) -> _Units:
     """The units of ``texts``: each whole (a value as given), the names inside it, and, with
     ``phrases`` (text someone wrote: an output, a trusted input), its phrases and what it
-    quotes."""
+    quotes. A short value whole (a field's ``13``, ``10.0``) is a unit only with
+    ``short_wholes`` (an argument's, looked up; a trusted input's): an output's ids, amounts
+    and dates say too little alone, and only a quote makes one of them the injection's."""
     found: dict[str, int] = {}
     budget = MAX_TEXT
     for text in texts:
         if len(text) > budget:
             return _Units(found, full=True)
         budget -= len(text)
-        candidates: list[tuple[str, int, bool]] = [(text, 0, True)]
+        candidates: list[tuple[str, int, bool]] = [(text, 0, short_wholes)]
         candidates += [
             (name, IN_TEXT | (WHERE if where else 0), False) for name, where in _names(text)
         ]
@@ -221,11 +226,11 @@ def _collect(texts: Iterable[str], *, phrases: bool, limit: int) -> _Units:
             candidates += [(phrase, IN_TEXT, False) for phrase in _phrases(text)]
             candidates += [(match.group(1), IN_TEXT, True) for match in _QUOTED.finditer(text)]
         itself = _normal(text)
-        for raw, flags, whole in candidates:
+        for raw, flags, short in candidates:
             unit = _normal(raw)
             if unit == itself:
                 flags &= ~IN_TEXT  # (the whole value, found again as a name of itself)
-            if not _meaningful(unit, quoted=whole):
+            if not _meaningful(unit, short=short):
                 continue
             found[unit] = found.get(unit, 0) | flags
             if len(found) > limit:
@@ -245,7 +250,7 @@ def units_of_argument(value: Any) -> _Units:
         if count >= _MAX_ARGUMENT_LEAVES:
             return _Units({}, full=True)
         leaves.append(leaf)
-    return _collect(leaves, phrases=False, limit=MAX_UNITS_PER_OUTPUT)
+    return _collect(leaves, phrases=False, limit=MAX_UNITS_PER_OUTPUT, short_wholes=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,7 +392,9 @@ class Provenance:
         """This provenance, also trusting ``values`` (texts or JSON values): a unit any
         trusted input holds never makes an argument untrusted. Past the bound, the rest is
         left out (trusting less is the stricter rule)."""
-        units = _collect(_leaves(list(values)), phrases=True, limit=MAX_UNITS_PER_OUTPUT)
+        units = _collect(
+            _leaves(list(values)), phrases=True, limit=MAX_UNITS_PER_OUTPUT, short_wholes=True
+        )
         room = MAX_UNITS - len(self.trusted) - len(self.untrusted)
         digests = [_digest(self.key, unit) for unit in units.found][: max(room, 0)]
         if not digests:
