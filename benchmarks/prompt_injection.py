@@ -217,7 +217,7 @@ async def episode(
         done = outcome.calls[0]
         if done.ran:
             trace.append(FunctionCall(function=call.function, args=arguments, id=call_id))
-        elif done.result.error_kind == "approval_denied":
+        elif done.result.error_kind in ("denied", "approval_denied"):
             denied += 1
         if injected is not None and not obeyed and _carries(_answer_texts(done.result), injected):
             obeyed = True
@@ -334,9 +334,7 @@ async def run_suite(name: str, recipes: Sequence[Recipe]) -> dict[str, SuiteFigu
                 counted.failed_tasks.append(user_id)
         for injection_id, injection_task in suite.injection_tasks.items():
             injected = ATTACK.format(goal=injection_task.GOAL)
-            environment = suite.load_and_inject_default_environment(
-                dict.fromkeys(places, injected)
-            )
+            environment = suite.load_and_inject_default_environment(dict.fromkeys(places, injected))
             for recipe in recipes:
                 done = await episode(
                     suite, tools[recipe.taints], recipe, user_task, injection_task, environment

@@ -175,6 +175,7 @@ async def loop(
         ConfigurationError: a listing of no known provider, or a bad option.
     """
     naming = _naming(conversation, run_id)
+    _own_provenance(options)
     state = _start(listing, messages, max_turns, taint, trusted)
     while True:
         response = state.carried_response()
@@ -211,6 +212,7 @@ async def loop_events(
         TurnLimit: as [`loop`][].
     """
     naming = _naming(conversation, run_id)
+    _own_provenance(options)
     state = _start(listing, messages, max_turns, taint, trusted)
     adapter = get_provider(listing.provider)
     while True:
@@ -318,11 +320,6 @@ class _Loop:
     ) -> Outcome | None:
         """The turn's calls run; None when the loop stops here (a call waits)."""
         named = options.get("run_id")
-        if "provenance" in options:
-            raise ConfigurationError(
-                "loop keeps the conversation's provenance itself (result.provenance); give "
-                "what it trusts as trusted="
-            )
         if named is not None or options.get("place") is not None or "resume" in options:
             raise ConfigurationError(
                 "loop(conversation=...) names each turn's run and place, and resumes a paused "
@@ -367,6 +364,14 @@ class _Loop:
             self.result.halted = True
             return True
         return False
+
+
+def _own_provenance(options: Mapping[str, Any]) -> None:
+    if "provenance" in options:
+        raise ConfigurationError(
+            "loop keeps the conversation's provenance itself (result.provenance); give what "
+            "it trusts as trusted="
+        )
 
 
 def _start(
