@@ -42,6 +42,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import metadata
 from typing import Any
 
 import toolwire
@@ -299,6 +300,7 @@ class SuiteFigures:
             ),
             "tasks_asked": share(self.tasks_asked, self.user_tasks),
             "calls_asked": self.calls_asked,
+            "pairs_asked": share(self.tasks_asked_under_attack, self.pairs),
             "counts": {
                 "utility": self.utility,
                 "utility_under_attack": self.utility_under_attack,
@@ -369,6 +371,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--suites", nargs="*", default=list(SUITES), choices=SUITES)
     parser.add_argument("--recipes", nargs="*", default=list(RECIPES), choices=list(RECIPES))
     parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument(
+        "--check",
+        metavar="RESULT",
+        help="exit 1 unless the figures are those of this saved result "
+        "(benchmarks/results/prompt_injection.json): the replay is deterministic",
+    )
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")  # AgentDojo's own deprecation warnings
     recipes = [RECIPES[name] for name in args.recipes]
@@ -383,7 +391,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{'asked tasks':>13}{'asked calls':>13}"
     )
     print(header)
-    out: dict[str, Any] = {"version": VERSION, "attack": ATTACK, "recipes": {}}
+    out: dict[str, Any] = {
+        "agentdojo": metadata.version("agentdojo"),
+        "version": VERSION,
+        "attack": ATTACK,
+        "recipes": {},
+    }
     for recipe in recipes:
         per_suite = {suite: results[suite][recipe.name] for suite in args.suites}
         rows = {**per_suite, "all": total(per_suite)}
@@ -402,6 +415,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(out, handle, indent=1, sort_keys=True)
+    if args.check:
+        with open(args.check, encoding="utf-8") as handle:
+            saved = json.load(handle)["figures"]
+        if saved != json.loads(json.dumps(out)):
+            print(f"the figures differ from {args.check}: rerun and look", file=sys.stderr)
+            return 1
+        print(f"the figures are those of {args.check}")
     return 0
 
 

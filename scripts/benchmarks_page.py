@@ -78,6 +78,9 @@ class Benchmark:
     peers: tuple[str, ...]
     about: str
     render: Callable[[dict[str, Any]], list[str]] = field(repr=False)
+    python: str | None = None
+    """The environment variable naming the Python to run it with (a benchmark whose
+    packages live in an environment of their own), else this one."""
 
 
 # --- formatting -------------------------------------------------------------------------------
@@ -628,6 +631,57 @@ def render_public_suites(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+_RECIPES = {
+    "none": "no policy",
+    "taint-deny": "taint, deny",
+    "taint-ask": "taint, ask",
+    "provenance-deny": '`provenance="deny"`',
+    "provenance-ask": '`provenance="ask"`',
+}
+_GOALS = "attack success on tool-call goals at most 2%, utility at least 90%, asked in at most 30%"
+
+
+def render_prompt_injection(result: dict[str, Any]) -> list[str]:
+    figures = result["figures"]
+    rows = []
+    for recipe, suites in figures["recipes"].items():
+        for suite, row in suites.items():
+            rows.append(
+                [
+                    _RECIPES.get(recipe, recipe) if suite == "workspace" else "",
+                    f"**{suite}**" if suite == "all" else suite,
+                    _pct(row["utility"]),
+                    _pct(row["utility_under_attack"]),
+                    _pct(row["tool_call_attack_success"]),
+                    _pct(row["tasks_asked"]),
+                    str(row["calls_asked"]),
+                ]
+            )
+    best = figures["recipes"].get("provenance-ask", {}).get("all")
+    lines = [
+        f"AgentDojo {figures['agentdojo']} (benchmark {figures['version']}), the "
+        f"`{figures['attack']}` attack. Utility: the user's tasks done, without attack and "
+        "under attack (each pair); attack success: the pairs whose attacker's goal, reached "
+        "by a call that acts or reaches outside, the benchmark's own check finds reached; "
+        "asked: the user tasks (without attack) in which a human was asked, and the calls "
+        "asked about.",
+        "",
+        *_table(
+            ["recipe", "suite", "utility", "under attack", "attack success", "asked", "calls"],
+            rows,
+            "llrrrrr",
+        ),
+    ]
+    if best is not None:
+        lines += [
+            "",
+            f'The goal ({_GOALS}, over all suites), for `provenance="ask"`: attack success '
+            f"{_pct(best['tool_call_attack_success'])}, utility {_pct(best['utility'])}, "
+            f"asked in {_pct(best['tasks_asked'])} of the user tasks.",
+        ]
+    return lines
+
+
 BENCHMARKS = (
     Benchmark(
         "dispatch",
@@ -739,6 +793,20 @@ BENCHMARKS = (
         "tests/public_suites/ asserts.",
         render_public_suites,
     ),
+    Benchmark(
+        "prompt_injection",
+        "Prompt injection (AgentDojo)",
+        "benchmarks/prompt_injection.py",
+        (),
+        (),
+        "AgentDojo replayed with no LLM: a scripted model makes each user task's ground-truth "
+        "calls through `execute_tool_calls` and obeys every injection it reads (the worst "
+        "case); a human asked approves the user's calls and denies the attacker's. The "
+        "recipes are those of the prompt-injection page. Run with a Python that has "
+        "`agentdojo` (`AGENTDOJO_PYTHON`; `.ci/run` makes one and checks the figures).",
+        render_prompt_injection,
+        python="AGENTDOJO_PYTHON",
+    ),
 )
 
 
@@ -813,7 +881,8 @@ def _scrub(text: str) -> str:
 def run_one(benchmark: Benchmark) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "figures.json"
-        command = [sys.executable, benchmark.script, *benchmark.args, "--json", str(out)]
+        python = os.environ.get(benchmark.python, "") if benchmark.python else ""
+        command = [python or sys.executable, benchmark.script, *benchmark.args, "--json", str(out)]
         start = time.monotonic()
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
         seconds = time.monotonic() - start

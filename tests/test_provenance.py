@@ -154,14 +154,14 @@ def test_the_provenance_keeps_digests_never_the_text() -> None:
     assert again.origins({"to": ATTACKER}) == provenance.origins({"to": ATTACKER})
 
 
-def test_the_digests_are_keyed() -> None:
+def test_the_same_inputs_give_the_same_provenance_and_a_key_changes_the_digests() -> None:
     one, two = read(INJECTION), read(INJECTION)
-    assert set(one.untrusted).isdisjoint(two.untrusted)  # a fresh key each
+    assert one.fingerprint() == two.fingerprint()  # a retry, another worker, a replay agree
     keyed = Provenance.start(key=b"k" * 16).reading("read_file", INJECTION)
-    assert (
-        keyed.fingerprint()
-        == Provenance.start(key=b"k" * 16).reading("read_file", INJECTION).fingerprint()
-    )
+    assert set(keyed.untrusted).isdisjoint(one.untrusted)
+    assert keyed.origins({"to": ATTACKER}).arguments == {"to": ("read_file",)}
+    with pytest.raises(ConfigurationError):
+        Provenance.start(key=b"short")
 
 
 @pytest.mark.parametrize(
@@ -450,7 +450,7 @@ async def test_a_run_is_bound_to_the_provenance_it_started_with() -> None:
         await toolwire.execute_tool_calls(
             listing, response, provenance=read("other"), run_id="r1", store=store, approver=later
         )
-    # a retry with only trusted= is keyed after its run: the same provenance again
+    # a retry given the same trusted input has the same provenance again
     asking = toolwire.tools([send_money], "openai-chat", policy=Policy(default="ask"))
     for _ in range(2):
         with pytest.raises(toolwire.ApprovalPending):

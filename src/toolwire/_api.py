@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import warnings
 import weakref
@@ -544,7 +543,7 @@ async def execute_tool_calls(
             wait_for_running=wait_for_running,
         )
     taint = frozenset(taint)
-    provenance = _provenance(provenance, trusted, run_id)
+    provenance = _provenance(provenance, trusted)
     try:
         outcomes = await executor.run(
             turn.items,
@@ -564,11 +563,8 @@ async def execute_tool_calls(
     return turn.answer(outcomes, taint=taint, run_id=run_id, provenance=provenance)
 
 
-def _provenance(
-    given: Provenance | None, trusted: Iterable[Any] | None, run_id: str | None
-) -> Provenance | None:
-    """The turn's provenance: ``given``, trusting ``trusted`` too. A new one (for
-    ``trusted`` alone) is keyed after its run, so a retry of the turn is bound to the same."""
+def _provenance(given: Provenance | None, trusted: Iterable[Any] | None) -> Provenance | None:
+    """The turn's provenance: ``given`` (or a new one), trusting ``trusted`` too."""
     if given is not None and not isinstance(given, Provenance):
         raise ConfigurationError(f"provenance is a toolwire.Provenance, not {given!r}")
     if trusted is None:
@@ -576,8 +572,7 @@ def _provenance(
     if isinstance(trusted, str | bytes) or not isinstance(trusted, Iterable):
         raise ConfigurationError("trusted is a list of texts or JSON values")
     if given is None:
-        key = None if run_id is None else hashlib.sha256(f"provenance:{run_id}".encode()).digest()
-        given = Provenance.start(key=None if key is None else key[:16])
+        given = Provenance.start()
     return given.trusting(*trusted)
 
 

@@ -17,16 +17,28 @@ punctuation stripped):
   scheme, and their host), e-mail addresses, domain names, and identifiers holding a digit
   (account numbers, IBANs, ids, phone numbers) of at least 5 characters; dates and times
   are not names.
-- **whole values**: every string (and number) of a structured output or an argument, whole.
+- **whole values**: every string (and number) of a structured output, whole (a text that is
+  JSON counts as the values it holds), and every argument, whole.
 - **phrases**: inside an output's text, each run of one to four words that neither starts
   nor ends with a common word (``Riverside View Hotel`` in "book the Riverside View Hotel
   now"). An argument is matched whole and by the names inside it, never by its phrases: a
   sentence the model writes shares words with everything it read.
+- **quotes**: what a text puts in quotes (``delete the file '13'``), however short.
 
-Units shorter than 4 characters, common words, and numbers of fewer than 5 digits never
-match (they would match everything). What it cannot see: a value the model composes rather
-than copies (a sum it computed, an address it spelt out from a description, a name it
-translated), and an injection that needs no argument at all (an answer it words).
+Units shorter than 4 characters, common words, numbers of fewer than 5 digits and dates
+never match unless quoted (they would match everything): an output's short ids and amounts
+shown whole are no units, and only a quote makes one of them an injection's.
+
+Each unit from output remembers whether it was found inside a text (a name, a phrase, a
+quote: where an injection writes the values it wants copied) or only as a whole field (a
+channel, a file id in a listing): [`Origins.in_text`][] says which arguments carry the
+former, so a tool that acts only inside the user's data may be spared a choice among the
+fields it was shown.
+
+What it cannot see: a value the model composes rather than copies (a sum it computed, an
+address it spelt out from a description, a name it translated), an injection that needs no
+argument at all (an answer it words), and a choice among values the task legitimately shows
+steered by an injection ("book the most expensive hotel").
 
 Bounded: an output is scanned up to [`MAX_TEXT`][] characters and gives at most
 [`MAX_UNITS_PER_OUTPUT`][] units; a conversation keeps at most [`MAX_UNITS`][]. Past any
@@ -38,7 +50,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import secrets
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -72,6 +83,9 @@ MAX_UNITS = 500_000
 MIN_LENGTH = 4
 """Units shorter than this never match."""
 _MAX_PHRASE_WORDS = 4
+_MAX_TRUSTED_TEXT = 100_000
+"""A trusted string longer than this (media in base64, a pasted dump) is left out: trusting
+less is the stricter rule, and the user's own words are shorter."""
 _MAX_ARGUMENT_LEAVES = 10_000
 _MAX_DEPTH = 64
 
@@ -347,6 +361,9 @@ UNKNOWN_ORIGINS = Origins(full=True, kept=False)
 """A call of a turn that keeps no provenance: every argument counts as untrusted."""
 
 
+_DEFAULT_KEY = b"toolwire provenance, v1"
+
+
 def _digest(key: bytes, unit: str) -> int:
     raw = hashlib.blake2b(unit.encode("utf-8", "surrogatepass"), digest_size=8, key=key)
     return int.from_bytes(raw.digest(), "big")
@@ -365,7 +382,7 @@ class Provenance:
     """
 
     key: bytes
-    """The digests' key: the digests say nothing of a value to whoever lacks it."""
+    """The digests' key (see [`start`][])."""
     trusted: frozenset[int] = frozenset()
     untrusted: Mapping[int, tuple[str, int]] = field(default_factory=dict)
     """For each unit from untrusted output: the first source it came from, and its flags
@@ -375,9 +392,17 @@ class Provenance:
 
     @classmethod
     def start(cls, *, key: bytes | None = None) -> Provenance:
-        """An empty provenance, under a fresh random key (or ``key``)."""
+        """An empty provenance, its digests keyed with ``key``.
+
+        Without a key, toolwire's own: the same inputs then give the same provenance in
+        every process, so a retried or resumed turn (a run is bound to its provenance's
+        fingerprint), another worker and an engine's replay agree, and the ledger keeps only
+        that fingerprint. Give a secret key (8 to 64 bytes, the same wherever the
+        conversation goes on: ``secrets.token_bytes(16)`` kept with it) when the provenance
+        itself is kept where others read it (an engine's workflow inputs): its digests of
+        short values then say nothing to whoever lacks the key."""
         if key is None:
-            key = secrets.token_bytes(16)
+            key = _DEFAULT_KEY
         if not isinstance(key, bytes) or not 8 <= len(key) <= 64:
             raise ConfigurationError("a provenance key is 8 to 64 bytes")
         return cls(key)
@@ -392,9 +417,8 @@ class Provenance:
         """This provenance, also trusting ``values`` (texts or JSON values): a unit any
         trusted input holds never makes an argument untrusted. Past the bound, the rest is
         left out (trusting less is the stricter rule)."""
-        units = _collect(
-            _leaves(list(values)), phrases=True, limit=MAX_UNITS_PER_OUTPUT, short_wholes=True
-        )
+        texts = (leaf for leaf in _leaves(list(values)) if len(leaf) <= _MAX_TRUSTED_TEXT)
+        units = _collect(texts, phrases=True, limit=MAX_UNITS_PER_OUTPUT, short_wholes=True)
         room = MAX_UNITS - len(self.trusted) - len(self.untrusted)
         digests = [_digest(self.key, unit) for unit in units.found][: max(room, 0)]
         if not digests:
@@ -515,7 +539,10 @@ def user_texts(messages: Any) -> list[str]:
     shape (dicts or SDK objects): what ``toolwire.loop`` trusts by default. Tool outputs
     inside them (Gemini's ``functionResponse`` parts, Anthropic's ``tool_result`` blocks,
     OpenAI's ``function_call_output`` items) are left out: they stay untrusted."""
-    plain = pydantic_core.to_jsonable_python(messages, fallback=str, bytes_mode="base64")
+    try:
+        plain = pydantic_core.to_jsonable_python(messages, fallback=str, bytes_mode="base64")
+    except (ValueError, TypeError, RecursionError):  # nested past saying: trust none of it
+        return []
     found: list[str] = []
     for message in plain if isinstance(plain, list) else [plain]:
         if isinstance(message, Mapping) and message.get("role") in _TRUSTED_ROLES:
@@ -546,7 +573,7 @@ def result_output(result: Any) -> Any:
     texts = [getattr(part, "text", None) for part in getattr(result, "content", ())]
     return [
         [_as_json(text) for text in texts if isinstance(text, str)],
-        pydantic_core.to_jsonable_python(getattr(result, "structured_content", None), fallback=str),
+        getattr(result, "structured_content", None),  # (JSON values: ToolResult checks them)
         getattr(result, "value", None),
     ]
 

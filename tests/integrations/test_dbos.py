@@ -190,6 +190,20 @@ async def test_a_denied_call_never_runs_and_the_deny_wakes_the_workflow(
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(
+    "app_env", ["sqlite", pytest.param("postgres", marks=pytest.mark.deep)], indirect=True
+)
+async def test_a_call_copying_an_injected_value_is_denied_inside_the_workflow(
+    app_env: dict[str, str],
+) -> None:
+    texts = _result(_start(app_env, "executor-1", "injected", "injected-1"))
+    assert texts[0].startswith("Meeting moved.")
+    assert texts[1].startswith("Denied: argument 'path' came from the output of read_note")
+    assert texts[2] == "wiped /data"
+    assert _started(app_env) == {"read:monday": 1, "wipe:/data": 1}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
     ("app_env", "processes"),
     [  # the README's run: three workers on SQLite; the deep run: three and eight on each
         pytest.param("sqlite", 3, id="sqlite-3"),

@@ -41,6 +41,7 @@ from toolwire.calls import RejectedCall, ToolCall
 from toolwire.errors import ConfigurationError, MissingDependency, StoreUnavailable
 from toolwire.pipeline import CallOutcome, CallTicket, TurnPlan, in_groups
 from toolwire.pipeline.executor import Executor
+from toolwire.provenance import Provenance
 from toolwire.runs import ledger
 from toolwire.runs.store import MemoryStore
 
@@ -142,6 +143,7 @@ class DurableTools:
         run_id: str | None = None,
         deps: Any = None,
         place: str | None = None,
+        provenance: Provenance | None = None,
         **answer_options: Any,
     ) -> Outcome:
         """[`toolwire.execute_tool_calls`][] inside a DBOS workflow: the turn's calls planned
@@ -160,6 +162,9 @@ class DurableTools:
             place: the turn's place in its conversation, kept in its run's binding (see
                 ``Executor.run``): with a ``run_id`` of your own, the run answers no other
                 turn.
+            provenance: the previous outcome's ``provenance`` (or ``Provenance.of`` the
+                user's words; see [`toolwire.provenance`][]): the plan's policy sees where each
+                call's arguments came from, and its tickets carry that where they run.
             answer_options: the provider's answer options.
 
         Raises:
@@ -204,6 +209,7 @@ class DurableTools:
                 deps,
                 wake,
                 dict(again),
+                None if provenance is None else provenance.to_dict(),
             )
             plan = TurnPlan.from_dict(parsed.items, body)
             answers: dict[int, CallOutcome | tuple[CallOutcome, str]] = dict(plan.answered)
@@ -219,7 +225,7 @@ class DurableTools:
             # The others are answered and kept; block until a decision's message (or recheck).
             await DBOS.recv_async(topic, timeout_seconds=self.recheck)
             again["resume"] = True  # planned again: the run must still say what ran
-        return self._answer(parsed, answers, taint, run_id)
+        return self._answer(parsed, answers, taint, run_id, provenance)
 
     def _answer(
         self,
@@ -227,6 +233,7 @@ class DurableTools:
         answers: dict[int, CallOutcome | tuple[CallOutcome, str]],
         taint: Sequence[str],
         run_id: str,
+        provenance: Provenance | None = None,
     ) -> Outcome:
         """The turn's outcome, or its answers on a ``StoreUnavailable`` when a call's answer
         could not be stored."""
@@ -242,7 +249,7 @@ class DurableTools:
                 f"{errors[0]} (run {run_id!r}; the turn's answers are in `outcomes`)",
                 outcomes=outcomes,
             )
-        return parsed.answer(outcomes, taint=taint, run_id=run_id)
+        return parsed.answer(outcomes, taint=taint, run_id=run_id, provenance=provenance)
 
     # -- the steps -------------------------------------------------------------------------------
 
@@ -255,6 +262,7 @@ class DurableTools:
         deps: Any,
         wake: Mapping[str, Any],
         again: Mapping[str, Any],
+        provenance: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The turn planned and what it decided kept, as JSON values (DBOS keeps them).
         ``again``: the turn's place, and whether it resumes its run (planned after a wait)."""
@@ -263,6 +271,7 @@ class DurableTools:
             run_id=run_id,
             principal=principal,
             taint=taint,
+            provenance=None if provenance is None else Provenance.from_dict(provenance),
             deps=deps,
             wake=wake,
             place=again.get("place"),
