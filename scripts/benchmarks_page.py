@@ -638,17 +638,22 @@ _RECIPES = {
     "provenance-deny": '`provenance="deny"`',
     "provenance-ask": '`provenance="ask"`',
 }
+_SUITES = ("workspace", "travel", "banking", "slack", "all")
 _GOALS = "attack success on tool-call goals at most 2%, utility at least 90%, asked in at most 30%"
 
 
 def render_prompt_injection(result: dict[str, Any]) -> list[str]:
     figures = result["figures"]
     rows = []
-    for recipe, suites in figures["recipes"].items():
-        for suite, row in suites.items():
+    recipes = [name for name in _RECIPES if name in figures["recipes"]]
+    for recipe in recipes:
+        suites = figures["recipes"][recipe]
+        order = [name for name in _SUITES if name in suites]
+        for suite in order:
+            row = suites[suite]
             rows.append(
                 [
-                    _RECIPES.get(recipe, recipe) if suite == "workspace" else "",
+                    _RECIPES[recipe] if suite == order[0] else "",
                     f"**{suite}**" if suite == "all" else suite,
                     _pct(row["utility"]),
                     _pct(row["utility_under_attack"]),
