@@ -414,3 +414,28 @@ async def test_an_error_inside_the_hub_block_propagates_unwrapped() -> None:
     with pytest.raises(toolwire.ToolNotFound):
         async with Hub({"shop": InProcessServer(server=catalogue())}) as hub:
             hub.as_toolset()["shop__missing"]
+
+
+async def test_a_server_declared_trusted_gives_trusted_output_and_others_do_not() -> None:
+    servers = {
+        "mine": InProcessServer(server=catalogue(), trusted=True),
+        "theirs": InProcessServer(server=catalogue()),
+    }
+    async with Hub(servers) as hub:
+        listing = toolwire.tools(hub, "gemini")
+        tools = {tool.server_id: tool for tool in listing.toolset.tools if tool.name == "add"}
+        assert tools["mine"].trusted
+        assert not tools["theirs"].trusted
+        outcome = await toolwire.execute_tool_calls(
+            listing,
+            {"candidates": [{"content": {"role": "model", "parts": [
+                {"functionCall": {"name": "mine__add", "args": {"a": 40000, "b": 2}, "id": "m"}},
+                {"functionCall": {"name": "theirs__add", "args": {"a": 50000, "b": 1}, "id": "t"}},
+            ]}}]},
+            trusted=[],
+        )  # fmt: skip
+    assert outcome.provenance is not None
+    origins = outcome.provenance.origins({"x": "40002", "y": "50001"})
+    assert origins.arguments == {"y": ("theirs__add",)}
+    with pytest.raises(toolwire.ConfigurationError, match="trusted"):
+        Hub({"bad": InProcessServer(server=catalogue(), trusted="yes")})  # type: ignore[arg-type]

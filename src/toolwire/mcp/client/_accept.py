@@ -138,6 +138,7 @@ def _definition(
             icons=icons,
             server_id=server.name,
             taints=_taints(server),
+            trusted=server.spec.trusted is True,
             handler=partial(call, server, name),
             # The executor applies the cap (the hub, the idle timeout); cancelled, the SDK
             # tells the server.

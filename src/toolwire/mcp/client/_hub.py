@@ -262,6 +262,8 @@ class Hub:
                 raise ConfigurationError(
                     f"server {name!r}: taints must be a string or a list of strings"
                 )
+            if not isinstance(spec.trusted, bool):
+                raise ConfigurationError(f"server {name!r}: trusted is true or false")
         self._servers = {
             name: ServerState(name, spec, limiter=anyio.Semaphore(spec.max_concurrency))
             for name, spec in servers.items()

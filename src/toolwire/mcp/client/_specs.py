@@ -156,6 +156,9 @@ class _Options:
     """Sources its tools' output brings into the model's context besides the server itself
     (e.g. ``"web"`` for a fetcher): what ``Outcome.taint`` collects and policies match with
     ``tainted_by``."""
+    trusted: bool = False
+    """Its tools' output is trusted input (the application's own server, whose results no one
+    else writes): see ``Tool.trusted`` and ``toolwire.provenance``. False: untrusted."""
 
 
 @dataclass(frozen=True, kw_only=True, repr=False)
