@@ -7,7 +7,6 @@ import getpass
 import hmac
 import importlib
 import secrets
-import socket
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
@@ -15,7 +14,7 @@ from urllib.parse import parse_qsl, quote, urlencode
 import anyio
 import anyio.abc
 
-from toolwire._net import is_loopback
+from toolwire._net import is_loopback, tcp_socket
 from toolwire.errors import ConfigurationError, MissingDependency, StoreUnavailable
 from toolwire.runs import ledger
 from toolwire.runs.store import RunStore, check_reachable
@@ -167,9 +166,7 @@ async def serve(
         served = gate
     else:
         served = app(store, authorize=load_authorize(authorize))
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock = tcp_socket(host)
     try:
         sock.bind((host, port))
         sock.listen(128)  # before the URL is shown: a browser opening it at once waits

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import anyio
 
-from toolwire._net import is_loopback
+from toolwire._net import is_loopback, tcp_socket
 from toolwire.approval import ApprovalRequest, Approver
 from toolwire.errors import (
     ConfigurationError,
@@ -333,9 +333,7 @@ async def _serve_http(
     except ImportError as exc:
         raise MissingDependency("uvicorn", "mcp") from exc
     # The socket is bound here, so port 0 works and the URL is known before serving.
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock = tcp_socket(host)
     try:
         sock.bind((host, port))
     except OSError as exc:
@@ -348,7 +346,7 @@ async def _serve_http(
         sock.close()
         raise ConfigurationError(_NOT_LOOPBACK.format(host=f"{host} ({address})"))
     sock.listen(128)  # before the URL is told: a client connecting at once is queued, not refused
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    shown = f"[{host}]" if sock.family == socket.AF_INET6 else host
     url = f"http://{shown}:{bound}/mcp"
     if loopback:
         # DNS-rebinding protection for every loopback address, not only the SDK's three: a
