@@ -206,6 +206,26 @@ def test_an_output_of_too_many_units_makes_the_provenance_full() -> None:
     assert time.process_time() - started < 60  # bounded work, not a timing claim
 
 
+def deep(levels: int) -> Any:
+    value: Any = ATTACKER
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("unsayable", [10**5000, deep(200)], ids=["huge int", "deep nesting"])
+def test_a_value_that_cannot_be_read_is_never_called_clean(unsayable: Any) -> None:
+    """A number past Python's conversion limit, or nesting past the walk's depth: no foreign
+    exception, and what cannot be read counts as untrusted (full), never as clean."""
+    assert read({"x": unsayable}).full
+    origins = read(INJECTION).origins({"value": unsayable, "other": "clean"})
+    assert origins.full
+    assert origins.untrusted("other")
+    # trusting what cannot be read trusts nothing of it, and raises nothing
+    assert Provenance.of(unsayable).origins({"to": ATTACKER}) == NO_ORIGINS
+    assert read(INJECTION, "read_file", unsayable).origins({"to": ATTACKER}).arguments
+
+
 def test_values_crafted_to_match_everything_match_nothing() -> None:
     junk = ["", " ", "a", "of", "the", "and", "1", "10", "email", "    "]
     provenance = read({"fields": junk, "text": " ".join(junk)})

@@ -6,7 +6,7 @@ import threading
 import warnings
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Literal, cast
@@ -579,14 +579,9 @@ def _provenance(given: Provenance | None, trusted: Iterable[Any] | None) -> Prov
 def _read(provenance: Provenance, outcomes: Sequence[CallOutcome]) -> Provenance:
     """``provenance`` after the model reads the turn's answers: every call that ran or was
     answered from its run, of a tool not declared ``trusted``."""
-    for outcome in outcomes:
-        item = outcome.item
-        if not isinstance(item, ToolCall) or item.tool.trusted:
-            continue
-        if outcome.ran or outcome.from_store:
-            provenance = provenance.reading(
-                item.exposed_name, result_output(outcome.result.for_model())
-            )
+    for call, result in _read_answers(outcomes):
+        if not call.tool.trusted:
+            provenance = provenance.reading(call.exposed_name, result_output(result.for_model()))
     return provenance
 
 
@@ -739,15 +734,21 @@ def _check_executor(executor: Executor, source: Any, **options: Any) -> None:
 
 
 def _taints(outcomes: Sequence[CallOutcome]) -> frozenset[str]:
-    """The taints of the tools whose output this turn's answers may carry: every call the turn
-    ran, whatever its answer says (a tool's own error can quote what it read), and every
-    answer the run had kept."""
+    """The taints of the tools whose output this turn's answers carry (``_read_answers``)."""
     found: set[str] = set()
+    for call, _ in _read_answers(outcomes):
+        found.update(taints_of(call.tool))
+    return frozenset(found)
+
+
+def _read_answers(outcomes: Sequence[CallOutcome]) -> Iterator[tuple[ToolCall, ToolResult]]:
+    """Each call whose tool's output the turn's answers carry, with its result: every call
+    the turn ran, whatever its answer says (a tool's own error can quote what it read), and
+    every answer the run had kept."""
     for outcome in outcomes:
         item = outcome.item
         if isinstance(item, ToolCall) and (outcome.ran or outcome.from_store):
-            found.update(taints_of(item.tool))
-    return frozenset(found)
+            yield item, outcome.result
 
 
 def _answer(answer: Callable[..., Any], outcome: CallOutcome, options: Any) -> Any:

@@ -185,21 +185,25 @@ def _phrases(text: str) -> Iterator[str]:
                 yield " ".join(folded[start:end])
 
 
-def _leaves(value: Any, depth: int = 0) -> Iterator[str]:
-    """The strings and numbers inside a JSON value, as text."""
+def _leaves(value: Any, depth: int = 0) -> Iterator[str | None]:
+    """The strings and numbers inside a JSON value, as text; None for one that cannot be
+    said (a number past Python's conversion limit, a value nested past ``_MAX_DEPTH``),
+    which makes what is found of it ``full``: what cannot be read is never called clean."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, bool) or value is None:
         return
     elif isinstance(value, int | float):
-        yield str(value)
-    elif depth < _MAX_DEPTH:
-        if isinstance(value, Mapping):
-            for item in value.values():
-                yield from _leaves(item, depth + 1)
-        elif isinstance(value, list | tuple):
-            for item in value:
-                yield from _leaves(item, depth + 1)
+        try:
+            yield str(value)
+        except ValueError:  # an integer of more digits than str() converts
+            yield None
+    elif isinstance(value, Mapping | list | tuple):
+        if depth >= _MAX_DEPTH:
+            yield None
+            return
+        for item in value.values() if isinstance(value, Mapping) else value:
+            yield from _leaves(item, depth + 1)
 
 
 WHERE = 1
@@ -219,7 +223,7 @@ class _Units:
 
 
 def _collect(
-    texts: Iterable[str], *, phrases: bool, limit: int, short_wholes: bool = False
+    texts: Iterable[str | None], *, phrases: bool, limit: int, short_wholes: bool = False
 ) -> _Units:
     """The units of ``texts``: each whole (a value as given), the names inside it, and, with
     ``phrases`` (text someone wrote: an output, a trusted input), its phrases and what it
@@ -229,7 +233,7 @@ def _collect(
     found: dict[str, int] = {}
     budget = MAX_TEXT
     for text in texts:
-        if len(text) > budget:
+        if text is None or len(text) > budget:
             return _Units(found, full=True)
         budget -= len(text)
         candidates: list[tuple[str, int, bool]] = [(text, 0, short_wholes)]
@@ -417,7 +421,11 @@ class Provenance:
         """This provenance, also trusting ``values`` (texts or JSON values): a unit any
         trusted input holds never makes an argument untrusted. Past the bound, the rest is
         left out (trusting less is the stricter rule)."""
-        texts = (leaf for leaf in _leaves(list(values)) if len(leaf) <= _MAX_TRUSTED_TEXT)
+        texts = (
+            leaf
+            for leaf in _leaves(list(values))
+            if leaf is not None and len(leaf) <= _MAX_TRUSTED_TEXT
+        )
         units = _collect(texts, phrases=True, limit=MAX_UNITS_PER_OUTPUT, short_wholes=True)
         room = MAX_UNITS - len(self.trusted) - len(self.untrusted)
         digests = [_digest(self.key, unit) for unit in units.found][: max(room, 0)]
